@@ -1,0 +1,150 @@
+//===- KilnDialect.td - the kiln dialect and its attributes -*- tablegen -*-===//
+
+#ifndef KILN_DIALECT_TD
+#define KILN_DIALECT_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+def Kiln_Dialect : Dialect {
+  let name = "kiln";
+  let cppNamespace = "::kiln";
+  let summary = "Tensor operations of Kiln's training compiler";
+  let description = [{
+    The `kiln` dialect holds the operations that models imported from ONNX are
+    made of. Every value is a ranked tensor with a static shape; element types
+    are f32, f16, bf16, f64, i64, i32, i8 and i1. Operations have value
+    semantics. Broadcasting is always explicit (`kiln.broadcast`), so every
+    elementwise operation sees operands of one shape; this keeps type
+    inference, differentiation and fusion simple.
+
+    Parameters (ONNX initializers) are module-level `kiln.param` symbols read
+    with `kiln.get_param`; graph inputs and outputs are the arguments and
+    results of `func.func` entry points, named by the `kiln.name` argument and
+    result attribute.
+  }];
+  let hasConstantMaterializer = 1;
+  let useDefaultAttributePrinterParser = 1;
+}
+
+class Kiln_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Kiln_Dialect, mnemonic, traits>;
+
+//===----------------------------------------------------------------------===//
+// Types accepted by kiln operations.
+//===----------------------------------------------------------------------===//
+
+def Kiln_Float : AnyTypeOf<[F32, F16, BF16, F64]>;
+def Kiln_Int : AnyTypeOf<[I64, I32, I8]>;
+def Kiln_Element : AnyTypeOf<[F32, F16, BF16, F64, I64, I32, I8, I1]>;
+
+class Kiln_StaticTensorOf<list<Type> types>
+    : TensorOf<types, [HasStaticShapePred], "statically shaped tensor">;
+
+def Kiln_Tensor : Kiln_StaticTensorOf<[F32, F16, BF16, F64, I64, I32, I8, I1]>;
+def Kiln_FloatTensor : Kiln_StaticTensorOf<[F32, F16, BF16, F64]>;
+def Kiln_IntTensor : Kiln_StaticTensorOf<[I64, I32, I8]>;
+def Kiln_IndexTensor : Kiln_StaticTensorOf<[I64, I32]>;
+def Kiln_NumericTensor : Kiln_StaticTensorOf<[F32, F16, BF16, F64, I64, I32, I8]>;
+def Kiln_BoolTensor : Kiln_StaticTensorOf<[I1]>;
+def Kiln_IntOrBoolTensor : Kiln_StaticTensorOf<[I64, I32, I8, I1]>;
+def Kiln_SeedTensor : Type<TensorRankOf<[I64], [0]>.predicate,
+                            "tensor<i64> random seed", "::mlir::TensorType">,
+    BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getI64Type())">;
+
+//===----------------------------------------------------------------------===//
+// Enums.
+//===----------------------------------------------------------------------===//
+
+def Kiln_ComparePredicate : I32EnumAttr<"ComparePredicate",
+    "elementwise comparison predicate", [
+      I32EnumAttrCase<"eq", 0>, I32EnumAttrCase<"ne", 1>,
+      I32EnumAttrCase<"lt", 2>, I32EnumAttrCase<"le", 3>,
+      I32EnumAttrCase<"gt", 4>, I32EnumAttrCase<"ge", 5>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::kiln";
+}
+def Kiln_ComparePredicateAttr
+    : EnumAttr<Kiln_Dialect, Kiln_ComparePredicate, "compare"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def Kiln_Reduction : I32EnumAttr<"Reduction",
+    "how a loss or scatter combines values", [
+      I32EnumAttrCase<"none", 0>, I32EnumAttrCase<"sum", 1>,
+      I32EnumAttrCase<"mean", 2>, I32EnumAttrCase<"add", 3>,
+      I32EnumAttrCase<"mul", 4>, I32EnumAttrCase<"max", 5>,
+      I32EnumAttrCase<"min", 6>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::kiln";
+}
+def Kiln_ReductionAttr : EnumAttr<Kiln_Dialect, Kiln_Reduction, "reduction"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def Kiln_PadMode : I32EnumAttr<"PadMode", "padding mode", [
+      I32EnumAttrCase<"constant", 0>, I32EnumAttrCase<"reflect", 1>,
+      I32EnumAttrCase<"edge", 2>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::kiln";
+}
+def Kiln_PadModeAttr : EnumAttr<Kiln_Dialect, Kiln_PadMode, "pad_mode"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def Kiln_GeluApproximation : I32EnumAttr<"GeluApproximation",
+    "GELU approximation", [
+      I32EnumAttrCase<"none", 0>, I32EnumAttrCase<"tanh", 1>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::kiln";
+}
+def Kiln_GeluApproximationAttr
+    : EnumAttr<Kiln_Dialect, Kiln_GeluApproximation, "gelu_approximation"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+#endif // KILN_DIALECT_TD
+
+//===----------------------------------------------------------------------===//
+// Result type inference from an op adaptor.
+//===----------------------------------------------------------------------===//
+
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+// Like upstream's InferTypeOpAdaptor, but the adaptor also sees attributes
+// that the parser has not yet moved into properties, and it is verified
+// (required attributes present) before the op's inference runs.
+def Kiln_InferTypeOpAdaptor : TraitList<[
+    DeclareOpInterfaceMethods<InferTypeOpInterface>,
+    NativeOpTrait<"InferTypeOpAdaptor", [], [{
+      static ::llvm::LogicalResult
+      inferReturnTypes(::mlir::MLIRContext *context,
+                       std::optional<::mlir::Location> location,
+                       Adaptor adaptor,
+                       ::llvm::SmallVectorImpl<::mlir::Type> &inferredReturnTypes);
+    }], [{
+      ::llvm::LogicalResult
+      $cppClass::inferReturnTypes(::mlir::MLIRContext *context,
+          std::optional<::mlir::Location> location, ::mlir::ValueRange operands,
+          ::mlir::DictionaryAttr attributes, ::mlir::OpaqueProperties properties,
+          ::mlir::RegionRange regions,
+          ::llvm::SmallVectorImpl<::mlir::Type> &inferredReturnTypes) {
+        ::mlir::Location loc =
+            location ? *location : ::mlir::UnknownLoc::get(context);
+        $cppClass::Properties parsed;
+        if (!properties) {
+          if (attributes && ::mlir::failed($cppClass::setPropertiesFromAttr(
+                  parsed, attributes,
+                  [&] { return ::mlir::emitError(loc); })))
+            return ::mlir::failure();
+          properties = ::mlir::OpaqueProperties(&parsed);
+        }
+        $cppClass::Adaptor adaptor(operands, attributes, properties, regions);
+        if (::mlir::failed(adaptor.verify(loc)))
+          return ::mlir::failure();
+        return $cppClass::inferReturnTypes(context, location, adaptor,
+                                           inferredReturnTypes);
+      }
+    }]>
+  ]>;

@@ -1,0 +1,854 @@
+//===- KilnOps.cpp - verifiers and type inference of kiln ops -------------===//
+
+#include "kiln/KilnOps.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallSet.h"
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+/// The operand's ranked tensor type, or null when it has none (possible while
+/// parsing invalid IR, before operand constraints are verified).
+RankedTensorType rankedTypeOf(Value value) {
+  return value ? dyn_cast<RankedTensorType>(value.getType()) : nullptr;
+}
+
+LogicalResult failInference(std::optional<Location> loc, const Twine &message) {
+  return emitOptionalError(loc, message);
+}
+
+/// Checks that `dims` are distinct dimensions of a rank-`rank` tensor.
+LogicalResult checkDimensions(std::optional<Location> loc,
+                              ArrayRef<int64_t> dims, int64_t rank,
+                              StringRef what) {
+  llvm::SmallSet<int64_t, 8> seen;
+  for (int64_t dim : dims) {
+    if (dim < 0 || dim >= rank)
+      return failInference(loc, what + " " + Twine(dim) +
+                                    " is out of range for rank " + Twine(rank));
+    if (!seen.insert(dim).second)
+      return failInference(loc, what + " " + Twine(dim) + " appears twice");
+  }
+  return success();
+}
+
+LogicalResult checkAxis(std::optional<Location> loc, int64_t axis,
+                        int64_t rank) {
+  if (axis < 0 || axis >= rank)
+    return failInference(loc, "axis " + Twine(axis) +
+                                  " is out of range for rank " + Twine(rank));
+  return success();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Parameters.
+//===----------------------------------------------------------------------===//
+
+LogicalResult ParamOp::verify() {
+  if (auto init = getInitialValueAttr())
+    if (init.getType() != getType())
+      return emitOpError("initial value type ")
+             << init.getType() << " does not match parameter type "
+             << getType();
+  return success();
+}
+
+LogicalResult
+GetParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto param =
+      symbolTable.lookupNearestSymbolFrom<ParamOp>(*this, getNameAttr());
+  if (!param)
+    return emitOpError("'") << getName() << "' is not a kiln.param";
+  if (param.getType() != getType())
+    return emitOpError("result type ")
+           << getType() << " does not match parameter type "
+           << param.getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise.
+//===----------------------------------------------------------------------===//
+
+static LogicalResult inferBoolLike(Value input,
+                                   SmallVectorImpl<Type> &inferred,
+                                   std::optional<Location> loc) {
+  auto type = rankedTypeOf(input);
+  if (!type)
+    return failInference(loc, "expected a ranked tensor operand");
+  inferred.push_back(type.clone(IntegerType::get(type.getContext(), 1)));
+  return success();
+}
+
+LogicalResult IsNanOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferred) {
+  return inferBoolLike(adaptor.getInput(), inferred, loc);
+}
+
+LogicalResult IsInfOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferred) {
+  return inferBoolLike(adaptor.getInput(), inferred, loc);
+}
+
+LogicalResult CompareOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  return inferBoolLike(adaptor.getLhs(), inferred, loc);
+}
+
+LogicalResult SelectOp::verify() {
+  if (getCond().getType().getShape() != getType().getShape())
+    return emitOpError("condition shape does not match the result shape");
+  return success();
+}
+
+LogicalResult CastOp::verify() {
+  if (getInput().getType().getShape() != getType().getShape())
+    return emitOpError("cannot change the shape (")
+           << getInput().getType() << " to " << getType() << ")";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Shape and data movement.
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  auto inType = getInput().getType();
+  auto outType = getType();
+  if (inType.getElementType() != outType.getElementType())
+    return emitOpError("cannot change the element type");
+  if (inType.getNumElements() != outType.getNumElements())
+    return emitOpError("element count changes from ")
+           << inType.getNumElements() << " to " << outType.getNumElements();
+  return success();
+}
+
+LogicalResult BroadcastOp::verify() {
+  auto inType = getInput().getType();
+  auto outType = getType();
+  if (inType.getElementType() != outType.getElementType())
+    return emitOpError("cannot change the element type");
+  int64_t offset = outType.getRank() - inType.getRank();
+  if (offset < 0)
+    return emitOpError("result rank ")
+           << outType.getRank() << " is below the operand rank "
+           << inType.getRank();
+  for (auto [i, dim] : llvm::enumerate(inType.getShape())) {
+    int64_t target = outType.getDimSize(i + offset);
+    if (dim != 1 && dim != target)
+      return emitOpError("operand dimension ")
+             << i << " of size " << dim << " cannot broadcast to " << target;
+  }
+  return success();
+}
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  auto type = rankedTypeOf(adaptor.getInput());
+  if (!type)
+    return failInference(loc, "expected a ranked tensor operand");
+  ArrayRef<int64_t> perm = adaptor.getPermutation();
+  if (static_cast<int64_t>(perm.size()) != type.getRank())
+    return failInference(loc, "permutation has " + Twine(perm.size()) +
+                                  " entries for rank " + Twine(type.getRank()));
+  if (failed(checkDimensions(loc, perm, type.getRank(), "permutation entry")))
+    return failure();
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm)
+    shape.push_back(type.getDimSize(p));
+  inferred.push_back(type.clone(shape));
+  return success();
+}
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferred) {
+  auto type = rankedTypeOf(adaptor.getInput());
+  if (!type)
+    return failInference(loc, "expected a ranked tensor operand");
+  ArrayRef<int64_t> start = adaptor.getStart(), limit = adaptor.getLimit(),
+                    stride = adaptor.getStride();
+  int64_t rank = type.getRank();
+  if (static_cast<int64_t>(start.size()) != rank ||
+      static_cast<int64_t>(limit.size()) != rank ||
+      static_cast<int64_t>(stride.size()) != rank)
+    return failInference(loc, "start, limit and stride need " + Twine(rank) +
+                                  " entries each");
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (stride[i] < 1)
+      return failInference(loc, "stride of dimension " + Twine(i) +
+                                    " must be positive");
+    if (start[i] < 0 || start[i] > limit[i] || limit[i] > type.getDimSize(i))
+      return failInference(loc, "window [" + Twine(start[i]) + ", " +
+                                    Twine(limit[i]) + ") of dimension " +
+                                    Twine(i) + " is outside [0, " +
+                                    Twine(type.getDimSize(i)) + "]");
+    shape.push_back(llvm::divideCeil(limit[i] - start[i], stride[i]));
+  }
+  inferred.push_back(type.clone(shape));
+  return success();
+}
+
+LogicalResult ReverseOp::verify() {
+  return checkDimensions(getLoc(), getDimensions(), getType().getRank(),
+                         "dimension");
+}
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  auto inputs = adaptor.getInputs();
+  if (inputs.empty())
+    return failInference(loc, "needs at least one operand");
+  auto first = rankedTypeOf(inputs.front());
+  if (!first)
+    return failInference(loc, "expected ranked tensor operands");
+  int64_t axis = adaptor.getAxis();
+  if (failed(checkAxis(loc, axis, first.getRank())))
+    return failure();
+  SmallVector<int64_t> shape(first.getShape());
+  shape[axis] = 0;
+  for (auto [index, input] : llvm::enumerate(inputs)) {
+    auto type = rankedTypeOf(input);
+    if (!type || type.getRank() != first.getRank() ||
+        type.getElementType() != first.getElementType())
+      return failInference(loc, "operand " + Twine(index) +
+                                    " differs in rank or element type");
+    for (int64_t d = 0; d < first.getRank(); ++d)
+      if (d != axis && type.getDimSize(d) != first.getDimSize(d))
+        return failInference(loc, "operand " + Twine(index) +
+                                      " differs in dimension " + Twine(d));
+    shape[axis] += type.getDimSize(axis);
+  }
+  inferred.push_back(first.clone(shape));
+  return success();
+}
+
+LogicalResult SplitOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferred) {
+  auto type = rankedTypeOf(adaptor.getInput());
+  if (!type)
+    return failInference(loc, "expected a ranked tensor operand");
+  int64_t axis = adaptor.getAxis();
+  if (failed(checkAxis(loc, axis, type.getRank())))
+    return failure();
+  int64_t total = 0;
+  for (int64_t size : adaptor.getSizes()) {
+    if (size < 0)
+      return failInference(loc, "split sizes must not be negative");
+    total += size;
+    SmallVector<int64_t> shape(type.getShape());
+    shape[axis] = size;
+    inferred.push_back(type.clone(shape));
+  }
+  if (total != type.getDimSize(axis))
+    return failInference(loc, "split sizes add up to " + Twine(total) +
+                                  ", not to dimension size " +
+                                  Twine(type.getDimSize(axis)));
+  return success();
+}
+
+LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &inferred) {
+  auto type = rankedTypeOf(adaptor.getInput());
+  if (!type)
+    return failInference(loc, "expected a ranked tensor operand");
+  ArrayRef<int64_t> low = adaptor.getLow(), high = adaptor.getHigh();
+  if (static_cast<int64_t>(low.size()) != type.getRank() ||
+      static_cast<int64_t>(high.size()) != type.getRank())
+    return failInference(loc, "low and high need one entry per dimension");
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < type.getRank(); ++i) {
+    if (low[i] < 0 || high[i] < 0)
+      return failInference(loc, "padding must not be negative");
+    if (adaptor.getMode() == PadMode::reflect &&
+        (low[i] >= type.getDimSize(i) || high[i] >= type.getDimSize(i)))
+      return failInference(loc, "reflect padding of dimension " + Twine(i) +
+                                    " must be smaller than its size");
+    if (adaptor.getMode() == PadMode::edge && type.getDimSize(i) == 0 &&
+        low[i] + high[i] > 0)
+      return failInference(loc, "edge padding of an empty dimension");
+    shape.push_back(type.getDimSize(i) + low[i] + high[i]);
+  }
+  inferred.push_back(type.clone(shape));
+  return success();
+}
+
+LogicalResult TileOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &inferred) {
+  auto type = rankedTypeOf(adaptor.getInput());
+  if (!type)
+    return failInference(loc, "expected a ranked tensor operand");
+  ArrayRef<int64_t> multiples = adaptor.getMultiples();
+  if (static_cast<int64_t>(multiples.size()) != type.getRank())
+    return failInference(loc, "multiples need one entry per dimension");
+  SmallVector<int64_t> shape;
+  for (auto [dim, times] : llvm::zip(type.getShape(), multiples)) {
+    if (times < 0)
+      return failInference(loc, "multiples must not be negative");
+    shape.push_back(dim * times);
+  }
+  inferred.push_back(type.clone(shape));
+  return success();
+}
+
+LogicalResult IotaOp::verify() {
+  if (failed(checkAxis(getLoc(), getDimension(), getType().getRank())))
+    return failure();
+  return success();
+}
+
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  auto type = rankedTypeOf(adaptor.getInput());
+  auto indices = rankedTypeOf(adaptor.getIndices());
+  if (!type || !indices)
+    return failInference(loc, "expected ranked tensor operands");
+  int64_t axis = adaptor.getAxis();
+  if (failed(checkAxis(loc, axis, type.getRank())))
+    return failure();
+  SmallVector<int64_t> shape(type.getShape().take_front(axis));
+  llvm::append_range(shape, indices.getShape());
+  llvm::append_range(shape, type.getShape().drop_front(axis + 1));
+  inferred.push_back(type.clone(shape));
+  return success();
+}
+
+LogicalResult GatherElementsOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  auto type = rankedTypeOf(adaptor.getInput());
+  auto indices = rankedTypeOf(adaptor.getIndices());
+  if (!type || !indices)
+    return failInference(loc, "expected ranked tensor operands");
+  if (type.getRank() != indices.getRank())
+    return failInference(loc, "indices rank " + Twine(indices.getRank()) +
+                                  " differs from input rank " +
+                                  Twine(type.getRank()));
+  if (failed(checkAxis(loc, adaptor.getAxis(), type.getRank())))
+    return failure();
+  inferred.push_back(type.clone(indices.getShape()));
+  return success();
+}
+
+LogicalResult GatherNdOp::inferReturnTypes(MLIRContext *,
+                                           std::optional<Location> loc,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &inferred) {
+  auto type = rankedTypeOf(adaptor.getInput());
+  auto indices = rankedTypeOf(adaptor.getIndices());
+  if (!type || !indices)
+    return failInference(loc, "expected ranked tensor operands");
+  int64_t batch = adaptor.getBatchDims();
+  if (indices.getRank() < 1 || batch < 0 || batch >= indices.getRank() ||
+      batch >= type.getRank())
+    return failInference(loc, "batch_dims " + Twine(batch) +
+                                  " does not fit the operand ranks");
+  int64_t depth = indices.getShape().back();
+  if (depth < 1 || batch + depth > type.getRank())
+    return failInference(loc, "index depth " + Twine(depth) +
+                                  " exceeds the input rank");
+  for (int64_t i = 0; i < batch; ++i)
+    if (type.getDimSize(i) != indices.getDimSize(i))
+      return failInference(loc, "batch dimension " + Twine(i) + " differs");
+  SmallVector<int64_t> shape(indices.getShape().drop_back());
+  llvm::append_range(shape, type.getShape().drop_front(batch + depth));
+  inferred.push_back(type.clone(shape));
+  return success();
+}
+
+LogicalResult ScatterElementsOp::verify() {
+  auto type = getInput().getType();
+  auto indices = getIndices().getType();
+  if (indices.getRank() != type.getRank())
+    return emitOpError("indices rank differs from the input rank");
+  if (indices.getShape() != getUpdates().getType().getShape())
+    return emitOpError("updates shape differs from the indices shape");
+  if (getUpdates().getType().getElementType() != type.getElementType())
+    return emitOpError("updates element type differs from the input's");
+  return checkAxis(getLoc(), getAxis(), type.getRank());
+}
+
+LogicalResult ScatterNdOp::verify() {
+  auto type = getInput().getType();
+  auto indices = getIndices().getType();
+  if (indices.getRank() < 1)
+    return emitOpError("indices must have rank 1 or more");
+  int64_t depth = indices.getShape().back();
+  if (depth < 1 || depth > type.getRank())
+    return emitOpError("index depth ") << depth << " exceeds the input rank";
+  SmallVector<int64_t> expected(indices.getShape().drop_back());
+  llvm::append_range(expected, type.getShape().drop_front(depth));
+  if (getUpdates().getType().getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError("updates shape does not match indices and input");
+  if (getUpdates().getType().getElementType() != type.getElementType())
+    return emitOpError("updates element type differs from the input's");
+  return success();
+}
+
+LogicalResult TriluOp::verify() {
+  if (getType().getRank() < 2)
+    return emitOpError("needs a tensor of rank 2 or more");
+  return success();
+}
+
+LogicalResult CumsumOp::verify() {
+  return checkAxis(getLoc(), getAxis(), getType().getRank());
+}
+
+LogicalResult TopKOp::inferReturnTypes(MLIRContext *context,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &inferred) {
+  auto type = rankedTypeOf(adaptor.getInput());
+  if (!type)
+    return failInference(loc, "expected a ranked tensor operand");
+  int64_t axis = adaptor.getAxis();
+  if (failed(checkAxis(loc, axis, type.getRank())))
+    return failure();
+  int64_t k = adaptor.getK();
+  if (k < 0 || k > type.getDimSize(axis))
+    return failInference(loc, "k = " + Twine(k) + " exceeds dimension size " +
+                                  Twine(type.getDimSize(axis)));
+  SmallVector<int64_t> shape(type.getShape());
+  shape[axis] = k;
+  inferred.push_back(type.clone(shape));
+  inferred.push_back(type.clone(shape, IntegerType::get(context, 64)));
+  return success();
+}
+
+template <typename ArgOpAdaptor>
+static LogicalResult inferArgReduce(MLIRContext *context,
+                                    std::optional<Location> loc,
+                                    ArgOpAdaptor adaptor,
+                                    SmallVectorImpl<Type> &inferred) {
+  auto type = rankedTypeOf(adaptor.getInput());
+  if (!type)
+    return failInference(loc, "expected a ranked tensor operand");
+  int64_t axis = adaptor.getAxis();
+  if (failed(checkAxis(loc, axis, type.getRank())))
+    return failure();
+  SmallVector<int64_t> shape(type.getShape());
+  if (adaptor.getKeepdims())
+    shape[axis] = 1;
+  else
+    shape.erase(shape.begin() + axis);
+  inferred.push_back(type.clone(shape, IntegerType::get(context, 64)));
+  return success();
+}
+
+LogicalResult ArgMaxOp::inferReturnTypes(MLIRContext *context,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  return inferArgReduce(context, loc, adaptor, inferred);
+}
+
+LogicalResult ArgMinOp::inferReturnTypes(MLIRContext *context,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  return inferArgReduce(context, loc, adaptor, inferred);
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions.
+//===----------------------------------------------------------------------===//
+
+template <typename ReduceAdaptor>
+static LogicalResult inferReduce(std::optional<Location> loc,
+                                 ReduceAdaptor adaptor,
+                                 SmallVectorImpl<Type> &inferred) {
+  auto type = rankedTypeOf(adaptor.getInput());
+  if (!type)
+    return failInference(loc, "expected a ranked tensor operand");
+  ArrayRef<int64_t> dims = adaptor.getDimensions();
+  if (failed(checkDimensions(loc, dims, type.getRank(), "dimension")))
+    return failure();
+  if (!llvm::is_sorted(dims))
+    return failInference(loc, "dimensions must be sorted");
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    if (!llvm::is_contained(dims, d))
+      shape.push_back(type.getDimSize(d));
+    else if (adaptor.getKeepdims())
+      shape.push_back(1);
+  }
+  inferred.push_back(type.clone(shape));
+  return success();
+}
+
+#define KILN_REDUCE_INFERENCE(OP)                                              \
+  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
+                                     std::optional<Location> loc,              \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &inferred) {        \
+    return inferReduce(loc, adaptor, inferred);                                \
+  }
+KILN_REDUCE_INFERENCE(ReduceSumOp)
+KILN_REDUCE_INFERENCE(ReduceMeanOp)
+KILN_REDUCE_INFERENCE(ReduceMaxOp)
+KILN_REDUCE_INFERENCE(ReduceMinOp)
+KILN_REDUCE_INFERENCE(ReduceProdOp)
+KILN_REDUCE_INFERENCE(ReduceL2Op)
+KILN_REDUCE_INFERENCE(ReduceLogSumExpOp)
+#undef KILN_REDUCE_INFERENCE
+
+//===----------------------------------------------------------------------===//
+// Neural network operations.
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  auto lhs = rankedTypeOf(adaptor.getLhs());
+  auto rhs = rankedTypeOf(adaptor.getRhs());
+  if (!lhs || !rhs)
+    return failInference(loc, "expected ranked tensor operands");
+  if (lhs.getRank() < 2 || lhs.getRank() != rhs.getRank())
+    return failInference(loc, "operands need the same rank, 2 or more (got " +
+                                  Twine(lhs.getRank()) + " and " +
+                                  Twine(rhs.getRank()) + ")");
+  if (lhs.getElementType() != rhs.getElementType())
+    return failInference(loc, "operands differ in element type");
+  int64_t rank = lhs.getRank();
+  if (lhs.getShape().drop_back(2) != rhs.getShape().drop_back(2))
+    return failInference(loc, "batch dimensions differ");
+  int64_t m = lhs.getDimSize(rank - (adaptor.getTransposeLhs() ? 1 : 2));
+  int64_t k = lhs.getDimSize(rank - (adaptor.getTransposeLhs() ? 2 : 1));
+  int64_t k2 = rhs.getDimSize(rank - (adaptor.getTransposeRhs() ? 1 : 2));
+  int64_t n = rhs.getDimSize(rank - (adaptor.getTransposeRhs() ? 2 : 1));
+  if (k != k2)
+    return failInference(loc, "contraction sizes differ: " + Twine(k) +
+                                  " and " + Twine(k2));
+  SmallVector<int64_t> shape(lhs.getShape().drop_back(2));
+  shape.push_back(m);
+  shape.push_back(n);
+  inferred.push_back(lhs.clone(shape));
+  return success();
+}
+
+namespace {
+/// The spatial attributes shared by convolutions and pooling.
+struct WindowSpec {
+  ArrayRef<int64_t> kernel, strides, padding, dilations;
+};
+} // namespace
+
+static LogicalResult checkWindow(std::optional<Location> loc,
+                                 const WindowSpec &window, int64_t spatial) {
+  auto sized = [&](ArrayRef<int64_t> values, int64_t count) {
+    return static_cast<int64_t>(values.size()) == count;
+  };
+  if (!sized(window.strides, spatial) || !sized(window.padding, 2 * spatial) ||
+      (!window.dilations.empty() && !sized(window.dilations, spatial)) ||
+      !sized(window.kernel, spatial))
+    return failInference(loc, "strides, dilations and kernel need " +
+                                  Twine(spatial) + " entries, padding " +
+                                  Twine(2 * spatial));
+  for (int64_t i = 0; i < spatial; ++i) {
+    if (window.strides[i] < 1 || window.kernel[i] < 1 ||
+        (!window.dilations.empty() && window.dilations[i] < 1))
+      return failInference(loc, "strides, dilations and kernel sizes must be "
+                                "positive");
+    if (window.padding[i] < 0 || window.padding[i + spatial] < 0)
+      return failInference(loc, "padding must not be negative");
+  }
+  return success();
+}
+
+/// Output size of a sliding window over one dimension.
+static int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride,
+                                int64_t dilation, int64_t padBegin,
+                                int64_t padEnd, bool ceilMode) {
+  int64_t span = (kernel - 1) * dilation + 1;
+  int64_t room = in + padBegin + padEnd - span;
+  if (room < 0)
+    return 0;
+  int64_t out = (ceilMode ? llvm::divideCeil(room, stride) : room / stride) + 1;
+  // A window may not start in the end padding (PyTorch and ONNX agree).
+  if (ceilMode && (out - 1) * stride >= in + padBegin)
+    --out;
+  return out;
+}
+
+LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &inferred) {
+  auto input = rankedTypeOf(adaptor.getInput());
+  auto filter = rankedTypeOf(adaptor.getFilter());
+  if (!input || !filter)
+    return failInference(loc, "expected ranked tensor operands");
+  if (input.getRank() < 3 || filter.getRank() != input.getRank())
+    return failInference(loc, "input and filter need the same rank, 3 or more");
+  int64_t spatial = input.getRank() - 2;
+  int64_t groups = adaptor.getGroups();
+  WindowSpec window{filter.getShape().drop_front(2), adaptor.getStrides(),
+                    adaptor.getPadding(), adaptor.getDilations()};
+  if (failed(checkWindow(loc, window, spatial)))
+    return failure();
+  if (groups < 1 || input.getDimSize(1) % groups != 0 ||
+      filter.getDimSize(0) % groups != 0)
+    return failInference(loc, "groups " + Twine(groups) +
+                                  " does not divide the channels");
+  if (input.getDimSize(1) / groups != filter.getDimSize(1))
+    return failInference(loc, "filter has " + Twine(filter.getDimSize(1)) +
+                                  " input channels, expected " +
+                                  Twine(input.getDimSize(1) / groups));
+  SmallVector<int64_t> shape{input.getDimSize(0), filter.getDimSize(0)};
+  for (int64_t i = 0; i < spatial; ++i) {
+    int64_t out = windowOutputSize(
+        input.getDimSize(i + 2), window.kernel[i], window.strides[i],
+        window.dilations[i], window.padding[i], window.padding[i + spatial],
+        /*ceilMode=*/false);
+    if (out < 1)
+      return failInference(loc, "filter is larger than the padded input");
+    shape.push_back(out);
+  }
+  inferred.push_back(input.clone(shape));
+  return success();
+}
+
+LogicalResult ConvTransposeOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  auto input = rankedTypeOf(adaptor.getInput());
+  auto filter = rankedTypeOf(adaptor.getFilter());
+  if (!input || !filter)
+    return failInference(loc, "expected ranked tensor operands");
+  if (input.getRank() < 3 || filter.getRank() != input.getRank())
+    return failInference(loc, "input and filter need the same rank, 3 or more");
+  int64_t spatial = input.getRank() - 2;
+  int64_t groups = adaptor.getGroups();
+  WindowSpec window{filter.getShape().drop_front(2), adaptor.getStrides(),
+                    adaptor.getPadding(), adaptor.getDilations()};
+  if (failed(checkWindow(loc, window, spatial)))
+    return failure();
+  ArrayRef<int64_t> outputPadding = adaptor.getOutputPadding();
+  if (static_cast<int64_t>(outputPadding.size()) != spatial)
+    return failInference(loc, "output_padding needs " + Twine(spatial) +
+                                  " entries");
+  if (groups < 1 || input.getDimSize(1) % groups != 0)
+    return failInference(loc, "groups " + Twine(groups) +
+                                  " does not divide the channels");
+  if (filter.getDimSize(0) != input.getDimSize(1))
+    return failInference(loc, "filter has " + Twine(filter.getDimSize(0)) +
+                                  " input channels, expected " +
+                                  Twine(input.getDimSize(1)));
+  SmallVector<int64_t> shape{input.getDimSize(0),
+                             filter.getDimSize(1) * groups};
+  for (int64_t i = 0; i < spatial; ++i) {
+    int64_t out = window.strides[i] * (input.getDimSize(i + 2) - 1) +
+                  outputPadding[i] +
+                  (window.kernel[i] - 1) * window.dilations[i] + 1 -
+                  window.padding[i] - window.padding[i + spatial];
+    if (out < 1)
+      return failInference(loc, "output size of spatial dimension " +
+                                    Twine(i) + " is not positive");
+    shape.push_back(out);
+  }
+  inferred.push_back(input.clone(shape));
+  return success();
+}
+
+template <typename PoolAdaptor>
+static LogicalResult inferPool(std::optional<Location> loc,
+                               PoolAdaptor adaptor, ArrayRef<int64_t> dilations,
+                               SmallVectorImpl<Type> &inferred) {
+  auto input = rankedTypeOf(adaptor.getInput());
+  if (!input || input.getRank() < 3)
+    return failInference(loc, "expected a tensor of rank 3 or more");
+  int64_t spatial = input.getRank() - 2;
+  WindowSpec window{adaptor.getKernel(), adaptor.getStrides(),
+                    adaptor.getPadding(), dilations};
+  if (failed(checkWindow(loc, window, spatial)))
+    return failure();
+  SmallVector<int64_t> shape(input.getShape().take_front(2));
+  for (int64_t i = 0; i < spatial; ++i) {
+    int64_t dilation = dilations.empty() ? 1 : dilations[i];
+    if (window.padding[i] >= window.kernel[i] ||
+        window.padding[i + spatial] >= window.kernel[i])
+      return failInference(loc, "padding must be smaller than the kernel");
+    int64_t out = windowOutputSize(input.getDimSize(i + 2), window.kernel[i],
+                                   window.strides[i], dilation,
+                                   window.padding[i],
+                                   window.padding[i + spatial],
+                                   adaptor.getCeilMode());
+    if (out < 1)
+      return failInference(loc, "kernel is larger than the padded input");
+    shape.push_back(out);
+  }
+  inferred.push_back(input.clone(shape));
+  return success();
+}
+
+LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  ArrayRef<int64_t> dilations;
+  if (auto attr = adaptor.getDilationsAttr())
+    dilations = attr.asArrayRef();
+  return inferPool(loc, adaptor, dilations, inferred);
+}
+
+LogicalResult AvgPoolOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  return inferPool(loc, adaptor, {}, inferred);
+}
+
+LogicalResult SoftmaxOp::verify() {
+  return checkAxis(getLoc(), getAxis(), getType().getRank());
+}
+
+LogicalResult LogSoftmaxOp::verify() {
+  return checkAxis(getLoc(), getAxis(), getType().getRank());
+}
+
+LogicalResult LayerNormOp::verify() {
+  auto type = getInput().getType();
+  if (failed(checkAxis(getLoc(), getAxis(), type.getRank())))
+    return failure();
+  ArrayRef<int64_t> normalized = type.getShape().drop_front(getAxis());
+  auto check = [&](Value operand, StringRef name) -> LogicalResult {
+    auto operandType = cast<RankedTensorType>(operand.getType());
+    if (operandType.getShape() != normalized ||
+        operandType.getElementType() != type.getElementType())
+      return emitOpError(name) << " must have the normalized shape and the "
+                                  "input element type";
+    return success();
+  };
+  if (failed(check(getScale(), "scale")))
+    return failure();
+  if (getBias() && failed(check(getBias(), "bias")))
+    return failure();
+  return success();
+}
+
+static LogicalResult checkChannelOperands(Operation *op, RankedTensorType input,
+                                          ArrayRef<Value> operands) {
+  if (input.getRank() < 2)
+    return op->emitOpError("input needs rank 2 or more");
+  for (Value operand : operands) {
+    auto type = cast<RankedTensorType>(operand.getType());
+    if (type.getRank() != 1 || type.getDimSize(0) != input.getDimSize(1) ||
+        type.getElementType() != input.getElementType())
+      return op->emitOpError("per-channel operands must be tensor<")
+             << input.getDimSize(1) << "x" << input.getElementType() << ">";
+  }
+  return success();
+}
+
+LogicalResult BatchNormOp::verify() {
+  return checkChannelOperands(
+      getOperation(), cast<RankedTensorType>(getInput().getType()),
+      SmallVector<Value>{getScale(), getBias(), getMean(), getVariance()});
+}
+
+LogicalResult BatchNormTrainOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  auto input = rankedTypeOf(adaptor.getInput());
+  if (!input || input.getRank() < 2)
+    return failInference(loc, "input needs rank 2 or more");
+  for (Value operand : {adaptor.getScale(), adaptor.getBias()}) {
+    auto type = rankedTypeOf(operand);
+    if (!type || type.getRank() != 1 ||
+        type.getDimSize(0) != input.getDimSize(1) ||
+        type.getElementType() != input.getElementType())
+      return failInference(loc, "scale and bias must be tensor<" +
+                                    Twine(input.getDimSize(1)) + "x...> of "
+                                    "the input element type");
+  }
+  auto channels = input.clone(ArrayRef<int64_t>{input.getDimSize(1)});
+  inferred.push_back(input);
+  inferred.push_back(channels);
+  inferred.push_back(channels);
+  return success();
+}
+
+LogicalResult DropoutOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  auto input = rankedTypeOf(adaptor.getInput());
+  if (!input)
+    return failInference(loc, "expected a ranked tensor operand");
+  double ratio = adaptor.getRatio().convertToDouble();
+  if (!(ratio >= 0.0 && ratio < 1.0))
+    return failInference(loc, "ratio must be in [0, 1)");
+  inferred.push_back(input);
+  inferred.push_back(input.clone(IntegerType::get(input.getContext(), 1)));
+  return success();
+}
+
+/// Shared by the losses: `scores` is [N, C, D...], `labels` [N, D...].
+static LogicalResult inferLoss(std::optional<Location> loc, Value scores,
+                               Value labels, Value weight, Reduction reduction,
+                               SmallVectorImpl<Type> &inferred) {
+  auto scoreType = rankedTypeOf(scores);
+  auto labelType = rankedTypeOf(labels);
+  if (!scoreType || !labelType)
+    return failInference(loc, "expected ranked tensor operands");
+  if (scoreType.getRank() < 2)
+    return failInference(loc, "scores need rank 2 or more ([N, C, ...])");
+  SmallVector<int64_t> expected{scoreType.getDimSize(0)};
+  llvm::append_range(expected, scoreType.getShape().drop_front(2));
+  if (labelType.getShape() != ArrayRef<int64_t>(expected))
+    return failInference(loc, "labels shape does not match the scores "
+                              "without their class dimension");
+  if (weight) {
+    auto weightType = rankedTypeOf(weight);
+    if (!weightType || weightType.getRank() != 1 ||
+        weightType.getDimSize(0) != scoreType.getDimSize(1) ||
+        weightType.getElementType() != scoreType.getElementType())
+      return failInference(loc, "weight must hold one value per class");
+  }
+  if (reduction != Reduction::none && reduction != Reduction::sum &&
+      reduction != Reduction::mean)
+    return failInference(loc, "reduction must be none, sum or mean");
+  if (reduction == Reduction::none)
+    inferred.push_back(scoreType.clone(expected));
+  else
+    inferred.push_back(scoreType.clone(ArrayRef<int64_t>{}));
+  return success();
+}
+
+LogicalResult CrossEntropyOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  double smoothing = adaptor.getLabelSmoothing().convertToDouble();
+  if (!(smoothing >= 0.0 && smoothing <= 1.0))
+    return failInference(loc, "label_smoothing must be in [0, 1]");
+  return inferLoss(loc, adaptor.getLogits(), adaptor.getLabels(),
+                   adaptor.getWeight(), adaptor.getReduction(), inferred);
+}
+
+LogicalResult NllLossOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  return inferLoss(loc, adaptor.getInput(), adaptor.getLabels(),
+                   adaptor.getWeight(), adaptor.getReduction(), inferred);
+}
+
+#define GET_OP_CLASSES
+#include "kiln/KilnOps.cpp.inc"

@@ -1,0 +1,24 @@
+//===- KilnOps.h - operations of the kiln dialect ---------------*- C++ -*-===//
+
+#ifndef KILN_KILNOPS_H
+#define KILN_KILNOPS_H
+
+#include "kiln/KilnDialect.h"
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "kiln/KilnEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "kiln/KilnAttrs.h.inc"
+
+#define GET_OP_CLASSES
+#include "kiln/KilnOps.h.inc"
+
+#endif // KILN_KILNOPS_H
