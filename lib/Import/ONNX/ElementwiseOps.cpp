@@ -1,0 +1,453 @@
+//===- ElementwiseOps.cpp - importers of elementwise ONNX ops -------------===//
+
+#include "NodeContext.h"
+
+using namespace mlir;
+using namespace kiln;
+using namespace kiln::onnx_import;
+
+namespace {
+
+template <typename OpTy>
+LogicalResult importUnary(NodeContext &n) {
+  if (failed(n.expectInputs(1, 1)))
+    return failure();
+  FailureOr<Value> result = n.create<OpTy>(n.input(0));
+  if (failed(result))
+    return failure();
+  n.setOutput(0, *result);
+  return success();
+}
+
+/// Unary ops with float attributes copied from the node (name, default).
+template <typename OpTy>
+LogicalResult
+importUnaryWithAttrs(NodeContext &n,
+                     ArrayRef<std::pair<StringRef, double>> attributes) {
+  if (failed(n.expectInputs(1, 1)))
+    return failure();
+  SmallVector<NamedAttribute> attrs;
+  for (auto [name, defaultValue] : attributes)
+    attrs.push_back(n.f64(name, n.getFloat(name, defaultValue)));
+  FailureOr<Value> result = n.create<OpTy>(n.input(0), attrs);
+  if (failed(result))
+    return failure();
+  n.setOutput(0, *result);
+  return success();
+}
+
+LogicalResult checkSameElementType(NodeContext &n, ArrayRef<Value> values) {
+  for (Value value : values)
+    if (cast<RankedTensorType>(value.getType()).getElementType() !=
+        cast<RankedTensorType>(values.front().getType()).getElementType())
+      return n.fail("operands have different element types");
+  return success();
+}
+
+/// A broadcasting binary op over inputs 0 and 1.
+template <typename OpTy>
+LogicalResult importBinary(NodeContext &n) {
+  if (failed(n.expectInputs(2, 2)))
+    return failure();
+  SmallVector<Value> operands{n.input(0), n.input(1)};
+  if (failed(checkSameElementType(n, operands)) ||
+      failed(n.broadcastAll(operands)))
+    return failure();
+  FailureOr<Value> result = n.create<OpTy>(operands);
+  if (failed(result))
+    return failure();
+  n.setOutput(0, *result);
+  return success();
+}
+
+template <ComparePredicate predicate>
+LogicalResult importCompare(NodeContext &n) {
+  if (failed(n.expectInputs(2, 2)))
+    return failure();
+  SmallVector<Value> operands{n.input(0), n.input(1)};
+  if (failed(checkSameElementType(n, operands)) ||
+      failed(n.broadcastAll(operands)))
+    return failure();
+  FailureOr<Value> result = n.create<CompareOp>(
+      operands,
+      {n.named("predicate", ComparePredicateAttr::get(n.ctx, predicate))});
+  if (failed(result))
+    return failure();
+  n.setOutput(0, *result);
+  return success();
+}
+
+/// Sum, Mean, Max, Min: a chain over any number of broadcast inputs.
+template <typename OpTy, bool isMean = false>
+LogicalResult importVariadic(NodeContext &n) {
+  if (n.numInputs() < 1)
+    return n.fail("expected at least one input");
+  SmallVector<Value> operands;
+  for (unsigned i = 0; i < n.numInputs(); ++i) {
+    if (!n.hasInput(i))
+      return n.fail("input " + Twine(i) + " is missing");
+    operands.push_back(n.input(i));
+  }
+  if (failed(checkSameElementType(n, operands)) ||
+      failed(n.broadcastAll(operands)))
+    return failure();
+  Value result = operands.front();
+  for (Value operand : ArrayRef<Value>(operands).drop_front()) {
+    FailureOr<Value> next = n.create<OpTy>(ValueRange{result, operand});
+    if (failed(next))
+      return failure();
+    result = *next;
+  }
+  if constexpr (isMean) {
+    auto type = cast<RankedTensorType>(result.getType());
+    FailureOr<Value> mean = n.create<DivOp>(ValueRange{
+        result, n.splat(type, static_cast<double>(operands.size()))});
+    if (failed(mean))
+      return failure();
+    result = *mean;
+  }
+  n.setOutput(0, result);
+  return success();
+}
+
+LogicalResult importIdentity(NodeContext &n) {
+  if (failed(n.expectInputs(1, 1)))
+    return failure();
+  n.setOutput(0, n.input(0));
+  return success();
+}
+
+LogicalResult importPow(NodeContext &n) {
+  if (failed(n.expectInputs(2, 2)))
+    return failure();
+  auto baseType = n.inputType(0);
+  // Since opset 12 the exponent may have another type than the base.
+  FailureOr<Value> exponent = n.cast(n.input(1), baseType.getElementType());
+  if (failed(exponent))
+    return failure();
+  SmallVector<Value> operands{n.input(0), *exponent};
+  if (failed(n.broadcastAll(operands)))
+    return failure();
+  FailureOr<Value> result = n.create<PowOp>(operands);
+  if (failed(result))
+    return failure();
+  n.setOutput(0, *result);
+  return success();
+}
+
+LogicalResult importMod(NodeContext &n) {
+  if (failed(n.expectInputs(2, 2)))
+    return failure();
+  SmallVector<Value> operands{n.input(0), n.input(1)};
+  if (failed(checkSameElementType(n, operands)) ||
+      failed(n.broadcastAll(operands)))
+    return failure();
+  bool fmod = n.getInt("fmod", 0) != 0;
+  if (!fmod && isa<FloatType>(n.inputType(0).getElementType()))
+    return n.fail("fmod must be 1 for floating-point inputs");
+  SmallVector<NamedAttribute> attrs;
+  if (fmod)
+    attrs.push_back(n.unit("fmod"));
+  FailureOr<Value> result = n.create<RemOp>(operands, attrs);
+  if (failed(result))
+    return failure();
+  n.setOutput(0, *result);
+  return success();
+}
+
+LogicalResult importWhere(NodeContext &n) {
+  if (failed(n.expectInputs(3, 3)))
+    return failure();
+  SmallVector<Value> operands{n.input(0), n.input(1), n.input(2)};
+  if (failed(checkSameElementType(n, {operands[1], operands[2]})) ||
+      failed(n.broadcastAll(operands)))
+    return failure();
+  FailureOr<Value> result = n.create<SelectOp>(
+      operands, {}, {operands[1].getType()});
+  if (failed(result))
+    return failure();
+  n.setOutput(0, *result);
+  return success();
+}
+
+LogicalResult importClip(NodeContext &n) {
+  if (failed(n.expectInputs(1, 3)))
+    return failure();
+  Value x = n.input(0);
+  auto type = n.inputType(0);
+  Value low, high;
+  if (n.opset < 11) {
+    if (n.attr("min"))
+      low = n.splat(type, n.getFloat("min", 0));
+    if (n.attr("max"))
+      high = n.splat(type, n.getFloat("max", 0));
+  } else {
+    low = n.input(1);
+    high = n.input(2);
+  }
+  for (auto [bound, isMax] : {std::pair{low, true}, std::pair{high, false}}) {
+    if (!bound)
+      continue;
+    SmallVector<Value> operands{x, bound};
+    if (failed(checkSameElementType(n, operands)) ||
+        failed(n.broadcastAll(operands)))
+      return failure();
+    FailureOr<Value> clipped = isMax ? n.create<MaxOp>(operands)
+                                     : n.create<MinOp>(operands);
+    if (failed(clipped))
+      return failure();
+    x = *clipped;
+  }
+  n.setOutput(0, x);
+  return success();
+}
+
+LogicalResult importCast(NodeContext &n) {
+  if (failed(n.expectInputs(1, 1)))
+    return failure();
+  int64_t to = n.getInt("to", 0);
+  Type element = elementTypeOf(static_cast<int32_t>(to), n.ctx);
+  if (!element)
+    return n.fail("cast to " + onnxTypeName(static_cast<int32_t>(to)) +
+                  " is not supported");
+  FailureOr<Value> result = n.cast(n.input(0), element);
+  if (failed(result))
+    return failure();
+  n.setOutput(0, *result);
+  return success();
+}
+
+LogicalResult importCastLike(NodeContext &n) {
+  if (failed(n.expectInputs(2, 2)))
+    return failure();
+  FailureOr<Value> result =
+      n.cast(n.input(0), n.inputType(1).getElementType());
+  if (failed(result))
+    return failure();
+  n.setOutput(0, *result);
+  return success();
+}
+
+LogicalResult importConstant(NodeContext &n) {
+  if (failed(n.expectInputs(0, 0)))
+    return failure();
+  if (n.node.attribute_size() != 1)
+    return n.fail("expected exactly one value attribute");
+  const onnx::AttributeProto &a = n.node.attribute(0);
+  Builder &b = n.b;
+  DenseElementsAttr value;
+  if (a.name() == "value") {
+    FailureOr<DenseElementsAttr> tensor = n.tensorAttr(a.t());
+    if (failed(tensor))
+      return failure();
+    value = *tensor;
+  } else if (a.name() == "value_float") {
+    value = DenseElementsAttr::get(RankedTensorType::get({}, b.getF32Type()),
+                                   a.f());
+  } else if (a.name() == "value_floats") {
+    SmallVector<float> floats(a.floats().begin(), a.floats().end());
+    value = DenseElementsAttr::get(
+        RankedTensorType::get({static_cast<int64_t>(floats.size())},
+                              b.getF32Type()),
+        ArrayRef<float>(floats));
+  } else if (a.name() == "value_int") {
+    value = DenseElementsAttr::get(RankedTensorType::get({}, b.getI64Type()),
+                                   static_cast<int64_t>(a.i()));
+  } else if (a.name() == "value_ints") {
+    SmallVector<int64_t> ints(a.ints().begin(), a.ints().end());
+    value = DenseElementsAttr::get(
+        RankedTensorType::get({static_cast<int64_t>(ints.size())},
+                              b.getI64Type()),
+        ArrayRef<int64_t>(ints));
+  } else {
+    return n.fail("constant attribute '" + a.name() + "' is not supported");
+  }
+  n.setOutput(0, n.constant(value));
+  return success();
+}
+
+LogicalResult importIsInf(NodeContext &n) {
+  if (failed(n.expectInputs(1, 1)))
+    return failure();
+  bool positive = n.getInt("detect_positive", 1) != 0;
+  bool negative = n.getInt("detect_negative", 1) != 0;
+  FailureOr<Value> inf = n.create<IsInfOp>(n.input(0));
+  if (failed(inf))
+    return failure();
+  Value result = *inf;
+  if (positive != negative) {
+    auto type = n.inputType(0);
+    FailureOr<Value> side = n.create<CompareOp>(
+        ValueRange{n.input(0), n.splat(type, 0)},
+        {n.named("predicate",
+                 ComparePredicateAttr::get(n.ctx, positive
+                                                      ? ComparePredicate::gt
+                                                      : ComparePredicate::lt))});
+    if (failed(side))
+      return failure();
+    FailureOr<Value> both = n.create<AndOp>(ValueRange{result, *side});
+    if (failed(both))
+      return failure();
+    result = *both;
+  } else if (!positive) {
+    result = n.splat(cast<RankedTensorType>(result.getType()), 0);
+  }
+  n.setOutput(0, result);
+  return success();
+}
+
+LogicalResult importPRelu(NodeContext &n) {
+  if (failed(n.expectInputs(2, 2)))
+    return failure();
+  SmallVector<Value> operands{n.input(0), n.input(1)};
+  if (failed(checkSameElementType(n, operands)) ||
+      failed(n.broadcastAll(operands)))
+    return failure();
+  auto type = cast<RankedTensorType>(operands[0].getType());
+  FailureOr<Value> scaled = n.create<MulOp>(operands);
+  FailureOr<Value> negative = n.create<CompareOp>(
+      ValueRange{operands[0], n.splat(type, 0)},
+      {n.named("predicate",
+               ComparePredicateAttr::get(n.ctx, ComparePredicate::lt))});
+  if (failed(scaled) || failed(negative))
+    return failure();
+  FailureOr<Value> result = n.create<SelectOp>(
+      ValueRange{*negative, *scaled, operands[0]}, {}, {type});
+  if (failed(result))
+    return failure();
+  n.setOutput(0, *result);
+  return success();
+}
+
+LogicalResult importShrink(NodeContext &n) {
+  if (failed(n.expectInputs(1, 1)))
+    return failure();
+  Value x = n.input(0);
+  auto type = n.inputType(0);
+  double bias = n.getFloat("bias", 0.0), lambd = n.getFloat("lambd", 0.5);
+  auto compare = [&](ComparePredicate p, double bound) {
+    return n.create<CompareOp>(
+        ValueRange{x, n.splat(type, bound)},
+        {n.named("predicate", ComparePredicateAttr::get(n.ctx, p))});
+  };
+  FailureOr<Value> below = compare(ComparePredicate::lt, -lambd);
+  FailureOr<Value> above = compare(ComparePredicate::gt, lambd);
+  FailureOr<Value> plus = n.create<AddOp>(ValueRange{x, n.splat(type, bias)});
+  FailureOr<Value> minus = n.create<SubOp>(ValueRange{x, n.splat(type, bias)});
+  if (failed(below) || failed(above) || failed(plus) || failed(minus))
+    return failure();
+  FailureOr<Value> inner = n.create<SelectOp>(
+      ValueRange{*above, *minus, n.splat(type, 0)}, {}, {type});
+  if (failed(inner))
+    return failure();
+  FailureOr<Value> result =
+      n.create<SelectOp>(ValueRange{*below, *plus, *inner}, {}, {type});
+  if (failed(result))
+    return failure();
+  n.setOutput(0, *result);
+  return success();
+}
+
+LogicalResult importGelu(NodeContext &n) {
+  if (failed(n.expectInputs(1, 1)))
+    return failure();
+  std::string approximate = n.getString("approximate", "none");
+  GeluApproximation kind;
+  if (approximate == "none")
+    kind = GeluApproximation::none;
+  else if (approximate == "tanh")
+    kind = GeluApproximation::tanh;
+  else
+    return n.fail("approximate '" + approximate + "' is not none or tanh");
+  FailureOr<Value> result = n.create<GeluOp>(
+      n.input(0),
+      {n.named("approximate", GeluApproximationAttr::get(n.ctx, kind))});
+  if (failed(result))
+    return failure();
+  n.setOutput(0, *result);
+  return success();
+}
+
+} // namespace
+
+void kiln::onnx_import::registerElementwiseOps(OpImporterTable &t) {
+  t["Abs"] = importUnary<AbsOp>;
+  t["Neg"] = importUnary<NegOp>;
+  t["Sign"] = importUnary<SignOp>;
+  t["Relu"] = importUnary<ReluOp>;
+  t["Exp"] = importUnary<ExpOp>;
+  t["Log"] = importUnary<LogOp>;
+  t["Sqrt"] = importUnary<SqrtOp>;
+  t["Reciprocal"] = importUnary<ReciprocalOp>;
+  t["Tanh"] = importUnary<TanhOp>;
+  t["Sigmoid"] = importUnary<SigmoidOp>;
+  t["Softplus"] = importUnary<SoftplusOp>;
+  t["Softsign"] = importUnary<SoftsignOp>;
+  t["Erf"] = importUnary<ErfOp>;
+  t["Sin"] = importUnary<SinOp>;
+  t["Cos"] = importUnary<CosOp>;
+  t["Tan"] = importUnary<TanOp>;
+  t["Asin"] = importUnary<AsinOp>;
+  t["Acos"] = importUnary<AcosOp>;
+  t["Atan"] = importUnary<AtanOp>;
+  t["Sinh"] = importUnary<SinhOp>;
+  t["Cosh"] = importUnary<CoshOp>;
+  t["Asinh"] = importUnary<AsinhOp>;
+  t["Acosh"] = importUnary<AcoshOp>;
+  t["Atanh"] = importUnary<AtanhOp>;
+  t["Floor"] = importUnary<FloorOp>;
+  t["Ceil"] = importUnary<CeilOp>;
+  t["Round"] = importUnary<RoundOp>;
+  t["HardSwish"] = importUnary<HardSwishOp>;
+  t["Not"] = importUnary<NotOp>;
+  t["IsNaN"] = importUnary<IsNanOp>;
+  t["IsInf"] = importIsInf;
+  t["Gelu"] = importGelu;
+  t["LeakyRelu"] = [](NodeContext &n) {
+    return importUnaryWithAttrs<LeakyReluOp>(n, {{"alpha", 0.01}});
+  };
+  t["Elu"] = [](NodeContext &n) {
+    return importUnaryWithAttrs<EluOp>(n, {{"alpha", 1.0}});
+  };
+  t["Celu"] = [](NodeContext &n) {
+    return importUnaryWithAttrs<CeluOp>(n, {{"alpha", 1.0}});
+  };
+  t["Selu"] = [](NodeContext &n) {
+    return importUnaryWithAttrs<SeluOp>(
+        n, {{"alpha", 1.67326319217681884765625},
+            {"gamma", 1.05070102214813232421875}});
+  };
+  t["HardSigmoid"] = [](NodeContext &n) {
+    return importUnaryWithAttrs<HardSigmoidOp>(n, {{"alpha", 0.2},
+                                                   {"beta", 0.5}});
+  };
+  t["ThresholdedRelu"] = [](NodeContext &n) {
+    return importUnaryWithAttrs<ThresholdedReluOp>(n, {{"alpha", 1.0}});
+  };
+  t["Identity"] = importIdentity;
+  t["Add"] = importBinary<AddOp>;
+  t["Sub"] = importBinary<SubOp>;
+  t["Mul"] = importBinary<MulOp>;
+  t["Div"] = importBinary<DivOp>;
+  t["And"] = importBinary<AndOp>;
+  t["Or"] = importBinary<OrOp>;
+  t["Xor"] = importBinary<XorOp>;
+  t["Pow"] = importPow;
+  t["Mod"] = importMod;
+  t["Equal"] = importCompare<ComparePredicate::eq>;
+  t["Less"] = importCompare<ComparePredicate::lt>;
+  t["LessOrEqual"] = importCompare<ComparePredicate::le>;
+  t["Greater"] = importCompare<ComparePredicate::gt>;
+  t["GreaterOrEqual"] = importCompare<ComparePredicate::ge>;
+  t["Sum"] = importVariadic<AddOp>;
+  t["Mean"] = importVariadic<AddOp, /*isMean=*/true>;
+  t["Max"] = importVariadic<MaxOp>;
+  t["Min"] = importVariadic<MinOp>;
+  t["Where"] = importWhere;
+  t["Clip"] = importClip;
+  t["Cast"] = importCast;
+  t["CastLike"] = importCastLike;
+  t["Constant"] = importConstant;
+  t["PRelu"] = importPRelu;
+  t["Shrink"] = importShrink;
+}

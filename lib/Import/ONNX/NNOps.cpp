@@ -1,0 +1,384 @@
+//===- NNOps.cpp - importers of matmul, convolution and pooling ops -------===//
+
+#include "NodeContext.h"
+
+using namespace mlir;
+using namespace kiln;
+using namespace kiln::onnx_import;
+
+namespace {
+
+LogicalResult setResult(NodeContext &n, FailureOr<Value> value,
+                        unsigned index = 0) {
+  if (failed(value))
+    return failure();
+  n.setOutput(index, *value);
+  return success();
+}
+
+/// numpy.matmul: 1-D operands are promoted, batch dimensions broadcast.
+FailureOr<Value> numpyMatmul(NodeContext &n, Value lhs, Value rhs) {
+  auto lhsType = cast<RankedTensorType>(lhs.getType());
+  auto rhsType = cast<RankedTensorType>(rhs.getType());
+  if (lhsType.getRank() == 0 || rhsType.getRank() == 0)
+    return n.fail("matmul operands must not be scalars");
+  bool lhsVector = lhsType.getRank() == 1, rhsVector = rhsType.getRank() == 1;
+  if (lhsVector) {
+    FailureOr<Value> r = n.reshape(lhs, {1, lhsType.getDimSize(0)});
+    if (failed(r))
+      return failure();
+    lhs = *r;
+  }
+  if (rhsVector) {
+    FailureOr<Value> r = n.reshape(rhs, {rhsType.getDimSize(0), 1});
+    if (failed(r))
+      return failure();
+    rhs = *r;
+  }
+  lhsType = cast<RankedTensorType>(lhs.getType());
+  rhsType = cast<RankedTensorType>(rhs.getType());
+  // Broadcast the batch dimensions.
+  ArrayRef<int64_t> lhsBatch = lhsType.getShape().drop_back(2);
+  ArrayRef<int64_t> rhsBatch = rhsType.getShape().drop_back(2);
+  size_t rank = std::max(lhsBatch.size(), rhsBatch.size());
+  SmallVector<int64_t> batch(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t a = i < rank - lhsBatch.size() ? 1 : lhsBatch[i - (rank - lhsBatch.size())];
+    int64_t b = i < rank - rhsBatch.size() ? 1 : rhsBatch[i - (rank - rhsBatch.size())];
+    if (a != b && a != 1 && b != 1)
+      return n.fail("matmul batch dimensions " + Twine(a) + " and " + Twine(b) +
+                    " do not broadcast");
+    batch[i] = std::max(a, b);
+  }
+  auto withBatch = [&](RankedTensorType type) {
+    SmallVector<int64_t> shape(batch);
+    llvm::append_range(shape, type.getShape().take_back(2));
+    return shape;
+  };
+  FailureOr<Value> a = n.broadcastTo(lhs, withBatch(lhsType));
+  FailureOr<Value> b = n.broadcastTo(rhs, withBatch(rhsType));
+  if (failed(a) || failed(b))
+    return failure();
+  FailureOr<Value> product = n.create<MatmulOp>(ValueRange{*a, *b});
+  if (failed(product))
+    return failure();
+  if (!lhsVector && !rhsVector)
+    return product;
+  SmallVector<int64_t> shape(batch);
+  if (!lhsVector)
+    shape.push_back(lhsType.getDimSize(lhsType.getRank() - 2));
+  if (!rhsVector)
+    shape.push_back(rhsType.getDimSize(rhsType.getRank() - 1));
+  return n.reshape(*product, shape);
+}
+
+LogicalResult importMatMul(NodeContext &n) {
+  if (failed(n.expectInputs(2, 2)))
+    return failure();
+  return setResult(n, numpyMatmul(n, n.input(0), n.input(1)));
+}
+
+LogicalResult importGemm(NodeContext &n) {
+  if (failed(n.expectInputs(2, 3)))
+    return failure();
+  if (n.inputType(0).getRank() != 2 || n.inputType(1).getRank() != 2)
+    return n.fail("A and B must be matrices");
+  SmallVector<NamedAttribute> attrs;
+  if (n.getInt("transA", 0))
+    attrs.push_back(n.unit("transpose_lhs"));
+  if (n.getInt("transB", 0))
+    attrs.push_back(n.unit("transpose_rhs"));
+  FailureOr<Value> product =
+      n.create<MatmulOp>(ValueRange{n.input(0), n.input(1)}, attrs);
+  if (failed(product))
+    return failure();
+  Value y = *product;
+  auto type = cast<RankedTensorType>(y.getType());
+  double alpha = n.getFloat("alpha", 1.0), beta = n.getFloat("beta", 1.0);
+  if (alpha != 1.0) {
+    FailureOr<Value> scaled = n.create<MulOp>(ValueRange{y, n.splat(type, alpha)});
+    if (failed(scaled))
+      return failure();
+    y = *scaled;
+  }
+  if (n.hasInput(2) && beta != 0.0) {
+    FailureOr<Value> c = n.broadcastTo(n.input(2), type.getShape());
+    if (failed(c))
+      return failure();
+    Value bias = *c;
+    if (beta != 1.0) {
+      FailureOr<Value> scaled =
+          n.create<MulOp>(ValueRange{bias, n.splat(type, beta)});
+      if (failed(scaled))
+        return failure();
+      bias = *scaled;
+    }
+    FailureOr<Value> sum = n.create<AddOp>(ValueRange{y, bias});
+    if (failed(sum))
+      return failure();
+    y = *sum;
+  }
+  n.setOutput(0, y);
+  return success();
+}
+
+/// Explicit begin-then-end paddings from `pads` or `auto_pad`, for windows
+/// of `kernel` (already dilated) over `inputShape`.
+FailureOr<SmallVector<int64_t>> windowPadding(NodeContext &n,
+                                              ArrayRef<int64_t> inputShape,
+                                              ArrayRef<int64_t> kernel,
+                                              ArrayRef<int64_t> strides,
+                                              ArrayRef<int64_t> dilations) {
+  size_t spatial = kernel.size();
+  std::string autoPad = n.getString("auto_pad", "NOTSET");
+  SmallVector<int64_t> pads(2 * spatial, 0);
+  if (autoPad == "NOTSET") {
+    if (auto explicitPads = n.getInts("pads")) {
+      if (explicitPads->size() != 2 * spatial)
+        return n.fail("pads needs " + Twine(2 * spatial) + " entries");
+      pads = *explicitPads;
+    }
+    return pads;
+  }
+  if (autoPad == "VALID")
+    return pads;
+  if (autoPad != "SAME_UPPER" && autoPad != "SAME_LOWER")
+    return n.fail("auto_pad '" + autoPad + "' is not supported");
+  for (size_t i = 0; i < spatial; ++i) {
+    int64_t in = inputShape[i];
+    int64_t out = llvm::divideCeil(in, strides[i]);
+    int64_t span = (kernel[i] - 1) * dilations[i] + 1;
+    int64_t total = std::max<int64_t>(0, (out - 1) * strides[i] + span - in);
+    int64_t small = total / 2, large = total - small;
+    pads[i] = autoPad == "SAME_UPPER" ? small : large;
+    pads[i + spatial] = autoPad == "SAME_UPPER" ? large : small;
+  }
+  return pads;
+}
+
+SmallVector<int64_t> intsOr(NodeContext &n, StringRef name, size_t count,
+                            int64_t fill) {
+  SmallVector<int64_t> values = n.getInts(name).value_or(SmallVector<int64_t>{});
+  if (values.empty())
+    values.assign(count, fill);
+  return values;
+}
+
+/// Adds a per-channel bias [C] to an NC... tensor.
+FailureOr<Value> addChannelBias(NodeContext &n, Value x, Value bias) {
+  auto type = cast<RankedTensorType>(x.getType());
+  SmallVector<int64_t> shape(type.getRank(), 1);
+  shape[1] = type.getDimSize(1);
+  FailureOr<Value> reshaped = n.reshape(bias, shape);
+  if (failed(reshaped))
+    return failure();
+  FailureOr<Value> expanded = n.broadcastTo(*reshaped, type.getShape());
+  if (failed(expanded))
+    return failure();
+  return n.create<AddOp>(ValueRange{x, *expanded});
+}
+
+LogicalResult importConv(NodeContext &n) {
+  if (failed(n.expectInputs(2, 3)))
+    return failure();
+  auto inputType = n.inputType(0), filterType = n.inputType(1);
+  if (inputType.getRank() < 3 || filterType.getRank() != inputType.getRank())
+    return n.fail("input and weight need the same rank, 3 or more");
+  size_t spatial = inputType.getRank() - 2;
+  SmallVector<int64_t> strides = intsOr(n, "strides", spatial, 1);
+  SmallVector<int64_t> dilations = intsOr(n, "dilations", spatial, 1);
+  if (strides.size() != spatial || dilations.size() != spatial)
+    return n.fail("strides and dilations need " + Twine(spatial) + " entries");
+  FailureOr<SmallVector<int64_t>> pads =
+      windowPadding(n, inputType.getShape().drop_front(2),
+                    filterType.getShape().drop_front(2), strides, dilations);
+  if (failed(pads))
+    return failure();
+  FailureOr<Value> conv = n.create<ConvOp>(
+      ValueRange{n.input(0), n.input(1)},
+      {n.array("strides", strides), n.array("padding", *pads),
+       n.array("dilations", dilations), n.i64("groups", n.getInt("group", 1))});
+  if (failed(conv))
+    return failure();
+  if (!n.hasInput(2))
+    return setResult(n, conv);
+  return setResult(n, addChannelBias(n, *conv, n.input(2)));
+}
+
+LogicalResult importConvTranspose(NodeContext &n) {
+  if (failed(n.expectInputs(2, 3)))
+    return failure();
+  auto inputType = n.inputType(0), filterType = n.inputType(1);
+  if (inputType.getRank() < 3 || filterType.getRank() != inputType.getRank())
+    return n.fail("input and weight need the same rank, 3 or more");
+  size_t spatial = inputType.getRank() - 2;
+  SmallVector<int64_t> strides = intsOr(n, "strides", spatial, 1);
+  SmallVector<int64_t> dilations = intsOr(n, "dilations", spatial, 1);
+  SmallVector<int64_t> outputPadding = intsOr(n, "output_padding", spatial, 0);
+  if (strides.size() != spatial || dilations.size() != spatial ||
+      outputPadding.size() != spatial)
+    return n.fail("strides, dilations and output_padding need " +
+                  Twine(spatial) + " entries");
+  std::string autoPad = n.getString("auto_pad", "NOTSET");
+  std::optional<SmallVector<int64_t>> outputShape = n.getInts("output_shape");
+  SmallVector<int64_t> pads(2 * spatial, 0);
+  if (auto explicitPads = n.getInts("pads")) {
+    if (explicitPads->size() != 2 * spatial)
+      return n.fail("pads needs " + Twine(2 * spatial) + " entries");
+    pads = *explicitPads;
+  }
+  if (outputShape || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    SmallVector<int64_t> target;
+    if (outputShape) {
+      // output_shape may include N and C.
+      target.assign(outputShape->end() - std::min(outputShape->size(), spatial),
+                    outputShape->end());
+      if (target.size() != spatial)
+        return n.fail("output_shape needs " + Twine(spatial) + " entries");
+    } else {
+      for (size_t i = 0; i < spatial; ++i)
+        target.push_back(inputType.getDimSize(i + 2) * strides[i]);
+    }
+    for (size_t i = 0; i < spatial; ++i) {
+      int64_t full = strides[i] * (inputType.getDimSize(i + 2) - 1) +
+                     outputPadding[i] +
+                     (filterType.getDimSize(i + 2) - 1) * dilations[i] + 1;
+      int64_t total = full - target[i];
+      if (total < 0) {
+        outputPadding[i] += -total;
+        total = 0;
+      }
+      int64_t half = total / 2;
+      if (autoPad == "SAME_UPPER") {
+        pads[i] = half;
+        pads[i + spatial] = total - half;
+      } else {
+        pads[i] = total - half;
+        pads[i + spatial] = half;
+      }
+    }
+  } else if (autoPad != "NOTSET" && autoPad != "VALID") {
+    return n.fail("auto_pad '" + autoPad + "' is not supported");
+  }
+  FailureOr<Value> conv = n.create<ConvTransposeOp>(
+      ValueRange{n.input(0), n.input(1)},
+      {n.array("strides", strides), n.array("padding", pads),
+       n.array("dilations", dilations),
+       n.array("output_padding", outputPadding),
+       n.i64("groups", n.getInt("group", 1))});
+  if (failed(conv))
+    return failure();
+  if (!n.hasInput(2))
+    return setResult(n, conv);
+  return setResult(n, addChannelBias(n, *conv, n.input(2)));
+}
+
+template <typename OpTy>
+LogicalResult importPool(NodeContext &n) {
+  if (failed(n.expectInputs(1, 1)))
+    return failure();
+  if (n.wantsOutput(1))
+    return n.fail("the Indices output is not supported");
+  auto type = n.inputType(0);
+  if (type.getRank() < 3)
+    return n.fail("input needs rank 3 or more");
+  size_t spatial = type.getRank() - 2;
+  std::optional<SmallVector<int64_t>> kernel = n.getInts("kernel_shape");
+  if (!kernel || kernel->size() != spatial)
+    return n.fail("kernel_shape needs " + Twine(spatial) + " entries");
+  SmallVector<int64_t> strides = intsOr(n, "strides", spatial, 1);
+  SmallVector<int64_t> dilations = intsOr(n, "dilations", spatial, 1);
+  if (strides.size() != spatial || dilations.size() != spatial)
+    return n.fail("strides and dilations need " + Twine(spatial) + " entries");
+  FailureOr<SmallVector<int64_t>> pads = windowPadding(
+      n, type.getShape().drop_front(2), *kernel, strides, dilations);
+  if (failed(pads))
+    return failure();
+  SmallVector<NamedAttribute> attrs{n.array("kernel", *kernel),
+                                    n.array("strides", strides),
+                                    n.array("padding", *pads)};
+  if (n.getInt("ceil_mode", 0))
+    attrs.push_back(n.unit("ceil_mode"));
+  if constexpr (std::is_same_v<OpTy, MaxPoolOp>) {
+    if (n.getInt("storage_order", 0) != 0)
+      return n.fail("column-major storage_order is not supported");
+    if (llvm::any_of(dilations, [](int64_t d) { return d != 1; }))
+      attrs.push_back(n.array("dilations", dilations));
+  } else {
+    if (llvm::any_of(dilations, [](int64_t d) { return d != 1; }))
+      return n.fail("dilated average pooling is not supported");
+    if (n.getInt("count_include_pad", 0))
+      attrs.push_back(n.unit("count_include_pad"));
+  }
+  return setResult(n, n.create<OpTy>(n.input(0), attrs));
+}
+
+template <typename ReduceTy>
+LogicalResult importGlobalPool(NodeContext &n) {
+  if (failed(n.expectInputs(1, 1)))
+    return failure();
+  auto type = n.inputType(0);
+  if (type.getRank() < 3)
+    return n.fail("input needs rank 3 or more");
+  SmallVector<int64_t> dims;
+  for (int64_t d = 2; d < type.getRank(); ++d)
+    dims.push_back(d);
+  return setResult(n, n.create<ReduceTy>(
+                          n.input(0),
+                          {n.array("dimensions", dims), n.unit("keepdims")}));
+}
+
+LogicalResult importDropout(NodeContext &n) {
+  if (failed(n.expectInputs(1, 3)))
+    return failure();
+  auto type = n.inputType(0);
+  bool training = false;
+  double ratio = n.getFloat("ratio", 0.5);
+  if (n.opset >= 12) {
+    if (n.hasInput(1)) {
+      FailureOr<SmallVector<double>> r = n.constFloats(1, "ratio");
+      if (failed(r))
+        return failure();
+      if (r->size() != 1)
+        return n.fail("ratio must be a scalar");
+      ratio = r->front();
+    }
+    if (n.hasInput(2)) {
+      FailureOr<SmallVector<double>> mode = n.constFloats(2, "training_mode");
+      if (failed(mode))
+        return failure();
+      if (mode->size() != 1)
+        return n.fail("training_mode must be a scalar");
+      training = mode->front() != 0;
+    }
+  }
+  auto maskType = type.clone(n.b.getI1Type());
+  if (!training || ratio == 0.0) {
+    n.setOutput(0, n.input(0));
+    n.setOutput(1, n.splat(maskType, 1));
+    return success();
+  }
+  Value seed = n.scalar(n.b.getI64Type(),
+                        static_cast<double>(n.getInt("seed", 0)));
+  FailureOr<Operation *> op = n.createOp<DropoutOp>(
+      ValueRange{n.input(0), seed}, {n.f64("ratio", ratio)});
+  if (failed(op))
+    return failure();
+  n.setOutput(0, (*op)->getResult(0));
+  n.setOutput(1, (*op)->getResult(1));
+  return success();
+}
+
+} // namespace
+
+void kiln::onnx_import::registerNNOps(OpImporterTable &t) {
+  t["MatMul"] = importMatMul;
+  t["Gemm"] = importGemm;
+  t["Conv"] = importConv;
+  t["ConvTranspose"] = importConvTranspose;
+  t["MaxPool"] = importPool<MaxPoolOp>;
+  t["AveragePool"] = importPool<AvgPoolOp>;
+  t["GlobalAveragePool"] = importGlobalPool<ReduceMeanOp>;
+  t["GlobalMaxPool"] = importGlobalPool<ReduceMaxOp>;
+  t["Dropout"] = importDropout;
+}

@@ -1,0 +1,126 @@
+//===- kilnc.cpp - the Kiln compiler driver -------------------------------===//
+//
+// ONNX in, kiln IR (and, in later releases, a .kiln bundle) out, with exit
+// codes and diagnostics a build pipeline can show.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Import/ONNX.h"
+#include "kiln/InitAll.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OperationSupport.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace llvm;
+
+namespace {
+
+cl::OptionCategory kilncCategory("kilnc options");
+
+cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.onnx>"),
+                               cl::Required, cl::cat(kilncCategory));
+
+cl::opt<std::string> outputFile("o", cl::desc("Output file ('-' for stdout)"),
+                                cl::value_desc("file"), cl::init("-"),
+                                cl::cat(kilncCategory));
+
+enum class EmitKind { Kiln, Bundle };
+cl::opt<EmitKind> emit(
+    "emit", cl::desc("What to produce"), cl::init(EmitKind::Kiln),
+    cl::values(clEnumValN(EmitKind::Kiln, "kiln",
+                          "the imported model as kiln dialect IR (default)"),
+               clEnumValN(EmitKind::Bundle, "bundle",
+                          "a .kiln bundle (not supported yet)")),
+    cl::cat(kilncCategory));
+
+cl::list<std::string>
+    dims("dim",
+         cl::desc("Bind the symbolic dimension NAME to N (repeatable)"),
+         cl::value_desc("NAME=N"), cl::cat(kilncCategory));
+
+cl::opt<int64_t> batchSize(
+    "batch-size",
+    cl::desc("Bind the leading symbolic dimension of every graph input to N"),
+    cl::value_desc("N"), cl::init(0), cl::cat(kilncCategory));
+
+cl::list<std::string> bindInputs(
+    "bind-input",
+    cl::desc("Freeze graph input NAME to the constant in FILE, an ONNX "
+             "TensorProto (.pb) or a NumPy array (.npy) (repeatable)"),
+    cl::value_desc("NAME=FILE"), cl::cat(kilncCategory));
+
+cl::opt<bool> elideWeights(
+    "elide-weights",
+    cl::desc("Print tensors of more than 16 elements elided, not in full"),
+    cl::init(false), cl::cat(kilncCategory));
+
+int fail(const Twine &message) {
+  WithColor::error(errs(), "kilnc") << message << "\n";
+  return 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  mlir::registerAsmPrinterCLOptions();
+  mlir::registerMLIRContextCLOptions();
+  cl::HideUnrelatedOptions(kilncCategory);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "kilnc: compiles ONNX models with Kiln\n\n"
+      "  kilnc model.onnx --batch-size=8 --emit=kiln -o model.mlir\n");
+
+  if (emit == EmitKind::Bundle)
+    return fail("--emit=bundle is not supported yet: this release imports "
+                "ONNX into kiln IR (--emit=kiln)");
+
+  kiln::ImportOptions options;
+  for (const std::string &binding : dims) {
+    auto parsed = kiln::parseDimBinding(binding);
+    if (!parsed)
+      return fail("--dim: " + toString(parsed.takeError()));
+    options.dims[parsed->first] = parsed->second;
+  }
+  if (batchSize.getNumOccurrences()) {
+    if (batchSize <= 0)
+      return fail("--batch-size must be a positive integer");
+    options.batchSize = batchSize;
+  }
+  for (const std::string &binding : bindInputs) {
+    auto [name, file] = StringRef(binding).split('=');
+    if (name.empty() || file.empty())
+      return fail("--bind-input expects NAME=FILE, got '" + binding + "'");
+    options.boundInputs[name] = file.str();
+  }
+
+  mlir::DialectRegistry registry;
+  kiln::registerAllDialects(registry);
+  mlir::MLIRContext context(registry);
+  context.printOpOnDiagnostic(false);
+
+  auto module = kiln::importONNXFile(context, inputFile, options);
+  if (!module)
+    return fail(toString(module.takeError()));
+
+  // Open the output only now, so a failed compile never clobbers it.
+  std::string error;
+  auto output = mlir::openOutputFile(outputFile, &error);
+  if (!output)
+    return fail(error);
+  mlir::OpPrintingFlags flags;
+  if (elideWeights)
+    flags.elideLargeElementsAttrs(16);
+  (*module)->print(output->os(), flags);
+  output->os() << "\n";
+  if (output->os().has_error())
+    return fail("cannot write '" + outputFile + "'");
+  output->keep();
+  return 0;
+}
