@@ -49,6 +49,27 @@ bool isDefaultDomain(StringRef domain) {
   return domain.empty() || domain == "ai.onnx";
 }
 
+/// Whether a node of an opset older than kMinOpset means what the importer
+/// reads it as: its op's definition is unchanged since opset 1 or 6 apart
+/// from `consumed_inputs`, which the node must not use.
+bool isLegacySafe(const onnx::NodeProto &node) {
+  static const llvm::StringSet<> unchanged = {
+      "Abs",         "Ceil",          "Elu",
+      "Exp",         "Floor",         "GlobalAveragePool",
+      "GlobalMaxPool", "HardSigmoid", "Identity",
+      "InstanceNormalization", "LeakyRelu", "Log",
+      "Neg",         "Not",           "Reciprocal",
+      "ReduceLogSum", "Relu",         "Selu",
+      "Sigmoid",     "Softplus",      "Softsign",
+      "Sqrt",        "Tanh"};
+  if (!unchanged.contains(node.op_type()))
+    return false;
+  for (const onnx::AttributeProto &attribute : node.attribute())
+    if (attribute.name() == "consumed_inputs")
+      return false;
+  return true;
+}
+
 class GraphImporter {
 public:
   GraphImporter(MLIRContext &context, const onnx::ModelProto &model,
@@ -84,6 +105,7 @@ private:
   const ImportOptions &options;
   OpBuilder builder;
   int64_t opset = 0;
+  bool haveDefaultOpset = false;
   ModuleOp module;
   /// ONNX value name -> kiln value.
   llvm::StringMap<Value> values;
@@ -124,19 +146,19 @@ llvm::Error GraphImporter::checkModel() {
         "the model has training_info (TrainingInfoProto), which is not "
         "supported yet; import its inference graph by removing training_info, "
         "or wait for training import");
-  bool haveDefault = false;
   for (const onnx::OperatorSetIdProto &set : model.opset_import()) {
     if (!isDefaultDomain(set.domain()))
       continue;
-    haveDefault = true;
+    haveDefaultOpset = true;
     opset = set.version();
   }
-  if (!haveDefault)
-    opset = model.ir_version() < 3 ? 1 : 0;
-  if (opset < kMinOpset)
-    return makeError("default-domain opset " + Twine(opset) +
-                     " is not supported (Kiln imports opsets " +
-                     Twine(kMinOpset) + " to " + Twine(kMaxOpset) + ")");
+  // Before IR version 3 there was no opset_import: opset 1 was implied.
+  if (!haveDefaultOpset && model.ir_version() < 3) {
+    haveDefaultOpset = true;
+    opset = 1;
+  }
+  if (haveDefaultOpset && opset < 1)
+    return makeError("default-domain opset " + Twine(opset) + " is invalid");
   if (opset > kMaxOpset)
     return makeError("default-domain opset " + Twine(opset) +
                      " is newer than the newest Kiln knows (" +
@@ -270,9 +292,17 @@ llvm::Error GraphImporter::importNode(const onnx::NodeProto &node,
     return makeError("node '" + nodeLabel(node, index) + "' (" +
                      node.op_type() + ", " + version + "): " + reason);
   };
+  if (node.domain() == "ai.onnx.preview.training")
+    return nodeError("training operators are not supported yet");
   if (!isDefaultDomain(node.domain()))
     return nodeError("operators of domain '" + node.domain() +
                      "' are not supported");
+  if (!haveDefaultOpset)
+    return nodeError("the model imports no default-domain opset");
+  if (opset < kMinOpset && !isLegacySafe(node))
+    return nodeError("this operator is supported from opset " +
+                     Twine(kMinOpset) + "; opset " + Twine(opset) +
+                     " semantics differ");
   const OpImporterTable &table = opImporters();
   auto found = table.find(node.op_type());
   if (found == table.end()) {

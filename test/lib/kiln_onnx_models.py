@@ -1,0 +1,729 @@
+"""Builds the small ONNX models (and input files) of the importer's lit tests.
+
+    %python -m kiln_onnx_models NAME OUTPUT
+
+writes the artefact NAME to OUTPUT: an ONNX model made with onnx.helper or
+exported from PyTorch, a broken file for the error tests, or a tensor file for
+--bind-input. Everything is tiny and deterministic (fixed seeds), so a test
+can check exact shapes, names and small values. `--list` prints the names.
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+FLOAT = TensorProto.FLOAT
+INT64 = TensorProto.INT64
+
+# name -> (builder, whether it is a valid ONNX model onnx.checker accepts).
+# A builder returns a ModelProto, or writes OUTPUT itself and returns None.
+ARTEFACTS = {}
+
+
+def artefact(name, valid=True):
+    def register(builder):
+        ARTEFACTS[name] = (builder, valid)
+        return builder
+    return register
+
+
+def rng():
+    return np.random.default_rng(0)
+
+
+def value(name, shape, elem_type=FLOAT):
+    """A graph input or output; strings in `shape` are symbolic dims, None
+    an unnamed one."""
+    return helper.make_tensor_value_info(name, elem_type, shape)
+
+
+def tensor(name, array):
+    return numpy_helper.from_array(np.asarray(array), name)
+
+
+def ints(name, values):
+    return tensor(name, np.array(values, dtype=np.int64))
+
+
+def floats(name, shape, generator=None):
+    generator = generator or rng()
+    return tensor(name, generator.standard_normal(shape).astype(np.float32))
+
+
+def model(nodes, inputs, outputs, initializers=(), opset=17, domains=()):
+    graph = helper.make_graph(nodes, "kiln_test", inputs, outputs,
+                              initializer=list(initializers))
+    opsets = [helper.make_opsetid("", opset)]
+    opsets += [helper.make_opsetid(domain, 1) for domain in domains]
+    result = helper.make_model(graph, opset_imports=opsets,
+                               producer_name="kiln-tests")
+    result.ir_version = 8
+    return result
+
+
+def node(op_type, inputs, outputs, name=None, **attrs):
+    return helper.make_node(op_type, inputs, outputs,
+                            name=name or outputs[0], **attrs)
+
+
+#===-------------------------------------------------------------------------===#
+# Elementwise ops, matmul, convolution, pooling.
+#===-------------------------------------------------------------------------===#
+
+@artefact("elementwise-broadcast")
+def elementwise_broadcast():
+    # a[2,1,4] + b[3,1] broadcasts both to [2,3,4]; * c[2,3,4] needs nothing;
+    # - s[] broadcasts the rank-0 constant.
+    return model(
+        [node("Add", ["a", "b"], ["sum"]),
+         node("Mul", ["sum", "c"], ["product"]),
+         node("Constant", [], ["s"], value=tensor("s", np.float32(2.0))),
+         node("Sub", ["product", "s"], ["y"])],
+        [value("a", [2, 1, 4]), value("b", [3, 1]), value("c", [2, 3, 4])],
+        [value("y", [2, 3, 4])])
+
+
+@artefact("gemm")
+def gemm():
+    # Y = 0.5 * A^T B^T + 2 * C with A [K=3, M=2], B [N=4, K=3], C [N].
+    return model(
+        [node("Gemm", ["a", "b", "c"], ["y"], transA=1, transB=1, alpha=0.5,
+              beta=2.0)],
+        [value("a", [3, 2]), value("b", [4, 3]), value("c", [4])],
+        [value("y", [2, 4])])
+
+
+@artefact("gemm-default")
+def gemm_default():
+    # alpha = beta = 1 and C already [M, N]: a matmul and an add, nothing else.
+    return model(
+        [node("Gemm", ["a", "b", "c"], ["y"])],
+        [value("a", [2, 3]), value("b", [3, 4]), value("c", [2, 4])],
+        [value("y", [2, 4])])
+
+
+@artefact("matmul")
+def matmul():
+    return model(
+        [node("MatMul", ["v3", "m34"], ["vec_mat"]),
+         node("MatMul", ["m43", "v3"], ["mat_vec"]),
+         node("MatMul", ["v3", "v3"], ["dot"]),
+         node("MatMul", ["batched", "stacked"], ["broadcast"])],
+        [value("v3", [3]), value("m34", [3, 4]), value("m43", [4, 3]),
+         value("batched", [2, 1, 3, 4]), value("stacked", [5, 4, 6])],
+        [value("vec_mat", [4]), value("mat_vec", [4]), value("dot", []),
+         value("broadcast", [2, 5, 3, 6])])
+
+
+@artefact("conv-same")
+def conv_same():
+    # 5x5 input, 2x2 kernel, stride 2: 3x3 output needs one row and column of
+    # padding, at the end for SAME_UPPER and at the start for SAME_LOWER.
+    generator = rng()
+    return model(
+        [node("Conv", ["x", "w", "b"], ["upper"], auto_pad="SAME_UPPER",
+              strides=[2, 2]),
+         node("Conv", ["x", "w"], ["lower"], auto_pad="SAME_LOWER",
+              strides=[2, 2])],
+        [value("x", [1, 2, 5, 5])],
+        [value("upper", [1, 3, 3, 3]), value("lower", [1, 3, 3, 3])],
+        [floats("w", [3, 2, 2, 2], generator), floats("b", [3], generator)])
+
+
+@artefact("pool-ceil")
+def pool_ceil():
+    # 5x5 input, 2x2 windows every 2: 3x3 with ceil_mode (2x2 without).
+    return model(
+        [node("MaxPool", ["x"], ["max"], kernel_shape=[2, 2], strides=[2, 2],
+              ceil_mode=1),
+         node("MaxPool", ["x"], ["max_floor"], kernel_shape=[2, 2],
+              strides=[2, 2]),
+         node("AveragePool", ["x"], ["avg"], kernel_shape=[3, 3],
+              strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1,
+              count_include_pad=1)],
+        [value("x", [1, 1, 5, 5])],
+        [value("max", [1, 1, 3, 3]), value("max_floor", [1, 1, 2, 2]),
+         value("avg", [1, 1, 3, 3])])
+
+
+#===-------------------------------------------------------------------------===#
+# Shape and data-movement ops.
+#===-------------------------------------------------------------------------===#
+
+@artefact("reshape")
+def reshape():
+    # [2,3,4] with [0,-1] is [2,12]; with [-1,0,2] it is [4,3,2].
+    return model(
+        [node("Reshape", ["x", "copy_infer"], ["flat"]),
+         node("Reshape", ["x", "infer_copy"], ["folded"])],
+        [value("x", [2, 3, 4])],
+        [value("flat", [2, 12]), value("folded", [4, 3, 2])],
+        [ints("copy_infer", [0, -1]), ints("infer_copy", [-1, 0, 2])])
+
+
+@artefact("slice-negative-steps")
+def slice_negative_steps():
+    # numpy: x[::-1, 4:0:-2] of a [5,6] array takes rows 4,3,2,1,0 and
+    # columns 4,2.
+    int64_min = np.iinfo(np.int64).min
+    return model(
+        [node("Slice", ["x", "starts", "ends", "axes", "steps"], ["y"])],
+        [value("x", [5, 6])],
+        [value("y", [5, 2])],
+        [ints("starts", [-1, 4]), ints("ends", [int64_min, 0]),
+         ints("axes", [0, 1]), ints("steps", [-1, -2])])
+
+
+@artefact("split-opset11")
+def split_opset11():
+    return model(
+        [node("Split", ["x"], ["a", "b"], axis=1, split=[2, 4])],
+        [value("x", [3, 6])], [value("a", [3, 2]), value("b", [3, 4])],
+        opset=11)
+
+
+@artefact("split-opset13")
+def split_opset13():
+    return model(
+        [node("Split", ["x", "sizes"], ["a", "b"], axis=1),
+         node("Split", ["x"], ["c", "d", "e"], axis=-1, name="even")],
+        [value("x", [3, 6])],
+        [value("a", [3, 2]), value("b", [3, 4]), value("c", [3, 2]),
+         value("d", [3, 2]), value("e", [3, 2])],
+        [ints("sizes", [2, 4])])
+
+
+def squeeze_unsqueeze(opset):
+    # x [3,1,4,1]: squeeze axis 1 gives [3,4,1]; unsqueeze axes 0 and -1 of
+    # that gives [1,3,4,1,1].
+    if opset < 13:
+        nodes = [node("Squeeze", ["x"], ["squeezed"], axes=[1]),
+                 node("Unsqueeze", ["squeezed"], ["y"], axes=[0, -1])]
+        initializers = []
+    else:
+        nodes = [node("Squeeze", ["x", "squeeze_axes"], ["squeezed"]),
+                 node("Unsqueeze", ["squeezed", "unsqueeze_axes"], ["y"])]
+        initializers = [ints("squeeze_axes", [1]),
+                        ints("unsqueeze_axes", [0, -1])]
+    return model(nodes, [value("x", [3, 1, 4, 1])],
+                 [value("y", [1, 3, 4, 1, 1])], initializers, opset=opset)
+
+
+@artefact("squeeze-opset11")
+def squeeze_opset11():
+    return squeeze_unsqueeze(11)
+
+
+@artefact("squeeze-opset13")
+def squeeze_opset13():
+    return squeeze_unsqueeze(13)
+
+
+@artefact("shape-folding")
+def shape_folding():
+    # What exporters with dynamic axes emit for x.view(x.size(0), -1), with
+    # the second dim computed as size(1) * size(2) through Cast and Mul:
+    # Shape -> Gather -> Unsqueeze -> Concat -> Reshape.
+    return model(
+        [node("Shape", ["x"], ["shape"]),
+         node("Gather", ["shape", "zero"], ["batch"], axis=0),
+         node("Gather", ["shape", "one"], ["rows"], axis=0),
+         node("Gather", ["shape", "two"], ["cols"], axis=0),
+         node("Cast", ["rows"], ["rows_f"], to=FLOAT),
+         node("Cast", ["rows_f"], ["rows_i"], to=INT64),
+         node("Mul", ["rows_i", "cols"], ["features"]),
+         node("Unsqueeze", ["batch", "axes"], ["batch_1"]),
+         node("Unsqueeze", ["features", "axes"], ["features_1"]),
+         node("Concat", ["batch_1", "features_1"], ["target"], axis=0),
+         node("Reshape", ["x", "target"], ["y"])],
+        [value("x", ["batch", 3, 4])], [value("y", ["batch", 12])],
+        [ints("zero", 0), ints("one", 1), ints("two", 2), ints("axes", [0])])
+
+
+@artefact("einsum")
+def einsum():
+    return model(
+        [node("Einsum", ["a", "b"], ["bmm"], equation="bij,bjk->bik"),
+         node("Einsum", ["m"], ["transposed"], equation="ij->ji")],
+        [value("a", [2, 3, 4]), value("b", [2, 4, 5]), value("m", [3, 4])],
+        [value("bmm", [2, 3, 5]), value("transposed", [4, 3])])
+
+
+#===-------------------------------------------------------------------------===#
+# Reductions, normalisation, softmax, dropout and losses.
+#===-------------------------------------------------------------------------===#
+
+@artefact("reduce")
+def reduce():
+    # Opset 13: ReduceSum takes its axes as an input, ReduceMean still as an
+    # attribute.
+    return model(
+        [node("ReduceSum", ["x", "axes"], ["sum"], keepdims=0),
+         node("ReduceMean", ["x"], ["mean"], axes=[-1]),
+         node("ReduceSum", ["x", "no_axes"], ["same"], noop_with_empty_axes=1)],
+        [value("x", [2, 3, 4])],
+        [value("sum", [2, 4]), value("mean", [2, 3, 1]),
+         value("same", [2, 3, 4])],
+        [ints("axes", [1]), ints("no_axes", np.zeros([0], np.int64))],
+        opset=13)
+
+
+@artefact("reduce-sum-opset11")
+def reduce_sum_opset11():
+    return model(
+        [node("ReduceSum", ["x"], ["sum"], axes=[1], keepdims=0)],
+        [value("x", [2, 3, 4])], [value("sum", [2, 4])], opset=11)
+
+
+def softmax(opset):
+    return model([node("Softmax", ["x"], ["y"], axis=1)],
+                 [value("x", [2, 3, 4])], [value("y", [2, 3, 4])],
+                 opset=opset)
+
+
+@artefact("softmax-opset11")
+def softmax_opset11():
+    return softmax(11)
+
+
+@artefact("softmax-opset13")
+def softmax_opset13():
+    return softmax(13)
+
+
+@artefact("layer-norm")
+def layer_norm():
+    generator = rng()
+    return model(
+        [node("LayerNormalization", ["x", "gamma", "beta"], ["last"],
+              epsilon=1e-3),
+         node("LayerNormalization", ["x", "gamma2d"], ["trailing2"], axis=1)],
+        [value("x", [2, 3, 4])],
+        [value("last", [2, 3, 4]), value("trailing2", [2, 3, 4])],
+        [floats("gamma", [4], generator), floats("beta", [4], generator),
+         floats("gamma2d", [3, 4], generator)])
+
+
+def dropout(training, seed=None):
+    attrs = {} if seed is None else {"seed": seed}
+    return model(
+        [node("Dropout", ["x", "ratio", "training_mode"], ["y", "mask"],
+              **attrs)],
+        [value("x", [4, 8])],
+        [value("y", [4, 8]), value("mask", [4, 8], TensorProto.BOOL)],
+        [tensor("ratio", np.float32(0.25)),
+         tensor("training_mode", np.bool_(training))])
+
+
+@artefact("dropout-training")
+def dropout_training():
+    return dropout(True, seed=7)
+
+
+@artefact("dropout-inference")
+def dropout_inference():
+    return dropout(False)
+
+
+@artefact("losses")
+def losses():
+    generator = rng()
+    return model(
+        [node("SoftmaxCrossEntropyLoss", ["logits", "labels"], ["ce"],
+              ignore_index=-100),
+         node("LogSoftmax", ["logits"], ["logp"], axis=1),
+         node("NegativeLogLikelihoodLoss", ["logp", "labels", "class_weight"],
+              ["nll"], reduction="sum")],
+        [value("logits", [8, 10]), value("labels", [8], INT64)],
+        [value("ce", []), value("nll", [])],
+        [tensor("class_weight",
+                generator.uniform(0.5, 1.5, [10]).astype(np.float32))])
+
+
+#===-------------------------------------------------------------------------===#
+# Initializers, external data, symbolic dims and bound inputs.
+#===-------------------------------------------------------------------------===#
+
+@artefact("initializers")
+def initializers():
+    # fc.weight (float) is read twice, fc.bias once; shape (int64) is a
+    # constant, not a parameter. big (20 floats) is there for --elide-weights.
+    weight = np.arange(6, dtype=np.float32).reshape(3, 2) / 4
+    return model(
+        [node("MatMul", ["x", "fc.weight"], ["h"]),
+         node("Add", ["h", "fc.bias"], ["z"]),
+         node("Reshape", ["z", "shape"], ["y"]),
+         node("MatMul", ["x", "fc.weight"], ["again"]),
+         node("Mul", ["wide", "big"], ["scaled"])],
+        [value("x", [4, 3]), value("wide", [20])],
+        [value("y", [8]), value("again", [4, 2]), value("scaled", [20])],
+        [tensor("fc.weight", weight),
+         tensor("fc.bias", np.array([0.5, -0.5], np.float32)),
+         ints("shape", [8]),
+         tensor("big", np.arange(20, dtype=np.float32))])
+
+
+@artefact("external-data")
+def external_data(path):
+    # Every initializer in OUTPUT's directory, in weights.bin.
+    weight = np.arange(12, dtype=np.float32).reshape(4, 3) / 8
+    bias = np.array([1.0, 2.0, 3.0], np.float32)
+    result = model(
+        [node("MatMul", ["x", "w"], ["h"]), node("Add", ["h", "b"], ["y"])],
+        [value("x", [2, 4])], [value("y", [2, 3])],
+        [tensor("w", weight), tensor("b", bias)])
+    onnx.checker.check_model(result)
+    onnx.save_model(result, path, save_as_external_data=True,
+                    all_tensors_to_one_file=True, location="weights.bin",
+                    size_threshold=0)
+
+
+@artefact("symbolic-dims")
+def symbolic_dims():
+    # tokens [batch, seq] and mask [batch, seq]; scale [None, 4] has an
+    # unnamed leading dim that only --batch-size binds.
+    return model(
+        [node("Mul", ["tokens", "mask"], ["masked"]),
+         node("Relu", ["scale"], ["scale_out"])],
+        [value("tokens", ["batch", "seq"]), value("mask", ["batch", "seq"]),
+         value("scale", [None, 4])],
+        [value("masked", ["batch", "seq"]), value("scale_out", [None, 4])])
+
+
+@artefact("bind-input")
+def bind_input():
+    # The Reshape's shape is a graph input: only --bind-input makes it known.
+    return model(
+        [node("Reshape", ["x", "shape"], ["y"])],
+        [value("x", [2, 6]), value("shape", [3], INT64)],
+        [value("y", [3, 2, 2])])
+
+
+@artefact("bind-input-npy", valid=False)
+def bind_input_npy(path):
+    with open(path, "wb") as f:
+        np.save(f, np.array([3, 2, 2], np.int64))
+
+
+@artefact("bind-input-pb", valid=False)
+def bind_input_pb(path):
+    with open(path, "wb") as f:
+        f.write(ints("shape", [3, 2, 2]).SerializeToString())
+
+
+#===-------------------------------------------------------------------------===#
+# Models and files the importer must refuse.
+#===-------------------------------------------------------------------------===#
+
+@artefact("unsupported-op", valid=False)
+def unsupported_op():
+    return model([node("Relu", ["x"], ["h"]),
+                  node("FrobnicateTensor", ["h"], ["y"], name="mystery")],
+                 [value("x", [2, 3])], [value("y", [2, 3])])
+
+
+@artefact("nonzero")
+def nonzero():
+    # NonZero's result shape depends on the data: not static.
+    return model([node("NonZero", ["x"], ["y"], name="where_nonzero")],
+                 [value("x", [2, 3])], [value("y", [2, None], INT64)])
+
+
+@artefact("matmul-mismatch")
+def matmul_mismatch():
+    # Inner dims 3 and 4 differ; the checker does not look at shapes.
+    return model([node("MatMul", ["a", "b"], ["y"], name="bad_matmul")],
+                 [value("a", [2, 3]), value("b", [4, 5])],
+                 [value("y", [2, 5])])
+
+
+@artefact("unnamed-node", valid=False)
+def unnamed_node():
+    # Without a node name, errors name the node by its first output.
+    return model([helper.make_node("FrobnicateTensor", ["x"], ["frobbed"])],
+                 [value("x", [2])], [value("frobbed", [2])])
+
+
+@artefact("custom-domain")
+def custom_domain():
+    return model([node("FusedGelu", ["x"], ["y"], name="fused",
+                       domain="com.example")],
+                 [value("x", [2])], [value("y", [2])],
+                 domains=["com.example"])
+
+
+@artefact("uint8-input")
+def uint8_input():
+    return model([node("Identity", ["x"], ["y"])],
+                 [value("x", [4], TensorProto.UINT8)],
+                 [value("y", [4], TensorProto.UINT8)])
+
+
+@artefact("uint8-initializer")
+def uint8_initializer():
+    return model([node("Cast", ["lut"], ["y"], to=FLOAT)], [],
+                 [value("y", [4])],
+                 [tensor("lut", np.arange(4, dtype=np.uint8))])
+
+
+@artefact("unbound-dim")
+def unbound_dim():
+    return model([node("Relu", ["x"], ["y"])],
+                 [value("x", [2, "seq"])], [value("y", [2, "seq"])])
+
+
+@artefact("training-info")
+def training_info():
+    result = model([node("Relu", ["x"], ["y"])], [value("x", [2])],
+                   [value("y", [2])], [tensor("w", np.ones(2, np.float32))])
+    step = helper.make_graph(
+        [node("Mul", ["w", "w"], ["w_next"])], "step", [],
+        [value("w_next", [2])])
+    info = result.training_info.add()
+    info.algorithm.CopyFrom(step)
+    binding = info.update_binding.add()
+    binding.key, binding.value = "w", "w_next"
+    return result
+
+
+@artefact("truncated", valid=False)
+def truncated(path):
+    data = initializers().SerializeToString()
+    with open(path, "wb") as f:
+        f.write(data[:len(data) // 2])
+
+
+@artefact("random-bytes", valid=False)
+def random_bytes(path):
+    with open(path, "wb") as f:
+        f.write(rng().integers(0, 256, 4096, dtype=np.uint8).tobytes())
+
+
+#===-------------------------------------------------------------------------===#
+# Models exported by torch.onnx.export in training mode.
+#===-------------------------------------------------------------------------===#
+
+D_MODEL, HEADS, VOCAB, SEQ = 32, 2, 100, 16
+
+
+def export(module, args, path, input_names, dynamic_axes):
+    import torch
+    torch.onnx.export(module, args, path, opset_version=17,
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False, input_names=input_names,
+                      output_names=["output"], dynamic_axes=dynamic_axes)
+
+
+def torch_modules():
+    """The PyTorch models, defined on first use: importing torch is slow."""
+    import math
+
+    import torch
+    from torch import nn
+
+    class Mlp(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = nn.Linear(16, 32)
+            self.drop = nn.Dropout(0.1)
+            self.fc2 = nn.Linear(32, 10)
+
+        def forward(self, x):
+            return self.fc2(self.drop(torch.relu(self.fc1(x))))
+
+    class Cnn(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+            self.bn = nn.BatchNorm2d(8)
+            self.pool = nn.MaxPool2d(2)
+            self.fc = nn.Linear(8 * 4 * 4, 10)
+
+        def forward(self, x):
+            x = self.pool(torch.relu(self.bn(self.conv(x))))
+            return self.fc(torch.flatten(x, 1))
+
+    class CausalSelfAttention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv = nn.Linear(D_MODEL, 3 * D_MODEL)
+            self.proj = nn.Linear(D_MODEL, D_MODEL)
+            self.attn_drop = nn.Dropout(0.1)
+            self.resid_drop = nn.Dropout(0.1)
+            mask = torch.tril(torch.ones(SEQ, SEQ)).view(1, 1, SEQ, SEQ)
+            self.register_buffer("mask", mask)
+
+        def forward(self, x):
+            b, t, c = x.size()
+            q, k, v = self.qkv(x).split(D_MODEL, dim=2)
+            q = q.view(b, t, HEADS, c // HEADS).transpose(1, 2)
+            k = k.view(b, t, HEADS, c // HEADS).transpose(1, 2)
+            v = v.view(b, t, HEADS, c // HEADS).transpose(1, 2)
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+            att = att.masked_fill(self.mask[:, :, :t, :t] == 0, float("-inf"))
+            att = self.attn_drop(torch.softmax(att, dim=-1))
+            y = (att @ v).transpose(1, 2).contiguous().view(b, t, c)
+            return self.resid_drop(self.proj(y))
+
+    class GptBlock(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1 = nn.LayerNorm(D_MODEL)
+            self.attn = CausalSelfAttention()
+            self.ln2 = nn.LayerNorm(D_MODEL)
+            self.mlp = nn.Sequential(
+                nn.Linear(D_MODEL, 4 * D_MODEL), nn.GELU(approximate="tanh"),
+                nn.Linear(4 * D_MODEL, D_MODEL), nn.Dropout(0.1))
+
+        def forward(self, x):
+            x = x + self.attn(self.ln1(x))
+            return x + self.mlp(self.ln2(x))
+
+    class Gpt(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte = nn.Embedding(VOCAB, D_MODEL)
+            self.wpe = nn.Embedding(SEQ, D_MODEL)
+            self.drop = nn.Dropout(0.1)
+            self.blocks = nn.ModuleList([GptBlock(), GptBlock()])
+            self.ln_f = nn.LayerNorm(D_MODEL)
+            self.lm_head = nn.Linear(D_MODEL, VOCAB, bias=False)
+            self.lm_head.weight = self.wte.weight
+
+        def forward(self, idx):
+            t = idx.size(1)
+            pos = torch.arange(0, t, dtype=torch.long, device=idx.device)
+            x = self.drop(self.wte(idx) + self.wpe(pos))
+            for block in self.blocks:
+                x = block(x)
+            return self.lm_head(self.ln_f(x))
+
+    class BertSelfAttention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.query = nn.Linear(D_MODEL, D_MODEL)
+            self.key = nn.Linear(D_MODEL, D_MODEL)
+            self.value = nn.Linear(D_MODEL, D_MODEL)
+            self.dropout = nn.Dropout(0.1)
+
+        def heads(self, x):
+            b, t, _ = x.size()
+            return x.view(b, t, HEADS, D_MODEL // HEADS).permute(0, 2, 1, 3)
+
+        def forward(self, x, extended_mask):
+            q, k, v = (self.heads(self.query(x)), self.heads(self.key(x)),
+                       self.heads(self.value(x)))
+            scores = torch.matmul(q, k.transpose(-1, -2))
+            scores = scores / math.sqrt(D_MODEL // HEADS) + extended_mask
+            probs = self.dropout(torch.softmax(scores, dim=-1))
+            context = torch.matmul(probs, v).permute(0, 2, 1, 3).contiguous()
+            return context.view(x.size(0), x.size(1), D_MODEL)
+
+    class BertLayer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attention = BertSelfAttention()
+            self.attn_out = nn.Linear(D_MODEL, D_MODEL)
+            self.attn_norm = nn.LayerNorm(D_MODEL, eps=1e-12)
+            self.intermediate = nn.Linear(D_MODEL, 4 * D_MODEL)
+            self.output = nn.Linear(4 * D_MODEL, D_MODEL)
+            self.out_norm = nn.LayerNorm(D_MODEL, eps=1e-12)
+            self.dropout = nn.Dropout(0.1)
+
+        def forward(self, x, extended_mask):
+            a = self.dropout(self.attn_out(self.attention(x, extended_mask)))
+            x = self.attn_norm(x + a)
+            h = self.output(nn.functional.gelu(self.intermediate(x)))
+            return self.out_norm(x + self.dropout(h))
+
+    class Bert(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.word_embeddings = nn.Embedding(VOCAB, D_MODEL)
+            self.position_embeddings = nn.Embedding(SEQ, D_MODEL)
+            self.token_type_embeddings = nn.Embedding(2, D_MODEL)
+            self.emb_norm = nn.LayerNorm(D_MODEL, eps=1e-12)
+            self.dropout = nn.Dropout(0.1)
+            self.register_buffer("position_ids", torch.arange(SEQ).view(1, -1))
+            self.layers = nn.ModuleList([BertLayer(), BertLayer()])
+            self.pooler = nn.Linear(D_MODEL, D_MODEL)
+            self.classifier = nn.Linear(D_MODEL, 2)
+
+        def forward(self, input_ids, attention_mask):
+            t = input_ids.size(1)
+            positions = self.position_ids[:, :t]
+            types = torch.zeros_like(input_ids)
+            x = (self.word_embeddings(input_ids) +
+                 self.position_embeddings(positions) +
+                 self.token_type_embeddings(types))
+            x = self.dropout(self.emb_norm(x))
+            extended = attention_mask[:, None, None, :].to(x.dtype)
+            extended = (1.0 - extended) * -10000.0
+            for layer in self.layers:
+                x = layer(x, extended)
+            pooled = torch.tanh(self.pooler(x[:, 0]))
+            return self.classifier(self.dropout(pooled))
+
+    return torch, Mlp, Cnn, Gpt, Bert
+
+
+@artefact("torch-mlp", valid=False)
+def torch_mlp(path):
+    torch, Mlp, _, _, _ = torch_modules()
+    torch.manual_seed(0)
+    export(Mlp(), (torch.randn(4, 16),), path, ["x"], {"x": {0: "batch"}})
+
+
+@artefact("torch-cnn", valid=False)
+def torch_cnn(path):
+    torch, _, Cnn, _, _ = torch_modules()
+    torch.manual_seed(0)
+    export(Cnn(), (torch.randn(2, 3, 8, 8),), path, ["x"],
+           {"x": {0: "batch"}})
+
+
+@artefact("torch-gpt2", valid=False)
+def torch_gpt2(path):
+    torch, _, _, Gpt, _ = torch_modules()
+    torch.manual_seed(0)
+    idx = torch.randint(0, VOCAB, (2, SEQ))
+    export(Gpt(), (idx,), path, ["idx"], {"idx": {0: "batch"}})
+
+
+@artefact("torch-bert", valid=False)
+def torch_bert(path):
+    torch, _, _, _, Bert = torch_modules()
+    torch.manual_seed(0)
+    input_ids = torch.randint(0, VOCAB, (2, SEQ))
+    attention_mask = torch.ones(2, SEQ, dtype=torch.long)
+    attention_mask[1, SEQ // 2:] = 0
+    export(Bert(), (input_ids, attention_mask), path,
+           ["input_ids", "attention_mask"],
+           {"input_ids": {0: "batch", 1: "sequence"},
+            "attention_mask": {0: "batch", 1: "sequence"}})
+
+
+def main(argv):
+    if argv[1:] == ["--list"]:
+        print("\n".join(sorted(ARTEFACTS)))
+        return 0
+    if len(argv) != 3 or argv[1] not in ARTEFACTS:
+        sys.stderr.write(__doc__)
+        sys.stderr.write("\nunknown artefact; --list names them\n")
+        return 2
+    builder, valid = ARTEFACTS[argv[1]]
+    path = argv[2]
+    if builder.__code__.co_argcount:
+        builder(path)
+        return 0
+    result = builder()
+    if valid:
+        onnx.checker.check_model(result)
+    onnx.save_model(result, path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
