@@ -113,8 +113,9 @@ def Kiln_GeluApproximationAttr
 include "mlir/Interfaces/InferTypeOpInterface.td"
 
 // Like upstream's InferTypeOpAdaptor, but the adaptor also sees attributes
-// that the parser has not yet moved into properties, and it is verified
-// (required attributes present) before the op's inference runs.
+// that the parser has not yet moved into properties (with the defaults of
+// omitted ones), and it is verified (required attributes present) before the
+// op's inference runs.
 def Kiln_InferTypeOpAdaptor : TraitList<[
     DeclareOpInterfaceMethods<InferTypeOpInterface>,
     NativeOpTrait<"InferTypeOpAdaptor", [], [{
@@ -138,6 +139,10 @@ def Kiln_InferTypeOpAdaptor : TraitList<[
                   parsed, attributes,
                   [&] { return ::mlir::emitError(loc); })))
             return ::mlir::failure();
+          // The parser has not filled in omitted default-valued attributes.
+          $cppClass::populateDefaultProperties(
+              ::mlir::OperationName($cppClass::getOperationName(), context),
+              parsed);
           properties = ::mlir::OpaqueProperties(&parsed);
         }
         $cppClass::Adaptor adaptor(operands, attributes, properties, regions);

@@ -209,7 +209,9 @@ KILN_FOLD_UNARY_FLOAT(RsqrtOp, 1.0 / std::sqrt(x))
 KILN_FOLD_UNARY_FLOAT(ReciprocalOp, 1.0 / x)
 KILN_FOLD_UNARY_FLOAT(TanhOp, std::tanh(x))
 KILN_FOLD_UNARY_FLOAT(SigmoidOp, sigmoid(x))
-KILN_FOLD_UNARY_FLOAT(SoftplusOp, std::log1p(std::exp(x)))
+// Written so that exp cannot overflow for large x (softplus(x) ~ x there).
+KILN_FOLD_UNARY_FLOAT(SoftplusOp, x > 0 ? x + std::log1p(std::exp(-x))
+                                        : std::log1p(std::exp(x)))
 KILN_FOLD_UNARY_FLOAT(SoftsignOp, x / (1.0 + std::fabs(x)))
 KILN_FOLD_UNARY_FLOAT(ErfOp, std::erf(x))
 KILN_FOLD_UNARY_FLOAT(SinOp, std::sin(x))
@@ -346,10 +348,15 @@ OpFoldResult PowOp::fold(FoldAdaptor adaptor) {
       [](int64_t a, int64_t b) -> std::optional<int64_t> {
         if (b < 0)
           return std::nullopt;
-        int64_t result = 1;
-        for (int64_t i = 0; i < b; ++i)
-          result *= a;
-        return result;
+        // Square and multiply, wrapping like the element type does: a loop of
+        // b multiplications would hang on large exponents.
+        uint64_t result = 1, base = static_cast<uint64_t>(a);
+        for (uint64_t e = static_cast<uint64_t>(b); e; e >>= 1) {
+          if (e & 1)
+            result *= base;
+          base *= base;
+        }
+        return static_cast<int64_t>(result);
       });
 }
 
@@ -754,6 +761,16 @@ OpFoldResult foldReduce(Attribute operand, ShapedType resultType,
       init = INFINITY;
     else if (kind == ReduceKind::Prod)
       init = 1;
+    // LogSumExp subtracts each group's finite maximum so exp cannot overflow.
+    SmallVector<double> shift(outCount, 0.0);
+    if (kind == ReduceKind::LogSumExp) {
+      SmallVector<double> peak(outCount, -INFINITY);
+      for (auto [i, value] : llvm::enumerate(values))
+        peak[slot[i]] = std::max(peak[slot[i]], value);
+      for (auto [s, p] : llvm::zip(shift, peak))
+        if (std::isfinite(p))
+          s = p;
+    }
     SmallVector<double> acc(outCount, init);
     for (auto [i, value] : llvm::enumerate(values)) {
       double &a = acc[slot[i]];
@@ -762,11 +779,12 @@ OpFoldResult foldReduce(Attribute operand, ShapedType resultType,
       case ReduceKind::Mean:
         a += value;
         break;
+      // NaN propagates, as in kiln.max and kiln.min.
       case ReduceKind::Max:
-        a = std::max(a, value);
+        a = std::isnan(a) || a > value ? a : value;
         break;
       case ReduceKind::Min:
-        a = std::min(a, value);
+        a = std::isnan(a) || a < value ? a : value;
         break;
       case ReduceKind::Prod:
         a *= value;
@@ -775,17 +793,17 @@ OpFoldResult foldReduce(Attribute operand, ShapedType resultType,
         a += value * value;
         break;
       case ReduceKind::LogSumExp:
-        a += std::exp(value);
+        a += std::exp(value - shift[slot[i]]);
         break;
       }
     }
-    for (double &a : acc) {
+    for (auto [a, s] : llvm::zip(acc, shift)) {
       if (kind == ReduceKind::Mean)
         a /= static_cast<double>(groupSize);
       else if (kind == ReduceKind::L2)
         a = std::sqrt(a);
       else if (kind == ReduceKind::LogSumExp)
-        a = std::log(a);
+        a = std::log(a) + s;
     }
     return makeFloats(resultType, acc);
   }

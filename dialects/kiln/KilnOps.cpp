@@ -12,10 +12,12 @@ using namespace kiln;
 
 namespace {
 
-/// The operand's ranked tensor type, or null when it has none (possible while
-/// parsing invalid IR, before operand constraints are verified).
+/// The operand's statically shaped tensor type, or null when it has none
+/// (possible while parsing invalid IR, before operand constraints are
+/// verified); shape arithmetic on dynamic sizes would build invalid types.
 RankedTensorType rankedTypeOf(Value value) {
-  return value ? dyn_cast<RankedTensorType>(value.getType()) : nullptr;
+  auto type = value ? dyn_cast<RankedTensorType>(value.getType()) : nullptr;
+  return type && type.hasStaticShape() ? type : nullptr;
 }
 
 LogicalResult failInference(std::optional<Location> loc, const Twine &message) {
@@ -42,6 +44,21 @@ LogicalResult checkAxis(std::optional<Location> loc, int64_t axis,
   if (axis < 0 || axis >= rank)
     return failInference(loc, "axis " + Twine(axis) +
                                   " is out of range for rank " + Twine(rank));
+  return success();
+}
+
+/// Element-wise indices along `axis` (gather_elements, scatter_elements)
+/// address the input at their own position in every other dimension, so
+/// those dimensions may not be larger than the input's.
+LogicalResult checkIndicesFit(std::optional<Location> loc,
+                              RankedTensorType indices, RankedTensorType input,
+                              int64_t axis) {
+  for (int64_t d = 0; d < input.getRank(); ++d)
+    if (d != axis && indices.getDimSize(d) > input.getDimSize(d))
+      return failInference(loc, "indices dimension " + Twine(d) + " of size " +
+                                    Twine(indices.getDimSize(d)) +
+                                    " exceeds the input's " +
+                                    Twine(input.getDimSize(d)));
   return success();
 }
 
@@ -82,7 +99,7 @@ static LogicalResult inferBoolLike(Value input,
                                    std::optional<Location> loc) {
   auto type = rankedTypeOf(input);
   if (!type)
-    return failInference(loc, "expected a ranked tensor operand");
+    return failInference(loc, "expected a statically shaped tensor operand");
   inferred.push_back(type.clone(IntegerType::get(type.getContext(), 1)));
   return success();
 }
@@ -159,7 +176,7 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
                                             SmallVectorImpl<Type> &inferred) {
   auto type = rankedTypeOf(adaptor.getInput());
   if (!type)
-    return failInference(loc, "expected a ranked tensor operand");
+    return failInference(loc, "expected a statically shaped tensor operand");
   ArrayRef<int64_t> perm = adaptor.getPermutation();
   if (static_cast<int64_t>(perm.size()) != type.getRank())
     return failInference(loc, "permutation has " + Twine(perm.size()) +
@@ -178,7 +195,7 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
                                         SmallVectorImpl<Type> &inferred) {
   auto type = rankedTypeOf(adaptor.getInput());
   if (!type)
-    return failInference(loc, "expected a ranked tensor operand");
+    return failInference(loc, "expected a statically shaped tensor operand");
   ArrayRef<int64_t> start = adaptor.getStart(), limit = adaptor.getLimit(),
                     stride = adaptor.getStride();
   int64_t rank = type.getRank();
@@ -216,7 +233,7 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
     return failInference(loc, "needs at least one operand");
   auto first = rankedTypeOf(inputs.front());
   if (!first)
-    return failInference(loc, "expected ranked tensor operands");
+    return failInference(loc, "expected statically shaped tensor operands");
   int64_t axis = adaptor.getAxis();
   if (failed(checkAxis(loc, axis, first.getRank())))
     return failure();
@@ -224,7 +241,9 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   shape[axis] = 0;
   for (auto [index, input] : llvm::enumerate(inputs)) {
     auto type = rankedTypeOf(input);
-    if (!type || type.getRank() != first.getRank() ||
+    if (!type)
+      return failInference(loc, "expected statically shaped tensor operands");
+    if (type.getRank() != first.getRank() ||
         type.getElementType() != first.getElementType())
       return failInference(loc, "operand " + Twine(index) +
                                     " differs in rank or element type");
@@ -243,7 +262,7 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
                                         SmallVectorImpl<Type> &inferred) {
   auto type = rankedTypeOf(adaptor.getInput());
   if (!type)
-    return failInference(loc, "expected a ranked tensor operand");
+    return failInference(loc, "expected a statically shaped tensor operand");
   int64_t axis = adaptor.getAxis();
   if (failed(checkAxis(loc, axis, type.getRank())))
     return failure();
@@ -268,7 +287,7 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc
                                       SmallVectorImpl<Type> &inferred) {
   auto type = rankedTypeOf(adaptor.getInput());
   if (!type)
-    return failInference(loc, "expected a ranked tensor operand");
+    return failInference(loc, "expected a statically shaped tensor operand");
   ArrayRef<int64_t> low = adaptor.getLow(), high = adaptor.getHigh();
   if (static_cast<int64_t>(low.size()) != type.getRank() ||
       static_cast<int64_t>(high.size()) != type.getRank())
@@ -295,7 +314,7 @@ LogicalResult TileOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
                                        SmallVectorImpl<Type> &inferred) {
   auto type = rankedTypeOf(adaptor.getInput());
   if (!type)
-    return failInference(loc, "expected a ranked tensor operand");
+    return failInference(loc, "expected a statically shaped tensor operand");
   ArrayRef<int64_t> multiples = adaptor.getMultiples();
   if (static_cast<int64_t>(multiples.size()) != type.getRank())
     return failInference(loc, "multiples need one entry per dimension");
@@ -321,7 +340,7 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   auto type = rankedTypeOf(adaptor.getInput());
   auto indices = rankedTypeOf(adaptor.getIndices());
   if (!type || !indices)
-    return failInference(loc, "expected ranked tensor operands");
+    return failInference(loc, "expected statically shaped tensor operands");
   int64_t axis = adaptor.getAxis();
   if (failed(checkAxis(loc, axis, type.getRank())))
     return failure();
@@ -338,12 +357,14 @@ LogicalResult GatherElementsOp::inferReturnTypes(
   auto type = rankedTypeOf(adaptor.getInput());
   auto indices = rankedTypeOf(adaptor.getIndices());
   if (!type || !indices)
-    return failInference(loc, "expected ranked tensor operands");
+    return failInference(loc, "expected statically shaped tensor operands");
   if (type.getRank() != indices.getRank())
     return failInference(loc, "indices rank " + Twine(indices.getRank()) +
                                   " differs from input rank " +
                                   Twine(type.getRank()));
   if (failed(checkAxis(loc, adaptor.getAxis(), type.getRank())))
+    return failure();
+  if (failed(checkIndicesFit(loc, indices, type, adaptor.getAxis())))
     return failure();
   inferred.push_back(type.clone(indices.getShape()));
   return success();
@@ -356,7 +377,7 @@ LogicalResult GatherNdOp::inferReturnTypes(MLIRContext *,
   auto type = rankedTypeOf(adaptor.getInput());
   auto indices = rankedTypeOf(adaptor.getIndices());
   if (!type || !indices)
-    return failInference(loc, "expected ranked tensor operands");
+    return failInference(loc, "expected statically shaped tensor operands");
   int64_t batch = adaptor.getBatchDims();
   if (indices.getRank() < 1 || batch < 0 || batch >= indices.getRank() ||
       batch >= type.getRank())
@@ -384,7 +405,10 @@ LogicalResult ScatterElementsOp::verify() {
     return emitOpError("updates shape differs from the indices shape");
   if (getUpdates().getType().getElementType() != type.getElementType())
     return emitOpError("updates element type differs from the input's");
-  return checkAxis(getLoc(), getAxis(), type.getRank());
+  if (failed(checkAxis(getLoc(), getAxis(), type.getRank())))
+    return failure();
+  return checkIndicesFit(getLoc(), cast<RankedTensorType>(indices),
+                         cast<RankedTensorType>(type), getAxis());
 }
 
 LogicalResult ScatterNdOp::verify() {
@@ -420,7 +444,7 @@ LogicalResult TopKOp::inferReturnTypes(MLIRContext *context,
                                        SmallVectorImpl<Type> &inferred) {
   auto type = rankedTypeOf(adaptor.getInput());
   if (!type)
-    return failInference(loc, "expected a ranked tensor operand");
+    return failInference(loc, "expected a statically shaped tensor operand");
   int64_t axis = adaptor.getAxis();
   if (failed(checkAxis(loc, axis, type.getRank())))
     return failure();
@@ -442,7 +466,7 @@ static LogicalResult inferArgReduce(MLIRContext *context,
                                     SmallVectorImpl<Type> &inferred) {
   auto type = rankedTypeOf(adaptor.getInput());
   if (!type)
-    return failInference(loc, "expected a ranked tensor operand");
+    return failInference(loc, "expected a statically shaped tensor operand");
   int64_t axis = adaptor.getAxis();
   if (failed(checkAxis(loc, axis, type.getRank())))
     return failure();
@@ -479,7 +503,7 @@ static LogicalResult inferReduce(std::optional<Location> loc,
                                  SmallVectorImpl<Type> &inferred) {
   auto type = rankedTypeOf(adaptor.getInput());
   if (!type)
-    return failInference(loc, "expected a ranked tensor operand");
+    return failInference(loc, "expected a statically shaped tensor operand");
   ArrayRef<int64_t> dims = adaptor.getDimensions();
   if (failed(checkDimensions(loc, dims, type.getRank(), "dimension")))
     return failure();
@@ -522,7 +546,7 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   auto lhs = rankedTypeOf(adaptor.getLhs());
   auto rhs = rankedTypeOf(adaptor.getRhs());
   if (!lhs || !rhs)
-    return failInference(loc, "expected ranked tensor operands");
+    return failInference(loc, "expected statically shaped tensor operands");
   if (lhs.getRank() < 2 || lhs.getRank() != rhs.getRank())
     return failInference(loc, "operands need the same rank, 2 or more (got " +
                                   Twine(lhs.getRank()) + " and " +
@@ -559,14 +583,13 @@ static LogicalResult checkWindow(std::optional<Location> loc,
     return static_cast<int64_t>(values.size()) == count;
   };
   if (!sized(window.strides, spatial) || !sized(window.padding, 2 * spatial) ||
-      (!window.dilations.empty() && !sized(window.dilations, spatial)) ||
-      !sized(window.kernel, spatial))
+      !sized(window.dilations, spatial) || !sized(window.kernel, spatial))
     return failInference(loc, "strides, dilations and kernel need " +
                                   Twine(spatial) + " entries, padding " +
                                   Twine(2 * spatial));
   for (int64_t i = 0; i < spatial; ++i) {
     if (window.strides[i] < 1 || window.kernel[i] < 1 ||
-        (!window.dilations.empty() && window.dilations[i] < 1))
+        window.dilations[i] < 1)
       return failInference(loc, "strides, dilations and kernel sizes must be "
                                 "positive");
     if (window.padding[i] < 0 || window.padding[i + spatial] < 0)
@@ -596,7 +619,7 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
   auto input = rankedTypeOf(adaptor.getInput());
   auto filter = rankedTypeOf(adaptor.getFilter());
   if (!input || !filter)
-    return failInference(loc, "expected ranked tensor operands");
+    return failInference(loc, "expected statically shaped tensor operands");
   if (input.getRank() < 3 || filter.getRank() != input.getRank())
     return failInference(loc, "input and filter need the same rank, 3 or more");
   int64_t spatial = input.getRank() - 2;
@@ -633,7 +656,7 @@ LogicalResult ConvTransposeOp::inferReturnTypes(
   auto input = rankedTypeOf(adaptor.getInput());
   auto filter = rankedTypeOf(adaptor.getFilter());
   if (!input || !filter)
-    return failInference(loc, "expected ranked tensor operands");
+    return failInference(loc, "expected statically shaped tensor operands");
   if (input.getRank() < 3 || filter.getRank() != input.getRank())
     return failInference(loc, "input and filter need the same rank, 3 or more");
   int64_t spatial = input.getRank() - 2;
@@ -669,29 +692,32 @@ LogicalResult ConvTransposeOp::inferReturnTypes(
   return success();
 }
 
+/// `dilations` is nullopt for pools without them (all 1).
 template <typename PoolAdaptor>
-static LogicalResult inferPool(std::optional<Location> loc,
-                               PoolAdaptor adaptor, ArrayRef<int64_t> dilations,
+static LogicalResult inferPool(std::optional<Location> loc, PoolAdaptor adaptor,
+                               std::optional<ArrayRef<int64_t>> dilations,
                                SmallVectorImpl<Type> &inferred) {
   auto input = rankedTypeOf(adaptor.getInput());
-  if (!input || input.getRank() < 3)
+  if (!input)
+    return failInference(loc, "expected a statically shaped tensor operand");
+  if (input.getRank() < 3)
     return failInference(loc, "expected a tensor of rank 3 or more");
   int64_t spatial = input.getRank() - 2;
+  SmallVector<int64_t> unitDilations(spatial, 1);
   WindowSpec window{adaptor.getKernel(), adaptor.getStrides(),
-                    adaptor.getPadding(), dilations};
+                    adaptor.getPadding(),
+                    dilations ? *dilations : ArrayRef<int64_t>(unitDilations)};
   if (failed(checkWindow(loc, window, spatial)))
     return failure();
   SmallVector<int64_t> shape(input.getShape().take_front(2));
   for (int64_t i = 0; i < spatial; ++i) {
-    int64_t dilation = dilations.empty() ? 1 : dilations[i];
     if (window.padding[i] >= window.kernel[i] ||
         window.padding[i + spatial] >= window.kernel[i])
       return failInference(loc, "padding must be smaller than the kernel");
-    int64_t out = windowOutputSize(input.getDimSize(i + 2), window.kernel[i],
-                                   window.strides[i], dilation,
-                                   window.padding[i],
-                                   window.padding[i + spatial],
-                                   adaptor.getCeilMode());
+    int64_t out = windowOutputSize(
+        input.getDimSize(i + 2), window.kernel[i], window.strides[i],
+        window.dilations[i], window.padding[i], window.padding[i + spatial],
+        adaptor.getCeilMode());
     if (out < 1)
       return failInference(loc, "kernel is larger than the padded input");
     shape.push_back(out);
@@ -704,7 +730,7 @@ LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &inferred) {
-  ArrayRef<int64_t> dilations;
+  std::optional<ArrayRef<int64_t>> dilations;
   if (auto attr = adaptor.getDilationsAttr())
     dilations = attr.asArrayRef();
   return inferPool(loc, adaptor, dilations, inferred);
@@ -714,7 +740,7 @@ LogicalResult AvgPoolOp::inferReturnTypes(MLIRContext *,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &inferred) {
-  return inferPool(loc, adaptor, {}, inferred);
+  return inferPool(loc, adaptor, std::nullopt, inferred);
 }
 
 LogicalResult SoftmaxOp::verify() {
@@ -753,8 +779,9 @@ static LogicalResult checkChannelOperands(Operation *op, RankedTensorType input,
     auto type = cast<RankedTensorType>(operand.getType());
     if (type.getRank() != 1 || type.getDimSize(0) != input.getDimSize(1) ||
         type.getElementType() != input.getElementType())
-      return op->emitOpError("per-channel operands must be tensor<")
-             << input.getDimSize(1) << "x" << input.getElementType() << ">";
+      return op->emitOpError("per-channel operands must be ")
+             << RankedTensorType::get({input.getDimSize(1)},
+                                      input.getElementType());
   }
   return success();
 }
@@ -769,7 +796,9 @@ LogicalResult BatchNormTrainOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &inferred) {
   auto input = rankedTypeOf(adaptor.getInput());
-  if (!input || input.getRank() < 2)
+  if (!input)
+    return failInference(loc, "expected a statically shaped tensor operand");
+  if (input.getRank() < 2)
     return failInference(loc, "input needs rank 2 or more");
   for (Value operand : {adaptor.getScale(), adaptor.getBias()}) {
     auto type = rankedTypeOf(operand);
@@ -792,7 +821,7 @@ LogicalResult DropoutOp::inferReturnTypes(MLIRContext *, std::optional<Location>
                                           SmallVectorImpl<Type> &inferred) {
   auto input = rankedTypeOf(adaptor.getInput());
   if (!input)
-    return failInference(loc, "expected a ranked tensor operand");
+    return failInference(loc, "expected a statically shaped tensor operand");
   double ratio = adaptor.getRatio().convertToDouble();
   if (!(ratio >= 0.0 && ratio < 1.0))
     return failInference(loc, "ratio must be in [0, 1)");
@@ -808,7 +837,7 @@ static LogicalResult inferLoss(std::optional<Location> loc, Value scores,
   auto scoreType = rankedTypeOf(scores);
   auto labelType = rankedTypeOf(labels);
   if (!scoreType || !labelType)
-    return failInference(loc, "expected ranked tensor operands");
+    return failInference(loc, "expected statically shaped tensor operands");
   if (scoreType.getRank() < 2)
     return failInference(loc, "scores need rank 2 or more ([N, C, ...])");
   SmallVector<int64_t> expected{scoreType.getDimSize(0)};

@@ -219,7 +219,7 @@ def Kiln_CompareOp : Kiln_Op<"compare", [Pure, Elementwise,
     boolean tensor of the same shape.
 
     ```mlir
-    %m = kiln.compare lt, %x, %y : tensor<4xf32>
+    %m = kiln.compare <lt>, %x, %y : tensor<4xf32>
     ```
   }];
   let arguments = (ins Kiln_ComparePredicateAttr:$predicate,

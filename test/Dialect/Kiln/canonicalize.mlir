@@ -1193,6 +1193,24 @@ func.func @reduce_logsumexp_large() -> tensor<2xf32> {
   return %y : tensor<2xf32>
 }
 
+// CHECK-LABEL: func.func @reduce_max_propagates_nan(
+// CHECK: %[[C:.*]] = kiln.constant dense<[0x{{7FC00000|FFC00000}}, 6.000000e+00]> : tensor<2xf32>
+// CHECK-NEXT: return %[[C]] : tensor<2xf32>
+func.func @reduce_max_propagates_nan() -> tensor<2xf32> {
+  %x = kiln.constant dense<[[1.0, 0x7FC00000, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
+  %y = kiln.reduce_max %x {dimensions = array<i64: 1>} : tensor<2x3xf32>
+  return %y : tensor<2xf32>
+}
+
+// CHECK-LABEL: func.func @reduce_min_propagates_nan(
+// CHECK: %[[C:.*]] = kiln.constant dense<[0x{{7FC00000|FFC00000}}, 2.000000e+00]> : tensor<2xf32>
+// CHECK-NEXT: return %[[C]] : tensor<2xf32>
+func.func @reduce_min_propagates_nan() -> tensor<2xf32> {
+  %x = kiln.constant dense<[[0x7FC00000, 1.0], [2.0, 3.0]]> : tensor<2x2xf32>
+  %y = kiln.reduce_min %x {dimensions = array<i64: 1>} : tensor<2x2xf32>
+  return %y : tensor<2xf32>
+}
+
 // CHECK-LABEL: func.func @reduce_sum_i32_outer_dims(
 // CHECK: %[[C:.*]] = kiln.constant dense<[14, 22, 30]> : tensor<3xi32>
 // CHECK-NEXT: return %[[C]] : tensor<3xi32>

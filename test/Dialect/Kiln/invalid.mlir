@@ -175,14 +175,27 @@ func.func @unknown_compare_predicate(%x: tensor<4xf32>) {
   return
 }
 
+// -----
+
 //===----------------------------------------------------------------------===//
 // Parameters.
 //===----------------------------------------------------------------------===//
 
-// -----
-
 // expected-error @+1 {{'kiln.param' op initial value type 'tensor<4xf32>' does not match parameter type 'tensor<4x2xf32>'}}
 kiln.param @w : tensor<4x2xf32> = dense<0.5> : tensor<4xf32>
+
+// -----
+
+// expected-error @+1 {{'kiln.param' op attribute 'type' failed to satisfy constraint}}
+kiln.param @w : tensor<?xf32>
+
+// -----
+
+func.func @constant_vector() {
+  // expected-error @+1 {{'kiln.constant' op result #0 must be statically shaped tensor}}
+  %c = kiln.constant dense<1> : vector<2xi64>
+  return
+}
 
 // -----
 
