@@ -7,7 +7,6 @@ exported from PyTorch, a broken file for the error tests, or a tensor file for
 --bind-input. Everything is tiny and deterministic (fixed seeds), so a test
 can check exact shapes, names and small values. `--list` prints the names.
 """
-import os
 import sys
 
 import numpy as np
@@ -68,9 +67,9 @@ def node(op_type, inputs, outputs, name=None, **attrs):
                             name=name or outputs[0], **attrs)
 
 
-#===-------------------------------------------------------------------------===#
+#===-----------------------------------------------------------------------===#
 # Elementwise ops, matmul, convolution, pooling.
-#===-------------------------------------------------------------------------===#
+#===-----------------------------------------------------------------------===#
 
 @artefact("elementwise-broadcast")
 def elementwise_broadcast():
@@ -148,9 +147,9 @@ def pool_ceil():
          value("avg", [1, 1, 3, 3])])
 
 
-#===-------------------------------------------------------------------------===#
+#===-----------------------------------------------------------------------===#
 # Shape and data-movement ops.
-#===-------------------------------------------------------------------------===#
+#===-----------------------------------------------------------------------===#
 
 @artefact("reshape")
 def reshape():
@@ -208,7 +207,8 @@ def squeeze_unsqueeze(opset):
         initializers = [ints("squeeze_axes", [1]),
                         ints("unsqueeze_axes", [0, -1])]
     return model(nodes, [value("x", [3, 1, 4, 1])],
-                 [value("y", [1, 3, 4, 1, 1])], initializers, opset=opset)
+                 [value("squeezed", [3, 4, 1]), value("y", [1, 3, 4, 1, 1])],
+                 initializers, opset=opset)
 
 
 @artefact("squeeze-opset11")
@@ -251,9 +251,18 @@ def einsum():
         [value("bmm", [2, 3, 5]), value("transposed", [4, 3])])
 
 
-#===-------------------------------------------------------------------------===#
+@artefact("einsum-implicit-uppercase")
+def einsum_implicit_uppercase():
+    # Implicit output: the letters used once, sorted: "Ik" (numpy.einsum
+    # accepts upper case letters; ONNX documents lower case ones).
+    return model([node("Einsum", ["a", "b"], ["y"], equation="Ij,jk")],
+                 [value("a", [2, 3]), value("b", [3, 4])],
+                 [value("y", [2, 4])])
+
+
+#===-----------------------------------------------------------------------===#
 # Reductions, normalisation, softmax, dropout and losses.
-#===-------------------------------------------------------------------------===#
+#===-----------------------------------------------------------------------===#
 
 @artefact("reduce")
 def reduce():
@@ -262,7 +271,8 @@ def reduce():
     return model(
         [node("ReduceSum", ["x", "axes"], ["sum"], keepdims=0),
          node("ReduceMean", ["x"], ["mean"], axes=[-1]),
-         node("ReduceSum", ["x", "no_axes"], ["same"], noop_with_empty_axes=1)],
+         node("ReduceSum", ["x", "no_axes"], ["same"],
+              noop_with_empty_axes=1)],
         [value("x", [2, 3, 4])],
         [value("sum", [2, 4]), value("mean", [2, 3, 1]),
          value("same", [2, 3, 4])],
@@ -307,14 +317,18 @@ def layer_norm():
 
 
 def dropout(training, seed=None):
+    # ratio and training_mode as Constant nodes, as torch.onnx.export makes
+    # them.
     attrs = {} if seed is None else {"seed": seed}
     return model(
-        [node("Dropout", ["x", "ratio", "training_mode"], ["y", "mask"],
+        [node("Constant", [], ["ratio"],
+              value=tensor("ratio", np.float32(0.25))),
+         node("Constant", [], ["training_mode"],
+              value=tensor("training_mode", np.bool_(training))),
+         node("Dropout", ["x", "ratio", "training_mode"], ["y", "mask"],
               **attrs)],
         [value("x", [4, 8])],
-        [value("y", [4, 8]), value("mask", [4, 8], TensorProto.BOOL)],
-        [tensor("ratio", np.float32(0.25)),
-         tensor("training_mode", np.bool_(training))])
+        [value("y", [4, 8]), value("mask", [4, 8], TensorProto.BOOL)])
 
 
 @artefact("dropout-training")
@@ -325,6 +339,41 @@ def dropout_training():
 @artefact("dropout-inference")
 def dropout_inference():
     return dropout(False)
+
+
+@artefact("dropout-opset11")
+def dropout_opset11():
+    # Before opset 12 Dropout has no training mode: it is the identity.
+    return model([node("Dropout", ["x"], ["y"], ratio=0.25)],
+                 [value("x", [4, 8])], [value("y", [4, 8])], opset=11)
+
+
+@artefact("dropout-unseeded")
+def dropout_unseeded():
+    # Two dropouts of one shape and no seed attribute: ONNX says a seed is
+    # generated, so their masks must not be the same.
+    return model(
+        [node("Constant", [], ["ratio"],
+              value=tensor("ratio", np.float32(0.5))),
+         node("Constant", [], ["training_mode"],
+              value=tensor("training_mode", np.bool_(True))),
+         node("Dropout", ["x", "ratio", "training_mode"], ["h"]),
+         node("Dropout", ["h", "ratio", "training_mode"], ["y"])],
+        [value("x", [4, 8])], [value("y", [4, 8])])
+
+
+@artefact("float-initializer-arguments")
+def float_initializer_arguments():
+    # Float scalars that must be constants (Dropout's ratio, Pad's value),
+    # held in initializers as onnx-simplifier and ONNX Runtime's optimizer
+    # store them.
+    return model(
+        [node("Dropout", ["x", "ratio", "training_mode"], ["y"]),
+         node("Pad", ["x", "pads", "fill"], ["padded"])],
+        [value("x", [4, 8])], [value("y", [4, 8]), value("padded", [6, 10])],
+        [tensor("ratio", np.float32(0.25)),
+         tensor("training_mode", np.bool_(True)),
+         ints("pads", [1, 1, 1, 1]), tensor("fill", np.float32(1.5))])
 
 
 @artefact("losses")
@@ -342,26 +391,29 @@ def losses():
                 generator.uniform(0.5, 1.5, [10]).astype(np.float32))])
 
 
-#===-------------------------------------------------------------------------===#
+#===-----------------------------------------------------------------------===#
 # Initializers, external data, symbolic dims and bound inputs.
-#===-------------------------------------------------------------------------===#
+#===-----------------------------------------------------------------------===#
 
 @artefact("initializers")
 def initializers():
-    # fc.weight (float) is read twice, fc.bias once; shape (int64) is a
-    # constant, not a parameter. big (20 floats) is there for --elide-weights.
+    # fc.weight (float) is used three times, fc.bias once; shape and rows
+    # (int64) are constants, not parameters. big (20 floats) is there for
+    # --elide-weights.
     weight = np.arange(6, dtype=np.float32).reshape(3, 2) / 4
     return model(
         [node("MatMul", ["x", "fc.weight"], ["h"]),
          node("Add", ["h", "fc.bias"], ["z"]),
          node("Reshape", ["z", "shape"], ["y"]),
          node("MatMul", ["x", "fc.weight"], ["again"]),
+         node("Gather", ["fc.weight", "rows"], ["picked"]),
          node("Mul", ["wide", "big"], ["scaled"])],
         [value("x", [4, 3]), value("wide", [20])],
-        [value("y", [8]), value("again", [4, 2]), value("scaled", [20])],
+        [value("y", [8]), value("again", [4, 2]), value("picked", [2, 2]),
+         value("scaled", [20])],
         [tensor("fc.weight", weight),
          tensor("fc.bias", np.array([0.5, -0.5], np.float32)),
-         ints("shape", [8]),
+         ints("shape", [8]), ints("rows", [2, 0]),
          tensor("big", np.arange(20, dtype=np.float32))])
 
 
@@ -413,9 +465,9 @@ def bind_input_pb(path):
         f.write(ints("shape", [3, 2, 2]).SerializeToString())
 
 
-#===-------------------------------------------------------------------------===#
+#===-----------------------------------------------------------------------===#
 # Models and files the importer must refuse.
-#===-------------------------------------------------------------------------===#
+#===-----------------------------------------------------------------------===#
 
 @artefact("unsupported-op", valid=False)
 def unsupported_op():
@@ -488,6 +540,13 @@ def training_info():
     return result
 
 
+@artefact("concat-missing-input", valid=False)
+def concat_missing_input():
+    # Concat's inputs are not optional: an empty name is malformed.
+    return model([node("Concat", ["", "x"], ["y"], name="join", axis=0)],
+                 [value("x", [2])], [value("y", [2])])
+
+
 @artefact("truncated", valid=False)
 def truncated(path):
     data = initializers().SerializeToString()
@@ -501,9 +560,9 @@ def random_bytes(path):
         f.write(rng().integers(0, 256, 4096, dtype=np.uint8).tobytes())
 
 
-#===-------------------------------------------------------------------------===#
+#===-----------------------------------------------------------------------===#
 # Models exported by torch.onnx.export in training mode.
-#===-------------------------------------------------------------------------===#
+#===-----------------------------------------------------------------------===#
 
 D_MODEL, HEADS, VOCAB, SEQ = 32, 2, 100, 16
 
@@ -561,7 +620,8 @@ def torch_modules():
             q = q.view(b, t, HEADS, c // HEADS).transpose(1, 2)
             k = k.view(b, t, HEADS, c // HEADS).transpose(1, 2)
             v = v.view(b, t, HEADS, c // HEADS).transpose(1, 2)
-            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+            scale = 1.0 / math.sqrt(D_MODEL // HEADS)
+            att = (q @ k.transpose(-2, -1)) * scale
             att = att.masked_fill(self.mask[:, :, :t, :t] == 0, float("-inf"))
             att = self.attn_drop(torch.softmax(att, dim=-1))
             y = (att @ v).transpose(1, 2).contiguous().view(b, t, c)

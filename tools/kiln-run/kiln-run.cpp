@@ -1,50 +1,467 @@
 //===- kiln-run.cpp - the Kiln runtime driver -----------------------------===//
 //
-// This release of Kiln compiles ONNX models to kiln IR; bundles and the
-// runtime that executes them are not built yet. The tool says so plainly
-// instead of pretending to run anything.
+// Runs compiled Kiln bundles through the C API of libkilnrt: prints what a
+// bundle holds (--info) or runs one entry point on arrays from an .npz file
+// and writes its outputs to another. Every error is one line on stderr naming
+// the file or array at fault, and exit status 1.
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/runtime.h"
+#include "kiln/runtime/Npy.h"
+
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+using kiln::runtime::NamedArray;
+using kiln::runtime::Status;
 
 namespace {
 
 void printUsage(std::FILE *out) {
   std::fputs(
-      "usage: kiln-run MODEL.kiln [options]\n"
+      "usage: kiln-run MODEL.kiln --info\n"
+      "       kiln-run MODEL.kiln [--entry NAME] --inputs IN.npz --outputs "
+      "OUT.npz\n"
       "\n"
-      "Runs a compiled Kiln bundle: inference (--entry forward --inputs "
-      "IN.npz\n"
-      "--outputs OUT.npz) or training (--data TRAIN.npz --steps N).\n"
-      "\n"
-      "Not supported yet: this release of Kiln imports ONNX models into kiln "
-      "IR\n"
-      "(kilnc --emit=kiln); kilnc does not produce bundles yet, so there is "
-      "nothing\n"
-      "for kiln-run to execute.\n"
+      "Runs a compiled Kiln bundle (written by kilnc) with libkilnrt.\n"
       "\n"
       "options:\n"
-      "  -h, --help    print this message\n",
+      "  --info            print the bundle's entry points with their input "
+      "and output\n"
+      "                    names, types and shapes, its targets with their "
+      "kernel counts,\n"
+      "                    the arena size of each entry point, and the "
+      "parameter count\n"
+      "                    and bytes\n"
+      "  --entry NAME      the entry point to run (e.g. forward); may be "
+      "left out when\n"
+      "                    the bundle has only one\n"
+      "  --inputs FILE     an .npz archive (numpy.savez or "
+      "numpy.savez_compressed) with\n"
+      "                    one array per input of the entry point, keyed by "
+      "the input's\n"
+      "                    name; needed unless the entry point takes no "
+      "inputs\n"
+      "  --outputs FILE    the .npz archive to write, one array per output, "
+      "keyed by the\n"
+      "                    output's name\n"
+      "  --compress        deflate-compress the --outputs archive (like "
+      "numpy.savez_compressed)\n"
+      "  --target NAME     the target to run on (default: cpu)\n"
+      "  --repeat N        run the entry point N times (default 1) and print "
+      "the mean and\n"
+      "                    fastest time of one run; the outputs are those of "
+      "the last run\n"
+      "  -h, --help        print this message\n"
+      "\n"
+      "Arrays must match the entry point exactly: every input present once, "
+      "no extra\n"
+      "arrays, the declared element type and shape. Supported .npy dtypes: "
+      "f4 f8 f2 i8\n"
+      "i4 i1 b1, little-endian, C order.\n"
+      "\n"
+      "Training (--data, --steps, --checkpoint, --resume) is not supported "
+      "yet.\n"
+      "\n"
+      "The compiled kernels use all cores; OMP_NUM_THREADS and "
+      "OPENBLAS_NUM_THREADS\n"
+      "limit them. Exit status: 0 on success, 1 on any error.\n",
       out);
+}
+
+/// What the command line asks for.
+struct Options {
+  std::string bundlePath;
+  bool info = false;
+  std::string entry;
+  std::string inputs;
+  std::string outputs;
+  bool compress = false;
+  std::string target = "cpu";
+  long repeat = 1;
+  bool help = false;
+};
+
+void printError(const std::string &message) {
+  std::fprintf(stderr, "kiln-run: error: %s\n", message.c_str());
+}
+
+/// Prints the C API's message for a failed call; returns false.
+bool failed(kiln_status_t status, const std::string &context = "") {
+  std::string message = kiln_status_message();
+  if (message.empty())
+    message = kiln_status_name(status);
+  printError(context.empty() ? message : context + ": " + message);
+  return false;
+}
+
+bool isTrainingFlag(const std::string &flag) {
+  static const char *const kTrainingFlags[] = {"--data", "--steps",
+                                               "--checkpoint", "--resume"};
+  return std::any_of(std::begin(kTrainingFlags), std::end(kTrainingFlags),
+                     [&](const char *name) { return flag == name; });
+}
+
+/// Splits "--flag=value" into flag and value.
+void splitFlag(const std::string &argument, std::string &flag,
+               std::string &value, bool &hasValue) {
+  size_t equals = argument.find('=');
+  hasValue = argument.rfind("--", 0) == 0 && equals != std::string::npos;
+  flag = hasValue ? argument.substr(0, equals) : argument;
+  value = hasValue ? argument.substr(equals + 1) : "";
+}
+
+bool parseRepeat(const std::string &text, long &repeat) {
+  char *end = nullptr;
+  repeat = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || repeat < 1) {
+    printError("--repeat takes a positive count, not '" + text + "'");
+    return false;
+  }
+  return true;
+}
+
+bool parseArguments(int argc, char **argv, Options &options) {
+  for (int i = 1; i < argc; ++i) {
+    std::string flag, value;
+    bool hasValue = false;
+    splitFlag(argv[i], flag, value, hasValue);
+    auto takeValue = [&](std::string &out) {
+      if (!hasValue) {
+        if (i + 1 >= argc) {
+          printError(flag + " needs a value");
+          return false;
+        }
+        value = argv[++i];
+      }
+      out = value;
+      return true;
+    };
+    std::string repeatText;
+    if (flag == "-h" || flag == "--help") {
+      options.help = true;
+    } else if (isTrainingFlag(flag)) {
+      printError("training (" + flag +
+                 ") is not supported yet; this release runs single entry "
+                 "points with --inputs and --outputs");
+      return false;
+    } else if (flag == "--info") {
+      options.info = true;
+    } else if (flag == "--compress") {
+      options.compress = true;
+    } else if (flag == "--entry") {
+      if (!takeValue(options.entry))
+        return false;
+    } else if (flag == "--inputs") {
+      if (!takeValue(options.inputs))
+        return false;
+    } else if (flag == "--outputs") {
+      if (!takeValue(options.outputs))
+        return false;
+    } else if (flag == "--target") {
+      if (!takeValue(options.target))
+        return false;
+    } else if (flag == "--repeat") {
+      if (!takeValue(repeatText) || !parseRepeat(repeatText, options.repeat))
+        return false;
+    } else if (flag.size() > 1 && flag[0] == '-') {
+      printError("unknown option '" + flag + "' (see kiln-run --help)");
+      return false;
+    } else if (options.bundlePath.empty()) {
+      options.bundlePath = flag;
+    } else {
+      printError("more than one bundle given: '" + options.bundlePath +
+                 "' and '" + flag + "'");
+      return false;
+    }
+  }
+  return true;
+}
+
+bool checkArguments(const Options &options) {
+  if (options.bundlePath.empty()) {
+    printError("no bundle given (usage: kiln-run MODEL.kiln ...; see "
+               "kiln-run --help)");
+    return false;
+  }
+  if (!options.info && options.outputs.empty()) {
+    printError("nothing to do: give --info, or --outputs OUT.npz (with "
+               "--inputs IN.npz) to run an entry point");
+    return false;
+  }
+  return true;
+}
+
+std::string describeTensor(const kiln_tensor_info_t &tensor) {
+  std::string text = std::string(tensor.name) + ": " +
+                     kiln_element_type_name(tensor.element_type) + "[";
+  for (int32_t d = 0; d < tensor.rank; ++d)
+    text += (d > 0 ? "," : "") + std::to_string(tensor.shape[d]);
+  return text + "]";
+}
+
+/// "12345 bytes" or "12345 bytes (12.1 KiB)".
+std::string describeBytes(uint64_t bytes) {
+  std::string text = std::to_string(bytes) + " bytes";
+  static const char *const kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
+  double scaled = static_cast<double>(bytes);
+  int unit = -1;
+  while (scaled >= 1024 && unit < 3) {
+    scaled /= 1024;
+    ++unit;
+  }
+  if (unit >= 0) {
+    char human[32];
+    std::snprintf(human, sizeof(human), " (%.1f %s)", scaled, kUnits[unit]);
+    text += human;
+  }
+  return text;
+}
+
+/// "forward(x: f32[1,4]) -> (y: f32[1,2])".
+bool describeSignature(const kiln_bundle_t *bundle, size_t index,
+                       const kiln_entry_point_info_t &entry,
+                       std::string &text) {
+  text = std::string(entry.name) + "(";
+  for (size_t i = 0; i < entry.input_count; ++i) {
+    kiln_tensor_info_t input;
+    if (kiln_status_t status =
+            kiln_bundle_get_entry_point_input(bundle, index, i, &input))
+      return failed(status);
+    text += (i > 0 ? ", " : "") + describeTensor(input);
+  }
+  text += ") -> (";
+  for (size_t i = 0; i < entry.output_count; ++i) {
+    kiln_tensor_info_t output;
+    if (kiln_status_t status =
+            kiln_bundle_get_entry_point_output(bundle, index, i, &output))
+      return failed(status);
+    text += (i > 0 ? ", " : "") + describeTensor(output);
+  }
+  text += ")";
+  return true;
+}
+
+bool printEntryPoints(const kiln_bundle_t *bundle,
+                      const kiln_bundle_info_t &info) {
+  std::printf("entry points:\n");
+  for (size_t i = 0; i < info.entry_point_count; ++i) {
+    kiln_entry_point_info_t entry;
+    if (kiln_status_t status = kiln_bundle_get_entry_point(bundle, i, &entry))
+      return failed(status);
+    std::string signature;
+    if (!describeSignature(bundle, i, entry, signature))
+      return false;
+    std::printf("  %s\n    arena %s, %zu commands\n", signature.c_str(),
+                describeBytes(entry.arena_bytes).c_str(), entry.command_count);
+  }
+  return true;
+}
+
+bool printTargets(const kiln_bundle_t *bundle, const kiln_bundle_info_t &info) {
+  std::printf("targets:\n");
+  for (size_t i = 0; i < info.target_count; ++i) {
+    kiln_target_info_t target;
+    if (kiln_status_t status = kiln_bundle_get_target(bundle, i, &target))
+      return failed(status);
+    std::printf("  %s: triple %s, cpu %s, %zu kernels, code %s\n",
+                target.name, *target.triple ? target.triple : "unspecified",
+                *target.cpu ? target.cpu : "generic", target.kernel_count,
+                describeBytes(target.code_bytes).c_str());
+  }
+  return true;
+}
+
+bool printInfo(const Options &options, const kiln_bundle_t *bundle) {
+  kiln_bundle_info_t info;
+  if (kiln_status_t status = kiln_bundle_get_info(bundle, &info))
+    return failed(status);
+  std::printf("bundle: %s\n", options.bundlePath.c_str());
+  std::printf("producer: %s\n", *info.producer ? info.producer : "unknown");
+  std::printf("model: %s\n", *info.model_name ? info.model_name : "unnamed");
+  if (!printEntryPoints(bundle, info) || !printTargets(bundle, info))
+    return false;
+  std::printf("parameters: %zu, %s\n", info.parameter_count,
+              describeBytes(info.parameter_bytes).c_str());
+  return true;
+}
+
+/// The entry point --entry names, or the only one there is.
+bool selectEntryPoint(const Options &options, const kiln_bundle_t *bundle,
+                      size_t &index, kiln_entry_point_info_t &entry) {
+  if (!options.entry.empty()) {
+    if (kiln_status_t status = kiln_bundle_find_entry_point(
+            bundle, options.entry.c_str(), &index))
+      return failed(status);
+  } else {
+    kiln_bundle_info_t info;
+    if (kiln_status_t status = kiln_bundle_get_info(bundle, &info))
+      return failed(status);
+    if (info.entry_point_count != 1) {
+      std::string names;
+      for (size_t i = 0; i < info.entry_point_count; ++i) {
+        kiln_entry_point_info_t other;
+        if (kiln_status_t status = kiln_bundle_get_entry_point(bundle, i, &other))
+          return failed(status);
+        names += (i > 0 ? ", " : "") + std::string(other.name);
+      }
+      printError(options.bundlePath + " has " +
+                 std::to_string(info.entry_point_count) + " entry points (" +
+                 names + "); choose one with --entry");
+      return false;
+    }
+    index = 0;
+  }
+  if (kiln_status_t status = kiln_bundle_get_entry_point(bundle, index, &entry))
+    return failed(status);
+  return true;
+}
+
+bool readInputs(const Options &options, const kiln_entry_point_info_t &entry,
+                std::vector<NamedArray> &arrays) {
+  if (options.inputs.empty()) {
+    if (entry.input_count == 0)
+      return true;
+    printError(std::string("entry point '") + entry.name + "' takes " +
+               std::to_string(entry.input_count) +
+               " inputs; give them with --inputs IN.npz");
+    return false;
+  }
+  Status status = kiln::runtime::readNpz(options.inputs, arrays);
+  if (!status.ok()) {
+    printError(status.message());
+    return false;
+  }
+  return true;
+}
+
+/// Allocates one array per output of the entry point, in its order.
+bool allocateOutputs(const kiln_bundle_t *bundle, size_t index,
+                     const kiln_entry_point_info_t &entry,
+                     std::vector<NamedArray> &arrays) {
+  arrays.resize(entry.output_count);
+  for (size_t i = 0; i < entry.output_count; ++i) {
+    kiln_tensor_info_t output;
+    if (kiln_status_t status =
+            kiln_bundle_get_entry_point_output(bundle, index, i, &output))
+      return failed(status);
+    NamedArray &array = arrays[i];
+    array.name = output.name;
+    array.array.elementType = output.element_type;
+    array.array.shape.assign(output.shape, output.shape + output.rank);
+    Status status = kiln::runtime::allocateNpyArray(array.array);
+    if (!status.ok()) {
+      printError("output '" + array.name + "': " + status.message());
+      return false;
+    }
+  }
+  return true;
+}
+
+/// Describes `arrays` as kiln_tensor_t; the result points into `arrays`.
+std::vector<kiln_tensor_t> tensorsOf(std::vector<NamedArray> &arrays) {
+  std::vector<kiln_tensor_t> tensors;
+  for (NamedArray &array : arrays) {
+    kiln_tensor_t tensor;
+    tensor.name = array.name.c_str();
+    tensor.element_type = array.array.elementType;
+    tensor.rank = static_cast<int32_t>(array.array.shape.size());
+    tensor.shape = array.array.shape.data();
+    tensor.data = array.array.data.data();
+    tensor.byte_size = array.array.data.size();
+    tensors.push_back(tensor);
+  }
+  return tensors;
+}
+
+/// Runs the entry point `repeat` times, printing timings when more than one.
+bool runRepeatedly(const Options &options, kiln_session_t *session,
+                   const char *entryName,
+                   const std::vector<kiln_tensor_t> &inputs,
+                   const std::vector<kiln_tensor_t> &outputs) {
+  using Clock = std::chrono::steady_clock;
+  double total = 0, fastest = 0;
+  for (long i = 0; i < options.repeat; ++i) {
+    Clock::time_point start = Clock::now();
+    if (kiln_status_t status =
+            kiln_session_run(session, entryName, inputs.data(), inputs.size(),
+                             outputs.data(), outputs.size()))
+      return failed(status, status == KILN_STATUS_INVALID_ARGUMENT &&
+                                    !options.inputs.empty()
+                                ? options.inputs
+                                : "");
+    double ms =
+        std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    total += ms;
+    fastest = i == 0 ? ms : std::min(fastest, ms);
+  }
+  if (options.repeat > 1)
+    std::printf("%s: %ld runs, mean %.3f ms, fastest %.3f ms\n", entryName,
+                options.repeat, total / static_cast<double>(options.repeat),
+                fastest);
+  return true;
+}
+
+bool runEntryPoint(const Options &options, const kiln_bundle_t *bundle) {
+  size_t index = 0;
+  kiln_entry_point_info_t entry;
+  std::vector<NamedArray> inputArrays, outputArrays;
+  if (!selectEntryPoint(options, bundle, index, entry) ||
+      !readInputs(options, entry, inputArrays) ||
+      !allocateOutputs(bundle, index, entry, outputArrays))
+    return false;
+
+  kiln_session_t *rawSession = nullptr;
+  if (kiln_status_t status =
+          kiln_session_create(bundle, options.target.c_str(), &rawSession))
+    return failed(status);
+  std::unique_ptr<kiln_session_t, void (*)(kiln_session_t *)> session(
+      rawSession, kiln_session_release);
+
+  if (!runRepeatedly(options, session.get(), entry.name,
+                     tensorsOf(inputArrays), tensorsOf(outputArrays)))
+    return false;
+  Status status = kiln::runtime::writeNpz(options.outputs, outputArrays,
+                                          options.compress);
+  if (!status.ok()) {
+    printError(status.message());
+    return false;
+  }
+  return true;
+}
+
+bool runTool(const Options &options) {
+  kiln_bundle_t *rawBundle = nullptr;
+  if (kiln_status_t status =
+          kiln_bundle_open(options.bundlePath.c_str(), &rawBundle))
+    return failed(status);
+  std::unique_ptr<kiln_bundle_t, void (*)(kiln_bundle_t *)> bundle(
+      rawBundle, kiln_bundle_release);
+  if (options.info && !printInfo(options, bundle.get()))
+    return false;
+  if (!options.outputs.empty())
+    return runEntryPoint(options, bundle.get());
+  return true;
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc == 2 &&
-      (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
+  Options options;
+  if (!parseArguments(argc, argv, options))
+    return 1;
+  if (options.help) {
     printUsage(stdout);
     return 0;
   }
-  if (argc < 2) {
-    printUsage(stderr);
+  if (!checkArguments(options))
     return 1;
-  }
-  std::fprintf(stderr,
-               "kiln-run: error: running bundles is not supported yet; this "
-               "release of Kiln only imports ONNX into kiln IR (see "
-               "kiln-run --help)\n");
-  return 1;
+  return runTool(options) ? 0 : 1;
 }

@@ -5,6 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Bundle/EmitBundle.h"
+#include "kiln/Compiler/Compile.h"
 #include "kiln/Import/ONNX.h"
 #include "kiln/InitAll.h"
 
@@ -14,6 +16,7 @@
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
@@ -36,7 +39,7 @@ cl::opt<EmitKind> emit(
     cl::values(clEnumValN(EmitKind::Kiln, "kiln",
                           "the imported model as kiln dialect IR (default)"),
                clEnumValN(EmitKind::Bundle, "bundle",
-                          "a .kiln bundle (not supported yet)")),
+                          "a compiled .kiln bundle (needs -o FILE)")),
     cl::cat(kilncCategory));
 
 cl::list<std::string>
@@ -54,6 +57,28 @@ cl::list<std::string> bindInputs(
     cl::desc("Freeze graph input NAME to the constant in FILE, an ONNX "
              "TensorProto (.pb) or a NumPy array (.npy) (repeatable)"),
     cl::value_desc("NAME=FILE"), cl::cat(kilncCategory));
+
+cl::opt<bool> inference(
+    "inference",
+    cl::desc("Compile the model's graph as the entry point 'forward' into a "
+             "bundle (implies --emit=bundle)"),
+    cl::init(false), cl::cat(kilncCategory));
+
+cl::opt<std::string> target("target",
+                            cl::desc("Code generation target (cpu)"),
+                            cl::value_desc("target"), cl::init("cpu"),
+                            cl::cat(kilncCategory));
+
+cl::opt<std::string>
+    cpu("cpu",
+        cl::desc("CPU to generate code for, e.g. haswell, skylake-avx512 "
+                 "(default: this machine's)"),
+        cl::value_desc("name"), cl::init("host"), cl::cat(kilncCategory));
+
+cl::opt<bool> debugIR("debug-ir",
+                      cl::desc("Print the IR after every compiler pass to "
+                               "stderr (slow; for debugging)"),
+                      cl::init(false), cl::cat(kilncCategory));
 
 cl::opt<bool> elideWeights(
     "elide-weights",
@@ -75,11 +100,19 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(
       argc, argv,
       "kilnc: compiles ONNX models with Kiln\n\n"
-      "  kilnc model.onnx --batch-size=8 --emit=kiln -o model.mlir\n");
+      "  kilnc model.onnx --batch-size=8 --emit=kiln -o model.mlir\n"
+      "  kilnc model.onnx --batch-size=8 --inference -o model.kiln\n");
 
-  if (emit == EmitKind::Bundle)
-    return fail("--emit=bundle is not supported yet: this release imports "
-                "ONNX into kiln IR (--emit=kiln)");
+  bool bundle = emit == EmitKind::Bundle ||
+                (inference && emit.getNumOccurrences() == 0);
+  if (bundle && !inference)
+    return fail("--emit=bundle needs a training spec or --inference; training "
+                "steps are not supported yet, so pass --inference");
+  if (bundle && outputFile == "-")
+    return fail("a bundle is binary: name the output file with -o FILE.kiln");
+  if (target != "cpu")
+    return fail("--target=" + target +
+                " is not supported yet; this release compiles for the cpu");
 
   kiln::ImportOptions options;
   for (const std::string &binding : dims) {
@@ -108,6 +141,19 @@ int main(int argc, char **argv) {
   auto module = kiln::importONNXFile(context, inputFile, options);
   if (!module)
     return fail(toString(module.takeError()));
+
+  if (bundle) {
+    kiln::CompileOptions compileOptions;
+    compileOptions.cpu.cpu = cpu;
+    compileOptions.printIRAfterAll = debugIR;
+    auto compiled = kiln::compileModel(**module, compileOptions);
+    if (!compiled)
+      return fail(inputFile + ": " + toString(compiled.takeError()));
+    if (auto error = kiln::writeBundle(*compiled, outputFile,
+                                       sys::path::stem(inputFile)))
+      return fail(toString(std::move(error)));
+    return 0;
+  }
 
   // Open the output only now, so a failed compile never clobbers it.
   std::string error;

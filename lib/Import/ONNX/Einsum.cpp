@@ -184,10 +184,12 @@ LogicalResult importEinsum(NodeContext &n) {
     for (const Labeled &t : operands)
       for (char c : t.letters)
         ++counts[c];
+    // numpy orders them by character code: upper case first.
     output = ellipsisLetters;
-    for (char c = 'a'; c <= 'z'; ++c)
-      if (counts[c] == 1)
-        output.push_back(c);
+    for (int c = 'A'; c <= 'z'; ++c)
+      if (llvm::isAlpha(c) && counts[c] == 1 &&
+          !StringRef(ellipsisLetters).contains(static_cast<char>(c)))
+        output.push_back(static_cast<char>(c));
   }
 
   // Fold operands left to right, keeping letters the output or later

@@ -95,6 +95,10 @@ private:
   Location nodeLocation(const onnx::NodeProto &node, unsigned index);
   /// Reads a parameter at the top of the entry block, in first-use order.
   Value readParam(ParamOp param);
+  /// Checks a --bind-input value against the input's declared type.
+  llvm::Error checkBinding(StringRef name, DenseElementsAttr value);
+  /// Checks computed graph outputs against their declared types.
+  llvm::Error checkOutput(const onnx::ValueInfoProto &info, Value value);
   void eraseDeadOps();
   std::string nodeLabel(const onnx::NodeProto &node, unsigned index) const;
 
@@ -126,6 +130,61 @@ Value GraphImporter::readParam(ParamOp param) {
                                  param.getSymName());
   lastParamRead = read;
   return read;
+}
+
+/// Whether `shape` fits the declared ONNX shape (symbolic dims match all).
+static bool fitsDeclared(const onnx::TypeProto_Tensor &declared,
+                         ArrayRef<int64_t> shape) {
+  if (!declared.has_shape())
+    return true;
+  if (declared.shape().dim_size() != static_cast<int>(shape.size()))
+    return false;
+  for (auto [i, dim] : llvm::enumerate(declared.shape().dim()))
+    if (dim.has_dim_value() && dim.dim_value() != shape[i])
+      return false;
+  return true;
+}
+
+static std::string shapeString(ArrayRef<int64_t> shape) {
+  std::string text = "[";
+  for (auto [i, d] : llvm::enumerate(shape))
+    text += (i ? "," : "") + std::to_string(d);
+  return text + "]";
+}
+
+llvm::Error GraphImporter::checkBinding(StringRef name,
+                                        DenseElementsAttr value) {
+  for (const onnx::ValueInfoProto &info : model.graph().input()) {
+    if (info.name() != name || !info.type().has_tensor_type())
+      continue;
+    const onnx::TypeProto_Tensor &tensor = info.type().tensor_type();
+    Type declared = elementTypeOf(tensor.elem_type(), &context);
+    if ((declared && declared != value.getElementType()) ||
+        !fitsDeclared(tensor, value.getType().getShape()))
+      return makeError("--bind-input " + name + ": the file's tensor (shape " +
+                       shapeString(value.getType().getShape()) +
+                       ") does not match the declared type of the input");
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error GraphImporter::checkOutput(const onnx::ValueInfoProto &info,
+                                       Value value) {
+  if (!info.type().has_tensor_type())
+    return llvm::Error::success();
+  auto type = cast<RankedTensorType>(value.getType());
+  const onnx::TypeProto_Tensor &tensor = info.type().tensor_type();
+  Type declared = elementTypeOf(tensor.elem_type(), &context);
+  if (tensor.elem_type() != onnx::TensorProto::UNDEFINED &&
+      declared != type.getElementType())
+    return makeError("graph output '" + info.name() + "' is declared as " +
+                     onnxTypeName(tensor.elem_type()) +
+                     " but the graph computes another element type");
+  if (!fitsDeclared(tensor, type.getShape()))
+    return makeError("graph output '" + info.name() +
+                     "' does not have its declared shape; the graph computes " +
+                     shapeString(type.getShape()));
+  return llvm::Error::success();
 }
 
 /// Folding during import leaves constants nobody reads; drop them.
@@ -192,6 +251,9 @@ GraphImporter::graphValueType(const onnx::ValueInfoProto &info, bool isInput) {
       shape.push_back(0);
       continue;
     }
+    if (dim.has_dim_value())
+      return makeError("graph input '" + name + "' dimension " + Twine(index) +
+                       " has the invalid size " + Twine(dim.dim_value()));
     if (dim.has_dim_param()) {
       auto bound = options.dims.find(dim.dim_param());
       if (bound != options.dims.end()) {
@@ -334,7 +396,7 @@ llvm::Error GraphImporter::importNode(const onnx::NodeProto &node,
   SmallVector<Value> outputs(node.output_size(), nullptr);
   std::string error;
   NodeContext ctx(node, opset, builder, nodeLocation(node, index), inputs,
-                  outputs, error, baseDir);
+                  outputs, error, baseDir, module);
   LogicalResult result = failure();
   {
     // Diagnostics of op inference and verification become the node's error.
@@ -350,6 +412,9 @@ llvm::Error GraphImporter::importNode(const onnx::NodeProto &node,
   for (auto [i, name] : llvm::enumerate(node.output())) {
     if (name.empty())
       continue;
+    if (values.count(name) || params.count(name))
+      return nodeError("output '" + name +
+                       "' is already defined (ONNX graphs are in SSA form)");
     if (!outputs[i])
       return nodeError("output " + Twine(i) + " ('" + name +
                        "') is not supported");
@@ -395,7 +460,9 @@ Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
         error = "cannot read '" + file.str() + "': " +
                 buffer.getError().message();
       } else if (!tensor.ParseFromArray((*buffer)->getBufferStart(),
-                                        (*buffer)->getBufferSize())) {
+                                        (*buffer)->getBufferSize()) ||
+                 tensor.data_type() == onnx::TensorProto::UNDEFINED ||
+                 !onnx::TensorProto::DataType_IsValid(tensor.data_type())) {
         error = "'" + file.str() + "' is not an ONNX TensorProto";
       } else {
         value = convertTensor(tensor, &context, "", error);
@@ -403,6 +470,8 @@ Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
     }
     if (failed(value))
       return makeError("--bind-input " + binding.getKey() + ": " + error);
+    if (llvm::Error mismatch = checkBinding(binding.getKey(), *value))
+      return std::move(mismatch);
     OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPointToEnd(entryBlock);
     values[binding.getKey()] = ConstantOp::create(builder, moduleLoc, *value);
@@ -425,6 +494,8 @@ Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
                          "' is not produced by any node");
       result = readParam(param->second);
     }
+    if (llvm::Error error = checkOutput(output, result))
+      return std::move(error);
     results.push_back(result);
     resultNames.push_back(output.name());
   }

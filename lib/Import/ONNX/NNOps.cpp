@@ -2,6 +2,8 @@
 
 #include "NodeContext.h"
 
+#include "llvm/Support/xxhash.h"
+
 using namespace mlir;
 using namespace kiln;
 using namespace kiln::onnx_import;
@@ -37,6 +39,24 @@ FailureOr<Value> numpyMatmul(NodeContext &n, Value lhs, Value rhs) {
   }
   lhsType = cast<RankedTensorType>(lhs.getType());
   rhsType = cast<RankedTensorType>(rhs.getType());
+  // [B..., M, K] x [K, N]: one matrix product over B*M rows, no copies of
+  // the right-hand side.
+  if (lhsType.getRank() > 2 && rhsType.getRank() == 2 && !rhsVector) {
+    ArrayRef<int64_t> shape = lhsType.getShape();
+    int64_t rows = 1;
+    for (int64_t d : shape.drop_back())
+      rows *= d;
+    FailureOr<Value> flat = n.reshape(lhs, {rows, shape.back()});
+    if (failed(flat))
+      return failure();
+    FailureOr<Value> product = n.create<MatmulOp>(ValueRange{*flat, rhs});
+    if (failed(product))
+      return failure();
+    SmallVector<int64_t> outShape(shape.drop_back());
+    if (!lhsVector)
+      outShape.push_back(rhsType.getDimSize(1));
+    return n.reshape(*product, outShape);
+  }
   // Broadcast the batch dimensions.
   ArrayRef<int64_t> lhsBatch = lhsType.getShape().drop_back(2);
   ArrayRef<int64_t> rhsBatch = rhsType.getShape().drop_back(2);
@@ -358,8 +378,12 @@ LogicalResult importDropout(NodeContext &n) {
     n.setOutput(1, n.splat(maskType, 1));
     return success();
   }
-  Value seed = n.scalar(n.b.getI64Type(),
-                        static_cast<double>(n.getInt("seed", 0)));
+  // Without a seed attribute each node still needs its own random stream:
+  // derive one from the node's first output name, stable across imports.
+  int64_t seedValue = n.getOptionalInt("seed").value_or(
+      static_cast<int64_t>(llvm::xxh3_64bits(n.node.output(0)) >> 12));
+  Value seed = n.constant(DenseElementsAttr::get(
+      RankedTensorType::get({}, n.b.getI64Type()), seedValue));
   FailureOr<Operation *> op = n.createOp<DropoutOp>(
       ValueRange{n.input(0), seed}, {n.f64("ratio", ratio)});
   if (failed(op))

@@ -77,6 +77,13 @@ DenseElementsAttr NodeContext::constantOf(Value value) const {
   DenseElementsAttr attr;
   if (value && matchPattern(value, m_Constant(&attr)))
     return attr;
+  // A parameter read where a constant is required (a Pad value or Dropout
+  // ratio stored as an initializer) stands for its initial value.
+  if (auto read = value ? value.getDefiningOp<GetParamOp>() : nullptr) {
+    Operation *symbol = SymbolTable::lookupSymbolIn(module, read.getNameAttr());
+    if (auto param = dyn_cast_or_null<ParamOp>(symbol))
+      return dyn_cast_or_null<DenseElementsAttr>(param.getInitialValueAttr());
+  }
   return nullptr;
 }
 

@@ -31,10 +31,11 @@ public:
               mlir::OpBuilder &builder, mlir::Location loc,
               llvm::SmallVectorImpl<mlir::Value> &inputs,
               llvm::SmallVectorImpl<mlir::Value> &outputs,
-              std::string &error, llvm::StringRef baseDir)
+              std::string &error, llvm::StringRef baseDir,
+              mlir::ModuleOp module)
       : node(node), opset(opset), b(builder), loc(loc),
         ctx(builder.getContext()), inputs(inputs), outputs(outputs),
-        error(error), baseDir(baseDir) {}
+        error(error), baseDir(baseDir), module(module) {}
 
   const onnx::NodeProto &node;
   const int64_t opset;
@@ -195,6 +196,7 @@ private:
   llvm::SmallVectorImpl<mlir::Value> &outputs;
   std::string &error;
   llvm::StringRef baseDir;
+  mlir::ModuleOp module;
 };
 
 /// Imports one node; the node context already holds its inputs.

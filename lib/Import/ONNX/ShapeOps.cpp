@@ -227,8 +227,11 @@ LogicalResult importConcat(NodeContext &n) {
   for (unsigned i = 0; i < n.numInputs(); ++i)
     if (n.hasInput(i))
       operands.push_back(n.input(i));
-  FailureOr<int64_t> axis =
-      n.normalizeAxis(n.getInt("axis", 0), n.inputType(0).getRank());
+  if (operands.empty())
+    return n.fail("all inputs are missing");
+  FailureOr<int64_t> axis = n.normalizeAxis(
+      n.getInt("axis", 0),
+      cast<RankedTensorType>(operands.front().getType()).getRank());
   if (failed(axis))
     return failure();
   return setResult(n, n.create<ConcatOp>(operands, {n.i64("axis", *axis)}));

@@ -1,0 +1,62 @@
+//===- Compile.h - from imported kiln IR to compiled entry points -*- C++ -*-===//
+
+#ifndef KILN_COMPILER_COMPILE_H
+#define KILN_COMPILER_COMPILE_H
+
+#include "kiln/Target/CPU.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/Error.h"
+
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+/// A named tensor of an entry point's signature.
+struct TensorInfo {
+  std::string name;
+  mlir::RankedTensorType type;
+};
+
+/// One argument of a compiled entry point, in call order.
+struct EntryArgument {
+  enum Kind { Input, Output, Param, Arena } kind;
+  /// Index into the entry's inputs or outputs, or the model's parameters.
+  unsigned index = 0;
+};
+
+struct CompiledEntry {
+  std::string name;
+  std::string kernel; // symbol in the target code
+  std::vector<TensorInfo> inputs, outputs;
+  std::vector<EntryArgument> arguments;
+  int64_t arenaBytes = 0;
+};
+
+struct CompiledParam {
+  std::string name;
+  mlir::RankedTensorType type;
+  mlir::DenseElementsAttr value;
+};
+
+struct CompiledModel {
+  std::vector<CompiledParam> params;
+  std::vector<CompiledEntry> entries;
+  CPUCode cpu;
+};
+
+struct CompileOptions {
+  CPUTargetOptions cpu;
+  /// Prints the IR after every pass to stderr (the debug switch).
+  bool printIRAfterAll = false;
+};
+
+/// Compiles the entry functions of an imported module (consumed).
+llvm::Expected<CompiledModel> compileModel(mlir::ModuleOp module,
+                                           const CompileOptions &options);
+
+} // namespace kiln
+
+#endif // KILN_COMPILER_COMPILE_H

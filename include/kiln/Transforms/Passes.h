@@ -1,0 +1,28 @@
+//===- Passes.h - Kiln's passes ---------------------------------*- C++ -*-===//
+
+#ifndef KILN_TRANSFORMS_PASSES_H
+#define KILN_TRANSFORMS_PASSES_H
+
+#include "kiln/KilnDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace kiln {
+
+#define GEN_PASS_DECL
+#include "kiln/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "kiln/Transforms/Passes.h.inc"
+
+} // namespace kiln
+
+#endif // KILN_TRANSFORMS_PASSES_H

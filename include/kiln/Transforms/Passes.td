@@ -1,0 +1,75 @@
+//===- Passes.td - Kiln's passes ---------------------------*- tablegen -*-===//
+
+#ifndef KILN_TRANSFORMS_PASSES_TD
+#define KILN_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def KilnDecompose : Pass<"kiln-decompose", "mlir::ModuleOp"> {
+  let summary = "Expands composite kiln ops into the core ops";
+  let description = [{
+    Rewrites softmax, log-softmax, layer and batch normalization, the losses,
+    reduce_mean / reduce_l2 / reduce_logsumexp and the activations defined by
+    formulas (gelu, sigmoid, softplus, ...) into elementwise ops, broadcasts,
+    reductions and gathers, which code generation handles directly.
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
+def KilnExternalizeParams : Pass<"kiln-externalize-params", "mlir::ModuleOp"> {
+  let summary = "Turns kiln.get_param reads into entry function arguments";
+  let description = [{
+    Every function that reads parameters gets one argument per parameter it
+    reads, appended after its own, marked with `kiln.param = "NAME"`; the
+    reads are replaced by those arguments. The parameters themselves stay in
+    the module: their initial values go into the bundle.
+  }];
+}
+
+def KilnPlanMemory : Pass<"kiln-plan-memory", "mlir::ModuleOp"> {
+  let summary = "Places every transient buffer in one arena";
+  let description = [{
+    Runs on bufferized IR. Every statically shaped `memref.alloc` in an entry
+    function becomes a `memref.view` into one `memref<Nxi8>` arena argument
+    appended to the function (marked `kiln.arena`), at an offset chosen from
+    the buffers' live intervals: buffers whose intervals do not overlap share
+    memory; buffers are placed largest first, each at the lowest 64-byte
+    aligned offset where it fits (best fit). The arena size is recorded as
+    the `kiln.arena_bytes` function attribute.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def KilnLowerGemmToBlas : Pass<"kiln-lower-gemm-to-blas", "mlir::ModuleOp"> {
+  let summary = "Calls BLAS for f32 and f64 matrix products on buffers";
+  let description = [{
+    Rewrites the bufferized matrix products that convert-kiln-to-linalg marks
+    with `kiln.matmul` into calls of `cblas_sgemm` / `cblas_dgemm`, one per
+    batch element, passing the transposes as BLAS flags.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def ConvertKilnToLinalg : Pass<"convert-kiln-to-linalg", "mlir::ModuleOp"> {
+  let summary = "Lowers core kiln ops to linalg, tensor, arith and math";
+  let description = [{
+    Elementwise ops become `linalg.generic` over identical shapes, broadcasts
+    and reversals `linalg.generic` with affine maps, reshapes
+    `tensor.collapse_shape` / `tensor.expand_shape`, slices and concatenation
+    tensor slice ops, reductions `linalg.generic` with reduction iterators,
+    matrix products contractions marked `kiln.matmul`, convolutions and
+    pooling windowed `linalg.generic`s. Run kiln-decompose first.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
+#endif // KILN_TRANSFORMS_PASSES_TD

@@ -1,0 +1,130 @@
+//===- EmitBundle.cpp - compiled models to .kiln bundles ------------------===//
+
+#include "kiln/Bundle/EmitBundle.h"
+
+#include "kiln/runtime/BundleWriter.h"
+
+using namespace mlir;
+namespace bundle = kiln::bundle;
+
+namespace {
+
+llvm::Error makeError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+llvm::Expected<bundle::ElementType> elementTypeOf(Type type) {
+  if (type.isF32())
+    return bundle::F32;
+  if (type.isF16())
+    return bundle::F16;
+  if (type.isBF16())
+    return bundle::BF16;
+  if (type.isF64())
+    return bundle::F64;
+  if (type.isInteger(64))
+    return bundle::I64;
+  if (type.isInteger(32))
+    return bundle::I32;
+  if (type.isInteger(8))
+    return bundle::I8;
+  if (type.isInteger(1))
+    return bundle::BOOL;
+  std::string name;
+  llvm::raw_string_ostream os(name);
+  type.print(os);
+  return makeError("element type " + name + " cannot be stored in a bundle");
+}
+
+llvm::Error fillSpec(bundle::TensorSpec &spec, StringRef name,
+                     RankedTensorType type) {
+  auto element = elementTypeOf(type.getElementType());
+  if (!element)
+    return element.takeError();
+  spec.set_name(name.str());
+  spec.set_element_type(*element);
+  for (int64_t dim : type.getShape())
+    spec.add_shape(dim);
+  return llvm::Error::success();
+}
+
+/// The dense little-endian bytes of a float parameter value.
+std::string parameterBytes(DenseElementsAttr value) {
+  ArrayRef<char> raw = value.getRawData();
+  if (!value.isSplat())
+    return std::string(raw.begin(), raw.end());
+  std::string bytes;
+  size_t width = raw.size();
+  bytes.reserve(width * value.getNumElements());
+  for (int64_t i = 0; i < value.getNumElements(); ++i)
+    bytes.append(raw.begin(), raw.end());
+  return bytes;
+}
+
+} // namespace
+
+llvm::Error kiln::writeBundle(const CompiledModel &model, StringRef path,
+                              StringRef modelName) {
+  runtime::BundleWriter writer;
+  bundle::Manifest &manifest = writer.manifest();
+  manifest.set_producer("kilnc 0.1.0");
+  manifest.set_model_name(modelName.str());
+
+  for (const CompiledParam &param : model.params) {
+    bundle::TensorSpec spec;
+    if (llvm::Error error = fillSpec(spec, param.name, param.type))
+      return error;
+    std::string bytes = parameterBytes(param.value);
+    writer.addParameter(spec, bytes.data(), bytes.size(), /*trainable=*/true);
+  }
+
+  for (const CompiledEntry &entry : model.entries) {
+    bundle::EntryPoint *point = manifest.add_entry_points();
+    point->set_name(entry.name);
+    point->set_arena_bytes(entry.arenaBytes);
+    point->set_arena_alignment(64);
+    for (const TensorInfo &input : entry.inputs)
+      if (llvm::Error error =
+              fillSpec(*point->add_inputs(), input.name, input.type))
+        return error;
+    for (const TensorInfo &output : entry.outputs)
+      if (llvm::Error error =
+              fillSpec(*point->add_outputs(), output.name, output.type))
+        return error;
+    bundle::KernelCall *call = point->add_commands()->mutable_kernel();
+    call->set_symbol(entry.kernel);
+    for (const EntryArgument &argument : entry.arguments) {
+      bundle::BufferRef *buffer = call->add_buffers();
+      buffer->set_index(argument.index);
+      switch (argument.kind) {
+      case EntryArgument::Input:
+        buffer->set_kind(bundle::BufferRef::INPUT);
+        break;
+      case EntryArgument::Output:
+        buffer->set_kind(bundle::BufferRef::OUTPUT);
+        break;
+      case EntryArgument::Param:
+        buffer->set_kind(bundle::BufferRef::PARAM);
+        break;
+      case EntryArgument::Arena:
+        buffer->set_kind(bundle::BufferRef::ARENA);
+        buffer->set_offset(0);
+        buffer->set_size(entry.arenaBytes);
+        break;
+      }
+    }
+  }
+
+  bundle::Target target;
+  target.set_name("cpu");
+  target.set_triple(model.cpu.triple);
+  target.set_cpu(model.cpu.cpu);
+  for (const std::string &kernel : model.cpu.kernels)
+    target.add_kernels(kernel);
+  writer.addTarget(target, model.cpu.sharedObject);
+
+  runtime::Status status = writer.write(path.str());
+  if (!status.ok())
+    return makeError(status.message());
+  return llvm::Error::success();
+}

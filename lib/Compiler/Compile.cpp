@@ -1,0 +1,189 @@
+//===- Compile.cpp - the compilation pipeline -----------------------------===//
+//
+// kiln IR -> decomposed core ops -> linalg on tensors (fused) -> buffers ->
+// BLAS calls and one planned arena -> LLVM -> a shared object.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Compiler/Compile.h"
+
+#include "kiln/KilnOps.h"
+#include "kiln/Transforms/Passes.h"
+
+#include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+using llvm::Expected;
+
+namespace {
+
+llvm::Error makeError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// Fuses elementwise producers into consumers, except into matrix products
+/// (which must stay plain contractions to become BLAS calls).
+struct FuseElementwisePass
+    : PassWrapper<FuseElementwisePass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(FuseElementwisePass)
+  StringRef getArgument() const override { return "kiln-fuse-elementwise"; }
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    linalg::populateElementwiseOpsFusionPatterns(
+        patterns, [](OpOperand *operand) {
+          Operation *consumer = operand->getOwner();
+          return !consumer->hasAttr("kiln.matmul");
+        });
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+void buildTensorPipeline(PassManager &pm) {
+  pm.addPass(kiln::createKilnExternalizeParams());
+  pm.addPass(kiln::createKilnDecompose());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(kiln::createConvertKilnToLinalg());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(std::make_unique<FuseElementwisePass>());
+  pm.addPass(createCanonicalizerPass());
+}
+
+void buildBufferPipeline(PassManager &pm) {
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::BufferResultsToOutParamsPassOptions outParams;
+  outParams.hoistStaticAllocs = true;
+  outParams.modifyPublicFunctions = true;
+  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(kiln::createKilnLowerGemmToBlas());
+  pm.addPass(kiln::createKilnPlanMemory());
+}
+
+llvm::Error run(PassManager &pm, ModuleOp module, StringRef what) {
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &diag) {
+    if (diagnostics.empty() && diag.getSeverity() == DiagnosticSeverity::Error) {
+      std::string location;
+      llvm::raw_string_ostream os(location);
+      diag.getLocation().print(os);
+      diagnostics = location + ": " + diag.str();
+    }
+    return success();
+  });
+  if (failed(pm.run(module)))
+    return makeError(what + " failed: " + diagnostics);
+  return llvm::Error::success();
+}
+
+/// Records the signature of every entry function before bufferization
+/// rewrites it.
+std::vector<kiln::CompiledEntry> collectSignatures(ModuleOp module) {
+  std::vector<kiln::CompiledEntry> entries;
+  for (auto function : module.getOps<func::FuncOp>()) {
+    if (function.isExternal())
+      continue;
+    kiln::CompiledEntry entry;
+    entry.name = function.getName().str();
+    entry.kernel = kiln::cpuKernelSymbol(entry.name);
+    for (unsigned i = 0; i < function.getNumArguments(); ++i) {
+      auto name = function.getArgAttrOfType<StringAttr>(i, "kiln.name");
+      entry.inputs.push_back(
+          {name ? name.str() : "input" + std::to_string(i),
+           cast<RankedTensorType>(function.getArgumentTypes()[i])});
+    }
+    for (unsigned i = 0; i < function.getNumResults(); ++i) {
+      auto name = function.getResultAttrOfType<StringAttr>(i, "kiln.name");
+      entry.outputs.push_back(
+          {name ? name.str() : "output" + std::to_string(i),
+           cast<RankedTensorType>(function.getResultTypes()[i])});
+    }
+    entries.push_back(std::move(entry));
+  }
+  return entries;
+}
+
+/// Reads the call order of each bufferized entry function: its own inputs,
+/// the parameters it reads, its outputs (out-params), the arena.
+llvm::Error collectArguments(ModuleOp module,
+                             std::vector<kiln::CompiledEntry> &entries,
+                             const llvm::StringMap<unsigned> &paramIndex) {
+  for (kiln::CompiledEntry &entry : entries) {
+    auto function = module.lookupSymbol<func::FuncOp>(entry.name);
+    if (!function)
+      return makeError("entry function '" + entry.name + "' disappeared");
+    unsigned inputs = 0, outputs = 0;
+    for (unsigned i = 0; i < function.getNumArguments(); ++i) {
+      kiln::EntryArgument argument;
+      if (auto param = function.getArgAttrOfType<StringAttr>(i, "kiln.param")) {
+        auto found = paramIndex.find(param.getValue());
+        if (found == paramIndex.end())
+          return makeError("unknown parameter '" + param.getValue() + "'");
+        argument = {kiln::EntryArgument::Param, found->second};
+      } else if (function.getArgAttr(i, "kiln.arena")) {
+        argument = {kiln::EntryArgument::Arena, 0};
+      } else if (inputs < entry.inputs.size()) {
+        argument = {kiln::EntryArgument::Input, inputs++};
+      } else {
+        argument = {kiln::EntryArgument::Output, outputs++};
+      }
+      entry.arguments.push_back(argument);
+    }
+    if (inputs != entry.inputs.size() || outputs != entry.outputs.size())
+      return makeError("entry function '" + entry.name +
+                       "' has an unexpected signature after bufferization");
+    if (auto bytes = function->getAttrOfType<IntegerAttr>("kiln.arena_bytes"))
+      entry.arenaBytes = bytes.getInt();
+  }
+  return llvm::Error::success();
+}
+
+} // namespace
+
+Expected<kiln::CompiledModel>
+kiln::compileModel(ModuleOp module, const CompileOptions &options) {
+  CompiledModel model;
+  llvm::StringMap<unsigned> paramIndex;
+  for (auto param : module.getOps<ParamOp>()) {
+    auto value = dyn_cast_or_null<DenseElementsAttr>(param.getInitialValueAttr());
+    if (!value)
+      return makeError("parameter '" + param.getSymName() +
+                       "' has no initial value");
+    paramIndex[param.getSymName()] = model.params.size();
+    model.params.push_back({param.getSymName().str(),
+                            cast<RankedTensorType>(param.getType()), value});
+  }
+  model.entries = collectSignatures(module);
+
+  PassManager pm(module.getContext());
+  if (options.printIRAfterAll) {
+    module.getContext()->disableMultithreading();
+    pm.enableIRPrinting();
+  }
+  buildTensorPipeline(pm);
+  buildBufferPipeline(pm);
+  if (llvm::Error error = run(pm, module, "compiling the model"))
+    return std::move(error);
+  if (llvm::Error error = collectArguments(module, model.entries, paramIndex))
+    return std::move(error);
+
+  // Parameters live in the bundle, not in the code.
+  for (auto param : llvm::make_early_inc_range(module.getOps<ParamOp>()))
+    param.erase();
+  auto code = compileForCPU(module, options.cpu);
+  if (!code)
+    return code.takeError();
+  model.cpu = std::move(*code);
+  return model;
+}

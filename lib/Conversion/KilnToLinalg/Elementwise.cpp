@@ -1,0 +1,385 @@
+//===- Elementwise.cpp - elementwise kiln ops to linalg.generic -----------===//
+
+#include "LoweringUtils.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace kiln;
+using namespace kiln::lowering;
+
+bool kiln::lowering::isFloat(Type type) { return isa<FloatType>(type); }
+
+Value kiln::lowering::scalarConstant(OpBuilder &b, Location loc, Type type,
+                                     double value) {
+  if (auto f = dyn_cast<FloatType>(type))
+    return arith::ConstantOp::create(b, loc, b.getFloatAttr(f, value));
+  if (type.isInteger(1))
+    return arith::ConstantOp::create(b, loc, b.getBoolAttr(value != 0));
+  if (type.isIndex())
+    return arith::ConstantIndexOp::create(b, loc, static_cast<int64_t>(value));
+  return arith::ConstantOp::create(
+      b, loc, b.getIntegerAttr(type, static_cast<int64_t>(value)));
+}
+
+Value kiln::lowering::emptyTensor(OpBuilder &b, Location loc,
+                                  RankedTensorType type) {
+  return tensor::EmptyOp::create(b, loc, type.getShape(),
+                                 type.getElementType());
+}
+
+Value kiln::lowering::buildMap(OpBuilder &b, Location loc, ValueRange inputs,
+                               RankedTensorType resultType, BodyBuilder body,
+                               ArrayRef<AffineMap> inputMaps) {
+  unsigned rank = resultType.getRank();
+  SmallVector<AffineMap> maps(inputMaps.begin(), inputMaps.end());
+  if (maps.empty())
+    maps.assign(inputs.size(), b.getMultiDimIdentityMap(rank));
+  maps.push_back(b.getMultiDimIdentityMap(rank));
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{resultType}, inputs,
+      ValueRange{emptyTensor(b, loc, resultType)}, maps, iterators,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        Value result = body(nb, nloc, args.drop_back());
+        linalg::YieldOp::create(nb, nloc, result);
+      });
+  return generic.getResult(0);
+}
+
+Value kiln::lowering::castScalar(OpBuilder &b, Location loc, Value value,
+                                 Type to) {
+  Type from = value.getType();
+  if (from == to)
+    return value;
+  if (to.isInteger(1)) {
+    if (isFloat(from))
+      return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, value,
+                                   scalarConstant(b, loc, from, 0));
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, value,
+                                 scalarConstant(b, loc, from, 0));
+  }
+  if (isFloat(from) && isFloat(to)) {
+    if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth())
+      return arith::ExtFOp::create(b, loc, to, value);
+    if (from.getIntOrFloatBitWidth() > to.getIntOrFloatBitWidth())
+      return arith::TruncFOp::create(b, loc, to, value);
+    // f16 <-> bf16 go through f32.
+    Value wide = arith::ExtFOp::create(b, loc, b.getF32Type(), value);
+    return arith::TruncFOp::create(b, loc, to, wide);
+  }
+  if (isFloat(from))
+    return arith::FPToSIOp::create(b, loc, to, value);
+  if (isFloat(to)) {
+    if (from.isInteger(1))
+      return arith::UIToFPOp::create(b, loc, to, value);
+    return arith::SIToFPOp::create(b, loc, to, value);
+  }
+  unsigned fromWidth = from.getIntOrFloatBitWidth();
+  unsigned toWidth = to.getIntOrFloatBitWidth();
+  if (fromWidth < toWidth)
+    return from.isInteger(1) ? arith::ExtUIOp::create(b, loc, to, value)
+                             : arith::ExtSIOp::create(b, loc, to, value)
+                                   .getResult();
+  return arith::TruncIOp::create(b, loc, to, value);
+}
+
+namespace {
+
+Value constantLike(OpBuilder &b, Location loc, Value like, double value) {
+  return scalarConstant(b, loc, like.getType(), value);
+}
+
+Value cmpf(OpBuilder &b, Location loc, arith::CmpFPredicate p, Value x,
+           Value y) {
+  return arith::CmpFOp::create(b, loc, p, x, y);
+}
+
+Value selectOf(OpBuilder &b, Location loc, Value c, Value x, Value y) {
+  return arith::SelectOp::create(b, loc, c, x, y);
+}
+
+Value clamp01(OpBuilder &b, Location loc, Value x) {
+  Value zero = constantLike(b, loc, x, 0), one = constantLike(b, loc, x, 1);
+  return arith::MinimumFOp::create(b, loc,
+                                   arith::MaximumFOp::create(b, loc, x, zero),
+                                   one);
+}
+
+double attrValue(FloatAttr attr) { return attr.getValueAsDouble(); }
+
+Value signOf(OpBuilder &b, Location loc, Value x) {
+  Value zero = constantLike(b, loc, x, 0);
+  Value one = constantLike(b, loc, x, 1), minusOne = constantLike(b, loc, x, -1);
+  Value positive, negative;
+  if (isFloat(x.getType())) {
+    positive = cmpf(b, loc, arith::CmpFPredicate::OGT, x, zero);
+    negative = cmpf(b, loc, arith::CmpFPredicate::OLT, x, zero);
+  } else {
+    positive = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, x, zero);
+    negative = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, zero);
+  }
+  return selectOf(b, loc, positive, one, selectOf(b, loc, negative, minusOne, zero));
+}
+
+/// Python-style remainder: the result takes the divisor's sign.
+Value floorMod(OpBuilder &b, Location loc, Value x, Value y) {
+  bool f = isFloat(x.getType());
+  Value r = f ? arith::RemFOp::create(b, loc, x, y).getResult()
+              : arith::RemSIOp::create(b, loc, x, y).getResult();
+  Value zero = constantLike(b, loc, x, 0);
+  Value rNonZero, rNeg, yNeg;
+  if (f) {
+    rNonZero = cmpf(b, loc, arith::CmpFPredicate::UNE, r, zero);
+    rNeg = cmpf(b, loc, arith::CmpFPredicate::OLT, r, zero);
+    yNeg = cmpf(b, loc, arith::CmpFPredicate::OLT, y, zero);
+  } else {
+    rNonZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, r, zero);
+    rNeg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, r, zero);
+    yNeg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, y, zero);
+  }
+  Value differ = arith::XOrIOp::create(b, loc, rNeg, yNeg);
+  Value fix = arith::AndIOp::create(b, loc, rNonZero, differ);
+  Value adjusted = f ? arith::AddFOp::create(b, loc, r, y).getResult()
+                     : arith::AddIOp::create(b, loc, r, y).getResult();
+  return selectOf(b, loc, fix, adjusted, r);
+}
+
+Value compareScalars(OpBuilder &b, Location loc, ComparePredicate p, Value x,
+                     Value y) {
+  if (isFloat(x.getType())) {
+    arith::CmpFPredicate fp;
+    switch (p) {
+    case ComparePredicate::eq: fp = arith::CmpFPredicate::OEQ; break;
+    case ComparePredicate::ne: fp = arith::CmpFPredicate::UNE; break;
+    case ComparePredicate::lt: fp = arith::CmpFPredicate::OLT; break;
+    case ComparePredicate::le: fp = arith::CmpFPredicate::OLE; break;
+    case ComparePredicate::gt: fp = arith::CmpFPredicate::OGT; break;
+    case ComparePredicate::ge: fp = arith::CmpFPredicate::OGE; break;
+    }
+    return cmpf(b, loc, fp, x, y);
+  }
+  bool isBool = x.getType().isInteger(1);
+  arith::CmpIPredicate ip;
+  switch (p) {
+  case ComparePredicate::eq: ip = arith::CmpIPredicate::eq; break;
+  case ComparePredicate::ne: ip = arith::CmpIPredicate::ne; break;
+  case ComparePredicate::lt: ip = isBool ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt; break;
+  case ComparePredicate::le: ip = isBool ? arith::CmpIPredicate::ule : arith::CmpIPredicate::sle; break;
+  case ComparePredicate::gt: ip = isBool ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::sgt; break;
+  case ComparePredicate::ge: ip = isBool ? arith::CmpIPredicate::uge : arith::CmpIPredicate::sge; break;
+  }
+  return arith::CmpIOp::create(b, loc, ip, x, y);
+}
+
+template <typename FloatOp, typename IntOp>
+Value numeric(OpBuilder &b, Location loc, Value x, Value y) {
+  if (isFloat(x.getType()))
+    return FloatOp::create(b, loc, x, y);
+  return IntOp::create(b, loc, x, y);
+}
+
+Value expMinusOne(OpBuilder &b, Location loc, Value x) {
+  return math::ExpM1Op::create(b, loc, x);
+}
+
+} // namespace
+
+Value kiln::lowering::buildElementwiseScalar(Operation *op, OpBuilder &b,
+                                             Location loc, ValueRange args) {
+  Value x = args.empty() ? Value() : args[0];
+  Value y = args.size() > 1 ? args[1] : Value();
+  auto c = [&](double v) { return constantLike(b, loc, x, v); };
+  return llvm::TypeSwitch<Operation *, Value>(op)
+      .Case([&](NegOp) -> Value {
+        if (isFloat(x.getType()))
+          return arith::NegFOp::create(b, loc, x);
+        return arith::SubIOp::create(b, loc, c(0), x);
+      })
+      .Case([&](AbsOp) -> Value {
+        if (isFloat(x.getType()))
+          return math::AbsFOp::create(b, loc, x);
+        return math::AbsIOp::create(b, loc, x);
+      })
+      .Case([&](SignOp) { return signOf(b, loc, x); })
+      .Case([&](ReluOp) -> Value {
+        if (isFloat(x.getType()))
+          return arith::MaximumFOp::create(b, loc, x, c(0));
+        return arith::MaxSIOp::create(b, loc, x, c(0));
+      })
+      .Case([&](ExpOp) { return math::ExpOp::create(b, loc, x); })
+      .Case([&](LogOp) { return math::LogOp::create(b, loc, x); })
+      .Case([&](SqrtOp) { return math::SqrtOp::create(b, loc, x); })
+      .Case([&](RsqrtOp) { return math::RsqrtOp::create(b, loc, x); })
+      .Case([&](ReciprocalOp) { return arith::DivFOp::create(b, loc, c(1), x); })
+      .Case([&](TanhOp) { return math::TanhOp::create(b, loc, x); })
+      .Case([&](SigmoidOp) -> Value {
+        Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
+        return arith::DivFOp::create(b, loc, c(1),
+                                     arith::AddFOp::create(b, loc, c(1), e));
+      })
+      .Case([&](SoftplusOp) -> Value {
+        // max(x, 0) + log1p(exp(-|x|)) never overflows.
+        Value e = math::ExpOp::create(
+            b, loc, arith::NegFOp::create(b, loc, math::AbsFOp::create(b, loc, x)));
+        return arith::AddFOp::create(b, loc,
+                                     arith::MaximumFOp::create(b, loc, x, c(0)),
+                                     math::Log1pOp::create(b, loc, e));
+      })
+      .Case([&](SoftsignOp) -> Value {
+        Value d = arith::AddFOp::create(b, loc, c(1),
+                                        math::AbsFOp::create(b, loc, x));
+        return arith::DivFOp::create(b, loc, x, d);
+      })
+      .Case([&](ErfOp) { return math::ErfOp::create(b, loc, x); })
+      .Case([&](SinOp) { return math::SinOp::create(b, loc, x); })
+      .Case([&](CosOp) { return math::CosOp::create(b, loc, x); })
+      .Case([&](TanOp) { return math::TanOp::create(b, loc, x); })
+      .Case([&](AsinOp) { return math::AsinOp::create(b, loc, x); })
+      .Case([&](AcosOp) { return math::AcosOp::create(b, loc, x); })
+      .Case([&](AtanOp) { return math::AtanOp::create(b, loc, x); })
+      .Case([&](SinhOp) { return math::SinhOp::create(b, loc, x); })
+      .Case([&](CoshOp) { return math::CoshOp::create(b, loc, x); })
+      .Case([&](AsinhOp) { return math::AsinhOp::create(b, loc, x); })
+      .Case([&](AcoshOp) { return math::AcoshOp::create(b, loc, x); })
+      .Case([&](AtanhOp) { return math::AtanhOp::create(b, loc, x); })
+      .Case([&](FloorOp) { return math::FloorOp::create(b, loc, x); })
+      .Case([&](CeilOp) { return math::CeilOp::create(b, loc, x); })
+      .Case([&](RoundOp) { return math::RoundEvenOp::create(b, loc, x); })
+      .Case([&](HardSwishOp) -> Value {
+        Value t = arith::AddFOp::create(
+            b, loc, arith::DivFOp::create(b, loc, x, c(6)), c(0.5));
+        return arith::MulFOp::create(b, loc, x, clamp01(b, loc, t));
+      })
+      .Case([&](NotOp) { return arith::XOrIOp::create(b, loc, x, c(1)); })
+      .Case([&](GeluOp g) -> Value {
+        Value half = arith::MulFOp::create(b, loc, x, c(0.5));
+        Value inner;
+        if (g.getApproximate() == GeluApproximation::tanh) {
+          Value cube = arith::MulFOp::create(
+              b, loc, x, arith::MulFOp::create(b, loc, x, x));
+          Value poly = arith::AddFOp::create(
+              b, loc, x, arith::MulFOp::create(b, loc, cube, c(0.044715)));
+          inner = math::TanhOp::create(
+              b, loc, arith::MulFOp::create(b, loc, poly, c(0.7978845608028654)));
+        } else {
+          inner = math::ErfOp::create(
+              b, loc, arith::MulFOp::create(b, loc, x, c(M_SQRT1_2)));
+        }
+        return arith::MulFOp::create(b, loc, half,
+                                     arith::AddFOp::create(b, loc, c(1), inner));
+      })
+      .Case([&](LeakyReluOp l) -> Value {
+        Value scaled = arith::MulFOp::create(b, loc, x, c(attrValue(l.getAlphaAttr())));
+        return selectOf(b, loc, cmpf(b, loc, arith::CmpFPredicate::OGE, x, c(0)),
+                        x, scaled);
+      })
+      .Case([&](EluOp e) -> Value {
+        Value neg = arith::MulFOp::create(b, loc, c(attrValue(e.getAlphaAttr())),
+                                          expMinusOne(b, loc, x));
+        return selectOf(b, loc, cmpf(b, loc, arith::CmpFPredicate::OGT, x, c(0)),
+                        x, neg);
+      })
+      .Case([&](CeluOp e) -> Value {
+        double alpha = attrValue(e.getAlphaAttr());
+        Value neg = arith::MulFOp::create(
+            b, loc, c(alpha),
+            expMinusOne(b, loc, arith::DivFOp::create(b, loc, x, c(alpha))));
+        return arith::AddFOp::create(
+            b, loc, arith::MaximumFOp::create(b, loc, x, c(0)),
+            arith::MinimumFOp::create(b, loc, neg, c(0)));
+      })
+      .Case([&](SeluOp s) -> Value {
+        Value neg = arith::MulFOp::create(b, loc, c(attrValue(s.getAlphaAttr())),
+                                          expMinusOne(b, loc, x));
+        Value v = selectOf(b, loc, cmpf(b, loc, arith::CmpFPredicate::OGT, x, c(0)),
+                           x, neg);
+        return arith::MulFOp::create(b, loc, v, c(attrValue(s.getGammaAttr())));
+      })
+      .Case([&](HardSigmoidOp h) -> Value {
+        Value v = arith::AddFOp::create(
+            b, loc, arith::MulFOp::create(b, loc, x, c(attrValue(h.getAlphaAttr()))),
+            c(attrValue(h.getBetaAttr())));
+        return clamp01(b, loc, v);
+      })
+      .Case([&](ThresholdedReluOp t) -> Value {
+        Value above = cmpf(b, loc, arith::CmpFPredicate::OGT, x,
+                           c(attrValue(t.getAlphaAttr())));
+        return selectOf(b, loc, above, x, c(0));
+      })
+      .Case([&](IsNanOp) { return cmpf(b, loc, arith::CmpFPredicate::UNO, x, x); })
+      .Case([&](IsInfOp) -> Value {
+        return cmpf(b, loc, arith::CmpFPredicate::OEQ,
+                    math::AbsFOp::create(b, loc, x), c(INFINITY));
+      })
+      .Case([&](AddOp) { return numeric<arith::AddFOp, arith::AddIOp>(b, loc, x, y); })
+      .Case([&](SubOp) { return numeric<arith::SubFOp, arith::SubIOp>(b, loc, x, y); })
+      .Case([&](MulOp) { return numeric<arith::MulFOp, arith::MulIOp>(b, loc, x, y); })
+      .Case([&](DivOp) { return numeric<arith::DivFOp, arith::DivSIOp>(b, loc, x, y); })
+      .Case([&](MaxOp) { return numeric<arith::MaximumFOp, arith::MaxSIOp>(b, loc, x, y); })
+      .Case([&](MinOp) { return numeric<arith::MinimumFOp, arith::MinSIOp>(b, loc, x, y); })
+      .Case([&](PowOp) -> Value {
+        if (isFloat(x.getType()))
+          return math::PowFOp::create(b, loc, x, y);
+        return math::IPowIOp::create(b, loc, x, y);
+      })
+      .Case([&](RemOp r) -> Value {
+        if (!r.getFmod())
+          return floorMod(b, loc, x, y);
+        return numeric<arith::RemFOp, arith::RemSIOp>(b, loc, x, y);
+      })
+      .Case([&](AndOp) { return arith::AndIOp::create(b, loc, x, y); })
+      .Case([&](OrOp) { return arith::OrIOp::create(b, loc, x, y); })
+      .Case([&](XorOp) { return arith::XOrIOp::create(b, loc, x, y); })
+      .Case([&](CompareOp cmp) {
+        return compareScalars(b, loc, cmp.getPredicate(), x, y);
+      })
+      .Case([&](SelectOp) { return selectOf(b, loc, args[0], args[1], args[2]); })
+      .Case([&](CastOp castOp) {
+        return castScalar(
+            b, loc, x,
+            mlir::cast<RankedTensorType>(castOp.getType()).getElementType());
+      })
+      .Default([](Operation *) { return Value(); });
+}
+
+namespace {
+
+/// Any op with the Elementwise trait whose scalar form is known.
+struct LowerElementwise : RewritePattern {
+  LowerElementwise(MLIRContext *context)
+      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, context) {}
+
+  LogicalResult matchAndRewrite(Operation *op,
+                                PatternRewriter &r) const override {
+    if (!isa<KilnDialect>(op->getDialect()) ||
+        !op->hasTrait<OpTrait::Elementwise>() || op->getNumResults() != 1)
+      return failure();
+    auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+    bool supported = true;
+    Value result = buildMap(
+        r, op->getLoc(), op->getOperands(), resultType,
+        [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+          Value v = buildElementwiseScalar(op, b, loc, args);
+          if (!v) {
+            supported = false;
+            return args.front();
+          }
+          return v;
+        });
+    if (!supported)
+      return r.notifyMatchFailure(op, "no scalar form");
+    r.replaceOp(op, result);
+    return success();
+  }
+};
+
+} // namespace
+
+void kiln::lowering::populateElementwiseLoweringPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<LowerElementwise>(patterns.getContext());
+}

@@ -1,0 +1,40 @@
+//===- KilnToLinalg.cpp - the convert-kiln-to-linalg pass -----------------===//
+
+#include "LoweringUtils.h"
+#include "kiln/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_CONVERTKILNTOLINALG
+#include "kiln/Transforms/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+struct ConvertKilnToLinalgPass
+    : kiln::impl::ConvertKilnToLinalgBase<ConvertKilnToLinalgPass> {
+  void runOnOperation() override {
+    MLIRContext *context = &getContext();
+    ConversionTarget target(*context);
+    target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
+                           arith::ArithDialect, math::MathDialect,
+                           scf::SCFDialect, func::FuncDialect>();
+    target.addIllegalDialect<KilnDialect>();
+    // Parameters stay as module symbols: their values go into the bundle.
+    target.addLegalOp<ParamOp>();
+    RewritePatternSet patterns(context);
+    lowering::populateElementwiseLoweringPatterns(patterns);
+    lowering::populateStructuredLoweringPatterns(patterns);
+    lowering::populateNNLoweringPatterns(patterns);
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,51 @@
+//===- LoweringUtils.h - helpers of the kiln to linalg lowering -*- C++ -*-===//
+
+#ifndef KILN_LIB_CONVERSION_KILNTOLINALG_LOWERINGUTILS_H
+#define KILN_LIB_CONVERSION_KILNTOLINALG_LOWERINGUTILS_H
+
+#include "kiln/KilnOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace kiln::lowering {
+
+using BodyBuilder = llvm::function_ref<mlir::Value(
+    mlir::OpBuilder &, mlir::Location, mlir::ValueRange)>;
+
+bool isFloat(mlir::Type type);
+
+/// A scalar constant of `type` (float, integer or i1).
+mlir::Value scalarConstant(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::Type type, double value);
+
+mlir::Value emptyTensor(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::RankedTensorType type);
+
+/// An all-parallel linalg.generic producing `resultType` from `inputs`
+/// indexed by `inputMaps` (identity maps when empty); `body` maps the input
+/// scalars to the result scalar.
+mlir::Value buildMap(mlir::OpBuilder &b, mlir::Location loc,
+                     mlir::ValueRange inputs,
+                     mlir::RankedTensorType resultType, BodyBuilder body,
+                     llvm::ArrayRef<mlir::AffineMap> inputMaps = {});
+
+/// The scalar computation of an elementwise kiln op, or null when `op` is not
+/// elementwise.
+mlir::Value buildElementwiseScalar(mlir::Operation *op, mlir::OpBuilder &b,
+                                   mlir::Location loc, mlir::ValueRange args);
+
+/// Converts a scalar between element types with kiln.cast semantics.
+mlir::Value castScalar(mlir::OpBuilder &b, mlir::Location loc,
+                       mlir::Value value, mlir::Type to);
+
+void populateElementwiseLoweringPatterns(mlir::RewritePatternSet &patterns);
+void populateStructuredLoweringPatterns(mlir::RewritePatternSet &patterns);
+void populateNNLoweringPatterns(mlir::RewritePatternSet &patterns);
+
+} // namespace kiln::lowering
+
+#endif // KILN_LIB_CONVERSION_KILNTOLINALG_LOWERINGUTILS_H

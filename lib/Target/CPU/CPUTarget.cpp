@@ -1,0 +1,246 @@
+//===- CPUTarget.cpp - kiln modules to a CPU shared object ----------------===//
+
+#include "kiln/Target/CPU.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+
+#include <unistd.h>
+
+using namespace mlir;
+using llvm::Expected;
+
+std::string kiln::cpuKernelSymbol(StringRef entry) {
+  return ("kiln_" + entry).str();
+}
+
+namespace {
+
+llvm::Error makeError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// Runs `pm` on `module`, returning its first diagnostic as the error.
+llvm::Error runPipeline(PassManager &pm, ModuleOp module, StringRef what) {
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &diag) {
+    if (diagnostics.empty() && diag.getSeverity() == DiagnosticSeverity::Error)
+      diagnostics = diag.str();
+    return success();
+  });
+  if (failed(pm.run(module)))
+    return makeError(what + " failed: " + diagnostics);
+  return llvm::Error::success();
+}
+
+/// memref IR -> LLVM dialect.
+void buildLLVMLowering(PassManager &pm) {
+  pm.addPass(createConvertLinalgToLoopsPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(math::createMathExtendToSupportedTypes());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  ConvertFuncToLLVMPassOptions funcOptions;
+  funcOptions.useBarePtrCallConv = true;
+  pm.addPass(createConvertFuncToLLVMPass(funcOptions));
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
+/// Adds `void kiln_<name>(void **buffers)` calling each entry function with
+/// one pointer per argument, and hides the entry functions themselves.
+std::vector<std::string> addPackedEntryPoints(ModuleOp module,
+                                              ArrayRef<std::string> entries) {
+  MLIRContext *context = module.getContext();
+  OpBuilder b(context);
+  auto ptr = LLVM::LLVMPointerType::get(context);
+  std::vector<std::string> kernels;
+  for (const std::string &name : entries) {
+    auto function = module.lookupSymbol<LLVM::LLVMFuncOp>(name);
+    if (!function)
+      continue;
+    function.setLinkage(LLVM::Linkage::Internal);
+    b.setInsertionPointToEnd(module.getBody());
+    std::string symbol = kiln::cpuKernelSymbol(name);
+    auto wrapper = LLVM::LLVMFuncOp::create(
+        b, function.getLoc(), symbol,
+        LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(context), {ptr}));
+    Block *entry = wrapper.addEntryBlock(b);
+    b.setInsertionPointToStart(entry);
+    SmallVector<Value> args;
+    for (unsigned i = 0; i < function.getNumArguments(); ++i) {
+      Value slot = LLVM::GEPOp::create(b, function.getLoc(), ptr, ptr,
+                                       entry->getArgument(0),
+                                       ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i)});
+      args.push_back(LLVM::LoadOp::create(b, function.getLoc(), ptr, slot));
+    }
+    LLVM::CallOp::create(b, function.getLoc(), function, args);
+    LLVM::ReturnOp::create(b, function.getLoc(), ValueRange{});
+    kernels.push_back(symbol);
+  }
+  return kernels;
+}
+
+Expected<std::unique_ptr<llvm::TargetMachine>>
+makeTargetMachine(const kiln::CPUTargetOptions &options, std::string &triple,
+                  std::string &cpu) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  triple = llvm::sys::getDefaultTargetTriple();
+  std::string error;
+  llvm::Triple parsed(triple);
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(parsed, error);
+  if (!target)
+    return makeError("no LLVM target for " + triple + ": " + error);
+  std::string features;
+  if (options.cpu == "host") {
+    cpu = llvm::sys::getHostCPUName().str();
+    llvm::SubtargetFeatures featureSet;
+    for (const auto &[feature, enabled] : llvm::sys::getHostCPUFeatures())
+      featureSet.AddFeature(feature, enabled);
+    features = featureSet.getString();
+  } else {
+    cpu = options.cpu;
+  }
+  llvm::TargetOptions targetOptions;
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      parsed, cpu, features, targetOptions, llvm::Reloc::PIC_));
+  if (!machine)
+    return makeError("cannot create a target machine for " + triple + " / " +
+                     cpu);
+  if (options.cpu != "host" &&
+      !machine->getMCSubtargetInfo()->isCPUStringValid(cpu))
+    return makeError("unknown CPU '" + cpu + "' for " + triple);
+  return machine;
+}
+
+/// Runs `program args...`, returning its output on failure.
+llvm::Error runTool(StringRef program, ArrayRef<StringRef> args) {
+  SmallString<128> log;
+  int fd;
+  if (llvm::sys::fs::createTemporaryFile("kiln-link", "log", fd, log))
+    return makeError("cannot create a temporary file");
+  ::close(fd);
+  std::optional<StringRef> redirects[] = {std::nullopt, log.str(), log.str()};
+  std::string message;
+  int status = llvm::sys::ExecuteAndWait(program, args, std::nullopt, redirects,
+                                         0, 0, &message);
+  auto output = llvm::MemoryBuffer::getFile(log);
+  llvm::sys::fs::remove(log);
+  if (status != 0)
+    return makeError("linking the kernels with " + program + " failed" +
+                     (message.empty() ? "" : ": " + message) + "\n" +
+                     (output ? (*output)->getBuffer().str() : ""));
+  return llvm::Error::success();
+}
+
+Expected<std::string> linkSharedObject(StringRef object) {
+  std::string linker;
+  for (const char *name : {"clang-22", "clang", "cc", "gcc"}) {
+    if (auto found = llvm::sys::findProgramByName(name)) {
+      linker = *found;
+      break;
+    }
+  }
+  if (linker.empty())
+    return makeError("no C compiler driver (clang or cc) found to link the "
+                     "CPU kernels");
+  SmallString<128> objectPath, libraryPath;
+  int fd;
+  if (llvm::sys::fs::createTemporaryFile("kiln-kernels", "o", fd, objectPath))
+    return makeError("cannot create a temporary file");
+  {
+    llvm::raw_fd_ostream out(fd, /*shouldClose=*/true);
+    out << object;
+  }
+  if (llvm::sys::fs::createTemporaryFile("kiln-kernels", "so", fd, libraryPath))
+    return makeError("cannot create a temporary file");
+  ::close(fd);
+  llvm::Error linked =
+      runTool(linker, {linker, "-shared", "-o", libraryPath, objectPath,
+                       "-lopenblas", "-lm"});
+  llvm::sys::fs::remove(objectPath);
+  if (linked) {
+    llvm::sys::fs::remove(libraryPath);
+    return std::move(linked);
+  }
+  auto library = llvm::MemoryBuffer::getFile(libraryPath, /*IsText=*/false);
+  llvm::sys::fs::remove(libraryPath);
+  if (!library)
+    return makeError("cannot read the linked kernels");
+  return (*library)->getBuffer().str();
+}
+
+} // namespace
+
+Expected<kiln::CPUCode> kiln::compileForCPU(ModuleOp module,
+                                            const CPUTargetOptions &options) {
+  std::vector<std::string> entries;
+  for (auto function : module.getOps<func::FuncOp>())
+    if (!function.isExternal())
+      entries.push_back(function.getName().str());
+
+  PassManager pm(module.getContext());
+  buildLLVMLowering(pm);
+  if (llvm::Error error = runPipeline(pm, module, "lowering to LLVM"))
+    return std::move(error);
+
+  CPUCode code;
+  code.kernels = addPackedEntryPoints(module, entries);
+  auto machine = makeTargetMachine(options, code.triple, code.cpu);
+  if (!machine)
+    return machine.takeError();
+
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, llvmContext, "kiln");
+  if (!llvmModule)
+    return makeError("translating to LLVM IR failed");
+  llvmModule->setTargetTriple((*machine)->getTargetTriple());
+  llvmModule->setDataLayout((*machine)->createDataLayout());
+  auto optimize = makeOptimizingTransformer(options.optLevel, /*sizeLevel=*/0,
+                                            machine->get());
+  if (llvm::Error error = optimize(llvmModule.get()))
+    return std::move(error);
+
+  SmallString<0> object;
+  {
+    llvm::raw_svector_ostream stream(object);
+    llvm::legacy::PassManager codegen;
+    if ((*machine)->addPassesToEmitFile(codegen, stream, nullptr,
+                                        llvm::CodeGenFileType::ObjectFile))
+      return makeError("the target cannot emit object files");
+    codegen.run(*llvmModule);
+  }
+  auto library = linkSharedObject(object);
+  if (!library)
+    return library.takeError();
+  code.sharedObject = std::move(*library);
+  return code;
+}

@@ -1,0 +1,375 @@
+//===- Decompose.cpp - composite kiln ops into core kiln ops --------------===//
+
+#include "kiln/KilnOps.h"
+#include "kiln/Transforms/Passes.h"
+
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNDECOMPOSE
+#include "kiln/Transforms/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+/// Builds core kiln ops at one location.
+struct Builder {
+  PatternRewriter &r;
+  Location loc;
+
+  RankedTensorType typeOf(Value v) {
+    return mlir::cast<RankedTensorType>(v.getType());
+  }
+  Value splat(RankedTensorType type, double value) {
+    Type element = type.getElementType();
+    if (auto f = dyn_cast<FloatType>(element)) {
+      APFloat v(value);
+      bool lost;
+      v.convert(f.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+      return ConstantOp::create(r, loc, DenseElementsAttr::get(type, v));
+    }
+    if (element.isInteger(1))
+      return ConstantOp::create(r, loc, DenseElementsAttr::get(type, value != 0));
+    return ConstantOp::create(
+        r, loc,
+        DenseElementsAttr::get(
+            type, APInt(element.getIntOrFloatBitWidth(),
+                        static_cast<uint64_t>(static_cast<int64_t>(value)),
+                        /*isSigned=*/true, /*implicitTrunc=*/true)));
+  }
+  /// Broadcasts `v` (whose rank may be lower or which has size-1 dims) to
+  /// `shape`.
+  Value bcast(Value v, ArrayRef<int64_t> shape) {
+    auto type = typeOf(v);
+    if (type.getShape() == shape)
+      return v;
+    return BroadcastOp::create(r, loc, type.clone(shape), v);
+  }
+  Value reshape(Value v, ArrayRef<int64_t> shape) {
+    auto type = typeOf(v);
+    if (type.getShape() == shape)
+      return v;
+    return ReshapeOp::create(r, loc, type.clone(shape), v);
+  }
+  template <typename OpTy>
+  Value binary(Value a, Value b) {
+    return OpTy::create(r, loc, a, b);
+  }
+  template <typename OpTy>
+  Value unary(Value a) {
+    return OpTy::create(r, loc, a);
+  }
+  template <typename OpTy>
+  Value reduce(Value x, ArrayRef<int64_t> dims, bool keepdims) {
+    return OpTy::create(r, loc, x, r.getDenseI64ArrayAttr(dims),
+                        keepdims ? r.getUnitAttr() : nullptr);
+  }
+  Value compare(ComparePredicate p, Value a, Value b) {
+    return CompareOp::create(r, loc, ComparePredicateAttr::get(r.getContext(), p),
+                             a, b);
+  }
+  Value select(Value c, Value a, Value b) {
+    return SelectOp::create(r, loc, a.getType(), c, a, b);
+  }
+  Value cast(Value v, Type element) {
+    auto type = typeOf(v);
+    if (type.getElementType() == element)
+      return v;
+    return CastOp::create(r, loc, type.clone(element), v);
+  }
+  int64_t count(Value x, ArrayRef<int64_t> dims) {
+    int64_t n = 1;
+    for (int64_t d : dims)
+      n *= typeOf(x).getDimSize(d);
+    return n;
+  }
+  /// x - max(x) along `dims`, the max kept as size-1 dimensions.
+  Value shiftByMax(Value x, ArrayRef<int64_t> dims, Value *maxOut = nullptr) {
+    Value max = reduce<ReduceMaxOp>(x, dims, true);
+    if (maxOut)
+      *maxOut = max;
+    return binary<SubOp>(x, bcast(max, typeOf(x).getShape()));
+  }
+  Value mean(Value x, ArrayRef<int64_t> dims, bool keepdims) {
+    Value sum = reduce<ReduceSumOp>(x, dims, keepdims);
+    return binary<DivOp>(
+        sum, splat(typeOf(sum), static_cast<double>(count(x, dims))));
+  }
+};
+
+SmallVector<int64_t> range(int64_t begin, int64_t end) {
+  SmallVector<int64_t> dims;
+  for (int64_t d = begin; d < end; ++d)
+    dims.push_back(d);
+  return dims;
+}
+
+struct DecomposeSoftmax : OpRewritePattern<SoftmaxOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SoftmaxOp op, PatternRewriter &r) const override {
+    Builder b{r, op.getLoc()};
+    SmallVector<int64_t> dims{static_cast<int64_t>(op.getAxis())};
+    Value e = b.unary<ExpOp>(b.shiftByMax(op.getInput(), dims));
+    Value sum = b.reduce<ReduceSumOp>(e, dims, true);
+    r.replaceOp(op, b.binary<DivOp>(e, b.bcast(sum, b.typeOf(e).getShape())));
+    return success();
+  }
+};
+
+struct DecomposeLogSoftmax : OpRewritePattern<LogSoftmaxOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LogSoftmaxOp op,
+                                PatternRewriter &r) const override {
+    Builder b{r, op.getLoc()};
+    SmallVector<int64_t> dims{static_cast<int64_t>(op.getAxis())};
+    Value shifted = b.shiftByMax(op.getInput(), dims);
+    Value sum = b.reduce<ReduceSumOp>(b.unary<ExpOp>(shifted), dims, true);
+    Value logSum = b.unary<LogOp>(sum);
+    r.replaceOp(op, b.binary<SubOp>(shifted,
+                                    b.bcast(logSum, b.typeOf(shifted).getShape())));
+    return success();
+  }
+};
+
+struct DecomposeReduceMean : OpRewritePattern<ReduceMeanOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReduceMeanOp op,
+                                PatternRewriter &r) const override {
+    Builder b{r, op.getLoc()};
+    r.replaceOp(op, b.mean(op.getInput(), op.getDimensions(), op.getKeepdims()));
+    return success();
+  }
+};
+
+struct DecomposeReduceL2 : OpRewritePattern<ReduceL2Op> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReduceL2Op op, PatternRewriter &r) const override {
+    Builder b{r, op.getLoc()};
+    Value squares = b.binary<MulOp>(op.getInput(), op.getInput());
+    r.replaceOp(op, b.unary<SqrtOp>(b.reduce<ReduceSumOp>(
+                        squares, op.getDimensions(), op.getKeepdims())));
+    return success();
+  }
+};
+
+struct DecomposeLogSumExp : OpRewritePattern<ReduceLogSumExpOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReduceLogSumExpOp op,
+                                PatternRewriter &r) const override {
+    Builder b{r, op.getLoc()};
+    Value max;
+    Value shifted = b.shiftByMax(op.getInput(), op.getDimensions(), &max);
+    Value sum = b.reduce<ReduceSumOp>(b.unary<ExpOp>(shifted),
+                                      op.getDimensions(), true);
+    // A slice that is all -inf has max -inf; use 0 there so the result is
+    // log(0) + 0 = -inf rather than NaN.
+    auto maxType = b.typeOf(max);
+    Value finite = b.compare(ComparePredicate::gt, max,
+                             b.splat(maxType, -INFINITY));
+    Value safeMax = b.select(finite, max, b.splat(maxType, 0));
+    Value result = b.binary<AddOp>(b.unary<LogOp>(sum), safeMax);
+    r.replaceOp(op, b.reshape(result, op.getType().getShape()));
+    return success();
+  }
+};
+
+/// (x - mean) * rsqrt(var + eps), over `dims`.
+Value normalize(Builder &b, Value x, ArrayRef<int64_t> dims, double epsilon,
+                Value *meanOut = nullptr, Value *varOut = nullptr) {
+  ArrayRef<int64_t> shape = b.typeOf(x).getShape();
+  Value mean = b.mean(x, dims, true);
+  Value centered = b.binary<SubOp>(x, b.bcast(mean, shape));
+  Value var = b.mean(b.binary<MulOp>(centered, centered), dims, true);
+  Value invStd = b.unary<RsqrtOp>(
+      b.binary<AddOp>(var, b.splat(b.typeOf(var), epsilon)));
+  if (meanOut)
+    *meanOut = mean;
+  if (varOut)
+    *varOut = var;
+  return b.binary<MulOp>(centered, b.bcast(invStd, shape));
+}
+
+struct DecomposeLayerNorm : OpRewritePattern<LayerNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LayerNormOp op, PatternRewriter &r) const override {
+    Builder b{r, op.getLoc()};
+    Value x = op.getInput();
+    ArrayRef<int64_t> shape = b.typeOf(x).getShape();
+    Value y = normalize(b, x, range(op.getAxis(), shape.size()),
+                        op.getEpsilon().convertToDouble());
+    y = b.binary<MulOp>(y, b.bcast(op.getScale(), shape));
+    if (op.getBias())
+      y = b.binary<AddOp>(y, b.bcast(op.getBias(), shape));
+    r.replaceOp(op, y);
+    return success();
+  }
+};
+
+/// Reshapes a per-channel [C] tensor to [1, C, 1, ...] and broadcasts it.
+Value perChannel(Builder &b, Value v, ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> channelShape(shape.size(), 1);
+  channelShape[1] = shape[1];
+  return b.bcast(b.reshape(v, channelShape), shape);
+}
+
+struct DecomposeBatchNorm : OpRewritePattern<BatchNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(BatchNormOp op, PatternRewriter &r) const override {
+    Builder b{r, op.getLoc()};
+    ArrayRef<int64_t> shape = b.typeOf(op.getInput()).getShape();
+    Value var = op.getVariance();
+    Value invStd = b.unary<RsqrtOp>(b.binary<AddOp>(
+        var, b.splat(b.typeOf(var), op.getEpsilon().convertToDouble())));
+    Value scale = b.binary<MulOp>(invStd, op.getScale());
+    Value centered =
+        b.binary<SubOp>(op.getInput(), perChannel(b, op.getMean(), shape));
+    Value y = b.binary<AddOp>(b.binary<MulOp>(centered, perChannel(b, scale, shape)),
+                              perChannel(b, op.getBias(), shape));
+    r.replaceOp(op, y);
+    return success();
+  }
+};
+
+struct DecomposeBatchNormTrain : OpRewritePattern<BatchNormTrainOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(BatchNormTrainOp op,
+                                PatternRewriter &r) const override {
+    Builder b{r, op.getLoc()};
+    Value x = op.getInput();
+    ArrayRef<int64_t> shape = b.typeOf(x).getShape();
+    SmallVector<int64_t> dims{0};
+    llvm::append_range(dims, range(2, shape.size()));
+    Value mean, var;
+    Value y = normalize(b, x, dims, op.getEpsilon().convertToDouble(), &mean,
+                        &var);
+    y = b.binary<AddOp>(b.binary<MulOp>(y, perChannel(b, op.getScale(), shape)),
+                        perChannel(b, op.getBias(), shape));
+    int64_t channels = shape[1];
+    r.replaceOp(op, {y, b.reshape(mean, {channels}), b.reshape(var, {channels})});
+    return success();
+  }
+};
+
+/// Per-element negative log-likelihood pieces shared by both losses: the
+/// picked log-probability, the per-element weight (0 where ignored), and
+/// the mask of counted elements.
+struct PickedLoss {
+  Value picked;  // [N, D...]: logp[n, label, d...]
+  Value weight;  // [N, D...]: weight[label] (or 1), 0 where ignored
+};
+
+PickedLoss pickLabels(Builder &b, Value logp, Value labels, Value classWeight,
+                      std::optional<int64_t> ignoreIndex) {
+  auto labelType = b.typeOf(labels);
+  auto scoreType = b.typeOf(logp);
+  Type element = scoreType.getElementType();
+  Value counted = nullptr;
+  Value safeLabels = labels;
+  if (ignoreIndex) {
+    Value ignore = b.splat(labelType, static_cast<double>(*ignoreIndex));
+    counted = b.compare(ComparePredicate::ne, labels, ignore);
+    safeLabels = b.select(counted, labels, b.splat(labelType, 0));
+  }
+  // Gather logp[n, label, d...] with gather_elements on [N, 1, D...].
+  SmallVector<int64_t> indexShape(labelType.getShape());
+  indexShape.insert(indexShape.begin() + 1, 1);
+  Value index = b.reshape(safeLabels, indexShape);
+  Value picked = GatherElementsOp::create(b.r, b.loc, logp, index,
+                                          b.r.getI64IntegerAttr(1));
+  picked = b.reshape(picked, labelType.getShape());
+  auto valueType = labelType.clone(element);
+  Value weight;
+  if (classWeight) {
+    weight = GatherOp::create(b.r, b.loc, classWeight, safeLabels,
+                              b.r.getI64IntegerAttr(0));
+  } else {
+    weight = b.splat(valueType, 1);
+  }
+  if (counted)
+    weight = b.select(counted, weight, b.splat(valueType, 0));
+  return {picked, weight};
+}
+
+Value reduceLoss(Builder &b, Value perElement, Value weight,
+                 Reduction reduction) {
+  auto type = b.typeOf(perElement);
+  if (reduction == Reduction::none)
+    return perElement;
+  SmallVector<int64_t> all = range(0, type.getRank());
+  Value sum = b.reduce<ReduceSumOp>(perElement, all, false);
+  if (reduction == Reduction::sum)
+    return sum;
+  return b.binary<DivOp>(sum, b.reduce<ReduceSumOp>(weight, all, false));
+}
+
+struct DecomposeNllLoss : OpRewritePattern<NllLossOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(NllLossOp op, PatternRewriter &r) const override {
+    Builder b{r, op.getLoc()};
+    PickedLoss p = pickLabels(b, op.getInput(), op.getLabels(), op.getWeight(),
+                              op.getIgnoreIndex());
+    Value loss = b.unary<NegOp>(b.binary<MulOp>(p.picked, p.weight));
+    r.replaceOp(op, reduceLoss(b, loss, p.weight, op.getReduction()));
+    return success();
+  }
+};
+
+struct DecomposeCrossEntropy : OpRewritePattern<CrossEntropyOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CrossEntropyOp op,
+                                PatternRewriter &r) const override {
+    Builder b{r, op.getLoc()};
+    Value logp = LogSoftmaxOp::create(r, op.getLoc(), op.getLogits(),
+                                      r.getI64IntegerAttr(1));
+    PickedLoss p = pickLabels(b, logp, op.getLabels(), op.getWeight(),
+                              op.getIgnoreIndex());
+    Value loss = b.unary<NegOp>(b.binary<MulOp>(p.picked, p.weight));
+    double smoothing = op.getLabelSmoothing().convertToDouble();
+    if (smoothing > 0) {
+      // PyTorch: (1 - s) * nll + s * (-sum_c w_c logp_c) / C, where the
+      // smoothing term is zero for ignored elements.
+      auto scoreType = b.typeOf(logp);
+      int64_t classes = scoreType.getDimSize(1);
+      Value weighted = logp;
+      if (op.getWeight())
+        weighted = b.binary<MulOp>(
+            logp, perChannel(b, op.getWeight(), scoreType.getShape()));
+      Value smooth = b.unary<NegOp>(b.reduce<ReduceSumOp>(weighted, {1}, false));
+      smooth = b.binary<DivOp>(smooth, b.splat(b.typeOf(smooth), classes));
+      auto valueType = b.typeOf(loss);
+      if (op.getIgnoreIndex()) {
+        Value ignore = b.splat(b.typeOf(op.getLabels()),
+                               static_cast<double>(*op.getIgnoreIndex()));
+        Value counted = b.compare(ComparePredicate::ne, op.getLabels(), ignore);
+        smooth = b.select(counted, smooth, b.splat(valueType, 0));
+      }
+      loss = b.binary<AddOp>(
+          b.binary<MulOp>(loss, b.splat(valueType, 1 - smoothing)),
+          b.binary<MulOp>(smooth, b.splat(valueType, smoothing)));
+    }
+    r.replaceOp(op, reduceLoss(b, loss, p.weight, op.getReduction()));
+    return success();
+  }
+};
+
+struct KilnDecomposePass
+    : kiln::impl::KilnDecomposeBase<KilnDecomposePass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<DecomposeSoftmax, DecomposeLogSoftmax, DecomposeReduceMean,
+                 DecomposeReduceL2, DecomposeLogSumExp, DecomposeLayerNorm,
+                 DecomposeBatchNorm, DecomposeBatchNormTrain, DecomposeNllLoss,
+                 DecomposeCrossEntropy>(&getContext());
+    GreedyRewriteConfig config;
+    config.enableFolding(false);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
+                                     config)))
+      signalPassFailure();
+  }
+};
+
+} // namespace

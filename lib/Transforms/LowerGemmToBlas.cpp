@@ -1,0 +1,136 @@
+//===- LowerGemmToBlas.cpp - matrix products as cblas_?gemm calls ---------===//
+
+#include "kiln/Transforms/Passes.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNLOWERGEMMTOBLAS
+#include "kiln/Transforms/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+// CBLAS enumerators.
+constexpr int32_t kRowMajor = 101, kNoTrans = 111, kTrans = 112;
+
+bool isContiguous(MemRefType type) {
+  return type.hasStaticShape() && type.getLayout().isIdentity();
+}
+
+/// Declares `name` with the CBLAS gemm signature for `element`.
+func::FuncOp declareGemm(ModuleOp module, StringRef name, Type element) {
+  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
+    return existing;
+  OpBuilder b(module.getBodyRegion());
+  Type i32 = b.getI32Type();
+  Type ptr = LLVM::LLVMPointerType::get(b.getContext());
+  auto type = b.getFunctionType(
+      {i32, i32, i32, i32, i32, i32, element, ptr, i32, ptr, i32, element, ptr, i32},
+      {});
+  auto function = func::FuncOp::create(b, module.getLoc(), name, type);
+  function.setPrivate();
+  return function;
+}
+
+/// A pointer to element `elementOffset` of a contiguous buffer.
+Value pointerTo(OpBuilder &b, Location loc, Value buffer, Value elementOffset,
+                int64_t elementBytes) {
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
+  Value bytes = arith::MulIOp::create(
+      b, loc, elementOffset, arith::ConstantIndexOp::create(b, loc, elementBytes));
+  Value address = arith::IndexCastOp::create(
+      b, loc, b.getI64Type(), arith::AddIOp::create(b, loc, base, bytes));
+  return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()),
+                                  address);
+}
+
+LogicalResult lowerGemm(linalg::GenericOp op, ModuleOp module) {
+  auto flags = op->getAttrOfType<DictionaryAttr>("kiln.matmul");
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
+      op.getNumDpsInits() != 1)
+    return failure();
+  auto lhsType = dyn_cast<MemRefType>(op.getDpsInputs()[0].getType());
+  auto rhsType = dyn_cast<MemRefType>(op.getDpsInputs()[1].getType());
+  auto outType = dyn_cast<MemRefType>(op.getDpsInits()[0].getType());
+  if (!lhsType || !rhsType || !outType || !isContiguous(lhsType) ||
+      !isContiguous(rhsType) || !isContiguous(outType))
+    return failure();
+  Type element = outType.getElementType();
+  StringRef name;
+  if (element.isF32())
+    name = "cblas_sgemm";
+  else if (element.isF64())
+    name = "cblas_dgemm";
+  else
+    return failure();
+  bool transLhs = flags.contains("transpose_lhs");
+  bool transRhs = flags.contains("transpose_rhs");
+  int64_t rank = outType.getRank();
+  int64_t m = outType.getDimSize(rank - 2), n = outType.getDimSize(rank - 1);
+  int64_t k = lhsType.getDimSize(rank - (transLhs ? 2 : 1));
+  int64_t batch = 1;
+  for (int64_t d = 0; d < rank - 2; ++d)
+    batch *= outType.getDimSize(d);
+  int64_t elementBytes = element.getIntOrFloatBitWidth() / 8;
+
+  func::FuncOp gemm = declareGemm(module, name, element);
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  auto i32 = [&](int64_t v) {
+    return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v)).getResult();
+  };
+  Value lhs = op.getDpsInputs()[0], rhs = op.getDpsInputs()[1],
+        out = op.getDpsInits()[0];
+  auto emitCall = [&](OpBuilder &nb, Value batchIndex) {
+    auto offset = [&](int64_t matrixElements) {
+      return arith::MulIOp::create(
+          nb, loc, batchIndex,
+          arith::ConstantIndexOp::create(nb, loc, matrixElements));
+    };
+    Value a = pointerTo(nb, loc, lhs, offset(m * k), elementBytes);
+    Value bm = pointerTo(nb, loc, rhs, offset(k * n), elementBytes);
+    Value c = pointerTo(nb, loc, out, offset(m * n), elementBytes);
+    Value one = arith::ConstantOp::create(nb, loc, nb.getFloatAttr(element, 1.0));
+    Value zero = arith::ConstantOp::create(nb, loc, nb.getFloatAttr(element, 0.0));
+    func::CallOp::create(
+        nb, loc, gemm,
+        ValueRange{i32(kRowMajor), i32(transLhs ? kTrans : kNoTrans),
+                   i32(transRhs ? kTrans : kNoTrans), i32(m), i32(n), i32(k), one,
+                   a, i32(transLhs ? m : k), bm, i32(transRhs ? k : n), zero, c,
+                   i32(n)});
+  };
+  if (batch == 1) {
+    emitCall(b, arith::ConstantIndexOp::create(b, loc, 0));
+  } else {
+    Value lb = arith::ConstantIndexOp::create(b, loc, 0);
+    Value ub = arith::ConstantIndexOp::create(b, loc, batch);
+    Value step = arith::ConstantIndexOp::create(b, loc, 1);
+    scf::ForOp::create(b, loc, lb, ub, step, ValueRange{},
+                       [&](OpBuilder &nb, Location, Value iv, ValueRange) {
+                         emitCall(nb, iv);
+                         scf::YieldOp::create(nb, loc);
+                       });
+  }
+  op.erase();
+  return success();
+}
+
+struct KilnLowerGemmToBlasPass
+    : kiln::impl::KilnLowerGemmToBlasBase<KilnLowerGemmToBlasPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<linalg::GenericOp> gemms;
+    module.walk([&](linalg::GenericOp op) {
+      if (op->hasAttr("kiln.matmul"))
+        gemms.push_back(op);
+    });
+    for (linalg::GenericOp op : gemms)
+      (void)lowerGemm(op, module);
+  }
+};
+
+} // namespace

@@ -1,0 +1,265 @@
+/*===- kiln/runtime.h - the C API of libkilnrt ----------------------------===*
+ *
+ * Opens compiled Kiln bundles (.kiln files) and runs their entry points.
+ *
+ * Conventions, as in IREE's runtime API:
+ * - Objects are opaque handles. Whoever creates or opens one owns it and
+ *   releases it with the matching _release function; release functions accept
+ *   NULL.
+ * - Every other function returns a kiln_status_t; KILN_OK (0) is success.
+ *   On failure, kiln_status_message() on the same thread says what went wrong
+ *   and names the file, section, array or offset at fault. Results come back
+ *   through out_ parameters, which are written only on success.
+ * - Nothing aborts the process and no C++ exception leaves the library. A
+ *   bundle holds machine code: only run bundles from a source you trust.
+ * - Each function states its thread safety.
+ *
+ * See docs/runtime.md for an example and docs/bundle-format.md for the file.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef KILN_RUNTIME_H
+#define KILN_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(KILN_RUNTIME_BUILDING_LIBRARY)
+#define KILN_API __attribute__((visibility("default")))
+#else
+#define KILN_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*===----------------------------------------------------------------------===*
+ * Status
+ *===----------------------------------------------------------------------===*/
+
+typedef enum kiln_status_t {
+  KILN_OK = 0,
+  /* A file could not be opened, read, mapped or written. */
+  KILN_STATUS_IO_ERROR = 1,
+  /* A bundle or array file is corrupt, truncated or not of the right kind. */
+  KILN_STATUS_FORMAT_ERROR = 2,
+  /* The caller passed something wrong: a NULL pointer, a tensor of the wrong
+   * name, type, shape or size. */
+  KILN_STATUS_INVALID_ARGUMENT = 3,
+  /* No entry point, target or parameter has the given name or index. */
+  KILN_STATUS_NOT_FOUND = 4,
+  /* Valid, but beyond this runtime: a newer format version, a target it
+   * cannot run, code for another architecture. */
+  KILN_STATUS_UNSUPPORTED = 5,
+  KILN_STATUS_OUT_OF_MEMORY = 6,
+  /* A bug in the runtime. */
+  KILN_STATUS_INTERNAL = 7,
+} kiln_status_t;
+
+/* The name of a status code, e.g. "format error". Never NULL.
+ * Thread safety: safe from any thread. */
+KILN_API const char *kiln_status_name(kiln_status_t status);
+
+/* The message of the most recent call on the calling thread that failed, ""
+ * if none has. Valid until the next failing call on this thread.
+ * Thread safety: safe from any thread; each thread has its own message. */
+KILN_API const char *kiln_status_message(void);
+
+/*===----------------------------------------------------------------------===*
+ * Tensors
+ *===----------------------------------------------------------------------===*/
+
+/* Element types; the values are those of kiln.bundle.ElementType. */
+typedef enum kiln_element_type_t {
+  KILN_ELEMENT_TYPE_F32 = 1,
+  KILN_ELEMENT_TYPE_F16 = 2,
+  KILN_ELEMENT_TYPE_BF16 = 3,
+  KILN_ELEMENT_TYPE_F64 = 4,
+  KILN_ELEMENT_TYPE_I64 = 5,
+  KILN_ELEMENT_TYPE_I32 = 6,
+  KILN_ELEMENT_TYPE_I8 = 7,
+  /* One byte per element, 0 or 1. */
+  KILN_ELEMENT_TYPE_BOOL = 8,
+} kiln_element_type_t;
+
+/* "f32", "f16", "bf16", "f64", "i64", "i32", "i8", "bool", or "unknown".
+ * Thread safety: safe from any thread. */
+KILN_API const char *kiln_element_type_name(kiln_element_type_t type);
+
+/* Bytes per element; 0 for an unknown type.
+ * Thread safety: safe from any thread. */
+KILN_API size_t kiln_element_type_size(kiln_element_type_t type);
+
+/* A dense, row-major tensor the caller owns, passed to kiln_session_run.
+ * `data` must be aligned to the element size (64 bytes is best) and hold
+ * `byte_size` bytes, exactly what the element type and shape need. */
+typedef struct kiln_tensor_t {
+  const char *name;
+  kiln_element_type_t element_type;
+  int32_t rank;
+  const int64_t *shape;
+  void *data;
+  size_t byte_size;
+} kiln_tensor_t;
+
+/* What a bundle says about a tensor. The strings and the shape belong to the
+ * bundle and live as long as it. */
+typedef struct kiln_tensor_info_t {
+  const char *name;
+  kiln_element_type_t element_type;
+  int32_t rank;
+  const int64_t *shape;
+  size_t byte_size;
+} kiln_tensor_info_t;
+
+/*===----------------------------------------------------------------------===*
+ * Bundle: an opened, fully validated .kiln file
+ *===----------------------------------------------------------------------===*/
+
+typedef struct kiln_bundle_t kiln_bundle_t;
+
+typedef struct kiln_bundle_info_t {
+  const char *producer;   /* e.g. "kilnc 0.1.0" */
+  const char *model_name; /* may be "" */
+  size_t entry_point_count;
+  size_t target_count;
+  size_t parameter_count;
+  /* Bytes of all parameters together. */
+  uint64_t parameter_bytes;
+} kiln_bundle_info_t;
+
+typedef struct kiln_entry_point_info_t {
+  const char *name;
+  size_t input_count;
+  size_t output_count;
+  size_t command_count;
+  /* Scratch memory a run of this entry point uses. */
+  uint64_t arena_bytes;
+} kiln_entry_point_info_t;
+
+typedef struct kiln_target_info_t {
+  const char *name;   /* e.g. "cpu" */
+  const char *triple; /* e.g. "x86_64-unknown-linux-gnu" */
+  const char *cpu;    /* e.g. "haswell"; may be "" */
+  size_t kernel_count;
+  /* Bytes of the target's code section. */
+  uint64_t code_bytes;
+} kiln_target_info_t;
+
+typedef struct kiln_parameter_info_t {
+  kiln_tensor_info_t tensor;
+  /* Nonzero when training updates the parameter. */
+  int trainable;
+} kiln_parameter_info_t;
+
+/* Opens the bundle at `path`: maps it read-only and checks everything (magic,
+ * version, sizes, bounds, every checksum, the manifest). A corrupt, truncated
+ * or foreign file fails with KILN_STATUS_FORMAT_ERROR (or UNSUPPORTED for a
+ * newer format version), never crashes. Release with kiln_bundle_release.
+ * The file must not be modified in place while open (writers that replace it
+ * by rename, as kilnc does, are fine).
+ * Thread safety: safe from any thread. */
+KILN_API kiln_status_t kiln_bundle_open(const char *path,
+                                        kiln_bundle_t **out_bundle);
+
+/* Releases a bundle; sessions created from it stay valid. NULL is ignored.
+ * Thread safety: no other call may use `bundle` at the same time. */
+KILN_API void kiln_bundle_release(kiln_bundle_t *bundle);
+
+/* The kiln_bundle_get_* queries only read the bundle.
+ * Thread safety: safe from any number of threads at once. */
+KILN_API kiln_status_t kiln_bundle_get_info(const kiln_bundle_t *bundle,
+                                            kiln_bundle_info_t *out_info);
+
+KILN_API kiln_status_t
+kiln_bundle_get_entry_point(const kiln_bundle_t *bundle, size_t index,
+                            kiln_entry_point_info_t *out_info);
+
+/* The index of the entry point called `name`; KILN_STATUS_NOT_FOUND (with
+ * the names there are in the message) if there is none. */
+KILN_API kiln_status_t kiln_bundle_find_entry_point(const kiln_bundle_t *bundle,
+                                                    const char *name,
+                                                    size_t *out_index);
+
+KILN_API kiln_status_t kiln_bundle_get_entry_point_input(
+    const kiln_bundle_t *bundle, size_t entry_index, size_t input_index,
+    kiln_tensor_info_t *out_info);
+
+KILN_API kiln_status_t kiln_bundle_get_entry_point_output(
+    const kiln_bundle_t *bundle, size_t entry_index, size_t output_index,
+    kiln_tensor_info_t *out_info);
+
+KILN_API kiln_status_t kiln_bundle_get_target(const kiln_bundle_t *bundle,
+                                              size_t index,
+                                              kiln_target_info_t *out_info);
+
+KILN_API kiln_status_t kiln_bundle_get_parameter(
+    const kiln_bundle_t *bundle, size_t index, kiln_parameter_info_t *out_info);
+
+/*===----------------------------------------------------------------------===*
+ * Session: a bundle made ready to run on one target
+ *===----------------------------------------------------------------------===*/
+
+typedef struct kiln_session_t kiln_session_t;
+
+/* Creates a session that runs `bundle` on the target called `target_name`
+ * (NULL picks "cpu"). It loads the target's code and looks up every kernel,
+ * allocates the arena once (64-byte aligned, large enough for every entry
+ * point), and maps the parameters from the weights section copy-on-write, so
+ * they cost no memory until written and the file never changes. The session
+ * keeps what it needs of the bundle; the bundle may be released first.
+ * Errors: KILN_STATUS_NOT_FOUND for an unknown target or a kernel the code
+ * does not export, KILN_STATUS_UNSUPPORTED for a target this runtime cannot
+ * run (only "cpu" today) or code for another architecture.
+ * Thread safety: safe from any thread; sessions are independent of each
+ * other, each with its own arena, parameters and copy of the code. */
+KILN_API kiln_status_t kiln_session_create(const kiln_bundle_t *bundle,
+                                           const char *target_name,
+                                           kiln_session_t **out_session);
+
+/* Releases a session, its arena, parameters and code. NULL is ignored.
+ * Thread safety: no other call may use `session` at the same time. */
+KILN_API void kiln_session_release(kiln_session_t *session);
+
+/* Runs the entry point `entry_point` once: reads `inputs`, writes `outputs`,
+ * and updates parameters in place where the entry point does (a training
+ * step). The tensors are matched by name, in any order; every input and
+ * output of the entry point must be given exactly once with its element type,
+ * shape and byte size. A missing, extra, duplicated, mistyped or misshaped
+ * tensor fails with KILN_STATUS_INVALID_ARGUMENT naming it, before anything
+ * runs. Outputs must not overlap inputs. A run allocates nothing.
+ * The compiled kernels are multithreaded themselves (their parallel loops and
+ * BLAS calls use all cores; OMP_NUM_THREADS and OPENBLAS_NUM_THREADS limit
+ * them); the commands of one run execute in order on the calling thread.
+ * Thread safety: safe from any thread; calls on one session are serialized
+ * (they share its arena and parameters), calls on different sessions run in
+ * parallel. */
+KILN_API kiln_status_t kiln_session_run(kiln_session_t *session,
+                                        const char *entry_point,
+                                        const kiln_tensor_t *inputs,
+                                        size_t input_count,
+                                        const kiln_tensor_t *outputs,
+                                        size_t output_count);
+
+/* Copies the current value of the parameter called `name` into `data`
+ * (`byte_size` bytes, exactly the parameter's size); see
+ * kiln_bundle_get_parameter for its type and shape.
+ * Thread safety: safe from any thread; serialized with runs of the session. */
+KILN_API kiln_status_t kiln_session_get_parameter(kiln_session_t *session,
+                                                  const char *name, void *data,
+                                                  size_t byte_size);
+
+/* Replaces the value of the parameter called `name` with `byte_size` bytes
+ * (exactly its size) from `data`, e.g. to load a checkpoint.
+ * Thread safety: safe from any thread; serialized with runs of the session. */
+KILN_API kiln_status_t kiln_session_set_parameter(kiln_session_t *session,
+                                                  const char *name,
+                                                  const void *data,
+                                                  size_t byte_size);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* KILN_RUNTIME_H */

@@ -1,0 +1,51 @@
+//===- ElementType.cpp - sizes and names of tensor element types ----------===//
+
+#include "kiln/runtime/ElementType.h"
+
+#include "kiln/runtime.h"
+
+namespace kiln::runtime {
+
+uint64_t elementTypeSize(int type) {
+  switch (type) {
+  case KILN_ELEMENT_TYPE_F64:
+  case KILN_ELEMENT_TYPE_I64:
+    return 8;
+  case KILN_ELEMENT_TYPE_F32:
+  case KILN_ELEMENT_TYPE_I32:
+    return 4;
+  case KILN_ELEMENT_TYPE_F16:
+  case KILN_ELEMENT_TYPE_BF16:
+    return 2;
+  case KILN_ELEMENT_TYPE_I8:
+  case KILN_ELEMENT_TYPE_BOOL:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+const char *elementTypeName(int type) {
+  switch (type) {
+  case KILN_ELEMENT_TYPE_F32:
+    return "f32";
+  case KILN_ELEMENT_TYPE_F16:
+    return "f16";
+  case KILN_ELEMENT_TYPE_BF16:
+    return "bf16";
+  case KILN_ELEMENT_TYPE_F64:
+    return "f64";
+  case KILN_ELEMENT_TYPE_I64:
+    return "i64";
+  case KILN_ELEMENT_TYPE_I32:
+    return "i32";
+  case KILN_ELEMENT_TYPE_I8:
+    return "i8";
+  case KILN_ELEMENT_TYPE_BOOL:
+    return "bool";
+  default:
+    return "unknown";
+  }
+}
+
+} // namespace kiln::runtime

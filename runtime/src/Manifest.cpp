@@ -1,0 +1,322 @@
+//===- Manifest.cpp - checking and describing a bundle's manifest ---------===//
+
+#include "kiln/runtime/Manifest.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+namespace kiln::runtime {
+
+namespace bp = kiln::bundle;
+
+namespace {
+
+/// Sizes above this are refused, so sums of sizes and offsets cannot wrap.
+constexpr uint64_t kMaxByteSize = uint64_t(1) << 62;
+
+/// Whether [offset, offset + size) lies inside [0, extent).
+bool rangeInside(uint64_t offset, uint64_t size, uint64_t extent) {
+  return offset <= extent && size <= extent - offset;
+}
+
+bool hasNul(const std::string &text) {
+  return text.find('\0') != std::string::npos;
+}
+
+} // namespace
+
+bool tensorByteSize(const bp::TensorSpec &spec, uint64_t &bytes) {
+  uint64_t size = elementTypeSize(spec.element_type());
+  if (size == 0)
+    return false;
+  for (int64_t dim : spec.shape()) {
+    if (dim < 0)
+      return false;
+    if (dim != 0 && size > kMaxByteSize / static_cast<uint64_t>(dim))
+      return false;
+    size *= static_cast<uint64_t>(dim);
+  }
+  bytes = size;
+  return true;
+}
+
+std::string describeTensorType(int elementType, const int64_t *shape,
+                               size_t rank) {
+  std::string text = elementTypeName(elementType);
+  text += '[';
+  for (size_t i = 0; i < rank; ++i) {
+    if (i > 0)
+      text += ',';
+    text += std::to_string(shape[i]);
+  }
+  text += ']';
+  return text;
+}
+
+std::string describeTensorType(const bp::TensorSpec &spec) {
+  return describeTensorType(spec.element_type(), spec.shape().data(),
+                            static_cast<size_t>(spec.shape_size()));
+}
+
+uint32_t arenaAlignment(const bp::EntryPoint &entry) {
+  return entry.arena_alignment() == 0 ? 64 : entry.arena_alignment();
+}
+
+namespace {
+
+/// Checks one manifest against the section table it came with.
+class ManifestValidator {
+public:
+  ManifestValidator(const bp::Manifest &manifest,
+                    const std::vector<SectionEntry> &sections)
+      : manifest(manifest), sections(sections) {}
+
+  Status validate() {
+    KILN_RETURN_IF_ERROR(validateParameters());
+    KILN_RETURN_IF_ERROR(validateTargets());
+    if (manifest.entry_points_size() == 0)
+      return formatError("manifest has no entry points");
+    std::set<std::string> names;
+    for (int i = 0; i < manifest.entry_points_size(); ++i) {
+      const bp::EntryPoint &entry = manifest.entry_points(i);
+      std::string what = strCat("entry point ", i);
+      KILN_RETURN_IF_ERROR(validateName(entry.name(), what, names));
+      KILN_RETURN_IF_ERROR(
+          validateEntryPoint(entry).withContext(strCat(
+              "entry point '", entry.name(), "'")));
+    }
+    return Status();
+  }
+
+private:
+  /// A name must be non-empty, free of NUL bytes and unique in `seen`.
+  static Status validateName(const std::string &name, const std::string &what,
+                             std::set<std::string> &seen) {
+    if (name.empty())
+      return formatError(what, " has an empty name");
+    if (hasNul(name))
+      return formatError(what, " has a name with a NUL byte");
+    if (!seen.insert(name).second)
+      return formatError(what, ": the name '", name, "' is used twice");
+    return Status();
+  }
+
+  static Status validateTensor(const bp::TensorSpec &tensor,
+                               const std::string &what,
+                               std::set<std::string> &names,
+                               uint64_t &bytes) {
+    KILN_RETURN_IF_ERROR(validateName(tensor.name(), what, names));
+    std::string named = strCat(what, " '", tensor.name(), "'");
+    if (elementTypeSize(tensor.element_type()) == 0)
+      return formatError(named, " has unknown element type ",
+                         tensor.element_type());
+    if (tensor.shape_size() > kMaxRank)
+      return formatError(named, " has rank ", tensor.shape_size(),
+                         ", more than ", kMaxRank);
+    for (int d = 0; d < tensor.shape_size(); ++d)
+      if (tensor.shape(d) < 0)
+        return formatError(named, " has negative dimension ", d, " (",
+                           tensor.shape(d), ")");
+    if (!tensorByteSize(tensor, bytes))
+      return formatError(named, " of type ", describeTensorType(tensor),
+                         " is larger than 2^62 bytes");
+    return Status();
+  }
+
+  Status validateParameters() {
+    if (manifest.parameters_size() == 0)
+      return Status();
+    uint32_t index = manifest.weights_section();
+    if (index >= sections.size() ||
+        sections[index].kind != static_cast<uint32_t>(SectionKind::Weights))
+      return formatError("manifest: weights_section ", index,
+                         " is not a weights section of the ", sections.size(),
+                         "-section table");
+    uint64_t weightsSize = sections[index].size;
+    std::set<std::string> names;
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;
+    for (int i = 0; i < manifest.parameters_size(); ++i) {
+      const bp::Parameter &parameter = manifest.parameters(i);
+      uint64_t bytes = 0;
+      KILN_RETURN_IF_ERROR(validateTensor(
+          parameter.tensor(), strCat("parameter ", i), names, bytes));
+      std::string what =
+          strCat("parameter ", i, " '", parameter.tensor().name(), "'");
+      if (parameter.size_bytes() != bytes)
+        return formatError(what, ": size_bytes ", parameter.size_bytes(),
+                           " does not match its type ",
+                           describeTensorType(parameter.tensor()), " (",
+                           bytes, " bytes)");
+      if (parameter.weights_offset() % kSectionAlignment != 0)
+        return formatError(what, ": weights_offset ",
+                           parameter.weights_offset(),
+                           " is not a multiple of 64");
+      if (!rangeInside(parameter.weights_offset(), bytes, weightsSize))
+        return formatError(what, ": bytes [", parameter.weights_offset(), ", ",
+                           parameter.weights_offset() + bytes,
+                           ") lie outside the ", weightsSize,
+                           "-byte weights section");
+      if (bytes > 0)
+        ranges.emplace_back(parameter.weights_offset(), bytes);
+    }
+    return validateDisjoint(ranges);
+  }
+
+  Status validateDisjoint(std::vector<std::pair<uint64_t, uint64_t>> ranges) {
+    std::sort(ranges.begin(), ranges.end());
+    for (size_t i = 1; i < ranges.size(); ++i)
+      if (ranges[i - 1].first + ranges[i - 1].second > ranges[i].first)
+        return formatError("parameters overlap in the weights section at "
+                           "offset ",
+                           ranges[i].first);
+    return Status();
+  }
+
+  Status validateTargets() {
+    if (manifest.targets_size() == 0)
+      return formatError("manifest has no targets");
+    std::set<std::string> names;
+    for (int i = 0; i < manifest.targets_size(); ++i) {
+      const bp::Target &target = manifest.targets(i);
+      KILN_RETURN_IF_ERROR(validateName(target.name(), strCat("target ", i),
+                                        names));
+      KILN_RETURN_IF_ERROR(validateTarget(target).withContext(
+          strCat("target '", target.name(), "'")));
+    }
+    return Status();
+  }
+
+  Status validateTarget(const bp::Target &target) {
+    uint32_t index = target.code_section();
+    if (index >= sections.size() || !isCodeSection(sections[index].kind))
+      return formatError("code_section ", index,
+                         " is not a code section of the ", sections.size(),
+                         "-section table");
+    if (target.kernels_size() == 0)
+      return formatError("lists no kernels");
+    std::set<std::string> kernels;
+    for (int k = 0; k < target.kernels_size(); ++k)
+      KILN_RETURN_IF_ERROR(
+          validateName(target.kernels(k), strCat("kernel ", k), kernels));
+    return Status();
+  }
+
+  Status validateEntryPoint(const bp::EntryPoint &entry) {
+    uint32_t alignment = entry.arena_alignment();
+    if (alignment != 0 && ((alignment & (alignment - 1)) != 0 ||
+                           alignment > kMaxArenaAlignment))
+      return formatError("arena_alignment ", alignment,
+                         " is not a power of two up to ", kMaxArenaAlignment);
+    if (entry.arena_bytes() > kMaxByteSize)
+      return formatError("arena of ", entry.arena_bytes(),
+                         " bytes is larger than 2^62 bytes");
+    std::vector<uint64_t> inputBytes, outputBytes;
+    KILN_RETURN_IF_ERROR(
+        validateTensors(entry.inputs(), "input", inputBytes));
+    KILN_RETURN_IF_ERROR(
+        validateTensors(entry.outputs(), "output", outputBytes));
+    for (int c = 0; c < entry.commands_size(); ++c)
+      KILN_RETURN_IF_ERROR(validateCommand(entry.commands(c), entry,
+                                           inputBytes, outputBytes)
+                               .withContext(strCat("command ", c)));
+    return Status();
+  }
+
+  Status validateTensors(
+      const google::protobuf::RepeatedPtrField<bp::TensorSpec> &tensors,
+      const char *kind, std::vector<uint64_t> &bytes) {
+    std::set<std::string> names;
+    for (int i = 0; i < tensors.size(); ++i) {
+      uint64_t size = 0;
+      KILN_RETURN_IF_ERROR(
+          validateTensor(tensors[i], strCat(kind, " ", i), names, size));
+      bytes.push_back(size);
+    }
+    return Status();
+  }
+
+  Status validateCommand(const bp::Command &command,
+                         const bp::EntryPoint &entry,
+                         const std::vector<uint64_t> &inputBytes,
+                         const std::vector<uint64_t> &outputBytes) {
+    if (command.command_case() != bp::Command::kKernel)
+      return formatError("is empty or of a kind this runtime does not know");
+    const bp::KernelCall &call = command.kernel();
+    if (call.symbol().empty() || hasNul(call.symbol()))
+      return formatError("has an empty or malformed kernel symbol");
+    for (const bp::Target &target : manifest.targets()) {
+      const auto &kernels = target.kernels();
+      if (std::find(kernels.begin(), kernels.end(), call.symbol()) ==
+          kernels.end())
+        return formatError("calls kernel '", call.symbol(),
+                           "', which target '", target.name(),
+                           "' does not list");
+    }
+    for (int b = 0; b < call.buffers_size(); ++b)
+      KILN_RETURN_IF_ERROR(validateBuffer(call.buffers(b), entry, inputBytes,
+                                          outputBytes)
+                               .withContext(strCat("(kernel '", call.symbol(),
+                                                   "') buffer ", b)));
+    return Status();
+  }
+
+  /// The extent of what `buffer` points into: an input, an output, a
+  /// parameter or the arena.
+  Status bufferExtent(const bp::BufferRef &buffer, const bp::EntryPoint &entry,
+                      const std::vector<uint64_t> &inputBytes,
+                      const std::vector<uint64_t> &outputBytes,
+                      uint64_t &extent) {
+    uint32_t index = buffer.index();
+    switch (buffer.kind()) {
+    case bp::BufferRef::INPUT:
+      if (index >= inputBytes.size())
+        return formatError("refers to input ", index, " of ",
+                           inputBytes.size());
+      extent = inputBytes[index];
+      return Status();
+    case bp::BufferRef::OUTPUT:
+      if (index >= outputBytes.size())
+        return formatError("refers to output ", index, " of ",
+                           outputBytes.size());
+      extent = outputBytes[index];
+      return Status();
+    case bp::BufferRef::PARAM:
+      if (index >= static_cast<uint32_t>(manifest.parameters_size()))
+        return formatError("refers to parameter ", index, " of ",
+                           manifest.parameters_size());
+      extent = manifest.parameters(static_cast<int>(index)).size_bytes();
+      return Status();
+    case bp::BufferRef::ARENA:
+      extent = entry.arena_bytes();
+      return Status();
+    default:
+      return formatError("has unknown kind ", static_cast<int>(buffer.kind()));
+    }
+  }
+
+  Status validateBuffer(const bp::BufferRef &buffer,
+                        const bp::EntryPoint &entry,
+                        const std::vector<uint64_t> &inputBytes,
+                        const std::vector<uint64_t> &outputBytes) {
+    uint64_t extent = 0;
+    KILN_RETURN_IF_ERROR(
+        bufferExtent(buffer, entry, inputBytes, outputBytes, extent));
+    if (!rangeInside(buffer.offset(), buffer.size(), extent))
+      return formatError("bytes [", buffer.offset(), ", +", buffer.size(),
+                         ") lie outside the ", extent, " bytes it refers to");
+    return Status();
+  }
+
+  const bp::Manifest &manifest;
+  const std::vector<SectionEntry> &sections;
+};
+
+} // namespace
+
+Status validateManifest(const bp::Manifest &manifest,
+                        const std::vector<SectionEntry> &sections) {
+  return ManifestValidator(manifest, sections).validate();
+}
+
+} // namespace kiln::runtime

@@ -1,0 +1,346 @@
+//===- RuntimeApi.cpp - the C API of libkilnrt ----------------------------===//
+//
+// Thin wrappers: check the arguments, call the C++ runtime, turn its Status
+// into a kiln_status_t and the thread's last message. No exception leaves
+// this file.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/runtime.h"
+
+#include "Session.h"
+#include "kiln/runtime/BundleReader.h"
+#include "kiln/runtime/Manifest.h"
+
+#include <exception>
+#include <new>
+#include <string>
+
+using namespace kiln::runtime;
+namespace bp = kiln::bundle;
+
+struct kiln_bundle_t {
+  std::shared_ptr<const BundleReader> reader;
+};
+
+struct kiln_session_t {
+  std::unique_ptr<Session> session;
+};
+
+constexpr bool sameValue(int a, int b) { return a == b; }
+static_assert(sameValue(KILN_ELEMENT_TYPE_F32, bp::F32) &&
+                  sameValue(KILN_ELEMENT_TYPE_F16, bp::F16) &&
+                  sameValue(KILN_ELEMENT_TYPE_BF16, bp::BF16) &&
+                  sameValue(KILN_ELEMENT_TYPE_F64, bp::F64) &&
+                  sameValue(KILN_ELEMENT_TYPE_I64, bp::I64) &&
+                  sameValue(KILN_ELEMENT_TYPE_I32, bp::I32) &&
+                  sameValue(KILN_ELEMENT_TYPE_I8, bp::I8) &&
+                  sameValue(KILN_ELEMENT_TYPE_BOOL, bp::BOOL),
+              "kiln_element_type_t must mirror kiln.bundle.ElementType");
+static_assert(KILN_STATUS_INTERNAL == static_cast<int>(StatusCode::Internal),
+              "kiln_status_t must mirror StatusCode");
+
+namespace {
+
+thread_local std::string lastMessage;
+
+kiln_status_t report(const Status &status) noexcept {
+  if (status.ok())
+    return KILN_OK;
+  try {
+    lastMessage = status.message();
+  } catch (...) {
+    lastMessage.clear();
+  }
+  return static_cast<kiln_status_t>(status.code());
+}
+
+/// Runs `body` and reports its Status; exceptions (allocation failures in
+/// the standard library) become statuses instead of escaping.
+template <typename Body> kiln_status_t guarded(Body &&body) {
+  try {
+    return report(body());
+  } catch (const std::bad_alloc &) {
+    return report(outOfMemory("out of memory"));
+  } catch (const std::exception &error) {
+    return report(internalError("unexpected error: ", error.what()));
+  } catch (...) {
+    return report(internalError("unexpected error"));
+  }
+}
+
+/// Fails the calling API function when `pointer` is NULL.
+#define KILN_REQUIRE(pointer)                                                  \
+  do {                                                                         \
+    if (!(pointer)) {                                                          \
+      const char *function = __func__;                                         \
+      return guarded([&]() -> Status {                                         \
+        return invalidArgument(function, ": " #pointer " is NULL");            \
+      });                                                                      \
+    }                                                                          \
+  } while (false)
+
+kiln_tensor_info_t tensorInfo(const bp::TensorSpec &spec) {
+  kiln_tensor_info_t info;
+  info.name = spec.name().c_str();
+  info.element_type = static_cast<kiln_element_type_t>(spec.element_type());
+  info.rank = spec.shape_size();
+  info.shape = spec.shape().data();
+  uint64_t bytes = 0;
+  tensorByteSize(spec, bytes);
+  info.byte_size = static_cast<size_t>(bytes);
+  return info;
+}
+
+/// NotFound unless `index` is below `count`; `where` names the bundle (and
+/// entry point) in the message.
+Status checkIndex(size_t index, int count, const char *what,
+                  const std::string &where) {
+  if (index >= static_cast<size_t>(count))
+    return notFound(where, ": no ", what, " ", index, " (there are ", count,
+                    ")");
+  return Status();
+}
+
+const bp::Manifest &manifestOf(const kiln_bundle_t *bundle) {
+  return bundle->reader->manifest();
+}
+
+kiln_status_t getEntryPointTensor(const kiln_bundle_t *bundle,
+                                  size_t entryIndex, size_t index, bool output,
+                                  kiln_tensor_info_t *out_info) {
+  return guarded([&]() -> Status {
+    const bp::Manifest &manifest = manifestOf(bundle);
+    KILN_RETURN_IF_ERROR(checkIndex(entryIndex, manifest.entry_points_size(),
+                                    "entry point", bundle->reader->name()));
+    const bp::EntryPoint &entry =
+        manifest.entry_points(static_cast<int>(entryIndex));
+    const auto &tensors = output ? entry.outputs() : entry.inputs();
+    KILN_RETURN_IF_ERROR(checkIndex(
+        index, tensors.size(), output ? "output" : "input",
+        strCat(bundle->reader->name(), ": entry point '", entry.name(), "'")));
+    *out_info = tensorInfo(tensors[static_cast<int>(index)]);
+    return Status();
+  });
+}
+
+} // namespace
+
+extern "C" {
+
+const char *kiln_status_name(kiln_status_t status) {
+  switch (status) {
+  case KILN_OK:
+    return "ok";
+  case KILN_STATUS_IO_ERROR:
+    return "io error";
+  case KILN_STATUS_FORMAT_ERROR:
+    return "format error";
+  case KILN_STATUS_INVALID_ARGUMENT:
+    return "invalid argument";
+  case KILN_STATUS_NOT_FOUND:
+    return "not found";
+  case KILN_STATUS_UNSUPPORTED:
+    return "unsupported";
+  case KILN_STATUS_OUT_OF_MEMORY:
+    return "out of memory";
+  case KILN_STATUS_INTERNAL:
+    return "internal error";
+  }
+  return "unknown status";
+}
+
+const char *kiln_status_message(void) { return lastMessage.c_str(); }
+
+const char *kiln_element_type_name(kiln_element_type_t type) {
+  return elementTypeName(type);
+}
+
+size_t kiln_element_type_size(kiln_element_type_t type) {
+  return static_cast<size_t>(elementTypeSize(type));
+}
+
+kiln_status_t kiln_bundle_open(const char *path, kiln_bundle_t **out_bundle) {
+  KILN_REQUIRE(path);
+  KILN_REQUIRE(out_bundle);
+  return guarded([&]() -> Status {
+    std::unique_ptr<BundleReader> reader;
+    KILN_RETURN_IF_ERROR(BundleReader::open(path, reader));
+    *out_bundle = new kiln_bundle_t{std::move(reader)};
+    return Status();
+  });
+}
+
+void kiln_bundle_release(kiln_bundle_t *bundle) { delete bundle; }
+
+kiln_status_t kiln_bundle_get_info(const kiln_bundle_t *bundle,
+                                   kiln_bundle_info_t *out_info) {
+  KILN_REQUIRE(bundle);
+  KILN_REQUIRE(out_info);
+  return guarded([&]() -> Status {
+    const bp::Manifest &manifest = manifestOf(bundle);
+    kiln_bundle_info_t info;
+    info.producer = manifest.producer().c_str();
+    info.model_name = manifest.model_name().c_str();
+    info.entry_point_count = static_cast<size_t>(manifest.entry_points_size());
+    info.target_count = static_cast<size_t>(manifest.targets_size());
+    info.parameter_count = static_cast<size_t>(manifest.parameters_size());
+    info.parameter_bytes = 0;
+    for (const bp::Parameter &parameter : manifest.parameters())
+      info.parameter_bytes += parameter.size_bytes();
+    *out_info = info;
+    return Status();
+  });
+}
+
+kiln_status_t kiln_bundle_get_entry_point(const kiln_bundle_t *bundle,
+                                          size_t index,
+                                          kiln_entry_point_info_t *out_info) {
+  KILN_REQUIRE(bundle);
+  KILN_REQUIRE(out_info);
+  return guarded([&]() -> Status {
+    const bp::Manifest &manifest = manifestOf(bundle);
+    KILN_RETURN_IF_ERROR(
+        checkIndex(index, manifest.entry_points_size(), "entry point", bundle->reader->name()));
+    const bp::EntryPoint &entry =
+        manifest.entry_points(static_cast<int>(index));
+    kiln_entry_point_info_t info;
+    info.name = entry.name().c_str();
+    info.input_count = static_cast<size_t>(entry.inputs_size());
+    info.output_count = static_cast<size_t>(entry.outputs_size());
+    info.command_count = static_cast<size_t>(entry.commands_size());
+    info.arena_bytes = entry.arena_bytes();
+    *out_info = info;
+    return Status();
+  });
+}
+
+kiln_status_t kiln_bundle_find_entry_point(const kiln_bundle_t *bundle,
+                                           const char *name,
+                                           size_t *out_index) {
+  KILN_REQUIRE(bundle);
+  KILN_REQUIRE(name);
+  KILN_REQUIRE(out_index);
+  return guarded([&]() -> Status {
+    int index = bundle->reader->findEntryPoint(name);
+    if (index < 0) {
+      std::string names;
+      for (const bp::EntryPoint &entry : manifestOf(bundle).entry_points())
+        names += (names.empty() ? "'" : ", '") + entry.name() + "'";
+      return notFound(bundle->reader->name(), ": no entry point '", name,
+                      "' (entry points: ", names, ")");
+    }
+    *out_index = static_cast<size_t>(index);
+    return Status();
+  });
+}
+
+kiln_status_t kiln_bundle_get_entry_point_input(const kiln_bundle_t *bundle,
+                                                size_t entry_index,
+                                                size_t input_index,
+                                                kiln_tensor_info_t *out_info) {
+  KILN_REQUIRE(bundle);
+  KILN_REQUIRE(out_info);
+  return getEntryPointTensor(bundle, entry_index, input_index, false,
+                             out_info);
+}
+
+kiln_status_t kiln_bundle_get_entry_point_output(const kiln_bundle_t *bundle,
+                                                 size_t entry_index,
+                                                 size_t output_index,
+                                                 kiln_tensor_info_t *out_info) {
+  KILN_REQUIRE(bundle);
+  KILN_REQUIRE(out_info);
+  return getEntryPointTensor(bundle, entry_index, output_index, true,
+                             out_info);
+}
+
+kiln_status_t kiln_bundle_get_target(const kiln_bundle_t *bundle, size_t index,
+                                     kiln_target_info_t *out_info) {
+  KILN_REQUIRE(bundle);
+  KILN_REQUIRE(out_info);
+  return guarded([&]() -> Status {
+    const bp::Manifest &manifest = manifestOf(bundle);
+    KILN_RETURN_IF_ERROR(
+        checkIndex(index, manifest.targets_size(), "target", bundle->reader->name()));
+    const bp::Target &target = manifest.targets(static_cast<int>(index));
+    kiln_target_info_t info;
+    info.name = target.name().c_str();
+    info.triple = target.triple().c_str();
+    info.cpu = target.cpu().c_str();
+    info.kernel_count = static_cast<size_t>(target.kernels_size());
+    info.code_bytes = bundle->reader->sections()[target.code_section()].size;
+    *out_info = info;
+    return Status();
+  });
+}
+
+kiln_status_t kiln_bundle_get_parameter(const kiln_bundle_t *bundle,
+                                        size_t index,
+                                        kiln_parameter_info_t *out_info) {
+  KILN_REQUIRE(bundle);
+  KILN_REQUIRE(out_info);
+  return guarded([&]() -> Status {
+    const bp::Manifest &manifest = manifestOf(bundle);
+    KILN_RETURN_IF_ERROR(
+        checkIndex(index, manifest.parameters_size(), "parameter", bundle->reader->name()));
+    const bp::Parameter &parameter =
+        manifest.parameters(static_cast<int>(index));
+    kiln_parameter_info_t info;
+    info.tensor = tensorInfo(parameter.tensor());
+    info.trainable = parameter.trainable() ? 1 : 0;
+    *out_info = info;
+    return Status();
+  });
+}
+
+kiln_status_t kiln_session_create(const kiln_bundle_t *bundle,
+                                  const char *target_name,
+                                  kiln_session_t **out_session) {
+  KILN_REQUIRE(bundle);
+  KILN_REQUIRE(out_session);
+  return guarded([&]() -> Status {
+    std::unique_ptr<Session> session;
+    KILN_RETURN_IF_ERROR(Session::create(
+        bundle->reader, target_name ? target_name : "cpu", session));
+    *out_session = new kiln_session_t{std::move(session)};
+    return Status();
+  });
+}
+
+void kiln_session_release(kiln_session_t *session) { delete session; }
+
+kiln_status_t kiln_session_run(kiln_session_t *session,
+                               const char *entry_point,
+                               const kiln_tensor_t *inputs, size_t input_count,
+                               const kiln_tensor_t *outputs,
+                               size_t output_count) {
+  KILN_REQUIRE(session);
+  KILN_REQUIRE(entry_point);
+  return guarded([&]() -> Status {
+    return session->session->run(entry_point, inputs, input_count, outputs,
+                                 output_count);
+  });
+}
+
+kiln_status_t kiln_session_get_parameter(kiln_session_t *session,
+                                         const char *name, void *data,
+                                         size_t byte_size) {
+  KILN_REQUIRE(session);
+  KILN_REQUIRE(name);
+  return guarded([&]() -> Status {
+    return session->session->getParameter(name, data, byte_size);
+  });
+}
+
+kiln_status_t kiln_session_set_parameter(kiln_session_t *session,
+                                         const char *name, const void *data,
+                                         size_t byte_size) {
+  KILN_REQUIRE(session);
+  KILN_REQUIRE(name);
+  return guarded([&]() -> Status {
+    return session->session->setParameter(name, data, byte_size);
+  });
+}
+
+} // extern "C"

@@ -1,0 +1,90 @@
+//===- Session.h - a bundle made ready to run on the CPU --------*- C++ -*-===//
+
+#ifndef KILN_RUNTIME_SRC_SESSION_H
+#define KILN_RUNTIME_SRC_SESSION_H
+
+#include "CpuCode.h"
+#include "MappedFile.h"
+#include "kiln/runtime.h"
+#include "kiln/runtime/BundleReader.h"
+#include "kiln/runtime/Bytes.h"
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace kiln::runtime {
+
+/// Loads a bundle's CPU code, owns the arena and the parameters, and runs
+/// entry points by executing their command lists.
+class Session {
+public:
+  /// Prepares `bundle` to run on the target called `targetName`.
+  static Status create(std::shared_ptr<const BundleReader> bundle,
+                       const std::string &targetName,
+                       std::unique_ptr<Session> &out);
+
+  /// Validates the caller's tensors against entry point `entryName` and runs
+  /// its commands. Serialized with every other call on this session.
+  Status run(const std::string &entryName, const kiln_tensor_t *inputs,
+             size_t inputCount, const kiln_tensor_t *outputs,
+             size_t outputCount);
+
+  Status getParameter(const std::string &name, void *data, size_t byteSize);
+  Status setParameter(const std::string &name, const void *data,
+                      size_t byteSize);
+
+private:
+  /// One buffer pointer a kernel call takes from the caller's tensors, filled
+  /// in on every run; the others are fixed when the session is created.
+  struct CallerBuffer {
+    uint32_t slot;
+    bool isOutput;
+    uint32_t index;
+    uint64_t offset;
+  };
+  struct KernelInvocation {
+    KernelFunction function;
+    std::vector<void *> buffers;
+    std::vector<CallerBuffer> callerBuffers;
+  };
+  struct EntryPlan {
+    const bundle::EntryPoint *entry;
+    std::unordered_map<std::string, uint32_t> inputIndex, outputIndex;
+    std::vector<KernelInvocation> invocations;
+    /// Scratch for binding a run's tensors, sized once.
+    std::vector<void *> inputData, outputData;
+    std::vector<char> inputSeen, outputSeen;
+  };
+
+  Session() = default;
+  Status loadCode(const std::string &targetName);
+  Status allocateArena();
+  Status mapParameters();
+  Status planEntryPoint(const bundle::EntryPoint &entry, EntryPlan &plan);
+  Status bindTensors(const char *kind,
+                     const google::protobuf::RepeatedPtrField<
+                         bundle::TensorSpec> &specs,
+                     const std::unordered_map<std::string, uint32_t> &index,
+                     const kiln_tensor_t *tensors, size_t count,
+                     std::vector<void *> &data, std::vector<char> &seen);
+  Status findParameter(const std::string &name, size_t byteSize,
+                       uint8_t *&storage);
+
+  std::shared_ptr<const BundleReader> bundle;
+  std::unique_ptr<CpuCode> code;
+  AlignedBuffer arena;
+  PrivateMapping weightsMapping;
+  AlignedBuffer weightsCopy;
+  std::vector<uint8_t *> parameterData;
+  std::unordered_map<std::string, uint32_t> parameterIndex;
+  std::vector<EntryPlan> plans;
+  std::unordered_map<std::string, size_t> planIndex;
+  std::mutex mutex;
+};
+
+} // namespace kiln::runtime
+
+#endif // KILN_RUNTIME_SRC_SESSION_H

@@ -1,0 +1,163 @@
+//===- TestBundles.cpp - bundles the runtime tests run --------------------===//
+
+#include "TestBundles.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <initializer_list>
+#include <sstream>
+#include <sys/wait.h>
+
+namespace kiln::runtime::testing {
+
+namespace bp = kiln::bundle;
+
+namespace {
+
+bp::TensorSpec tensor(const std::string &name, bp::ElementType type,
+                      std::initializer_list<int64_t> shape) {
+  bp::TensorSpec spec;
+  spec.set_name(name);
+  spec.set_element_type(type);
+  for (int64_t dim : shape)
+    spec.add_shape(dim);
+  return spec;
+}
+
+bp::BufferRef buffer(bp::BufferRef::Kind kind, uint32_t index,
+                     uint64_t offset, uint64_t size) {
+  bp::BufferRef ref;
+  ref.set_kind(kind);
+  ref.set_index(index);
+  ref.set_offset(offset);
+  ref.set_size(size);
+  return ref;
+}
+
+void addKernelCall(bp::EntryPoint &entry, const std::string &symbol,
+                   std::initializer_list<bp::BufferRef> buffers) {
+  bp::KernelCall *call = entry.add_commands()->mutable_kernel();
+  call->set_symbol(symbol);
+  for (const bp::BufferRef &ref : buffers)
+    *call->add_buffers() = ref;
+}
+
+void addAddOne(bp::Manifest &manifest) {
+  bp::EntryPoint &entry = *manifest.add_entry_points();
+  entry.set_name("add_one");
+  *entry.add_inputs() = tensor("x", bp::F32, {4});
+  *entry.add_outputs() = tensor("y", bp::F32, {4});
+  addKernelCall(entry, "add_one",
+                {buffer(bp::BufferRef::INPUT, 0, 0, 16),
+                 buffer(bp::BufferRef::OUTPUT, 0, 0, 16)});
+}
+
+void addAffine(bp::Manifest &manifest, uint32_t w, uint32_t b) {
+  bp::EntryPoint &entry = *manifest.add_entry_points();
+  entry.set_name("affine");
+  *entry.add_inputs() = tensor("x", bp::F32, {2, 2});
+  *entry.add_outputs() = tensor("y", bp::F32, {2, 2});
+  // The temporary sits at offset 64 of a 128-byte arena, so a wrong arena
+  // base would show.
+  entry.set_arena_bytes(128);
+  entry.set_arena_alignment(64);
+  addKernelCall(entry, "mul_param",
+                {buffer(bp::BufferRef::INPUT, 0, 0, 16),
+                 buffer(bp::BufferRef::PARAM, w, 0, 16),
+                 buffer(bp::BufferRef::ARENA, 0, 64, 16)});
+  addKernelCall(entry, "add_param",
+                {buffer(bp::BufferRef::ARENA, 0, 64, 16),
+                 buffer(bp::BufferRef::PARAM, b, 0, 16),
+                 buffer(bp::BufferRef::OUTPUT, 0, 0, 16)});
+}
+
+void addMixed(bp::Manifest &manifest) {
+  bp::EntryPoint &entry = *manifest.add_entry_points();
+  entry.set_name("mixed");
+  *entry.add_inputs() = tensor("n", bp::I64, {3});
+  *entry.add_inputs() = tensor("flag", bp::BOOL, {3});
+  *entry.add_outputs() = tensor("out", bp::F64, {3});
+  addKernelCall(entry, "select_scale",
+                {buffer(bp::BufferRef::INPUT, 0, 0, 24),
+                 buffer(bp::BufferRef::INPUT, 1, 0, 3),
+                 buffer(bp::BufferRef::OUTPUT, 0, 0, 24)});
+}
+
+void addAccumulate(bp::Manifest &manifest, uint32_t acc) {
+  bp::EntryPoint &entry = *manifest.add_entry_points();
+  entry.set_name("accumulate");
+  *entry.add_inputs() = tensor("x", bp::F32, {4});
+  *entry.add_outputs() = tensor("y", bp::F32, {4});
+  addKernelCall(entry, "accumulate",
+                {buffer(bp::BufferRef::INPUT, 0, 0, 16),
+                 buffer(bp::BufferRef::PARAM, acc, 0, 16),
+                 buffer(bp::BufferRef::OUTPUT, 0, 0, 16)});
+}
+
+void addCpuTarget(BundleWriter &writer, std::string code,
+                  std::initializer_list<const char *> kernels) {
+  bp::Target target;
+  target.set_name("cpu");
+  target.set_triple("x86_64-unknown-linux-gnu");
+  target.set_cpu("generic");
+  for (const char *kernel : kernels)
+    target.add_kernels(kernel);
+  writer.addTarget(target, std::move(code));
+}
+
+} // namespace
+
+void buildMultiBundle(BundleWriter &writer, std::string code) {
+  bp::Manifest &manifest = writer.manifest();
+  manifest.set_producer("kiln runtime tests");
+  manifest.set_model_name("multi");
+  uint32_t w = writer.addParameter(tensor("w", bp::F32, {2, 2}), kWeightW,
+                                   sizeof(kWeightW), true);
+  uint32_t b = writer.addParameter(tensor("b", bp::F32, {2, 2}), kWeightB,
+                                   sizeof(kWeightB), false);
+  uint32_t acc = writer.addParameter(tensor("acc", bp::F32, {4}), kWeightAcc,
+                                     sizeof(kWeightAcc), true);
+  addAddOne(manifest);
+  addAffine(manifest, w, b);
+  addMixed(manifest);
+  addAccumulate(manifest, acc);
+  addCpuTarget(writer, std::move(code),
+               {"add_one", "mul_param", "add_param", "select_scale",
+                "accumulate"});
+}
+
+void buildSingleBundle(BundleWriter &writer, std::string code) {
+  writer.manifest().set_producer("kiln runtime tests");
+  writer.manifest().set_model_name("single");
+  addAddOne(writer.manifest());
+  addCpuTarget(writer, std::move(code), {"add_one"});
+}
+
+std::string standInCode() {
+  std::string code = "\x7f"
+                     "ELF";
+  code.resize(200, '\x5a');
+  return code;
+}
+
+Status readFile(const std::string &path, std::string &out) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file)
+    return ioError(path, ": cannot open");
+  std::ostringstream bytes;
+  bytes << file.rdbuf();
+  out = bytes.str();
+  return Status();
+}
+
+Status compileSharedObject(const std::string &cc, const std::string &source,
+                           const std::string &output) {
+  std::string command = "'" + cc + "' -shared -fPIC -O2 -o '" + output +
+                        "' '" + source + "'";
+  int status = std::system(command.c_str());
+  if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return internalError("'", command, "' failed with status ", status);
+  return Status();
+}
+
+} // namespace kiln::runtime::testing

@@ -1,0 +1,50 @@
+//===- TestBundles.h - bundles the runtime tests run ------------*- C++ -*-===//
+//
+// Bundles around the kernels of kernels.c, built with the BundleWriter. The
+// GoogleTest suites, the kiln-run test and the fuzzer's seed corpus use them.
+//
+// The "multi" bundle has four entry points:
+//   add_one(x: f32[4]) -> (y: f32[4])              y = x + 1
+//   affine(x: f32[2,2]) -> (y: f32[2,2])           y = x * w + b, through the
+//                                                   arena
+//   mixed(n: i64[3], flag: bool[3]) -> (out: f64[3])
+//                                                   out = flag ? 2n : -n
+//   accumulate(x: f32[4]) -> (y: f32[4])           acc += x; y = acc
+// and three parameters: w = [1, 2, 3, 4], b = [0.5, 0.5, -1, 2] (f32[2,2])
+// and acc = [10, 20, 30, 40] (f32[4]). The "single" bundle has only add_one.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_TEST_RUNTIME_TESTBUNDLES_H
+#define KILN_TEST_RUNTIME_TESTBUNDLES_H
+
+#include "kiln/runtime/BundleWriter.h"
+
+#include <string>
+
+namespace kiln::runtime::testing {
+
+inline constexpr float kWeightW[4] = {1, 2, 3, 4};
+inline constexpr float kWeightB[4] = {0.5f, 0.5f, -1, 2};
+inline constexpr float kWeightAcc[4] = {10, 20, 30, 40};
+
+/// Fills `writer` with the multi-entry bundle; `code` is the CPU code.
+void buildMultiBundle(BundleWriter &writer, std::string code);
+
+/// Fills `writer` with the add_one-only bundle.
+void buildSingleBundle(BundleWriter &writer, std::string code);
+
+/// Bytes that stand in for CPU code where nothing loads it.
+std::string standInCode();
+
+/// Reads the whole file at `path`.
+Status readFile(const std::string &path, std::string &out);
+
+/// Compiles the C file `source` into the shared object `output` with the C
+/// compiler `cc`.
+Status compileSharedObject(const std::string &cc, const std::string &source,
+                           const std::string &output);
+
+} // namespace kiln::runtime::testing
+
+#endif // KILN_TEST_RUNTIME_TESTBUNDLES_H

@@ -1,0 +1,49 @@
+// Kernels of the runtime tests, in the calling convention of compiled Kiln
+// code: `void kernel(void **buffers)`, one pointer per buffer of the command.
+// Compiled at test time with the system C compiler into a shared object.
+#include <stdint.h>
+
+// y = x + 1 over 4 floats. Buffers: x (input), y (output).
+void add_one(void **buffers) {
+  const float *x = buffers[0];
+  float *y = buffers[1];
+  for (int i = 0; i < 4; ++i)
+    y[i] = x[i] + 1.0f;
+}
+
+// t = x * w over 4 floats. Buffers: x (input), w (parameter), t (arena).
+void mul_param(void **buffers) {
+  const float *x = buffers[0], *w = buffers[1];
+  float *t = buffers[2];
+  for (int i = 0; i < 4; ++i)
+    t[i] = x[i] * w[i];
+}
+
+// y = t + b over 4 floats. Buffers: t (arena), b (parameter), y (output).
+void add_param(void **buffers) {
+  const float *t = buffers[0], *b = buffers[1];
+  float *y = buffers[2];
+  for (int i = 0; i < 4; ++i)
+    y[i] = t[i] + b[i];
+}
+
+// out = flag ? 2 * n : -n over 3 elements. Buffers: n (i64 input), flag
+// (bool input), out (f64 output).
+void select_scale(void **buffers) {
+  const int64_t *n = buffers[0];
+  const uint8_t *flag = buffers[1];
+  double *out = buffers[2];
+  for (int i = 0; i < 3; ++i)
+    out[i] = flag[i] ? 2.0 * (double)n[i] : -(double)n[i];
+}
+
+// acc += x; y = acc over 4 floats, updating the parameter in place as a
+// training step does. Buffers: x (input), acc (parameter), y (output).
+void accumulate(void **buffers) {
+  const float *x = buffers[0];
+  float *acc = buffers[1], *y = buffers[2];
+  for (int i = 0; i < 4; ++i) {
+    acc[i] += x[i];
+    y[i] = acc[i];
+  }
+}
