@@ -50,6 +50,12 @@ llvm::Error fillSpec(bundle::TensorSpec &spec, StringRef name,
 
 /// The dense little-endian bytes of a float parameter value.
 std::string parameterBytes(DenseElementsAttr value) {
+  if (value.getElementType().isInteger(1)) {
+    std::string bytes;
+    for (bool bit : value.getValues<bool>())
+      bytes.push_back(bit ? 1 : 0);
+    return bytes;
+  }
   ArrayRef<char> raw = value.getRawData();
   if (!value.isSplat())
     return std::string(raw.begin(), raw.end());

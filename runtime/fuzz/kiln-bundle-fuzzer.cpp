@@ -29,8 +29,7 @@ void useBundle(const BundleReader &reader) {
     if (bytes.size > 0)
       sink = sink + bytes.data[0] + bytes.data[bytes.size - 1];
   }
-  for (const kiln::bundle::EntryPoint &entry :
-       reader.manifest().entry_points())
+  for (const kiln::bundle::EntryPoint &entry : reader.manifest().entry_points())
     for (const kiln::bundle::TensorSpec &input : entry.inputs()) {
       uint64_t bytes = 0;
       if (tensorByteSize(input, bytes))
@@ -42,9 +41,8 @@ void readOnce(const uint8_t *data, size_t size, bool verifyChecksums) {
   ReadOptions options;
   options.verifyChecksums = verifyChecksums;
   std::unique_ptr<BundleReader> reader;
-  Status status =
-      BundleReader::fromBuffer(ByteSpan(data, size), "fuzz.kiln", reader,
-                               options);
+  Status status = BundleReader::fromBuffer(ByteSpan(data, size), "fuzz.kiln",
+                                           reader, options);
   if (status.ok())
     useBundle(*reader);
 }

@@ -64,9 +64,9 @@ void storeLE64(uint8_t *bytes, uint64_t value) {
 uint64_t layoutSections(const std::vector<SectionContent> &sections,
                         std::vector<SectionEntry> &entries) {
   entries.clear();
-  uint64_t offset = alignUp(
-      kBundleHeaderSize + sections.size() * kSectionEntrySize,
-      kSectionAlignment);
+  uint64_t offset =
+      alignUp(kBundleHeaderSize + sections.size() * kSectionEntrySize,
+              kSectionAlignment);
   uint64_t end = offset;
   for (const SectionContent &section : sections) {
     SectionEntry entry;

@@ -147,13 +147,11 @@ Status BundleReader::parseHeader(const ReadOptions &options,
   uint64_t tableSize = uint64_t(sectionCount) * kSectionEntrySize;
   if (tableOffset % kSectionAlignment != 0 || tableOffset < kBundleHeaderSize ||
       tableOffset > bytes.size || tableSize > bytes.size - tableOffset)
-    return formatError("the section table (", sectionCount,
-                       " entries at offset ", tableOffset,
-                       ") is misaligned or lies outside the ", bytes.size,
-                       "-byte file");
+    return formatError(
+        "the section table (", sectionCount, " entries at offset ", tableOffset,
+        ") is misaligned or lies outside the ", bytes.size, "-byte file");
   if (options.verifyChecksums)
-    KILN_RETURN_IF_ERROR(checkCrc("section table",
-                                  loadLE32(header + kTableCrc),
+    KILN_RETURN_IF_ERROR(checkCrc("section table", loadLE32(header + kTableCrc),
                                   bytes.slice(tableOffset, tableSize)));
   return Status();
 }
@@ -207,7 +205,8 @@ Status BundleReader::checkLayout(uint64_t tableOffset) const {
   };
   std::vector<Region> regions;
   regions.push_back({0, kBundleHeaderSize, "the header"});
-  regions.push_back({tableOffset, tableOffset + table.size() * kSectionEntrySize,
+  regions.push_back({tableOffset,
+                     tableOffset + table.size() * kSectionEntrySize,
                      "the section table"});
   for (size_t i = 0; i < table.size(); ++i)
     if (table[i].size > 0)

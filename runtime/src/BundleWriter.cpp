@@ -53,8 +53,8 @@ Status writeLayout(int fd, const std::vector<SectionContent> &sections,
   uint64_t position = head.size();
   static const uint8_t zeros[kSectionAlignment] = {};
   for (size_t i = 0; i < sections.size(); ++i) {
-    KILN_RETURN_IF_ERROR(writeAll(
-        fd, ByteSpan(zeros, entries[i].offset - position), path));
+    KILN_RETURN_IF_ERROR(
+        writeAll(fd, ByteSpan(zeros, entries[i].offset - position), path));
     KILN_RETURN_IF_ERROR(writeAll(fd, sections[i].bytes, path));
     position = entries[i].offset + entries[i].size;
   }
@@ -68,8 +68,8 @@ Status createTemporary(const std::string &path, std::string &tempPath,
   static std::atomic<unsigned> counter{0};
   for (int attempt = 0; attempt < 100; ++attempt) {
     tempPath = strCat(path, ".tmp.", getpid(), ".", counter++);
-    fd = ::open(tempPath.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-                0666);
+    fd =
+        ::open(tempPath.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd >= 0)
       return Status();
     if (errno != EEXIST)

@@ -12,9 +12,9 @@ Status AlignedBuffer::allocate(size_t size, AlignedBuffer &out,
   if (size == 0)
     return Status();
   void *memory = nullptr;
-  if (posix_memalign(&memory, alignment < kTensorAlignment ? kTensorAlignment
-                                                           : alignment,
-                     size) != 0)
+  if (posix_memalign(
+          &memory, alignment < kTensorAlignment ? kTensorAlignment : alignment,
+          size) != 0)
     return outOfMemory("cannot allocate ", size, " bytes");
   std::memset(memory, 0, size);
   out.storage.reset(static_cast<uint8_t *>(memory));

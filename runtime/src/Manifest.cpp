@@ -82,9 +82,8 @@ public:
       const bp::EntryPoint &entry = manifest.entry_points(i);
       std::string what = strCat("entry point ", i);
       KILN_RETURN_IF_ERROR(validateName(entry.name(), what, names));
-      KILN_RETURN_IF_ERROR(
-          validateEntryPoint(entry).withContext(strCat(
-              "entry point '", entry.name(), "'")));
+      KILN_RETURN_IF_ERROR(validateEntryPoint(entry).withContext(
+          strCat("entry point '", entry.name(), "'")));
     }
     return Status();
   }
@@ -104,8 +103,7 @@ private:
 
   static Status validateTensor(const bp::TensorSpec &tensor,
                                const std::string &what,
-                               std::set<std::string> &names,
-                               uint64_t &bytes) {
+                               std::set<std::string> &names, uint64_t &bytes) {
     KILN_RETURN_IF_ERROR(validateName(tensor.name(), what, names));
     std::string named = strCat(what, " '", tensor.name(), "'");
     if (elementTypeSize(tensor.element_type()) == 0)
@@ -146,8 +144,8 @@ private:
       if (parameter.size_bytes() != bytes)
         return formatError(what, ": size_bytes ", parameter.size_bytes(),
                            " does not match its type ",
-                           describeTensorType(parameter.tensor()), " (",
-                           bytes, " bytes)");
+                           describeTensorType(parameter.tensor()), " (", bytes,
+                           " bytes)");
       if (parameter.weights_offset() % kSectionAlignment != 0)
         return formatError(what, ": weights_offset ",
                            parameter.weights_offset(),
@@ -179,8 +177,8 @@ private:
     std::set<std::string> names;
     for (int i = 0; i < manifest.targets_size(); ++i) {
       const bp::Target &target = manifest.targets(i);
-      KILN_RETURN_IF_ERROR(validateName(target.name(), strCat("target ", i),
-                                        names));
+      KILN_RETURN_IF_ERROR(
+          validateName(target.name(), strCat("target ", i), names));
       KILN_RETURN_IF_ERROR(validateTarget(target).withContext(
           strCat("target '", target.name(), "'")));
     }
@@ -204,22 +202,21 @@ private:
 
   Status validateEntryPoint(const bp::EntryPoint &entry) {
     uint32_t alignment = entry.arena_alignment();
-    if (alignment != 0 && ((alignment & (alignment - 1)) != 0 ||
-                           alignment > kMaxArenaAlignment))
+    if (alignment != 0 &&
+        ((alignment & (alignment - 1)) != 0 || alignment > kMaxArenaAlignment))
       return formatError("arena_alignment ", alignment,
                          " is not a power of two up to ", kMaxArenaAlignment);
     if (entry.arena_bytes() > kMaxByteSize)
       return formatError("arena of ", entry.arena_bytes(),
                          " bytes is larger than 2^62 bytes");
     std::vector<uint64_t> inputBytes, outputBytes;
-    KILN_RETURN_IF_ERROR(
-        validateTensors(entry.inputs(), "input", inputBytes));
+    KILN_RETURN_IF_ERROR(validateTensors(entry.inputs(), "input", inputBytes));
     KILN_RETURN_IF_ERROR(
         validateTensors(entry.outputs(), "output", outputBytes));
     for (int c = 0; c < entry.commands_size(); ++c)
-      KILN_RETURN_IF_ERROR(validateCommand(entry.commands(c), entry,
-                                           inputBytes, outputBytes)
-                               .withContext(strCat("command ", c)));
+      KILN_RETURN_IF_ERROR(
+          validateCommand(entry.commands(c), entry, inputBytes, outputBytes)
+              .withContext(strCat("command ", c)));
     return Status();
   }
 
@@ -249,15 +246,14 @@ private:
       const auto &kernels = target.kernels();
       if (std::find(kernels.begin(), kernels.end(), call.symbol()) ==
           kernels.end())
-        return formatError("calls kernel '", call.symbol(),
-                           "', which target '", target.name(),
-                           "' does not list");
+        return formatError("calls kernel '", call.symbol(), "', which target '",
+                           target.name(), "' does not list");
     }
     for (int b = 0; b < call.buffers_size(); ++b)
-      KILN_RETURN_IF_ERROR(validateBuffer(call.buffers(b), entry, inputBytes,
-                                          outputBytes)
-                               .withContext(strCat("(kernel '", call.symbol(),
-                                                   "') buffer ", b)));
+      KILN_RETURN_IF_ERROR(
+          validateBuffer(call.buffers(b), entry, inputBytes, outputBytes)
+              .withContext(
+                  strCat("(kernel '", call.symbol(), "') buffer ", b)));
     return Status();
   }
 

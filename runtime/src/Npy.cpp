@@ -26,9 +26,9 @@ struct DtypeEntry {
 
 /// The dtypes .npy files may hold, by kind character and item size.
 constexpr DtypeEntry kDtypes[] = {
-    {KILN_ELEMENT_TYPE_F32, 'f', 4}, {KILN_ELEMENT_TYPE_F64, 'f', 8},
-    {KILN_ELEMENT_TYPE_F16, 'f', 2}, {KILN_ELEMENT_TYPE_I64, 'i', 8},
-    {KILN_ELEMENT_TYPE_I32, 'i', 4}, {KILN_ELEMENT_TYPE_I8, 'i', 1},
+    {KILN_ELEMENT_TYPE_F32, 'f', 4},  {KILN_ELEMENT_TYPE_F64, 'f', 8},
+    {KILN_ELEMENT_TYPE_F16, 'f', 2},  {KILN_ELEMENT_TYPE_I64, 'i', 8},
+    {KILN_ELEMENT_TYPE_I32, 'i', 4},  {KILN_ELEMENT_TYPE_I8, 'i', 1},
     {KILN_ELEMENT_TYPE_BOOL, 'b', 1},
 };
 
@@ -265,9 +265,8 @@ Status allocateNpyArray(NpyArray &array) {
   uint64_t bytes = 0;
   if (!npyByteSize(array.elementType, array.shape, bytes))
     return invalidArgument("an array of type ",
-                           elementTypeName(array.elementType),
-                           " and shape ", formatShape(array.shape),
-                           " has no valid size");
+                           elementTypeName(array.elementType), " and shape ",
+                           formatShape(array.shape), " has no valid size");
   if (bytes > SIZE_MAX)
     return outOfMemory("an array of ", bytes, " bytes does not fit in memory");
   return AlignedBuffer::allocate(static_cast<size_t>(bytes), array.data);
@@ -277,11 +276,11 @@ Status encodeNpyHeader(kiln_element_type_t type,
                        const std::vector<int64_t> &shape, std::string &out) {
   const char *descr = npyDescr(type);
   if (!descr)
-    return unsupported(".npy files cannot hold ",
-                       elementTypeName(type), " arrays");
-  std::string dict = strCat("{'descr': '", descr,
-                            "', 'fortran_order': False, 'shape': ",
-                            formatShape(shape), ", }");
+    return unsupported(".npy files cannot hold ", elementTypeName(type),
+                       " arrays");
+  std::string dict =
+      strCat("{'descr': '", descr,
+             "', 'fortran_order': False, 'shape': ", formatShape(shape), ", }");
   // Version 1 stores the header length in 2 bytes, version 2 in 4.
   size_t prefix = kNpyMagicSize + 2 + 2;
   size_t total = alignUp(prefix + dict.size() + 1, kTensorAlignment);
@@ -319,8 +318,8 @@ Status readNpy(NpyStream &in, NpyArray &out) {
   if (!npyByteSize(array.elementType, array.shape, bytes))
     return formatError("shape ", formatShape(array.shape), " is too large");
   if (in.remaining() != bytes)
-    return formatError("holds ", in.remaining(), " bytes of data, but ",
-                       descr, " ", formatShape(array.shape), " needs ", bytes);
+    return formatError("holds ", in.remaining(), " bytes of data, but ", descr,
+                       " ", formatShape(array.shape), " needs ", bytes);
   KILN_RETURN_IF_ERROR(allocateNpyArray(array));
   KILN_RETURN_IF_ERROR(in.read(array.data.data(), array.data.size()));
   out = std::move(array);
@@ -335,8 +334,8 @@ Status readNpyFile(const std::string &path, NpyArray &out) {
 
 Status writeNpyFile(const std::string &path, const NpyArray &array) {
   std::string header;
-  KILN_RETURN_IF_ERROR(
-      encodeNpyHeader(array.elementType, array.shape, header).withContext(path));
+  KILN_RETURN_IF_ERROR(encodeNpyHeader(array.elementType, array.shape, header)
+                           .withContext(path));
   return writeFileReplacing(
       path, {ByteSpan(header), ByteSpan(array.data.data(), array.data.size())});
 }

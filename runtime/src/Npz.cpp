@@ -152,9 +152,9 @@ Status readNpz(const std::string &path, std::vector<NamedArray> &out) {
   std::set<std::string> names;
   for (zip_int64_t i = 0; i < count; ++i) {
     NamedArray &array = arrays[static_cast<size_t>(i)];
-    KILN_RETURN_IF_ERROR(readEntry(archive.get(), static_cast<zip_uint64_t>(i),
-                                   array)
-                             .withContext(path));
+    KILN_RETURN_IF_ERROR(
+        readEntry(archive.get(), static_cast<zip_uint64_t>(i), array)
+            .withContext(path));
     if (!names.insert(array.name).second)
       return formatError(path, ": array '", array.name, "' appears twice");
   }
@@ -168,10 +168,10 @@ Status writeNpz(const std::string &path, const std::vector<NamedArray> &arrays,
     return writeEmptyArchive(path);
   std::vector<std::string> headers(arrays.size());
   for (size_t i = 0; i < arrays.size(); ++i)
-    KILN_RETURN_IF_ERROR(encodeNpyHeader(arrays[i].array.elementType,
-                                         arrays[i].array.shape, headers[i])
-                             .withContext(strCat(path, ": array '",
-                                                 arrays[i].name, "'")));
+    KILN_RETURN_IF_ERROR(
+        encodeNpyHeader(arrays[i].array.elementType, arrays[i].array.shape,
+                        headers[i])
+            .withContext(strCat(path, ": array '", arrays[i].name, "'")));
   int code = 0;
   ZipArchive archive(zip_open(path.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &code));
   if (!archive)

@@ -200,8 +200,8 @@ kiln_status_t kiln_bundle_get_entry_point(const kiln_bundle_t *bundle,
   KILN_REQUIRE(out_info);
   return guarded([&]() -> Status {
     const bp::Manifest &manifest = manifestOf(bundle);
-    KILN_RETURN_IF_ERROR(
-        checkIndex(index, manifest.entry_points_size(), "entry point", bundle->reader->name()));
+    KILN_RETURN_IF_ERROR(checkIndex(index, manifest.entry_points_size(),
+                                    "entry point", bundle->reader->name()));
     const bp::EntryPoint &entry =
         manifest.entry_points(static_cast<int>(index));
     kiln_entry_point_info_t info;
@@ -241,8 +241,7 @@ kiln_status_t kiln_bundle_get_entry_point_input(const kiln_bundle_t *bundle,
                                                 kiln_tensor_info_t *out_info) {
   KILN_REQUIRE(bundle);
   KILN_REQUIRE(out_info);
-  return getEntryPointTensor(bundle, entry_index, input_index, false,
-                             out_info);
+  return getEntryPointTensor(bundle, entry_index, input_index, false, out_info);
 }
 
 kiln_status_t kiln_bundle_get_entry_point_output(const kiln_bundle_t *bundle,
@@ -251,8 +250,7 @@ kiln_status_t kiln_bundle_get_entry_point_output(const kiln_bundle_t *bundle,
                                                  kiln_tensor_info_t *out_info) {
   KILN_REQUIRE(bundle);
   KILN_REQUIRE(out_info);
-  return getEntryPointTensor(bundle, entry_index, output_index, true,
-                             out_info);
+  return getEntryPointTensor(bundle, entry_index, output_index, true, out_info);
 }
 
 kiln_status_t kiln_bundle_get_target(const kiln_bundle_t *bundle, size_t index,
@@ -261,8 +259,8 @@ kiln_status_t kiln_bundle_get_target(const kiln_bundle_t *bundle, size_t index,
   KILN_REQUIRE(out_info);
   return guarded([&]() -> Status {
     const bp::Manifest &manifest = manifestOf(bundle);
-    KILN_RETURN_IF_ERROR(
-        checkIndex(index, manifest.targets_size(), "target", bundle->reader->name()));
+    KILN_RETURN_IF_ERROR(checkIndex(index, manifest.targets_size(), "target",
+                                    bundle->reader->name()));
     const bp::Target &target = manifest.targets(static_cast<int>(index));
     kiln_target_info_t info;
     info.name = target.name().c_str();
@@ -282,8 +280,8 @@ kiln_status_t kiln_bundle_get_parameter(const kiln_bundle_t *bundle,
   KILN_REQUIRE(out_info);
   return guarded([&]() -> Status {
     const bp::Manifest &manifest = manifestOf(bundle);
-    KILN_RETURN_IF_ERROR(
-        checkIndex(index, manifest.parameters_size(), "parameter", bundle->reader->name()));
+    KILN_RETURN_IF_ERROR(checkIndex(index, manifest.parameters_size(),
+                                    "parameter", bundle->reader->name()));
     const bp::Parameter &parameter =
         manifest.parameters(static_cast<int>(index));
     kiln_parameter_info_t info;
@@ -310,8 +308,7 @@ kiln_status_t kiln_session_create(const kiln_bundle_t *bundle,
 
 void kiln_session_release(kiln_session_t *session) { delete session; }
 
-kiln_status_t kiln_session_run(kiln_session_t *session,
-                               const char *entry_point,
+kiln_status_t kiln_session_run(kiln_session_t *session, const char *entry_point,
                                const kiln_tensor_t *inputs, size_t input_count,
                                const kiln_tensor_t *outputs,
                                size_t output_count) {

@@ -25,10 +25,11 @@ std::string joinNames(const Range &items, NameOf nameOf) {
   return text;
 }
 
-std::string tensorNames(
-    const google::protobuf::RepeatedPtrField<bp::TensorSpec> &specs) {
-  std::string names = joinNames(
-      specs, [](const bp::TensorSpec &spec) { return "'" + spec.name() + "'"; });
+std::string
+tensorNames(const google::protobuf::RepeatedPtrField<bp::TensorSpec> &specs) {
+  std::string names = joinNames(specs, [](const bp::TensorSpec &spec) {
+    return "'" + spec.name() + "'";
+  });
   return names.empty() ? "none" : names;
 }
 
@@ -50,11 +51,10 @@ Status checkTensor(const char *kind, const kiln_tensor_t &tensor,
                                          static_cast<size_t>(tensor.rank));
   if (static_cast<int>(tensor.element_type) != spec.element_type())
     return invalidArgument(what, " has element type ",
-                           elementTypeName(tensor.element_type),
-                           ", expected ", expected);
-  if (!sameShape(tensor, spec))
-    return invalidArgument(what, " has type ", given, ", expected ",
+                           elementTypeName(tensor.element_type), ", expected ",
                            expected);
+  if (!sameShape(tensor, spec))
+    return invalidArgument(what, " has type ", given, ", expected ", expected);
   uint64_t bytes = 0;
   tensorByteSize(spec, bytes);
   if (tensor.byte_size != bytes)
@@ -79,7 +79,8 @@ Status Session::create(std::shared_ptr<const BundleReader> bundle,
   std::unique_ptr<Session> session(new Session());
   session->bundle = std::move(bundle);
   const BundleReader &reader = *session->bundle;
-  KILN_RETURN_IF_ERROR(session->loadCode(targetName).withContext(reader.name()));
+  KILN_RETURN_IF_ERROR(
+      session->loadCode(targetName).withContext(reader.name()));
   KILN_RETURN_IF_ERROR(session->allocateArena().withContext(reader.name()));
   KILN_RETURN_IF_ERROR(session->mapParameters().withContext(reader.name()));
   const bp::Manifest &manifest = reader.manifest();
@@ -88,8 +89,8 @@ Status Session::create(std::shared_ptr<const BundleReader> bundle,
     const bp::EntryPoint &entry = manifest.entry_points(i);
     KILN_RETURN_IF_ERROR(
         session->planEntryPoint(entry, session->plans[static_cast<size_t>(i)])
-            .withContext(strCat(reader.name(), ": entry point '",
-                                entry.name(), "'")));
+            .withContext(
+                strCat(reader.name(), ": entry point '", entry.name(), "'")));
     session->planIndex[entry.name()] = static_cast<size_t>(i);
   }
   out = std::move(session);
@@ -100,22 +101,24 @@ Status Session::loadCode(const std::string &targetName) {
   const bp::Manifest &manifest = bundle->manifest();
   int targetIndex = bundle->findTarget(targetName);
   if (targetIndex < 0)
-    return notFound("no target '", targetName, "' (targets: ",
-                    joinNames(manifest.targets(),
-                              [](const bp::Target &t) {
-                                return "'" + t.name() + "'";
-                              }),
-                    ")");
+    return notFound(
+        "no target '", targetName, "' (targets: ",
+        joinNames(manifest.targets(),
+                  [](const bp::Target &t) { return "'" + t.name() + "'"; }),
+        ")");
   const bp::Target &target = manifest.targets(targetIndex);
   uint32_t sectionIndex = target.code_section();
   if (bundle->sections()[sectionIndex].kind !=
       static_cast<uint32_t>(SectionKind::CpuCode))
     return unsupported("target '", targetName,
                        "' is not CPU code; this runtime runs only CPU code");
-  return CpuCode::load(bundle->sectionBytes(sectionIndex),
-                       strCat("the code of target '", targetName,
-                              "' (section ", sectionIndex, ")"),
-                       code);
+  KILN_RETURN_IF_ERROR(CpuCode::load(bundle->sectionBytes(sectionIndex),
+                                     strCat("the code of target '", targetName,
+                                            "' (section ", sectionIndex, ")"),
+                                     code));
+  for (const std::string &symbol : target.kernels())
+    KILN_RETURN_IF_ERROR(code->lookup(symbol, kernels[symbol]));
+  return Status();
 }
 
 Status Session::allocateArena() {
@@ -144,9 +147,8 @@ Status Session::mapParameters() {
                                             "weights section"));
     base = weightsMapping.data();
   } else {
-    KILN_RETURN_IF_ERROR(
-        AlignedBuffer::allocate(weights.size, weightsCopy).withContext(
-            "weights section"));
+    KILN_RETURN_IF_ERROR(AlignedBuffer::allocate(weights.size, weightsCopy)
+                             .withContext("weights section"));
     if (weights.size > 0)
       std::memcpy(weightsCopy.data(), bundle->sectionBytes(weightsIndex).data,
                   weights.size);
@@ -172,8 +174,12 @@ Status Session::planEntryPoint(const bp::EntryPoint &entry, EntryPlan &plan) {
   plan.outputSeen.resize(plan.outputData.size());
   for (const bp::Command &command : entry.commands()) {
     const bp::KernelCall &call = command.kernel();
+    // The reader checked that the target lists every kernel a command calls.
+    auto kernel = kernels.find(call.symbol());
+    if (kernel == kernels.end())
+      return internalError("kernel '", call.symbol(), "' was not looked up");
     KernelInvocation invocation;
-    KILN_RETURN_IF_ERROR(code->lookup(call.symbol(), invocation.function));
+    invocation.function = kernel->second;
     for (int b = 0; b < call.buffers_size(); ++b) {
       const bp::BufferRef &buffer = call.buffers(b);
       void *pointer = nullptr;
@@ -181,9 +187,8 @@ Status Session::planEntryPoint(const bp::EntryPoint &entry, EntryPlan &plan) {
       case bp::BufferRef::INPUT:
       case bp::BufferRef::OUTPUT:
         invocation.callerBuffers.push_back(
-            {static_cast<uint32_t>(b),
-             buffer.kind() == bp::BufferRef::OUTPUT, buffer.index(),
-             buffer.offset()});
+            {static_cast<uint32_t>(b), buffer.kind() == bp::BufferRef::OUTPUT,
+             buffer.index(), buffer.offset()});
         break;
       case bp::BufferRef::PARAM:
         pointer = parameterData[buffer.index()] + buffer.offset();
@@ -237,13 +242,11 @@ Status Session::run(const std::string &entryName, const kiln_tensor_t *inputs,
                     size_t outputCount) {
   auto found = planIndex.find(entryName);
   if (found == planIndex.end())
-    return notFound(bundle->name(), ": no entry point '", entryName,
-                    "' (entry points: ",
-                    joinNames(bundle->manifest().entry_points(),
-                              [](const bp::EntryPoint &e) {
-                                return "'" + e.name() + "'";
-                              }),
-                    ")");
+    return notFound(
+        bundle->name(), ": no entry point '", entryName, "' (entry points: ",
+        joinNames(bundle->manifest().entry_points(),
+                  [](const bp::EntryPoint &e) { return "'" + e.name() + "'"; }),
+        ")");
   std::lock_guard<std::mutex> lock(mutex);
   EntryPlan &plan = plans[found->second];
   std::string context = strCat("entry point '", entryName, "'");

@@ -64,17 +64,19 @@ private:
   Status allocateArena();
   Status mapParameters();
   Status planEntryPoint(const bundle::EntryPoint &entry, EntryPlan &plan);
-  Status bindTensors(const char *kind,
-                     const google::protobuf::RepeatedPtrField<
-                         bundle::TensorSpec> &specs,
-                     const std::unordered_map<std::string, uint32_t> &index,
-                     const kiln_tensor_t *tensors, size_t count,
-                     std::vector<void *> &data, std::vector<char> &seen);
+  Status bindTensors(
+      const char *kind,
+      const google::protobuf::RepeatedPtrField<bundle::TensorSpec> &specs,
+      const std::unordered_map<std::string, uint32_t> &index,
+      const kiln_tensor_t *tensors, size_t count, std::vector<void *> &data,
+      std::vector<char> &seen);
   Status findParameter(const std::string &name, size_t byteSize,
                        uint8_t *&storage);
 
   std::shared_ptr<const BundleReader> bundle;
   std::unique_ptr<CpuCode> code;
+  /// Every kernel the target lists, looked up once.
+  std::unordered_map<std::string, KernelFunction> kernels;
   AlignedBuffer arena;
   PrivateMapping weightsMapping;
   AlignedBuffer weightsCopy;

@@ -24,8 +24,8 @@ bp::TensorSpec tensor(const std::string &name, bp::ElementType type,
   return spec;
 }
 
-bp::BufferRef buffer(bp::BufferRef::Kind kind, uint32_t index,
-                     uint64_t offset, uint64_t size) {
+bp::BufferRef buffer(bp::BufferRef::Kind kind, uint32_t index, uint64_t offset,
+                     uint64_t size) {
   bp::BufferRef ref;
   ref.set_kind(kind);
   ref.set_index(index);
@@ -121,9 +121,9 @@ void buildMultiBundle(BundleWriter &writer, std::string code) {
   addAffine(manifest, w, b);
   addMixed(manifest);
   addAccumulate(manifest, acc);
-  addCpuTarget(writer, std::move(code),
-               {"add_one", "mul_param", "add_param", "select_scale",
-                "accumulate"});
+  addCpuTarget(
+      writer, std::move(code),
+      {"add_one", "mul_param", "add_param", "select_scale", "accumulate"});
 }
 
 void buildSingleBundle(BundleWriter &writer, std::string code) {
@@ -152,8 +152,8 @@ Status readFile(const std::string &path, std::string &out) {
 
 Status compileSharedObject(const std::string &cc, const std::string &source,
                            const std::string &output) {
-  std::string command = "'" + cc + "' -shared -fPIC -O2 -o '" + output +
-                        "' '" + source + "'";
+  std::string command =
+      "'" + cc + "' -shared -fPIC -O2 -o '" + output + "' '" + source + "'";
   int status = std::system(command.c_str());
   if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
     return internalError("'", command, "' failed with status ", status);

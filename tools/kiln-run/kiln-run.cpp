@@ -128,60 +128,86 @@ bool parseRepeat(const std::string &text, long &repeat) {
   return true;
 }
 
-bool parseArguments(int argc, char **argv, Options &options) {
-  for (int i = 1; i < argc; ++i) {
-    std::string flag, value;
-    bool hasValue = false;
-    splitFlag(argv[i], flag, value, hasValue);
-    auto takeValue = [&](std::string &out) {
-      if (!hasValue) {
-        if (i + 1 >= argc) {
-          printError(flag + " needs a value");
-          return false;
-        }
-        value = argv[++i];
-      }
-      out = value;
-      return true;
-    };
-    std::string repeatText;
-    if (flag == "-h" || flag == "--help") {
-      options.help = true;
-    } else if (isTrainingFlag(flag)) {
-      printError("training (" + flag +
-                 ") is not supported yet; this release runs single entry "
-                 "points with --inputs and --outputs");
-      return false;
-    } else if (flag == "--info") {
-      options.info = true;
-    } else if (flag == "--compress") {
-      options.compress = true;
-    } else if (flag == "--entry") {
-      if (!takeValue(options.entry))
-        return false;
-    } else if (flag == "--inputs") {
-      if (!takeValue(options.inputs))
-        return false;
-    } else if (flag == "--outputs") {
-      if (!takeValue(options.outputs))
-        return false;
-    } else if (flag == "--target") {
-      if (!takeValue(options.target))
-        return false;
-    } else if (flag == "--repeat") {
-      if (!takeValue(repeatText) || !parseRepeat(repeatText, options.repeat))
-        return false;
-    } else if (flag.size() > 1 && flag[0] == '-') {
-      printError("unknown option '" + flag + "' (see kiln-run --help)");
-      return false;
-    } else if (options.bundlePath.empty()) {
-      options.bundlePath = flag;
-    } else {
-      printError("more than one bundle given: '" + options.bundlePath +
-                 "' and '" + flag + "'");
+/// The boolean option `flag` sets, or nullptr.
+bool *switchFor(Options &options, const std::string &flag) {
+  if (flag == "-h" || flag == "--help")
+    return &options.help;
+  if (flag == "--info")
+    return &options.info;
+  if (flag == "--compress")
+    return &options.compress;
+  return nullptr;
+}
+
+/// The string option `flag` sets, or nullptr.
+std::string *stringFor(Options &options, const std::string &flag) {
+  if (flag == "--entry")
+    return &options.entry;
+  if (flag == "--inputs")
+    return &options.inputs;
+  if (flag == "--outputs")
+    return &options.outputs;
+  if (flag == "--target")
+    return &options.target;
+  return nullptr;
+}
+
+/// Reads the value of option argv[i]: after '=' or as the next argument.
+bool takeValue(int argc, char **argv, int &i, std::string &value) {
+  std::string flag;
+  bool hasValue = false;
+  splitFlag(argv[i], flag, value, hasValue);
+  if (hasValue)
+    return true;
+  if (i + 1 >= argc) {
+    printError(flag + " needs a value");
+    return false;
+  }
+  value = argv[++i];
+  return true;
+}
+
+/// Applies one option (or the bundle path) starting at argv[i].
+bool parseArgument(int argc, char **argv, int &i, Options &options) {
+  std::string flag, value;
+  bool hasValue = false;
+  splitFlag(argv[i], flag, value, hasValue);
+  if (isTrainingFlag(flag)) {
+    printError("training (" + flag +
+               ") is not supported yet; this release runs single entry "
+               "points with --inputs and --outputs");
+    return false;
+  }
+  if (bool *option = switchFor(options, flag)) {
+    if (hasValue) {
+      printError(flag + " takes no value");
       return false;
     }
+    *option = true;
+    return true;
   }
+  if (std::string *option = stringFor(options, flag))
+    return takeValue(argc, argv, i, *option);
+  if (flag == "--repeat")
+    return takeValue(argc, argv, i, value) &&
+           parseRepeat(value, options.repeat);
+  if (flag.size() > 1 && flag[0] == '-') {
+    printError("unknown option '" + flag + "' (see kiln-run --help)");
+    return false;
+  }
+  if (!options.bundlePath.empty()) {
+    printError("more than one bundle given: '" + options.bundlePath +
+               "' and '" + flag + "'");
+    return false;
+  }
+  options.bundlePath = flag;
+  return true;
+}
+
+bool parseArguments(int argc, char **argv, Options &options) {
+  for (int i = 1; i < argc; ++i)
+    if (!parseArgument(argc, argv, i, options))
+      return false;
   return true;
 }
 
@@ -271,8 +297,8 @@ bool printTargets(const kiln_bundle_t *bundle, const kiln_bundle_info_t &info) {
     kiln_target_info_t target;
     if (kiln_status_t status = kiln_bundle_get_target(bundle, i, &target))
       return failed(status);
-    std::printf("  %s: triple %s, cpu %s, %zu kernels, code %s\n",
-                target.name, *target.triple ? target.triple : "unspecified",
+    std::printf("  %s: triple %s, cpu %s, %zu kernels, code %s\n", target.name,
+                *target.triple ? target.triple : "unspecified",
                 *target.cpu ? target.cpu : "generic", target.kernel_count,
                 describeBytes(target.code_bytes).c_str());
   }
@@ -297,8 +323,8 @@ bool printInfo(const Options &options, const kiln_bundle_t *bundle) {
 bool selectEntryPoint(const Options &options, const kiln_bundle_t *bundle,
                       size_t &index, kiln_entry_point_info_t &entry) {
   if (!options.entry.empty()) {
-    if (kiln_status_t status = kiln_bundle_find_entry_point(
-            bundle, options.entry.c_str(), &index))
+    if (kiln_status_t status =
+            kiln_bundle_find_entry_point(bundle, options.entry.c_str(), &index))
       return failed(status);
   } else {
     kiln_bundle_info_t info;
@@ -308,7 +334,8 @@ bool selectEntryPoint(const Options &options, const kiln_bundle_t *bundle,
       std::string names;
       for (size_t i = 0; i < info.entry_point_count; ++i) {
         kiln_entry_point_info_t other;
-        if (kiln_status_t status = kiln_bundle_get_entry_point(bundle, i, &other))
+        if (kiln_status_t status =
+                kiln_bundle_get_entry_point(bundle, i, &other))
           return failed(status);
         names += (i > 0 ? ", " : "") + std::string(other.name);
       }
@@ -425,11 +452,11 @@ bool runEntryPoint(const Options &options, const kiln_bundle_t *bundle) {
   std::unique_ptr<kiln_session_t, void (*)(kiln_session_t *)> session(
       rawSession, kiln_session_release);
 
-  if (!runRepeatedly(options, session.get(), entry.name,
-                     tensorsOf(inputArrays), tensorsOf(outputArrays)))
+  if (!runRepeatedly(options, session.get(), entry.name, tensorsOf(inputArrays),
+                     tensorsOf(outputArrays)))
     return false;
-  Status status = kiln::runtime::writeNpz(options.outputs, outputArrays,
-                                          options.compress);
+  Status status =
+      kiln::runtime::writeNpz(options.outputs, outputArrays, options.compress);
   if (!status.ok()) {
     printError(status.message());
     return false;

@@ -97,20 +97,40 @@ Value padSpatial(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> low,
       .getResult();
 }
 
-/// Grouped N-D convolution as one generic over (n, g, f, o..., c, k...).
+/// Reshapes through kiln.reshape (lowered by the same conversion).
+Value reshapeTo(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape) {
+  auto type = rankedType(v);
+  if (type.getShape() == shape)
+    return v;
+  return ReshapeOp::create(b, loc, type.clone(shape), v);
+}
+
+/// Grouped N-D convolution as one generic over (n, g, f, o..., c, k...) on
+/// views with an explicit group dimension: input [N, G, Cg, S...], filter
+/// [G, Fg, Cg, K...], output [N, G, Fg, O...].
 Value convolution(OpBuilder &b, Location loc, Value input, Value filter,
                   RankedTensorType out, ArrayRef<int64_t> strides,
                   ArrayRef<int64_t> dilations, int64_t groups) {
+  auto inType = rankedType(input);
   auto filterType = rankedType(filter);
   int64_t spatial = out.getRank() - 2;
   int64_t fPerGroup = filterType.getDimSize(0) / groups;
   int64_t cPerGroup = filterType.getDimSize(1);
+  SmallVector<int64_t> inShape{inType.getDimSize(0), groups, cPerGroup};
+  llvm::append_range(inShape, inType.getShape().drop_front(2));
+  SmallVector<int64_t> filterShape{groups, fPerGroup, cPerGroup};
+  llvm::append_range(filterShape, filterType.getShape().drop_front(2));
+  SmallVector<int64_t> outShape{out.getDimSize(0), groups, fPerGroup};
+  llvm::append_range(outShape, out.getShape().drop_front(2));
+  Value groupedIn = reshapeTo(b, loc, input, inShape);
+  Value groupedFilter = reshapeTo(b, loc, filter, filterShape);
+  auto groupedOut = out.clone(outShape);
+
   MLIRContext *ctx = b.getContext();
   unsigned count = 3 + spatial + 1 + spatial;
   auto dim = [&](unsigned d) { return b.getAffineDimExpr(d); };
   AffineExpr n = dim(0), g = dim(1), f = dim(2), c = dim(3 + spatial);
-  SmallVector<AffineExpr> in{n, g * cPerGroup + c}, fil{g * fPerGroup + f, c},
-      res{n, g * fPerGroup + f};
+  SmallVector<AffineExpr> in{n, g, c}, fil{g, f, c}, res{n, g, f};
   for (int64_t i = 0; i < spatial; ++i) {
     AffineExpr o = dim(3 + i), k = dim(4 + spatial + i);
     in.push_back(o * strides[i] + k * dilations[i]);
@@ -123,16 +143,14 @@ Value convolution(OpBuilder &b, Location loc, Value input, Value filter,
   SmallVector<utils::IteratorType> iterators(3 + spatial,
                                              utils::IteratorType::parallel);
   iterators.append(1 + spatial, utils::IteratorType::reduction);
-  // The iteration space has a g dimension the output lacks: compute into
-  // [N, G, Fg, O...] laid out as [N, G*Fg, O...] via the map above.
   auto generic = linalg::GenericOp::create(
-      b, loc, TypeRange{out}, ValueRange{input, filter},
-      ValueRange{zeroFilled(b, loc, out)}, maps, iterators,
+      b, loc, TypeRange{groupedOut}, ValueRange{groupedIn, groupedFilter},
+      ValueRange{zeroFilled(b, loc, groupedOut)}, maps, iterators,
       [&](OpBuilder &nb, Location l, ValueRange args) {
         linalg::YieldOp::create(nb, l,
                                 multiplyAccumulate(nb, l, args[0], args[1], args[2]));
       });
-  return generic.getResult(0);
+  return reshapeTo(b, loc, generic.getResult(0), out.getShape());
 }
 
 struct LowerConv : OpRewritePattern<ConvOp> {

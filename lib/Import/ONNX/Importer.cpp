@@ -50,23 +50,42 @@ bool isDefaultDomain(StringRef domain) {
 }
 
 /// Whether a node of an opset older than kMinOpset means what the importer
-/// reads it as: its op's definition is unchanged since opset 1 or 6 apart
-/// from `consumed_inputs`, which the node must not use.
-bool isLegacySafe(const onnx::NodeProto &node) {
+/// reads it as: its op's definition in opsets 1 to 6 differs from the one
+/// the importer implements only by `consumed_inputs` (which the node must not
+/// use) and, for the arithmetic ops, by legacy broadcasting, which the node
+/// may only use in its numpy-compatible form (`broadcast` without `axis`).
+bool isLegacySafe(const onnx::NodeProto &node, int64_t opset) {
   static const llvm::StringSet<> unchanged = {
-      "Abs",         "Ceil",          "Elu",
-      "Exp",         "Floor",         "GlobalAveragePool",
-      "GlobalMaxPool", "HardSigmoid", "Identity",
-      "InstanceNormalization", "LeakyRelu", "Log",
-      "Neg",         "Not",           "Reciprocal",
-      "ReduceLogSum", "Relu",         "Selu",
-      "Sigmoid",     "Softplus",      "Softsign",
-      "Sqrt",        "Tanh"};
+      "Abs", "Add", "ArgMax", "ArgMin", "AveragePool", "BatchNormalization",
+      "Constant", "Pad", "PRelu",
+      "Ceil", "Clip", "Concat", "Conv", "ConvTranspose", "Div", "Dropout",
+      "Elu", "Exp", "Flatten", "Floor", "Gather", "Gemm", "GlobalAveragePool",
+      "GlobalMaxPool", "HardSigmoid", "Identity", "InstanceNormalization",
+      "LeakyRelu", "Log", "LogSoftmax", "MatMul", "Max", "MaxPool", "Mean",
+      "Min", "Mul", "Neg", "Not", "Reciprocal", "ReduceL1", "ReduceL2",
+      "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean",
+      "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare", "Relu",
+      "Reshape", "Selu", "Sigmoid", "Slice", "Softmax", "Softplus",
+      "Softsign", "Split", "Sqrt", "Squeeze", "Sub", "Sum", "Tanh",
+      "Transpose", "Unsqueeze"};
   if (!unchanged.contains(node.op_type()))
     return false;
-  for (const onnx::AttributeProto &attribute : node.attribute())
+  // Cast took its target type as a string before opset 6; Pad named its
+  // attribute `paddings` before opset 2.
+  if ((node.op_type() == "Cast" && opset < 6) ||
+      (node.op_type() == "Pad" && opset < 2))
+    return false;
+  bool legacyBroadcast = false, legacyAxis = false;
+  for (const onnx::AttributeProto &attribute : node.attribute()) {
     if (attribute.name() == "consumed_inputs")
       return false;
+    legacyBroadcast |= attribute.name() == "broadcast" && attribute.i() != 0;
+    legacyAxis |= attribute.name() == "axis";
+  }
+  static const llvm::StringSet<> broadcasting = {"Add", "Sub", "Mul", "Div",
+                                                  "Gemm"};
+  if (legacyBroadcast && legacyAxis && broadcasting.contains(node.op_type()))
+    return false;
   return true;
 }
 
@@ -361,7 +380,7 @@ llvm::Error GraphImporter::importNode(const onnx::NodeProto &node,
                      "' are not supported");
   if (!haveDefaultOpset)
     return nodeError("the model imports no default-domain opset");
-  if (opset < kMinOpset && !isLegacySafe(node))
+  if (opset < kMinOpset && !isLegacySafe(node, opset))
     return nodeError("this operator is supported from opset " +
                      Twine(kMinOpset) + "; opset " + Twine(opset) +
                      " semantics differ");

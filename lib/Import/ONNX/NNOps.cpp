@@ -354,6 +354,9 @@ LogicalResult importDropout(NodeContext &n) {
   auto type = n.inputType(0);
   bool training = false;
   double ratio = n.getFloat("ratio", 0.5);
+  if (n.opset < 7 && n.getInt("is_test", 0) == 0)
+    return n.fail("training-mode Dropout (is_test = 0) before opset 7 is not "
+                  "supported");
   if (n.opset >= 12) {
     if (n.hasInput(1)) {
       FailureOr<SmallVector<double>> r = n.constFloats(1, "ratio");

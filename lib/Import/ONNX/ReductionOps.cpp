@@ -240,7 +240,8 @@ LogicalResult importBatchNormalization(NodeContext &n) {
   double epsilon = n.getFloat("epsilon", 1e-5);
   double momentum = n.getFloat("momentum", 0.9);
   bool training = n.opset >= 14 ? n.getInt("training_mode", 0) != 0
-                                : n.wantsOutput(1);
+                                : n.wantsOutput(1) ||
+                                      (n.opset < 7 && n.getInt("is_test", 0) == 0);
   if (!training)
     return setResult(n, n.create<BatchNormOp>(
                             ValueRange{n.input(0), n.input(1), n.input(2),

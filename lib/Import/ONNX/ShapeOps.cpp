@@ -224,11 +224,12 @@ LogicalResult importConcat(NodeContext &n) {
   if (n.numInputs() < 1)
     return n.fail("expected at least one input");
   SmallVector<Value> operands;
-  for (unsigned i = 0; i < n.numInputs(); ++i)
-    if (n.hasInput(i))
-      operands.push_back(n.input(i));
-  if (operands.empty())
-    return n.fail("all inputs are missing");
+  for (unsigned i = 0; i < n.numInputs(); ++i) {
+    if (!n.hasInput(i))
+      return n.fail("input " + Twine(i) + " is missing (Concat's inputs are "
+                    "not optional)");
+    operands.push_back(n.input(i));
+  }
   FailureOr<int64_t> axis = n.normalizeAxis(
       n.getInt("axis", 0),
       cast<RankedTensorType>(operands.front().getType()).getRank());

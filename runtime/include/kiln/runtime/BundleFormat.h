@@ -1,8 +1,9 @@
 //===- BundleFormat.h - the binary layout of a .kiln bundle -----*- C++ -*-===//
 //
-// Constants and encoders for the fixed parts of a bundle (docs/bundle-format.md):
-// the 64-byte header, the section table and the placement of 64-byte-aligned
-// sections. The reader decodes and validates the same layout.
+// Constants and encoders for the fixed parts of a bundle
+// (docs/bundle-format.md): the 64-byte header, the section table and the
+// placement of 64-byte-aligned sections. The reader decodes and validates the
+// same layout.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,0 +1,527 @@
+//===- BundleTest.cpp - the bundle writer and reader ----------------------===//
+//
+// Round trips through the writer and the reader, and one test per validation
+// rule: each builds a bundle that breaks exactly that rule, with every
+// checksum correct, and expects an error naming what is wrong.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestBundles.h"
+#include "kiln/runtime/BundleReader.h"
+#include "kiln/runtime/BundleWriter.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <functional>
+#include <unistd.h>
+
+using namespace kiln::runtime;
+using namespace kiln::runtime::testing;
+namespace bp = kiln::bundle;
+
+namespace {
+
+std::string multiBundleBytes() {
+  BundleWriter writer;
+  buildMultiBundle(writer, standInCode());
+  std::string bytes;
+  Status status = writer.serialize(bytes);
+  EXPECT_TRUE(status.ok()) << status.message();
+  return bytes;
+}
+
+Status readBytes(const std::string &bytes, const ReadOptions &options = {}) {
+  std::unique_ptr<BundleReader> reader;
+  return BundleReader::fromBuffer(ByteSpan(bytes), "test.kiln", reader,
+                                  options);
+}
+
+/// The pieces of the valid multi bundle, to reassemble with changes.
+struct Parts {
+  bp::Manifest manifest;
+  std::string weights;
+  std::string code;
+};
+
+Parts multiBundleParts() {
+  std::string bytes = multiBundleBytes();
+  std::unique_ptr<BundleReader> reader;
+  Status status =
+      BundleReader::fromBuffer(ByteSpan(bytes), "test.kiln", reader);
+  EXPECT_TRUE(status.ok()) << status.message();
+  Parts parts;
+  parts.manifest = reader->manifest();
+  ByteSpan weights = reader->sectionBytes(reader->manifest().weights_section());
+  parts.weights.assign(reinterpret_cast<const char *>(weights.data),
+                       weights.size);
+  ByteSpan code =
+      reader->sectionBytes(reader->manifest().targets(0).code_section());
+  parts.code.assign(reinterpret_cast<const char *>(code.data), code.size);
+  return parts;
+}
+
+/// Lays out the parts as the writer does: manifest, weights, code.
+std::string encodeParts(const Parts &parts) {
+  std::string manifest = parts.manifest.SerializeAsString();
+  return encodeBundle(
+      {{SectionKind::Manifest, "manifest", ByteSpan(manifest)},
+       {SectionKind::Weights, "weights", ByteSpan(parts.weights)},
+       {SectionKind::CpuCode, "code.cpu", ByteSpan(parts.code)}});
+}
+
+/// Recomputes the table and header checksums after the header or the table
+/// was edited.
+void refreshChecksums(std::string &bytes) {
+  auto *data = reinterpret_cast<uint8_t *>(bytes.data());
+  uint32_t count = loadLE32(data + header_field::kSectionCount);
+  uint64_t table = loadLE64(data + header_field::kTableOffset);
+  if (table + uint64_t(count) * kSectionEntrySize <= bytes.size())
+    storeLE32(data + header_field::kTableCrc,
+              crc32(ByteSpan(data + table, count * kSectionEntrySize)));
+  storeLE32(data + header_field::kHeaderCrc,
+            crc32(ByteSpan(data, header_field::kHeaderCrc)));
+}
+
+uint8_t *entryField(std::string &bytes, uint32_t section, size_t field) {
+  return reinterpret_cast<uint8_t *>(bytes.data()) + kBundleHeaderSize +
+         section * kSectionEntrySize + field;
+}
+
+void expectError(const Status &status, StatusCode code,
+                 const std::string &fragment) {
+  EXPECT_FALSE(status.ok());
+  EXPECT_EQ(static_cast<int>(status.code()), static_cast<int>(code))
+      << status.message();
+  EXPECT_NE(status.message().find(fragment), std::string::npos)
+      << "message: " << status.message()
+      << "\nexpected to contain: " << fragment;
+}
+
+TEST(BundleWriter, RoundTripsManifestAndSections) {
+  BundleWriter writer;
+  buildMultiBundle(writer, standInCode());
+  std::string bytes;
+  ASSERT_TRUE(writer.serialize(bytes).ok());
+
+  std::unique_ptr<BundleReader> reader;
+  Status status = BundleReader::fromBuffer(ByteSpan(bytes), "m.kiln", reader);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(reader->manifest().SerializeAsString(),
+            writer.manifest().SerializeAsString());
+  ASSERT_EQ(reader->sections().size(), 3u);
+  EXPECT_EQ(reader->sections()[0].name, "manifest");
+  EXPECT_EQ(reader->sections()[1].name, "weights");
+  EXPECT_EQ(reader->sections()[2].name, "code.cpu");
+  for (const SectionEntry &section : reader->sections())
+    EXPECT_EQ(section.offset % 64, 0u) << section.name;
+
+  ByteSpan code = reader->sectionBytes(2);
+  EXPECT_EQ(std::string(reinterpret_cast<const char *>(code.data), code.size),
+            standInCode());
+  const bp::Parameter &b = reader->manifest().parameters(1);
+  EXPECT_EQ(b.weights_offset() % 64, 0u);
+  ByteSpan weights = reader->sectionBytes(1);
+  EXPECT_EQ(std::memcmp(weights.data + b.weights_offset(), kWeightB,
+                        sizeof(kWeightB)),
+            0);
+  EXPECT_EQ(reader->findEntryPoint("mixed"), 2);
+  EXPECT_EQ(reader->findParameter("acc"), 2);
+  EXPECT_EQ(reader->findTarget("cpu"), 0);
+  EXPECT_EQ(reader->findTarget("cuda"), -1);
+}
+
+class TempDir : public ::testing::Test {
+protected:
+  void SetUp() override {
+    const char *base = std::getenv("TMPDIR");
+    dir = std::string(base && *base ? base : "/tmp") + "/kiln-bundle-XXXXXX";
+    ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  }
+  void TearDown() override {
+    std::string command = "rm -rf '" + dir + "'";
+    EXPECT_EQ(std::system(command.c_str()), 0);
+  }
+  std::string dir;
+};
+
+using BundleFile = TempDir;
+
+TEST_F(BundleFile, WriteThenOpenMapsTheFile) {
+  BundleWriter writer;
+  buildMultiBundle(writer, standInCode());
+  std::string path = dir + "/m.kiln";
+  Status status = writer.write(path);
+  ASSERT_TRUE(status.ok()) << status.message();
+
+  std::unique_ptr<BundleReader> reader;
+  status = BundleReader::open(path, reader);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_GE(reader->fileDescriptor(), 0);
+  EXPECT_EQ(reader->name(), path);
+  EXPECT_EQ(reader->manifest().entry_points_size(), 4);
+
+  std::string fileBytes, serialized;
+  ASSERT_TRUE(readFile(path, fileBytes).ok());
+  ASSERT_TRUE(writer.serialize(serialized).ok());
+  EXPECT_EQ(fileBytes, serialized);
+}
+
+TEST_F(BundleFile, WriteReplacesAtomicallyAndLeavesNoTemporary) {
+  std::string path = dir + "/m.kiln";
+  BundleWriter single, multi;
+  buildSingleBundle(single, standInCode());
+  buildMultiBundle(multi, standInCode());
+  ASSERT_TRUE(single.write(path).ok());
+  ASSERT_TRUE(multi.write(path).ok());
+  std::unique_ptr<BundleReader> reader;
+  ASSERT_TRUE(BundleReader::open(path, reader).ok());
+  EXPECT_EQ(reader->manifest().model_name(), "multi");
+  std::string listing = "test $(ls -A '" + dir + "' | wc -l) -eq 1";
+  EXPECT_EQ(std::system(listing.c_str()), 0);
+}
+
+TEST_F(BundleFile, InvalidManifestIsNotWritten) {
+  BundleWriter writer;
+  buildMultiBundle(writer, standInCode());
+  writer.manifest()
+      .mutable_entry_points(0)
+      ->mutable_commands(0)
+      ->mutable_kernel()
+      ->set_symbol("no_such_kernel");
+  std::string path = dir + "/m.kiln";
+  expectError(writer.write(path), StatusCode::FormatError,
+              "calls kernel 'no_such_kernel', which target 'cpu' does not "
+              "list");
+  EXPECT_NE(access(path.c_str(), F_OK), 0);
+  std::string listing = "test -z \"$(ls -A '" + dir + "')\"";
+  EXPECT_EQ(std::system(listing.c_str()), 0);
+}
+
+TEST_F(BundleFile, UnwritableDirectoryIsAnIoError) {
+  BundleWriter writer;
+  buildSingleBundle(writer, standInCode());
+  std::string path = dir + "/missing/m.kiln";
+  expectError(writer.write(path), StatusCode::IoError, path);
+}
+
+TEST_F(BundleFile, OpenErrorsNameTheFile) {
+  std::unique_ptr<BundleReader> reader;
+  expectError(BundleReader::open(dir + "/none.kiln", reader),
+              StatusCode::IoError, dir + "/none.kiln: cannot open");
+  expectError(BundleReader::open(dir, reader), StatusCode::IoError,
+              "not a regular file");
+  std::string empty = dir + "/empty.kiln";
+  std::string touch = "touch '" + empty + "'";
+  ASSERT_EQ(std::system(touch.c_str()), 0);
+  expectError(BundleReader::open(empty, reader), StatusCode::FormatError,
+              "the file is empty");
+}
+
+/// A change to the bytes of a valid bundle, the error it must cause and the
+/// words the message must contain.
+struct ByteCase {
+  const char *name;
+  std::function<void(std::string &)> change;
+  StatusCode code;
+  std::string fragment;
+};
+
+TEST(BundleReader, RejectsEachBrokenHeaderAndTableRule) {
+  using namespace header_field;
+  const std::vector<ByteCase> cases = {
+      {"short file", [](std::string &b) { b.resize(40); },
+       StatusCode::FormatError, "shorter than the 64-byte bundle header"},
+      {"bad magic", [](std::string &b) { b[3] = 'X'; }, StatusCode::FormatError,
+       "not a Kiln bundle (bad magic"},
+      {"newer version",
+       [](std::string &b) {
+         storeLE32(reinterpret_cast<uint8_t *>(&b[kVersion]), 2);
+         refreshChecksums(b);
+       },
+       StatusCode::Unsupported, "bundle format version 2"},
+      {"header checksum", [](std::string &b) { b[kTableOffset + 7] ^= 1; },
+       StatusCode::FormatError, "header checksum mismatch"},
+      {"reserved header bytes",
+       [](std::string &b) {
+         b[kReserved + 3] = 1;
+         refreshChecksums(b);
+       },
+       StatusCode::FormatError, "reserved header bytes"},
+      {"extended file", [](std::string &b) { b.append(64, '\0'); },
+       StatusCode::FormatError, "truncated or extended"},
+      {"no sections",
+       [](std::string &b) {
+         storeLE32(reinterpret_cast<uint8_t *>(&b[kSectionCount]), 0);
+         refreshChecksums(b);
+       },
+       StatusCode::FormatError, "section count 0"},
+      {"table outside the file",
+       [](std::string &b) {
+         storeLE64(reinterpret_cast<uint8_t *>(&b[kTableOffset]),
+                   b.size() - 64);
+         refreshChecksums(b);
+       },
+       StatusCode::FormatError, "section table (3 entries at offset"},
+      {"table checksum",
+       [](std::string &b) { *entryField(b, 1, entry_field::kName) ^= 1; },
+       StatusCode::FormatError, "section table checksum mismatch"},
+      {"unknown section kind",
+       [](std::string &b) {
+         storeLE32(entryField(b, 1, entry_field::kKind), 9);
+         refreshChecksums(b);
+       },
+       StatusCode::FormatError, "section 1 'weights' has unknown kind 9"},
+      {"section flags",
+       [](std::string &b) {
+         storeLE32(entryField(b, 1, entry_field::kFlags), 1);
+         refreshChecksums(b);
+       },
+       StatusCode::FormatError, "flags and reserved bytes are not zero"},
+      {"name not NUL-padded",
+       [](std::string &b) {
+         *(entryField(b, 1, entry_field::kName) + 20) = 'x';
+         refreshChecksums(b);
+       },
+       StatusCode::FormatError, "section 1: the name is not NUL-padded"},
+      {"misaligned section",
+       [](std::string &b) {
+         uint8_t *offset = entryField(b, 2, entry_field::kOffset);
+         storeLE64(offset, loadLE64(offset) + 8);
+         refreshChecksums(b);
+       },
+       StatusCode::FormatError, "section 2 'code.cpu': offset"},
+      {"section past the end",
+       [](std::string &b) {
+         storeLE64(entryField(b, 2, entry_field::kSize), 1u << 20);
+         refreshChecksums(b);
+       },
+       StatusCode::FormatError, "lie outside the"},
+      {"section data checksum",
+       [](std::string &b) {
+         uint64_t weights = loadLE64(entryField(b, 1, entry_field::kOffset));
+         b[weights + 5] ^= 0x10;
+       },
+       StatusCode::FormatError, "section 1 'weights' at offset"},
+      {"overlapping sections",
+       [](std::string &b) {
+         std::memcpy(entryField(b, 2, 0), entryField(b, 1, 0),
+                     kSectionEntrySize);
+         storeLE32(entryField(b, 2, entry_field::kKind),
+                   static_cast<uint32_t>(SectionKind::CpuCode));
+         refreshChecksums(b);
+       },
+       StatusCode::FormatError, "overlaps section"},
+      {"padding not zero",
+       [](std::string &b) {
+         uint64_t weights = loadLE64(entryField(b, 1, entry_field::kOffset));
+         b[weights - 1] = 7;
+       },
+       StatusCode::FormatError, "is not zero padding"},
+      {"two manifests",
+       [](std::string &b) {
+         storeLE32(entryField(b, 1, entry_field::kKind),
+                   static_cast<uint32_t>(SectionKind::Manifest));
+         refreshChecksums(b);
+       },
+       StatusCode::FormatError, "sections 0 and 1 are both manifests"},
+      {"no manifest",
+       [](std::string &b) {
+         storeLE32(entryField(b, 0, entry_field::kKind),
+                   static_cast<uint32_t>(SectionKind::CpuCode));
+         refreshChecksums(b);
+       },
+       StatusCode::FormatError, "no manifest section"},
+  };
+  for (const ByteCase &test : cases) {
+    SCOPED_TRACE(test.name);
+    std::string bytes = multiBundleBytes();
+    test.change(bytes);
+    expectError(readBytes(bytes), test.code, test.fragment);
+    EXPECT_EQ(readBytes(bytes).message().rfind("test.kiln: ", 0), 0u);
+  }
+}
+
+TEST(BundleReader, RejectsAManifestThatDoesNotParse) {
+  std::string garbage = "\xff\xff\xff\xff not a protobuf";
+  Parts parts = multiBundleParts();
+  std::string bytes = encodeBundle(
+      {{SectionKind::Manifest, "manifest", ByteSpan(garbage)},
+       {SectionKind::Weights, "weights", ByteSpan(parts.weights)}});
+  expectError(readBytes(bytes), StatusCode::FormatError,
+              "section 0 at offset 192: the manifest is not a valid "
+              "kiln.bundle.Manifest");
+}
+
+/// A change to the manifest of a valid bundle and the words its error must
+/// contain.
+struct ManifestCase {
+  const char *name;
+  std::function<void(bp::Manifest &)> change;
+  std::string fragment;
+};
+
+bp::BufferRef *firstBuffer(bp::Manifest &m, int entry, int command = 0) {
+  return m.mutable_entry_points(entry)
+      ->mutable_commands(command)
+      ->mutable_kernel()
+      ->mutable_buffers(0);
+}
+
+TEST(BundleReader, RejectsEachBrokenManifestRule) {
+  const std::vector<ManifestCase> cases = {
+      {"no entry points", [](bp::Manifest &m) { m.clear_entry_points(); },
+       "manifest has no entry points"},
+      {"no targets", [](bp::Manifest &m) { m.clear_targets(); },
+       "manifest has no targets"},
+      {"duplicate entry point",
+       [](bp::Manifest &m) { m.mutable_entry_points(1)->set_name("add_one"); },
+       "entry point 1: the name 'add_one' is used twice"},
+      {"empty input name",
+       [](bp::Manifest &m) {
+         m.mutable_entry_points(0)->mutable_inputs(0)->clear_name();
+       },
+       "entry point 'add_one': input 0 has an empty name"},
+      {"NUL in a name",
+       [](bp::Manifest &m) {
+         m.mutable_entry_points(0)->mutable_outputs(0)->set_name(
+             std::string("y\0z", 3));
+       },
+       "output 0 has a name with a NUL byte"},
+      {"unknown element type",
+       [](bp::Manifest &m) {
+         m.mutable_entry_points(0)->mutable_inputs(0)->set_element_type(
+             static_cast<bp::ElementType>(42));
+       },
+       "input 0 'x' has unknown element type 42"},
+      {"negative dimension",
+       [](bp::Manifest &m) {
+         m.mutable_entry_points(2)->mutable_inputs(1)->set_shape(0, -3);
+       },
+       "entry point 'mixed': input 1 'flag' has negative dimension 0 (-3)"},
+      {"rank too large",
+       [](bp::Manifest &m) {
+         for (int i = 0; i < 33; ++i)
+           m.mutable_entry_points(0)->mutable_inputs(0)->add_shape(1);
+       },
+       "has rank 34, more than 32"},
+      {"tensor too large",
+       [](bp::Manifest &m) {
+         auto *shape = m.mutable_entry_points(0)->mutable_inputs(0);
+         shape->add_shape(int64_t(1) << 40);
+         shape->add_shape(int64_t(1) << 40);
+       },
+       "is larger than 2^62 bytes"},
+      {"parameter size",
+       [](bp::Manifest &m) { m.mutable_parameters(1)->set_size_bytes(12); },
+       "parameter 1 'b': size_bytes 12 does not match its type f32[2,2] (16 "
+       "bytes)"},
+      {"parameter misaligned",
+       [](bp::Manifest &m) { m.mutable_parameters(1)->set_weights_offset(32); },
+       "parameter 1 'b': weights_offset 32 is not a multiple of 64"},
+      {"parameter outside the weights",
+       [](bp::Manifest &m) {
+         m.mutable_parameters(2)->set_weights_offset(1 << 20);
+       },
+       "parameter 2 'acc': bytes [1048576, 1048592) lie outside the"},
+      {"parameters overlap",
+       [](bp::Manifest &m) { m.mutable_parameters(1)->set_weights_offset(0); },
+       "parameters overlap in the weights section at offset 0"},
+      {"duplicate parameter",
+       [](bp::Manifest &m) {
+         m.mutable_parameters(2)->mutable_tensor()->set_name("w");
+       },
+       "parameter 2: the name 'w' is used twice"},
+      {"weights section index",
+       [](bp::Manifest &m) { m.set_weights_section(2); },
+       "weights_section 2 is not a weights section"},
+      {"code section index",
+       [](bp::Manifest &m) { m.mutable_targets(0)->set_code_section(1); },
+       "target 'cpu': code_section 1 is not a code section"},
+      {"code section out of range",
+       [](bp::Manifest &m) { m.mutable_targets(0)->set_code_section(7); },
+       "target 'cpu': code_section 7 is not a code section"},
+      {"no kernels",
+       [](bp::Manifest &m) { m.mutable_targets(0)->clear_kernels(); },
+       "target 'cpu': lists no kernels"},
+      {"duplicate kernel",
+       [](bp::Manifest &m) { m.mutable_targets(0)->set_kernels(1, "add_one"); },
+       "target 'cpu': kernel 1: the name 'add_one' is used twice"},
+      {"unlisted kernel",
+       [](bp::Manifest &m) {
+         m.mutable_entry_points(1)
+             ->mutable_commands(1)
+             ->mutable_kernel()
+             ->set_symbol("relu");
+       },
+       "entry point 'affine': command 1: calls kernel 'relu', which target "
+       "'cpu' does not list"},
+      {"empty command",
+       [](bp::Manifest &m) { m.mutable_entry_points(3)->add_commands(); },
+       "entry point 'accumulate': command 1: is empty or of a kind this "
+       "runtime does not know"},
+      {"input index", [](bp::Manifest &m) { firstBuffer(m, 0)->set_index(1); },
+       "entry point 'add_one': command 0: (kernel 'add_one') buffer 0: "
+       "refers to input 1 of 1"},
+      {"output index",
+       [](bp::Manifest &m) {
+         firstBuffer(m, 0)->set_kind(bp::BufferRef::OUTPUT);
+         firstBuffer(m, 0)->set_index(3);
+       },
+       "refers to output 3 of 1"},
+      {"parameter index",
+       [](bp::Manifest &m) {
+         firstBuffer(m, 0)->set_kind(bp::BufferRef::PARAM);
+         firstBuffer(m, 0)->set_index(3);
+       },
+       "refers to parameter 3 of 3"},
+      {"buffer kind",
+       [](bp::Manifest &m) {
+         firstBuffer(m, 0)->set_kind(static_cast<bp::BufferRef::Kind>(9));
+       },
+       "buffer 0: has unknown kind 9"},
+      {"input range", [](bp::Manifest &m) { firstBuffer(m, 0)->set_offset(4); },
+       "buffer 0: bytes [4, +16) lie outside the 16 bytes it refers to"},
+      {"arena range",
+       [](bp::Manifest &m) { firstBuffer(m, 1, 1)->set_offset(120); },
+       "entry point 'affine': command 1: (kernel 'add_param') buffer 0: "
+       "bytes [120, +16) lie outside the 128 bytes"},
+      {"arena alignment",
+       [](bp::Manifest &m) {
+         m.mutable_entry_points(1)->set_arena_alignment(48);
+       },
+       "arena_alignment 48 is not a power of two up to 4096"},
+      {"arena too large",
+       [](bp::Manifest &m) {
+         m.mutable_entry_points(1)->set_arena_bytes(~uint64_t(0));
+       },
+       "entry point 'affine': arena of 18446744073709551615 bytes"},
+  };
+  for (const ManifestCase &test : cases) {
+    SCOPED_TRACE(test.name);
+    Parts parts = multiBundleParts();
+    test.change(parts.manifest);
+    Status status = readBytes(encodeParts(parts));
+    expectError(status, StatusCode::FormatError, test.fragment);
+    EXPECT_EQ(status.message().rfind("test.kiln: manifest: ", 0), 0u)
+        << status.message();
+  }
+}
+
+TEST(BundleReader, AcceptsWhatTheRulesAllow) {
+  Parts parts = multiBundleParts();
+  // An arena alignment of 0 means the default, 64; a scalar is rank 0; an
+  // empty tensor is fine; so is a parameter-free bundle without weights.
+  parts.manifest.mutable_entry_points(1)->set_arena_alignment(0);
+  parts.manifest.mutable_entry_points(0)->add_outputs()->set_name("scalar");
+  parts.manifest.mutable_entry_points(0)->mutable_outputs(1)->set_element_type(
+      bp::F64);
+  bp::TensorSpec *empty = parts.manifest.mutable_entry_points(0)->add_inputs();
+  empty->set_name("empty");
+  empty->set_element_type(bp::I8);
+  empty->add_shape(0);
+  Status status = readBytes(encodeParts(parts));
+  EXPECT_TRUE(status.ok()) << status.message();
+}
+
+} // namespace

@@ -1,0 +1,427 @@
+//===- CpuSessionTest.cpp - the C API running real CPU code ---------------===//
+//
+// Compiles kernels.c with the system C compiler into a shared object, wraps
+// it in bundles with the BundleWriter and runs them through the C API: the
+// queries, every entry point, parameters updated in place, and every error
+// a caller can provoke. Needs no part of the compiler.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestBundles.h"
+#include "kiln/runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <unistd.h>
+
+using namespace kiln::runtime;
+using namespace kiln::runtime::testing;
+namespace bp = kiln::bundle;
+
+namespace {
+
+/// Bundles written once for the whole suite.
+class CpuSession : public ::testing::Test {
+protected:
+  static void SetUpTestSuite() {
+    const char *base = std::getenv("TMPDIR");
+    dir = std::string(base && *base ? base : "/tmp") + "/kiln-cpu-XXXXXX";
+    ASSERT_NE(mkdtemp(dir.data()), nullptr);
+    std::string kernels = dir + "/kernels.so";
+    Status status =
+        compileSharedObject(KILN_TEST_CC, KILN_TEST_KERNELS_SOURCE, kernels);
+    ASSERT_TRUE(status.ok()) << status.message();
+    ASSERT_TRUE(readFile(kernels, code).ok());
+    writeBundle("multi.kiln",
+                [](BundleWriter &w) { buildMultiBundle(w, code); });
+    writeBundle("single.kiln",
+                [](BundleWriter &w) { buildSingleBundle(w, code); });
+    writeBundle("not-elf.kiln", [](BundleWriter &w) {
+      buildSingleBundle(w, std::string(300, 'Z'));
+    });
+    writeBundle("missing-kernel.kiln", [](BundleWriter &w) {
+      buildSingleBundle(w, code);
+      w.manifest().mutable_targets(0)->add_kernels("softmax_kernel");
+    });
+  }
+
+  static void TearDownTestSuite() {
+    std::string command = "rm -rf '" + dir + "'";
+    EXPECT_EQ(std::system(command.c_str()), 0);
+  }
+
+  template <typename Build>
+  static void writeBundle(const std::string &name, Build build) {
+    BundleWriter writer;
+    build(writer);
+    Status status = writer.write(dir + "/" + name);
+    ASSERT_TRUE(status.ok()) << status.message();
+  }
+
+  static std::string path(const std::string &name) { return dir + "/" + name; }
+
+  void SetUp() override {
+    ASSERT_EQ(kiln_bundle_open(path("multi.kiln").c_str(), &bundle), KILN_OK)
+        << kiln_status_message();
+    ASSERT_EQ(kiln_session_create(bundle, nullptr, &session), KILN_OK)
+        << kiln_status_message();
+  }
+
+  void TearDown() override {
+    kiln_session_release(session);
+    kiln_bundle_release(bundle);
+  }
+
+  static std::string dir;
+  static std::string code;
+  kiln_bundle_t *bundle = nullptr;
+  kiln_session_t *session = nullptr;
+};
+
+std::string CpuSession::dir;
+std::string CpuSession::code;
+
+const int64_t kShape4[] = {4};
+const int64_t kShape2x2[] = {2, 2};
+const int64_t kShape3[] = {3};
+
+kiln_tensor_t f32Tensor(const char *name, float *data, const int64_t *shape,
+                        int32_t rank) {
+  size_t count = 1;
+  for (int32_t d = 0; d < rank; ++d)
+    count *= static_cast<size_t>(shape[d]);
+  return {name, KILN_ELEMENT_TYPE_F32, rank, shape,
+          data, count * sizeof(float)};
+}
+
+void expectStatus(kiln_status_t status, kiln_status_t expected,
+                  const std::string &fragment) {
+  EXPECT_EQ(status, expected) << kiln_status_message();
+  EXPECT_NE(std::string(kiln_status_message()).find(fragment),
+            std::string::npos)
+      << "message: " << kiln_status_message()
+      << "\nexpected to contain: " << fragment;
+}
+
+TEST_F(CpuSession, DescribesTheBundle) {
+  kiln_bundle_info_t info;
+  ASSERT_EQ(kiln_bundle_get_info(bundle, &info), KILN_OK);
+  EXPECT_STREQ(info.producer, "kiln runtime tests");
+  EXPECT_STREQ(info.model_name, "multi");
+  EXPECT_EQ(info.entry_point_count, 4u);
+  EXPECT_EQ(info.target_count, 1u);
+  EXPECT_EQ(info.parameter_count, 3u);
+  EXPECT_EQ(info.parameter_bytes, 48u);
+
+  size_t index = 0;
+  ASSERT_EQ(kiln_bundle_find_entry_point(bundle, "mixed", &index), KILN_OK);
+  EXPECT_EQ(index, 2u);
+  kiln_entry_point_info_t entry;
+  ASSERT_EQ(kiln_bundle_get_entry_point(bundle, 1, &entry), KILN_OK);
+  EXPECT_STREQ(entry.name, "affine");
+  EXPECT_EQ(entry.input_count, 1u);
+  EXPECT_EQ(entry.output_count, 1u);
+  EXPECT_EQ(entry.command_count, 2u);
+  EXPECT_EQ(entry.arena_bytes, 128u);
+
+  kiln_tensor_info_t tensor;
+  ASSERT_EQ(kiln_bundle_get_entry_point_input(bundle, 2, 1, &tensor), KILN_OK);
+  EXPECT_STREQ(tensor.name, "flag");
+  EXPECT_EQ(tensor.element_type, KILN_ELEMENT_TYPE_BOOL);
+  ASSERT_EQ(tensor.rank, 1);
+  EXPECT_EQ(tensor.shape[0], 3);
+  EXPECT_EQ(tensor.byte_size, 3u);
+  ASSERT_EQ(kiln_bundle_get_entry_point_output(bundle, 2, 0, &tensor), KILN_OK);
+  EXPECT_STREQ(tensor.name, "out");
+  EXPECT_EQ(tensor.byte_size, 24u);
+
+  kiln_parameter_info_t parameter;
+  ASSERT_EQ(kiln_bundle_get_parameter(bundle, 1, &parameter), KILN_OK);
+  EXPECT_STREQ(parameter.tensor.name, "b");
+  EXPECT_EQ(parameter.trainable, 0);
+  EXPECT_EQ(parameter.tensor.rank, 2);
+  kiln_target_info_t target;
+  ASSERT_EQ(kiln_bundle_get_target(bundle, 0, &target), KILN_OK);
+  EXPECT_STREQ(target.name, "cpu");
+  EXPECT_STREQ(target.triple, "x86_64-unknown-linux-gnu");
+  EXPECT_EQ(target.kernel_count, 5u);
+  EXPECT_EQ(target.code_bytes, code.size());
+}
+
+TEST_F(CpuSession, QueriesOutOfRangeAreNotFound) {
+  kiln_entry_point_info_t entry;
+  expectStatus(kiln_bundle_get_entry_point(bundle, 4, &entry),
+               KILN_STATUS_NOT_FOUND, "no entry point 4 (there are 4)");
+  kiln_tensor_info_t tensor;
+  expectStatus(kiln_bundle_get_entry_point_input(bundle, 0, 1, &tensor),
+               KILN_STATUS_NOT_FOUND,
+               "entry point 'add_one': no input 1 (there are 1)");
+  expectStatus(kiln_bundle_get_entry_point_output(bundle, 9, 0, &tensor),
+               KILN_STATUS_NOT_FOUND, "no entry point 9");
+  kiln_parameter_info_t parameter;
+  expectStatus(kiln_bundle_get_parameter(bundle, 3, &parameter),
+               KILN_STATUS_NOT_FOUND, "no parameter 3 (there are 3)");
+  kiln_target_info_t target;
+  expectStatus(kiln_bundle_get_target(bundle, 1, &target),
+               KILN_STATUS_NOT_FOUND, "no target 1");
+  size_t index = 0;
+  expectStatus(kiln_bundle_find_entry_point(bundle, "train_step", &index),
+               KILN_STATUS_NOT_FOUND,
+               "no entry point 'train_step' (entry points: 'add_one', "
+               "'affine', 'mixed', 'accumulate')");
+}
+
+TEST_F(CpuSession, NullArgumentsAreInvalid) {
+  kiln_bundle_t *none = nullptr;
+  expectStatus(kiln_bundle_open(nullptr, &none), KILN_STATUS_INVALID_ARGUMENT,
+               "kiln_bundle_open: path is NULL");
+  expectStatus(kiln_bundle_get_info(bundle, nullptr),
+               KILN_STATUS_INVALID_ARGUMENT,
+               "kiln_bundle_get_info: out_info is NULL");
+  expectStatus(kiln_session_run(session, nullptr, nullptr, 0, nullptr, 0),
+               KILN_STATUS_INVALID_ARGUMENT,
+               "kiln_session_run: entry_point is NULL");
+  expectStatus(kiln_session_create(nullptr, nullptr, nullptr),
+               KILN_STATUS_INVALID_ARGUMENT,
+               "kiln_session_create: bundle is NULL");
+  kiln_session_release(nullptr);
+  kiln_bundle_release(nullptr);
+}
+
+TEST_F(CpuSession, RunsAddOne) {
+  float x[4] = {1, 2, 3, 4.5f}, y[4] = {};
+  kiln_tensor_t input = f32Tensor("x", x, kShape4, 1);
+  kiln_tensor_t output = f32Tensor("y", y, kShape4, 1);
+  ASSERT_EQ(kiln_session_run(session, "add_one", &input, 1, &output, 1),
+            KILN_OK)
+      << kiln_status_message();
+  EXPECT_EQ(y[0], 2);
+  EXPECT_EQ(y[3], 5.5f);
+}
+
+TEST_F(CpuSession, RunsThroughTheArenaAndParameters) {
+  float x[4] = {1, -1, 0.5f, 2}, y[4] = {};
+  kiln_tensor_t input = f32Tensor("x", x, kShape2x2, 2);
+  kiln_tensor_t output = f32Tensor("y", y, kShape2x2, 2);
+  ASSERT_EQ(kiln_session_run(session, "affine", &input, 1, &output, 1), KILN_OK)
+      << kiln_status_message();
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(y[i], x[i] * kWeightW[i] + kWeightB[i]) << i;
+}
+
+TEST_F(CpuSession, RunsMixedElementTypes) {
+  int64_t n[3] = {3, -4, 5};
+  uint8_t flag[3] = {1, 0, 1};
+  double out[3] = {};
+  kiln_tensor_t inputs[2] = {
+      {"flag", KILN_ELEMENT_TYPE_BOOL, 1, kShape3, flag, sizeof(flag)},
+      {"n", KILN_ELEMENT_TYPE_I64, 1, kShape3, n, sizeof(n)}};
+  kiln_tensor_t output = {"out",      KILN_ELEMENT_TYPE_F64, 1, kShape3, out,
+                          sizeof(out)};
+  ASSERT_EQ(kiln_session_run(session, "mixed", inputs, 2, &output, 1), KILN_OK)
+      << kiln_status_message();
+  EXPECT_EQ(out[0], 6.0);
+  EXPECT_EQ(out[1], 4.0);
+  EXPECT_EQ(out[2], 10.0);
+}
+
+void runAccumulate(kiln_session_t *session, float *x, float *y) {
+  kiln_tensor_t input = f32Tensor("x", x, kShape4, 1);
+  kiln_tensor_t output = f32Tensor("y", y, kShape4, 1);
+  ASSERT_EQ(kiln_session_run(session, "accumulate", &input, 1, &output, 1),
+            KILN_OK)
+      << kiln_status_message();
+}
+
+TEST_F(CpuSession, ParametersUpdateInPlacePerSession) {
+  float x[4] = {1, 1, 2, 2}, y[4] = {};
+  runAccumulate(session, x, y);
+  runAccumulate(session, x, y);
+  EXPECT_EQ(y[0], 12);
+  EXPECT_EQ(y[3], 44);
+  float acc[4] = {};
+  ASSERT_EQ(kiln_session_get_parameter(session, "acc", acc, sizeof(acc)),
+            KILN_OK);
+  EXPECT_EQ(acc[2], 34);
+
+  // Another session starts from the bundle's values: the first one's updates
+  // are private, and the file is unchanged.
+  kiln_session_t *other = nullptr;
+  ASSERT_EQ(kiln_session_create(bundle, "cpu", &other), KILN_OK);
+  ASSERT_EQ(kiln_session_get_parameter(other, "acc", acc, sizeof(acc)),
+            KILN_OK);
+  EXPECT_EQ(acc[2], kWeightAcc[2]);
+  kiln_session_release(other);
+
+  const float restored[4] = {0, 0, 0, 100};
+  ASSERT_EQ(
+      kiln_session_set_parameter(session, "acc", restored, sizeof(restored)),
+      KILN_OK);
+  runAccumulate(session, x, y);
+  EXPECT_EQ(y[0], 1);
+  EXPECT_EQ(y[3], 102);
+}
+
+TEST_F(CpuSession, ParameterErrorsNameTheParameter) {
+  float value[4] = {};
+  expectStatus(kiln_session_get_parameter(session, "gamma", value, 16),
+               KILN_STATUS_NOT_FOUND, "no parameter 'gamma'");
+  expectStatus(kiln_session_set_parameter(session, "w", value, 12),
+               KILN_STATUS_INVALID_ARGUMENT,
+               "parameter 'w' (f32[2,2]) has 16 bytes, not 12");
+  expectStatus(kiln_session_get_parameter(session, "w", nullptr, 16),
+               KILN_STATUS_INVALID_ARGUMENT, "parameter 'w': data is NULL");
+}
+
+TEST_F(CpuSession, RunErrorsNameTheTensor) {
+  float x[4] = {}, y[4] = {}, z[4] = {};
+  double wide[4] = {};
+  const int64_t shape5[] = {5};
+  kiln_tensor_t good = f32Tensor("x", x, kShape4, 1);
+  kiln_tensor_t out = f32Tensor("y", y, kShape4, 1);
+  kiln_tensor_t extra = f32Tensor("z", z, kShape4, 1);
+  kiln_tensor_t inputs2[2] = {good, extra};
+  kiln_tensor_t twice[2] = {good, good};
+  kiln_tensor_t mistyped = {"x",  KILN_ELEMENT_TYPE_F64, 1, kShape4,
+                            wide, sizeof(wide)};
+  kiln_tensor_t misshaped = f32Tensor("x", x, kShape2x2, 2);
+  kiln_tensor_t longer = {"x", KILN_ELEMENT_TYPE_F32, 1, shape5, x, 20};
+  kiln_tensor_t wrongSize = good;
+  wrongSize.byte_size = 8;
+  kiln_tensor_t noData = good;
+  noData.data = nullptr;
+  kiln_tensor_t noName = good;
+  noName.name = nullptr;
+  kiln_tensor_t misaligned = good;
+  misaligned.data = reinterpret_cast<char *>(x) + 1;
+
+  const char *entry = "add_one";
+  expectStatus(kiln_session_run(session, entry, nullptr, 0, &out, 1),
+               KILN_STATUS_INVALID_ARGUMENT,
+               "entry point 'add_one': missing input 'x' (f32[4])");
+  expectStatus(kiln_session_run(session, entry, &good, 1, nullptr, 0),
+               KILN_STATUS_INVALID_ARGUMENT, "missing output 'y' (f32[4])");
+  expectStatus(kiln_session_run(session, entry, inputs2, 2, &out, 1),
+               KILN_STATUS_INVALID_ARGUMENT,
+               "unexpected input 'z' (inputs: 'x')");
+  expectStatus(kiln_session_run(session, entry, twice, 2, &out, 1),
+               KILN_STATUS_INVALID_ARGUMENT, "input 'x' is given twice");
+  expectStatus(kiln_session_run(session, entry, &mistyped, 1, &out, 1),
+               KILN_STATUS_INVALID_ARGUMENT,
+               "input 'x' has element type f64, expected f32[4]");
+  expectStatus(kiln_session_run(session, entry, &misshaped, 1, &out, 1),
+               KILN_STATUS_INVALID_ARGUMENT,
+               "input 'x' has type f32[2,2], expected f32[4]");
+  expectStatus(kiln_session_run(session, entry, &longer, 1, &out, 1),
+               KILN_STATUS_INVALID_ARGUMENT,
+               "input 'x' has type f32[5], expected f32[4]");
+  expectStatus(kiln_session_run(session, entry, &wrongSize, 1, &out, 1),
+               KILN_STATUS_INVALID_ARGUMENT,
+               "input 'x' has byte_size 8, but f32[4] needs 16");
+  expectStatus(kiln_session_run(session, entry, &noData, 1, &out, 1),
+               KILN_STATUS_INVALID_ARGUMENT, "input 'x' has no data");
+  expectStatus(kiln_session_run(session, entry, &noName, 1, &out, 1),
+               KILN_STATUS_INVALID_ARGUMENT, "input 0 has no name");
+  expectStatus(kiln_session_run(session, entry, &misaligned, 1, &out, 1),
+               KILN_STATUS_INVALID_ARGUMENT,
+               "input 'x': data is not aligned to its 4-byte elements");
+  expectStatus(kiln_session_run(session, entry, &good, 1, &good, 1),
+               KILN_STATUS_INVALID_ARGUMENT,
+               "unexpected output 'x' (outputs: 'y')");
+  expectStatus(kiln_session_run(session, "backward", &good, 1, &out, 1),
+               KILN_STATUS_NOT_FOUND, "no entry point 'backward'");
+  // Nothing ran: the output is untouched.
+  EXPECT_EQ(y[0], 0);
+}
+
+TEST_F(CpuSession, SessionCreationErrors) {
+  kiln_session_t *other = nullptr;
+  expectStatus(kiln_session_create(bundle, "cuda", &other),
+               KILN_STATUS_NOT_FOUND, "no target 'cuda' (targets: 'cpu')");
+
+  kiln_bundle_t *notElf = nullptr;
+  ASSERT_EQ(kiln_bundle_open(path("not-elf.kiln").c_str(), &notElf), KILN_OK);
+  expectStatus(kiln_session_create(notElf, nullptr, &other),
+               KILN_STATUS_FORMAT_ERROR,
+               "the code of target 'cpu' (section 2) is not an ELF file");
+  kiln_bundle_release(notElf);
+
+  kiln_bundle_t *missing = nullptr;
+  ASSERT_EQ(kiln_bundle_open(path("missing-kernel.kiln").c_str(), &missing),
+            KILN_OK);
+  expectStatus(kiln_session_create(missing, nullptr, &other),
+               KILN_STATUS_NOT_FOUND,
+               "does not export kernel 'softmax_kernel'");
+  kiln_bundle_release(missing);
+  EXPECT_EQ(other, nullptr);
+}
+
+TEST_F(CpuSession, OpenErrorsNameTheFile) {
+  kiln_bundle_t *other = nullptr;
+  std::string none = path("none.kiln");
+  expectStatus(kiln_bundle_open(none.c_str(), &other), KILN_STATUS_IO_ERROR,
+               none + ": cannot open");
+  std::string bytes;
+  ASSERT_TRUE(readFile(path("single.kiln"), bytes).ok());
+  std::string truncated = path("truncated.kiln");
+  {
+    std::FILE *file = std::fopen(truncated.c_str(), "wb");
+    ASSERT_NE(file, nullptr);
+    std::fwrite(bytes.data(), 1, bytes.size() - 100, file);
+    std::fclose(file);
+  }
+  expectStatus(kiln_bundle_open(truncated.c_str(), &other),
+               KILN_STATUS_FORMAT_ERROR, "(truncated or extended)");
+  EXPECT_EQ(other, nullptr);
+  EXPECT_STREQ(kiln_status_name(KILN_STATUS_FORMAT_ERROR), "format error");
+}
+
+TEST_F(CpuSession, SessionOutlivesItsBundle) {
+  kiln_bundle_t *single = nullptr;
+  kiln_session_t *own = nullptr;
+  ASSERT_EQ(kiln_bundle_open(path("single.kiln").c_str(), &single), KILN_OK);
+  ASSERT_EQ(kiln_session_create(single, "cpu", &own), KILN_OK);
+  kiln_bundle_release(single);
+  float x[4] = {0, 1, 2, 3}, y[4] = {};
+  kiln_tensor_t input = f32Tensor("x", x, kShape4, 1);
+  kiln_tensor_t output = f32Tensor("y", y, kShape4, 1);
+  EXPECT_EQ(kiln_session_run(own, "add_one", &input, 1, &output, 1), KILN_OK);
+  EXPECT_EQ(y[3], 4);
+  kiln_session_release(own);
+}
+
+TEST_F(CpuSession, ConcurrentRunsOnOneSessionAreSerialized) {
+  constexpr int kRuns = 2000;
+  auto work = [&]() {
+    float x[4] = {1, 1, 1, 1}, y[4] = {};
+    for (int i = 0; i < kRuns; ++i)
+      runAccumulate(session, x, y);
+  };
+  std::thread first(work), second(work);
+  first.join();
+  second.join();
+  float acc[4] = {};
+  ASSERT_EQ(kiln_session_get_parameter(session, "acc", acc, sizeof(acc)),
+            KILN_OK);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(acc[i], kWeightAcc[i] + 2 * kRuns) << i;
+}
+
+TEST_F(CpuSession, ErrorMessagesAreThreadLocal) {
+  kiln_tensor_info_t tensor;
+  ASSERT_NE(kiln_bundle_get_entry_point_input(bundle, 7, 0, &tensor), KILN_OK);
+  std::string mine = kiln_status_message();
+  std::thread other([&]() {
+    EXPECT_STREQ(kiln_status_message(), "");
+    kiln_target_info_t target;
+    EXPECT_NE(kiln_bundle_get_target(bundle, 5, &target), KILN_OK);
+  });
+  other.join();
+  EXPECT_EQ(mine, kiln_status_message());
+}
+
+} // namespace
