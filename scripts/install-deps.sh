@@ -11,7 +11,7 @@ readonly PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
   python3-onnx python3-numpy python3-torch
-  libopenblas-dev libopenmpi-dev openmpi-bin
+  libopenblas-dev libopenmpi-dev openmpi-bin libomp-22-dev
   libgtest-dev libzip-dev zlib1g-dev
 )
 

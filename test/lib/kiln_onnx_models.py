@@ -6,6 +6,10 @@ writes the artefact NAME to OUTPUT: an ONNX model made with onnx.helper or
 exported from PyTorch, a broken file for the error tests, or a tensor file for
 --bind-input. Everything is tiny and deterministic (fixed seeds), so a test
 can check exact shapes, names and small values. `--list` prints the names.
+
+The PyTorch models are also there in eval mode, with inputs, for the
+end-to-end tests (test/e2e/compare_model.py) and the benchmark
+(bench/forward_latency.py): eval_model, run_eval, export_eval.
 """
 import sys
 
@@ -575,8 +579,11 @@ def export(module, args, path, input_names, dynamic_axes):
                       output_names=["output"], dynamic_axes=dynamic_axes)
 
 
-def torch_modules():
-    """The PyTorch models, defined on first use: importing torch is slow."""
+def torch_modules(d_model=D_MODEL, heads=HEADS, vocab=VOCAB, seq=SEQ,
+                  layers=2):
+    """The PyTorch models, defined on first use: importing torch is slow.
+    The sizes are those of the GPT-2- and BERT-style models (the lit tests'
+    by default); seq is the longest sequence they take."""
     import math
 
     import torch
@@ -607,20 +614,20 @@ def torch_modules():
     class CausalSelfAttention(nn.Module):
         def __init__(self):
             super().__init__()
-            self.qkv = nn.Linear(D_MODEL, 3 * D_MODEL)
-            self.proj = nn.Linear(D_MODEL, D_MODEL)
+            self.qkv = nn.Linear(d_model, 3 * d_model)
+            self.proj = nn.Linear(d_model, d_model)
             self.attn_drop = nn.Dropout(0.1)
             self.resid_drop = nn.Dropout(0.1)
-            mask = torch.tril(torch.ones(SEQ, SEQ)).view(1, 1, SEQ, SEQ)
+            mask = torch.tril(torch.ones(seq, seq)).view(1, 1, seq, seq)
             self.register_buffer("mask", mask)
 
         def forward(self, x):
             b, t, c = x.size()
-            q, k, v = self.qkv(x).split(D_MODEL, dim=2)
-            q = q.view(b, t, HEADS, c // HEADS).transpose(1, 2)
-            k = k.view(b, t, HEADS, c // HEADS).transpose(1, 2)
-            v = v.view(b, t, HEADS, c // HEADS).transpose(1, 2)
-            scale = 1.0 / math.sqrt(D_MODEL // HEADS)
+            q, k, v = self.qkv(x).split(d_model, dim=2)
+            q = q.view(b, t, heads, c // heads).transpose(1, 2)
+            k = k.view(b, t, heads, c // heads).transpose(1, 2)
+            v = v.view(b, t, heads, c // heads).transpose(1, 2)
+            scale = 1.0 / math.sqrt(d_model // heads)
             att = (q @ k.transpose(-2, -1)) * scale
             att = att.masked_fill(self.mask[:, :, :t, :t] == 0, float("-inf"))
             att = self.attn_drop(torch.softmax(att, dim=-1))
@@ -630,12 +637,12 @@ def torch_modules():
     class GptBlock(nn.Module):
         def __init__(self):
             super().__init__()
-            self.ln1 = nn.LayerNorm(D_MODEL)
+            self.ln1 = nn.LayerNorm(d_model)
             self.attn = CausalSelfAttention()
-            self.ln2 = nn.LayerNorm(D_MODEL)
+            self.ln2 = nn.LayerNorm(d_model)
             self.mlp = nn.Sequential(
-                nn.Linear(D_MODEL, 4 * D_MODEL), nn.GELU(approximate="tanh"),
-                nn.Linear(4 * D_MODEL, D_MODEL), nn.Dropout(0.1))
+                nn.Linear(d_model, 4 * d_model), nn.GELU(approximate="tanh"),
+                nn.Linear(4 * d_model, d_model), nn.Dropout(0.1))
 
         def forward(self, x):
             x = x + self.attn(self.ln1(x))
@@ -644,12 +651,13 @@ def torch_modules():
     class Gpt(nn.Module):
         def __init__(self):
             super().__init__()
-            self.wte = nn.Embedding(VOCAB, D_MODEL)
-            self.wpe = nn.Embedding(SEQ, D_MODEL)
+            self.wte = nn.Embedding(vocab, d_model)
+            self.wpe = nn.Embedding(seq, d_model)
             self.drop = nn.Dropout(0.1)
-            self.blocks = nn.ModuleList([GptBlock(), GptBlock()])
-            self.ln_f = nn.LayerNorm(D_MODEL)
-            self.lm_head = nn.Linear(D_MODEL, VOCAB, bias=False)
+            self.blocks = nn.ModuleList(
+                [GptBlock() for _ in range(layers)])
+            self.ln_f = nn.LayerNorm(d_model)
+            self.lm_head = nn.Linear(d_model, vocab, bias=False)
             self.lm_head.weight = self.wte.weight
 
         def forward(self, idx):
@@ -663,33 +671,34 @@ def torch_modules():
     class BertSelfAttention(nn.Module):
         def __init__(self):
             super().__init__()
-            self.query = nn.Linear(D_MODEL, D_MODEL)
-            self.key = nn.Linear(D_MODEL, D_MODEL)
-            self.value = nn.Linear(D_MODEL, D_MODEL)
+            self.query = nn.Linear(d_model, d_model)
+            self.key = nn.Linear(d_model, d_model)
+            self.value = nn.Linear(d_model, d_model)
             self.dropout = nn.Dropout(0.1)
 
-        def heads(self, x):
+        def split_heads(self, x):
             b, t, _ = x.size()
-            return x.view(b, t, HEADS, D_MODEL // HEADS).permute(0, 2, 1, 3)
+            return x.view(b, t, heads, d_model // heads).permute(0, 2, 1, 3)
 
         def forward(self, x, extended_mask):
-            q, k, v = (self.heads(self.query(x)), self.heads(self.key(x)),
-                       self.heads(self.value(x)))
+            q, k, v = (self.split_heads(self.query(x)),
+                       self.split_heads(self.key(x)),
+                       self.split_heads(self.value(x)))
             scores = torch.matmul(q, k.transpose(-1, -2))
-            scores = scores / math.sqrt(D_MODEL // HEADS) + extended_mask
+            scores = scores / math.sqrt(d_model // heads) + extended_mask
             probs = self.dropout(torch.softmax(scores, dim=-1))
             context = torch.matmul(probs, v).permute(0, 2, 1, 3).contiguous()
-            return context.view(x.size(0), x.size(1), D_MODEL)
+            return context.view(x.size(0), x.size(1), d_model)
 
     class BertLayer(nn.Module):
         def __init__(self):
             super().__init__()
             self.attention = BertSelfAttention()
-            self.attn_out = nn.Linear(D_MODEL, D_MODEL)
-            self.attn_norm = nn.LayerNorm(D_MODEL, eps=1e-12)
-            self.intermediate = nn.Linear(D_MODEL, 4 * D_MODEL)
-            self.output = nn.Linear(4 * D_MODEL, D_MODEL)
-            self.out_norm = nn.LayerNorm(D_MODEL, eps=1e-12)
+            self.attn_out = nn.Linear(d_model, d_model)
+            self.attn_norm = nn.LayerNorm(d_model, eps=1e-12)
+            self.intermediate = nn.Linear(d_model, 4 * d_model)
+            self.output = nn.Linear(4 * d_model, d_model)
+            self.out_norm = nn.LayerNorm(d_model, eps=1e-12)
             self.dropout = nn.Dropout(0.1)
 
         def forward(self, x, extended_mask):
@@ -701,15 +710,16 @@ def torch_modules():
     class Bert(nn.Module):
         def __init__(self):
             super().__init__()
-            self.word_embeddings = nn.Embedding(VOCAB, D_MODEL)
-            self.position_embeddings = nn.Embedding(SEQ, D_MODEL)
-            self.token_type_embeddings = nn.Embedding(2, D_MODEL)
-            self.emb_norm = nn.LayerNorm(D_MODEL, eps=1e-12)
+            self.word_embeddings = nn.Embedding(vocab, d_model)
+            self.position_embeddings = nn.Embedding(seq, d_model)
+            self.token_type_embeddings = nn.Embedding(2, d_model)
+            self.emb_norm = nn.LayerNorm(d_model, eps=1e-12)
             self.dropout = nn.Dropout(0.1)
-            self.register_buffer("position_ids", torch.arange(SEQ).view(1, -1))
-            self.layers = nn.ModuleList([BertLayer(), BertLayer()])
-            self.pooler = nn.Linear(D_MODEL, D_MODEL)
-            self.classifier = nn.Linear(D_MODEL, 2)
+            self.register_buffer("position_ids", torch.arange(seq).view(1, -1))
+            self.layers = nn.ModuleList(
+                [BertLayer() for _ in range(layers)])
+            self.pooler = nn.Linear(d_model, d_model)
+            self.classifier = nn.Linear(d_model, 2)
 
         def forward(self, input_ids, attention_mask):
             t = input_ids.size(1)
@@ -763,6 +773,114 @@ def torch_bert(path):
            ["input_ids", "attention_mask"],
            {"input_ids": {0: "batch", 1: "sequence"},
             "attention_mask": {0: "batch", 1: "sequence"}})
+
+
+#===-----------------------------------------------------------------------===#
+# The same models in eval mode, with inputs, for end-to-end tests and the
+# benchmark (bench/forward_latency.py).
+#===-----------------------------------------------------------------------===#
+
+EVAL_MODELS = ("mlp", "cnn", "gpt2", "bert")
+
+
+def eval_model(name, batch, seed=0, **sizes):
+    """The model NAME (one of EVAL_MODELS) in eval mode, with weights drawn
+    from torch seed SEED, and seeded random inputs of BATCH rows.
+
+    Returns (module, inputs, dynamic_axes): inputs is a dict of numpy arrays
+    keyed by graph input name, in argument order; dynamic_axes is what
+    torch.onnx.export takes. sizes (d_model, heads, vocab, seq, layers) go to
+    torch_modules; the GPT-2- and BERT-style inputs are seq tokens long.
+    Dropout is inactive. Norm layers get random scales, shifts and (batch
+    norm) running statistics: at their defaults they would be close to the
+    identity, and a test would not see them applied wrongly."""
+    torch, Mlp, Cnn, Gpt, Bert = torch_modules(**sizes)
+    seq = sizes.get("seq", SEQ)
+    vocab = sizes.get("vocab", VOCAB)
+    torch.manual_seed(seed)
+    generator = np.random.default_rng(seed)
+    if name == "mlp":
+        module = Mlp()
+        inputs = {"x": generator.standard_normal((batch, 16))}
+    elif name == "cnn":
+        module = Cnn()
+        inputs = {"x": generator.standard_normal((batch, 3, 8, 8))}
+    elif name == "gpt2":
+        module = Gpt()
+        inputs = {"idx": generator.integers(0, vocab, (batch, seq))}
+    elif name == "bert":
+        module = Bert()
+        input_ids = generator.integers(1, vocab, (batch, seq))
+        attention_mask = np.ones((batch, seq), np.int64)
+        # Row r keeps seq - r * seq / (2 * batch) tokens (row 0 all of them,
+        # the last about half): the rest is padding, token 0, masked out.
+        for row in range(batch):
+            length = seq - row * seq // (2 * batch)
+            input_ids[row, length:] = 0
+            attention_mask[row, length:] = 0
+        inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
+    else:
+        raise ValueError("unknown model %r; expected one of %s"
+                         % (name, ", ".join(EVAL_MODELS)))
+    randomize_norms(torch, module, seed)
+    module.eval()
+    inputs = {key: value.astype(np.float32 if value.dtype.kind == "f"
+                                else np.int64)
+              for key, value in inputs.items()}
+    dynamic_axes = {key: {0: "batch"} for key in inputs}
+    if name == "bert":
+        dynamic_axes = {key: {0: "batch", 1: "sequence"} for key in inputs}
+    return module, inputs, dynamic_axes
+
+
+def randomize_norms(torch, module, seed):
+    generator = torch.Generator().manual_seed(seed + 1)
+    norms = (torch.nn.LayerNorm, torch.nn.modules.batchnorm._BatchNorm)
+    with torch.no_grad():
+        for layer in module.modules():
+            if not isinstance(layer, norms):
+                continue
+            shape = layer.weight.shape
+            layer.weight.copy_(torch.rand(shape, generator=generator) + 0.5)
+            layer.bias.copy_(torch.randn(shape, generator=generator) * 0.1)
+            if isinstance(layer, torch.nn.modules.batchnorm._BatchNorm):
+                layer.running_mean.copy_(
+                    torch.randn(shape, generator=generator) * 0.5)
+                layer.running_var.copy_(
+                    torch.rand(shape, generator=generator) + 0.5)
+
+
+def run_eval(module, inputs):
+    """The module's outputs on inputs (numpy arrays), as {"output": array}."""
+    import torch
+    with torch.inference_mode():
+        output = module(*(torch.from_numpy(value)
+                          for value in inputs.values()))
+    return {"output": output.numpy()}
+
+
+def export_eval(module, inputs, dynamic_axes, path):
+    """Exports the eval-mode module as the ONNX model PATH: opset 17, dropout
+    inactive, batch norm with running statistics, inputs named after the keys
+    of inputs, one output named "output".
+
+    PRESERVE exports the module in the mode it is in, eval here; EVAL would
+    also fold each BatchNormalization into the Conv before it, and Kiln would
+    never see one."""
+    import warnings
+
+    import torch
+    assert not module.training, "export_eval takes a module in eval mode"
+    args = tuple(torch.from_numpy(value) for value in inputs.values())
+    with warnings.catch_warnings():
+        # PRESERVE warns against constant folding whatever the mode; in eval
+        # mode folding changes no parameter.
+        warnings.filterwarnings("ignore", "It is recommended that constant "
+                                "folding be turned off")
+        torch.onnx.export(module, args, path, opset_version=17,
+                          training=torch.onnx.TrainingMode.PRESERVE,
+                          input_names=list(inputs), output_names=["output"],
+                          dynamic_axes=dynamic_axes)
 
 
 def main(argv):

@@ -8,6 +8,10 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -69,10 +73,76 @@ struct CopyToLinalgPass
   }
 };
 
+/// Static iteration count of `op`'s loop nest (its own trip count times the
+/// largest of its nested loops'), saturating.
+int64_t iterationCount(Operation *op) {
+  int64_t own = 1;
+  auto tripCount = [](Value lb, Value ub, Value step) -> int64_t {
+    auto l = getConstantIntValue(lb), u = getConstantIntValue(ub),
+         s = getConstantIntValue(step);
+    if (!l || !u || !s || *s <= 0)
+      return 1 << 20; // unknown: assume large
+    return std::max<int64_t>(0, (*u - *l + *s - 1) / *s);
+  };
+  if (auto parallel = dyn_cast<scf::ParallelOp>(op)) {
+    for (auto [lb, ub, step] :
+         llvm::zip(parallel.getLowerBound(), parallel.getUpperBound(),
+                   parallel.getStep()))
+      own = std::min<int64_t>(own * tripCount(lb, ub, step), int64_t(1) << 40);
+  } else if (auto loop = dyn_cast<scf::ForOp>(op)) {
+    own = tripCount(loop.getLowerBound(), loop.getUpperBound(), loop.getStep());
+  }
+  int64_t inner = 1;
+  for (Region &region : op->getRegions())
+    for (Operation &nested : region.getOps())
+      if (isa<scf::ParallelOp, scf::ForOp>(nested))
+        inner = std::max(inner, iterationCount(&nested));
+  return std::min<int64_t>(own * inner, int64_t(1) << 40);
+}
+
+/// Keeps scf.parallel (which becomes an OpenMP worksharing loop) only for
+/// outermost loops with enough work to pay for waking the thread team;
+/// every other one becomes a sequential loop nest.
+struct ChooseParallelLoopsPass
+    : PassWrapper<ChooseParallelLoopsPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ChooseParallelLoopsPass)
+  static constexpr int64_t kMinParallelIterations = 1 << 15;
+
+  void runOnOperation() override {
+    SmallVector<scf::ParallelOp> sequential;
+    getOperation().walk([&](scf::ParallelOp op) {
+      if (!op.getInitVals().empty())
+        return;
+      bool nested = op->getParentOfType<scf::ParallelOp>() != nullptr;
+      if (nested || iterationCount(op) < kMinParallelIterations)
+        sequential.push_back(op);
+    });
+    // The walk visits inner loops first: a loop is rewritten before the one
+    // that holds it is cloned.
+    for (scf::ParallelOp op : sequential) {
+      OpBuilder b(op);
+      scf::buildLoopNest(
+          b, op.getLoc(), op.getLowerBound(), op.getUpperBound(),
+          op.getStep(), [&](OpBuilder &nb, Location, ValueRange ivs) {
+            IRMapping mapping;
+            mapping.map(op.getInductionVars(), ivs);
+            for (Operation &inner : op.getBody()->without_terminator())
+              nb.clone(inner, mapping);
+          });
+      op.erase();
+    }
+  }
+};
+
 /// memref IR -> LLVM dialect.
 void buildLLVMLowering(PassManager &pm) {
   pm.addPass(std::make_unique<CopyToLinalgPass>());
-  pm.addPass(createConvertLinalgToLoopsPass());
+  pm.addPass(createConvertLinalgToParallelLoopsPass());
+  pm.addPass(std::make_unique<ChooseParallelLoopsPass>());
+  pm.addPass(createConvertSCFToOpenMPPass());
+  // Inlines the memref.alloca_scope regions scf-to-openmp wraps loop bodies
+  // in: they must be gone before loops become multi-block control flow.
+  pm.addPass(createCanonicalizerPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
@@ -87,6 +157,9 @@ void buildLLVMLowering(PassManager &pm) {
   ConvertFuncToLLVMPassOptions funcOptions;
   funcOptions.useBarePtrCallConv = true;
   pm.addPass(createConvertFuncToLLVMPass(funcOptions));
+  // After func-to-llvm: its patterns would otherwise convert the entry
+  // functions without the bare-pointer calling convention.
+  pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
 }
@@ -202,7 +275,8 @@ Expected<std::string> linkSharedObject(StringRef object) {
   ::close(fd);
   llvm::Error linked =
       runTool(linker, {linker, "-shared", "-o", libraryPath, objectPath,
-                       "-lopenblas", "-lm"});
+                       "-lopenblas", "-L" KILN_OPENMP_LIBRARY_DIR, "-lomp",
+                       "-Wl,-rpath," KILN_OPENMP_LIBRARY_DIR, "-lm"});
   llvm::sys::fs::remove(objectPath);
   if (linked) {
     llvm::sys::fs::remove(libraryPath);
