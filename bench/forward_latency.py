@@ -3,7 +3,7 @@ CPU: Kiln (kilnc --inference, kiln-run) against PyTorch eager, and ONNX
 Runtime where it is importable, in one run, printed as a table of ratios.
 
     /usr/bin/python3 bench/forward_latency.py [--threads N] [--batch 8]
-        [--seq 128] [--seconds 1] [--trials 3] [--models mlp,cnn,gpt2,bert]
+        [--seq 128] [--seconds 1] [--trials 5] [--models mlp,cnn,gpt2,bert]
         [--openblas-coretype NAME] [--bin build/bin] [--keep DIR]
 
 Each model is built in eval mode from test/lib/kiln_onnx_models.py (the GPT-2-
@@ -51,7 +51,7 @@ def parse_args(argv):
                         "BERT-style models")
     parser.add_argument("--seconds", type=float, default=1.0,
                         help="about how long one timing trial lasts")
-    parser.add_argument("--trials", type=int, default=3)
+    parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--openblas-coretype", metavar="NAME",
                         help="set OPENBLAS_CORETYPE for both sides (e.g. "
@@ -163,7 +163,7 @@ def print_setup(args, torch, ort):
 #===-----------------------------------------------------------------------===#
 
 def calls_per_trial(seconds_per_call, args):
-    return max(3, min(100000, int(args.seconds / max(seconds_per_call, 1e-7))))
+    return max(5, min(100000, int(args.seconds / max(seconds_per_call, 1e-7))))
 
 
 def time_torch(module, tensors, calls):
