@@ -163,7 +163,8 @@ def print_setup(args, torch, ort):
 #===-----------------------------------------------------------------------===#
 
 def calls_per_trial(seconds_per_call, args):
-    return max(5, min(100000, int(args.seconds / max(seconds_per_call, 1e-7))))
+    calls = int(args.seconds / max(seconds_per_call, 1e-7))
+    return max(5, min(100000, calls))
 
 
 def time_torch(module, tensors, calls):

@@ -106,6 +106,42 @@ def Kiln_GeluApproximationAttr
 
 #endif // KILN_DIALECT_TD
 
+def Kiln_ResizeMode : I32EnumAttr<"ResizeMode", "resize interpolation", [
+      I32EnumAttrCase<"nearest", 0>, I32EnumAttrCase<"linear", 1>,
+      I32EnumAttrCase<"cubic", 2>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::kiln";
+}
+def Kiln_ResizeModeAttr : EnumAttr<Kiln_Dialect, Kiln_ResizeMode, "resize_mode"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def Kiln_CoordinateMode : I32EnumAttr<"CoordinateMode",
+    "how resized coordinates map back to input coordinates", [
+      I32EnumAttrCase<"half_pixel", 0>, I32EnumAttrCase<"pytorch_half_pixel", 1>,
+      I32EnumAttrCase<"align_corners", 2>, I32EnumAttrCase<"asymmetric", 3>,
+      I32EnumAttrCase<"tf_half_pixel_for_nn", 4>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::kiln";
+}
+def Kiln_CoordinateModeAttr
+    : EnumAttr<Kiln_Dialect, Kiln_CoordinateMode, "coordinate_mode"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def Kiln_NearestMode : I32EnumAttr<"NearestMode",
+    "rounding of nearest-neighbour resizing", [
+      I32EnumAttrCase<"round_prefer_floor", 0>,
+      I32EnumAttrCase<"round_prefer_ceil", 1>, I32EnumAttrCase<"floor", 2>,
+      I32EnumAttrCase<"ceil", 3>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::kiln";
+}
+def Kiln_NearestModeAttr
+    : EnumAttr<Kiln_Dialect, Kiln_NearestMode, "nearest_mode"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
 //===----------------------------------------------------------------------===//
 // Result type inference from an op adaptor.
 //===----------------------------------------------------------------------===//

@@ -743,6 +743,23 @@ LogicalResult AvgPoolOp::inferReturnTypes(MLIRContext *,
   return inferPool(loc, adaptor, std::nullopt, inferred);
 }
 
+LogicalResult ResizeOp::verify() {
+  auto inType = cast<RankedTensorType>(getInput().getType());
+  auto outType = cast<RankedTensorType>(getType());
+  if (inType.getElementType() != outType.getElementType() ||
+      inType.getRank() != outType.getRank())
+    return emitOpError("result must have the input's rank and element type");
+  if (static_cast<int64_t>(getScales().size()) != inType.getRank())
+    return emitOpError("scales need one entry per dimension");
+  for (auto [d, scale] : llvm::enumerate(getScales())) {
+    if (!(scale > 0))
+      return emitOpError("scale of dimension ") << d << " must be positive";
+    if (inType.getDimSize(d) == 0 && outType.getDimSize(d) != 0)
+      return emitOpError("cannot resize the empty dimension ") << d;
+  }
+  return success();
+}
+
 LogicalResult SoftmaxOp::verify() {
   return checkAxis(getLoc(), getAxis(), getType().getRank());
 }

@@ -687,6 +687,36 @@ def Kiln_MaxPoolOp : Kiln_PoolOp<"max_pool", "maximum",
 def Kiln_AvgPoolOp : Kiln_PoolOp<"avg_pool", "average",
     (ins UnitAttr:$count_include_pad)>;
 
+def Kiln_ResizeOp : Kiln_Op<"resize", [Pure]> {
+  let summary = "resizes a tensor by interpolation (ONNX Resize)";
+  let description = [{
+    Each output coordinate `x` of dimension `d` maps to the input coordinate
+    given by `coordinate_mode` with the dimension's `scales[d]` (for
+    `half_pixel`: `(x + 0.5) / scale - 0.5`); the value there is taken from
+    the nearest element (rounded as `nearest_mode` says), or interpolated
+    linearly or cubically (with `cubic_coeff_a`, and with `exclude_outside`
+    dropping taps outside the input) from the neighbouring elements, the
+    input's border repeating outside it.
+
+    ```mlir
+    %y = kiln.resize %x {mode = #kiln.resize_mode<linear>,
+                         coordinate_mode = #kiln.coordinate_mode<half_pixel>,
+                         scales = array<f64: 1.0, 1.0, 2.0, 2.0>}
+        : tensor<1x3x4x4xf32> to tensor<1x3x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, Kiln_ResizeModeAttr:$mode,
+                       Kiln_CoordinateModeAttr:$coordinate_mode,
+                       DefaultValuedAttr<Kiln_NearestModeAttr,
+                           "::kiln::NearestMode::round_prefer_floor">:$nearest_mode,
+                       DenseF64ArrayAttr:$scales,
+                       DefaultValuedAttr<F64Attr, "-0.75">:$cubic_coeff_a,
+                       UnitAttr:$exclude_outside);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+}
+
 class Kiln_SoftmaxBase<string mnemonic, string what>
     : Kiln_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
   let summary = what # " along one dimension";

@@ -540,10 +540,199 @@ struct LowerTopK : OpRewritePattern<TopKOp> {
   }
 };
 
+/// Interpolation taps of one dimension: input indices and their weights.
+struct Taps {
+  SmallVector<Value> indices;
+  SmallVector<Value> weights;
+};
+
+Value f64Const(OpBuilder &b, Location loc, double v) {
+  return scalarConstant(b, loc, b.getF64Type(), v);
+}
+
+/// Clamps an f64 index into [0, size - 1] and converts it to `index`.
+Value clampedIndex(OpBuilder &b, Location loc, Value position, int64_t size) {
+  Value clamped = arith::MinimumFOp::create(
+      b, loc, arith::MaximumFOp::create(b, loc, position, f64Const(b, loc, 0)),
+      f64Const(b, loc, static_cast<double>(size - 1)));
+  Value i = arith::FPToSIOp::create(b, loc, b.getI64Type(), clamped);
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), i);
+}
+
+/// The input coordinate that output coordinate `x` maps to.
+Value sourceCoordinate(OpBuilder &b, Location loc, ResizeOp op, Value x,
+                       int64_t inSize, int64_t outSize, double scale) {
+  auto c = [&](double v) { return f64Const(b, loc, v); };
+  Value xf = arith::SIToFPOp::create(
+      b, loc, b.getF64Type(),
+      arith::IndexCastOp::create(b, loc, b.getI64Type(), x));
+  auto halfPixel = [&] {
+    return arith::SubFOp::create(
+        b, loc,
+        arith::DivFOp::create(b, loc, arith::AddFOp::create(b, loc, xf, c(0.5)),
+                              c(scale)),
+        c(0.5));
+  };
+  // ONNX measures the resized length as input length times scale, which
+  // differs from the integer output size when the scale was given.
+  double resizedLength = static_cast<double>(inSize) * scale;
+  switch (op.getCoordinateMode()) {
+  case CoordinateMode::half_pixel:
+    return halfPixel();
+  case CoordinateMode::pytorch_half_pixel:
+    return resizedLength > 1 ? halfPixel() : c(0);
+  case CoordinateMode::align_corners:
+    if (resizedLength == 1)
+      return c(0);
+    return arith::MulFOp::create(
+        b, loc, xf,
+        c(static_cast<double>(inSize - 1) / (resizedLength - 1)));
+  case CoordinateMode::asymmetric:
+    return arith::DivFOp::create(b, loc, xf, c(scale));
+  case CoordinateMode::tf_half_pixel_for_nn:
+    return arith::DivFOp::create(b, loc,
+                                 arith::AddFOp::create(b, loc, xf, c(0.5)),
+                                 c(scale));
+  }
+  llvm_unreachable("unknown coordinate mode");
+}
+
+Taps resizeTaps(OpBuilder &b, Location loc, ResizeOp op, Value x,
+                int64_t inSize, int64_t outSize, double scale) {
+  auto c = [&](double v) { return f64Const(b, loc, v); };
+  Taps taps;
+  if (inSize == outSize && scale == 1.0) {
+    taps.indices.push_back(x);
+    taps.weights.push_back(c(1));
+    return taps;
+  }
+  Value pos = sourceCoordinate(b, loc, op, x, inSize, outSize, scale);
+  if (op.getMode() == ResizeMode::nearest) {
+    Value rounded;
+    switch (op.getNearestMode()) {
+    case NearestMode::round_prefer_floor:
+      rounded = math::CeilOp::create(b, loc, arith::SubFOp::create(b, loc, pos, c(0.5)));
+      break;
+    case NearestMode::round_prefer_ceil:
+      rounded = math::FloorOp::create(b, loc, arith::AddFOp::create(b, loc, pos, c(0.5)));
+      break;
+    case NearestMode::floor:
+      rounded = math::FloorOp::create(b, loc, pos);
+      break;
+    case NearestMode::ceil:
+      rounded = math::CeilOp::create(b, loc, pos);
+      break;
+    }
+    taps.indices.push_back(clampedIndex(b, loc, rounded, inSize));
+    taps.weights.push_back(c(1));
+    return taps;
+  }
+  Value base = math::FloorOp::create(b, loc, pos);
+  Value t = arith::SubFOp::create(b, loc, pos, base);
+  auto at = [&](double offset) {
+    return arith::AddFOp::create(b, loc, base, c(offset)).getResult();
+  };
+  if (op.getMode() == ResizeMode::linear) {
+    taps.indices = {clampedIndex(b, loc, at(0), inSize),
+                    clampedIndex(b, loc, at(1), inSize)};
+    taps.weights = {arith::SubFOp::create(b, loc, c(1), t), t};
+    return taps;
+  }
+  // Cubic convolution (Keys) with coefficient A.
+  double a = op.getCubicCoeffA().convertToDouble();
+  auto near = [&](Value s) { // |s| <= 1
+    // ((A + 2) s - (A + 3)) s^2 + 1
+    Value inner = arith::SubFOp::create(
+        b, loc, arith::MulFOp::create(b, loc, c(a + 2), s), c(a + 3));
+    return arith::AddFOp::create(
+        b, loc,
+        arith::MulFOp::create(b, loc, inner, arith::MulFOp::create(b, loc, s, s)),
+        c(1));
+  };
+  auto far = [&](Value s) { // 1 < |s| < 2
+    // ((A s - 5A) s + 8A) s - 4A
+    Value v = arith::SubFOp::create(b, loc, arith::MulFOp::create(b, loc, c(a), s),
+                                    c(5 * a));
+    v = arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, v, s), c(8 * a));
+    return arith::SubFOp::create(b, loc, arith::MulFOp::create(b, loc, v, s),
+                                 c(4 * a));
+  };
+  Value oneMinusT = arith::SubFOp::create(b, loc, c(1), t);
+  SmallVector<Value> weights{
+      far(arith::AddFOp::create(b, loc, t, c(1))), near(t), near(oneMinusT),
+      far(arith::AddFOp::create(b, loc, oneMinusT, c(1)))};
+  SmallVector<Value> positions{at(-1), at(0), at(1), at(2)};
+  if (op.getExcludeOutside()) {
+    Value total = c(0);
+    for (auto [w, p] : llvm::zip(weights, positions)) {
+      Value inside = arith::AndIOp::create(
+          b, loc,
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE, p, c(0)),
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLE, p,
+                                c(static_cast<double>(inSize - 1))));
+      w = arith::SelectOp::create(b, loc, inside, w, c(0));
+      total = arith::AddFOp::create(b, loc, total, w);
+    }
+    for (Value &w : weights)
+      w = arith::DivFOp::create(b, loc, w, total);
+  }
+  for (auto [w, p] : llvm::zip(weights, positions)) {
+    taps.indices.push_back(clampedIndex(b, loc, p, inSize));
+    taps.weights.push_back(w);
+  }
+  return taps;
+}
+
+struct LowerResize : OpRewritePattern<ResizeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ResizeOp op, PatternRewriter &r) const override {
+    Location loc = op.getLoc();
+    auto in = rankedType(op.getInput());
+    auto out = cast<RankedTensorType>(op.getType());
+    int64_t rank = out.getRank();
+    Type element = out.getElementType();
+    Value input = op.getInput();
+    SmallVector<AffineMap> maps{r.getMultiDimIdentityMap(rank)};
+    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+    auto generic = linalg::GenericOp::create(
+        r, loc, TypeRange{out}, ValueRange{}, ValueRange{emptyTensor(r, loc, out)},
+        maps, iterators, [&](OpBuilder &b, Location l, ValueRange) {
+          SmallVector<Taps> taps;
+          for (int64_t d = 0; d < rank; ++d)
+            taps.push_back(resizeTaps(b, l, op, linalg::IndexOp::create(b, l, d),
+                                      in.getDimSize(d), out.getDimSize(d),
+                                      op.getScales()[d]));
+          // Sum over every combination of one tap per dimension.
+          Value sum = f64Const(b, l, 0);
+          SmallVector<size_t> choice(rank, 0);
+          while (true) {
+            SmallVector<Value> index;
+            Value weight = f64Const(b, l, 1);
+            for (int64_t d = 0; d < rank; ++d) {
+              index.push_back(taps[d].indices[choice[d]]);
+              weight = arith::MulFOp::create(b, l, weight, taps[d].weights[choice[d]]);
+            }
+            Value v = castScalar(b, l, tensor::ExtractOp::create(b, l, input, index),
+                                 b.getF64Type());
+            sum = arith::AddFOp::create(b, l, sum,
+                                        arith::MulFOp::create(b, l, weight, v));
+            int64_t d = rank - 1;
+            while (d >= 0 && ++choice[d] == taps[d].indices.size())
+              choice[d--] = 0;
+            if (d < 0)
+              break;
+          }
+          linalg::YieldOp::create(b, l, castScalar(b, l, sum, element));
+        });
+    r.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
 } // namespace
 
 void kiln::lowering::populateNNLoweringPatterns(RewritePatternSet &patterns) {
   patterns.add<LowerMatmul, LowerConv, LowerConvTranspose,
                LowerPool<MaxPoolOp>, LowerPool<AvgPoolOp>, LowerDropout,
-               LowerTopK>(patterns.getContext());
+               LowerTopK, LowerResize>(patterns.getContext());
 }

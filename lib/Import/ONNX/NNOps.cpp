@@ -396,9 +396,111 @@ LogicalResult importDropout(NodeContext &n) {
   return success();
 }
 
+/// Resize (opsets 10 to 13) and Upsample (7 to 9).
+LogicalResult importResize(NodeContext &n) {
+  bool upsample = n.node.op_type() == "Upsample";
+  if (failed(n.expectInputs(1, 4)))
+    return failure();
+  auto type = n.inputType(0);
+  int64_t rank = type.getRank();
+  SmallVector<double> scales;
+  SmallVector<int64_t> sizes;
+  if (upsample && n.opset < 9) {
+    scales = n.getFloats("scales").value_or(SmallVector<double>{});
+  } else {
+    unsigned scalesInput = upsample || n.opset < 11 ? 1 : 2;
+    if (!upsample && n.opset >= 11 && n.hasInput(3)) {
+      FailureOr<SmallVector<int64_t>> s = n.constInts(3, "sizes");
+      if (failed(s))
+        return failure();
+      sizes = *s;
+    }
+    if (sizes.empty() && n.hasInput(scalesInput)) {
+      FailureOr<SmallVector<double>> s = n.constFloats(scalesInput, "scales");
+      if (failed(s))
+        return failure();
+      scales = *s;
+    }
+  }
+  if (!sizes.empty()) {
+    if (static_cast<int64_t>(sizes.size()) != rank)
+      return n.fail("sizes needs one entry per dimension");
+    scales.clear();
+    for (int64_t d = 0; d < rank; ++d) {
+      if (sizes[d] < 0)
+        return n.fail("sizes must not be negative");
+      scales.push_back(type.getDimSize(d) == 0
+                           ? 1.0
+                           : static_cast<double>(sizes[d]) / type.getDimSize(d));
+    }
+  } else {
+    if (static_cast<int64_t>(scales.size()) != rank)
+      return n.fail("scales needs one entry per dimension");
+    for (int64_t d = 0; d < rank; ++d) {
+      if (!(scales[d] > 0))
+        return n.fail("scales must be positive");
+      sizes.push_back(static_cast<int64_t>(
+          std::floor(static_cast<double>(type.getDimSize(d)) * scales[d])));
+    }
+  }
+  std::string mode = n.getString("mode", "nearest");
+  ResizeMode resizeMode;
+  if (mode == "nearest")
+    resizeMode = ResizeMode::nearest;
+  else if (mode == "linear" || mode == "bilinear")
+    resizeMode = ResizeMode::linear;
+  else if (mode == "cubic" && !upsample && n.opset >= 11)
+    resizeMode = ResizeMode::cubic;
+  else
+    return n.fail("mode '" + mode + "' is not supported");
+  // Before opset 11 coordinates are asymmetric and nearest rounds down.
+  bool legacy = upsample || n.opset < 11;
+  std::string coordinate =
+      legacy ? "asymmetric" : n.getString("coordinate_transformation_mode",
+                                          "half_pixel");
+  CoordinateMode coordinateMode;
+  if (coordinate == "half_pixel")
+    coordinateMode = CoordinateMode::half_pixel;
+  else if (coordinate == "pytorch_half_pixel")
+    coordinateMode = CoordinateMode::pytorch_half_pixel;
+  else if (coordinate == "align_corners")
+    coordinateMode = CoordinateMode::align_corners;
+  else if (coordinate == "asymmetric")
+    coordinateMode = CoordinateMode::asymmetric;
+  else if (coordinate == "tf_half_pixel_for_nn")
+    coordinateMode = CoordinateMode::tf_half_pixel_for_nn;
+  else
+    return n.fail("coordinate_transformation_mode '" + coordinate +
+                  "' is not supported");
+  std::string rounding =
+      legacy ? "floor" : n.getString("nearest_mode", "round_prefer_floor");
+  NearestMode nearestMode;
+  if (rounding == "round_prefer_floor")
+    nearestMode = NearestMode::round_prefer_floor;
+  else if (rounding == "round_prefer_ceil")
+    nearestMode = NearestMode::round_prefer_ceil;
+  else if (rounding == "floor")
+    nearestMode = NearestMode::floor;
+  else if (rounding == "ceil")
+    nearestMode = NearestMode::ceil;
+  else
+    return n.fail("nearest_mode '" + rounding + "' is not supported");
+  SmallVector<NamedAttribute> attrs{
+      n.named("mode", ResizeModeAttr::get(n.ctx, resizeMode)),
+      n.named("coordinate_mode", CoordinateModeAttr::get(n.ctx, coordinateMode)),
+      n.named("nearest_mode", NearestModeAttr::get(n.ctx, nearestMode)),
+      n.named("scales", n.b.getDenseF64ArrayAttr(scales)),
+      n.f64("cubic_coeff_a", n.getFloat("cubic_coeff_a", -0.75))};
+  if (n.getInt("exclude_outside", 0))
+    attrs.push_back(n.unit("exclude_outside"));
+  return setResult(n, n.create<ResizeOp>(n.input(0), attrs, {type.clone(sizes)}));
+}
+
 } // namespace
 
 void kiln::onnx_import::registerNNOps(OpImporterTable &t) {
+  t["Resize"] = importResize;
+  t["Upsample"] = importResize;
   t["MatMul"] = importMatMul;
   t["Gemm"] = importGemm;
   t["Conv"] = importConv;

@@ -1166,3 +1166,30 @@ func.func @nll_loss_reduction(%l: tensor<8x10xf32>, %t: tensor<8xi64>) {
   %y = kiln.nll_loss %l, %t {reduction = #kiln.reduction<add>} : tensor<8x10xf32>, tensor<8xi64>
   return
 }
+
+// -----
+
+func.func @resize_rank(%x: tensor<1x4x4xf32>) -> tensor<1x3x8x8xf32> {
+  // expected-error @+1 {{result must have the input's rank and element type}}
+  %y = kiln.resize %x {mode = #kiln.resize_mode<linear>, coordinate_mode = #kiln.coordinate_mode<half_pixel>,
+                       scales = array<f64: 1.0, 2.0, 2.0>} : tensor<1x4x4xf32> to tensor<1x3x8x8xf32>
+  return %y : tensor<1x3x8x8xf32>
+}
+
+// -----
+
+func.func @resize_scales_count(%x: tensor<4x4xf32>) -> tensor<8x8xf32> {
+  // expected-error @+1 {{scales need one entry per dimension}}
+  %y = kiln.resize %x {mode = #kiln.resize_mode<linear>, coordinate_mode = #kiln.coordinate_mode<half_pixel>,
+                       scales = array<f64: 2.0>} : tensor<4x4xf32> to tensor<8x8xf32>
+  return %y : tensor<8x8xf32>
+}
+
+// -----
+
+func.func @resize_scale_positive(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{scale of dimension 1 must be positive}}
+  %y = kiln.resize %x {mode = #kiln.resize_mode<nearest>, coordinate_mode = #kiln.coordinate_mode<asymmetric>,
+                       scales = array<f64: 1.0, 0.0>} : tensor<4x4xf32> to tensor<4x4xf32>
+  return %y : tensor<4x4xf32>
+}

@@ -934,3 +934,20 @@ func.func @nll_loss(%logp: tensor<8x10xf64>, %labels: tensor<8xi64>, %p3: tensor
       : tensor<2x5x6xf32>, tensor<2x6xi64>
   return %a, %b : tensor<f64>, tensor<2x6xf32>
 }
+
+// CHECK-LABEL: func.func @resize(
+// CHECK-SAME: %[[X:.*]]: tensor<1x3x4x4xf32>
+// CHECK: %[[L:.*]] = kiln.resize %[[X]] {coordinate_mode = #kiln.coordinate_mode<half_pixel>, mode = #kiln.resize_mode<linear>, scales = array<f64: 1.000000e+00, 1.000000e+00, 2.000000e+00, 2.000000e+00>} : tensor<1x3x4x4xf32> to tensor<1x3x8x8xf32>
+// CHECK: %[[C:.*]] = kiln.resize %[[X]] {coordinate_mode = #kiln.coordinate_mode<align_corners>, cubic_coeff_a = -5.000000e-01 : f64, exclude_outside, mode = #kiln.resize_mode<cubic>, scales = array<f64: 1.000000e+00, 1.000000e+00, 5.000000e-01, 5.000000e-01>} : tensor<1x3x4x4xf32> to tensor<1x3x2x2xf32>
+// CHECK: %[[N:.*]] = kiln.resize %[[X]] {coordinate_mode = #kiln.coordinate_mode<asymmetric>, mode = #kiln.resize_mode<nearest>, nearest_mode = #kiln.nearest_mode<floor>, scales = array<f64: 1.000000e+00, 1.000000e+00, 3.000000e+00, 1.000000e+00>} : tensor<1x3x4x4xf32> to tensor<1x3x12x4xf32>
+func.func @resize(%x: tensor<1x3x4x4xf32>) -> (tensor<1x3x8x8xf32>, tensor<1x3x2x2xf32>, tensor<1x3x12x4xf32>) {
+  %l = kiln.resize %x {mode = #kiln.resize_mode<linear>, coordinate_mode = #kiln.coordinate_mode<half_pixel>,
+                       scales = array<f64: 1.0, 1.0, 2.0, 2.0>} : tensor<1x3x4x4xf32> to tensor<1x3x8x8xf32>
+  %c = kiln.resize %x {mode = #kiln.resize_mode<cubic>, coordinate_mode = #kiln.coordinate_mode<align_corners>,
+                       scales = array<f64: 1.0, 1.0, 0.5, 0.5>, cubic_coeff_a = -0.5 : f64, exclude_outside}
+      : tensor<1x3x4x4xf32> to tensor<1x3x2x2xf32>
+  %n = kiln.resize %x {mode = #kiln.resize_mode<nearest>, coordinate_mode = #kiln.coordinate_mode<asymmetric>,
+                       nearest_mode = #kiln.nearest_mode<floor>, scales = array<f64: 1.0, 1.0, 3.0, 1.0>}
+      : tensor<1x3x4x4xf32> to tensor<1x3x12x4xf32>
+  return %l, %c, %n : tensor<1x3x8x8xf32>, tensor<1x3x2x2xf32>, tensor<1x3x12x4xf32>
+}
