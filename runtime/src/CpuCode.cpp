@@ -69,6 +69,24 @@ Status dlopenPath(const std::string &path, void *&handle) {
   return Status();
 }
 
+/// OpenBLAS picks its kernels from the CPU model it recognises and falls back
+/// to slow generic (SSE3) ones on models newer than its release, such as
+/// recent Xeons. Unless the user chose (OPENBLAS_CORETYPE is set), name the
+/// kernel family the CPU's instruction set supports before the kernels' code,
+/// which links OpenBLAS, is loaded.
+void chooseOpenBlasKernels() {
+  if (std::getenv("OPENBLAS_CORETYPE"))
+    return;
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+    setenv("OPENBLAS_CORETYPE", "SkylakeX", /*overwrite=*/0);
+  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    setenv("OPENBLAS_CORETYPE", "Haswell", /*overwrite=*/0);
+#endif
+}
+
 /// Loads the image from an anonymous in-memory file.
 Status loadFromMemfd(ByteSpan image, void *&handle) {
   int fd = memfd_create("kiln-cpu-code", MFD_CLOEXEC);
@@ -108,6 +126,7 @@ Status CpuCode::load(ByteSpan image, const std::string &what,
   KILN_RETURN_IF_ERROR(checkElf(image, what));
   std::unique_ptr<CpuCode> code(new CpuCode());
   code->name = what;
+  chooseOpenBlasKernels();
   Status viaMemfd = loadFromMemfd(image, code->handle);
   if (!viaMemfd.ok()) {
     Status viaFile = loadFromTempFile(image, code->handle);

@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Pass/PassManager.h"
@@ -134,6 +135,20 @@ struct ChooseParallelLoopsPass
   }
 };
 
+/// Replaces calls of tanh, erf, exp, log... by inline polynomial
+/// approximations (accurate to a few ulp in f32), which LLVM vectorizes,
+/// instead of scalar calls into libm.
+struct ApproximateMathPass
+    : PassWrapper<ApproximateMathPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ApproximateMathPass)
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateMathPolynomialApproximationPatterns(patterns);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
 /// memref IR -> LLVM dialect.
 void buildLLVMLowering(PassManager &pm) {
   pm.addPass(std::make_unique<CopyToLinalgPass>());
@@ -148,6 +163,7 @@ void buildLLVMLowering(PassManager &pm) {
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(math::createMathExtendToSupportedTypes());
+  pm.addPass(std::make_unique<ApproximateMathPass>());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
