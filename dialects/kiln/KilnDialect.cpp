@@ -1,5 +1,6 @@
 //===- KilnDialect.cpp - registration of the kiln dialect -----------------===//
 
+#include "kiln/KilnInterfaces.h"
 #include "kiln/KilnOps.h"
 
 #include "mlir/IR/DialectImplementation.h"
@@ -23,6 +24,7 @@ void KilnDialect::initialize() {
 #define GET_ATTRDEF_LIST
 #include "kiln/KilnAttrs.cpp.inc"
       >();
+  attachDifferentiationRules(*this);
 }
 
 Operation *KilnDialect::materializeConstant(OpBuilder &builder, Attribute value,

@@ -31,7 +31,7 @@ def save_npz(path, arrays):
     with zipfile.ZipFile(path, "w") as archive:
         for key, value in arrays.items():
             with archive.open(key + ".npy", "w") as member:
-                np.lib.format.write_array(member, np.ascontiguousarray(value))
+                np.lib.format.write_array(member, np.array(value, order="C", copy=True))
 
 
 def load_npz(path):

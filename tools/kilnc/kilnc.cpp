@@ -9,6 +9,8 @@
 #include "kiln/Compiler/Compile.h"
 #include "kiln/Import/ONNX.h"
 #include "kiln/InitAll.h"
+#include "kiln/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
@@ -63,6 +65,23 @@ cl::opt<bool> inference(
     cl::desc("Compile the model's graph as the entry point 'forward' into a "
              "bundle (implies --emit=bundle)"),
     cl::init(false), cl::cat(kilncCategory));
+
+cl::opt<bool> gradients(
+    "gradients",
+    cl::desc("With --inference, also compile the entry point 'forward_grad', "
+             "returning the loss and its gradient for every parameter"),
+    cl::init(false), cl::cat(kilncCategory));
+
+cl::opt<std::string> lossOutput(
+    "loss-output",
+    cl::desc("The graph output that is the scalar loss (default: 'loss')"),
+    cl::value_desc("name"), cl::init("loss"), cl::cat(kilncCategory));
+
+cl::opt<std::string> freeze(
+    "freeze",
+    cl::desc("Parameters whose name matches this regular expression get no "
+             "gradient"),
+    cl::value_desc("regex"), cl::init(""), cl::cat(kilncCategory));
 
 cl::opt<std::string> target("target",
                             cl::desc("Code generation target (cpu)"),
@@ -142,6 +161,24 @@ int main(int argc, char **argv) {
   if (!module)
     return fail(toString(module.takeError()));
 
+  if (gradients && !bundle)
+    return fail("--gradients needs --inference");
+  if (gradients) {
+    mlir::PassManager pm(&context);
+    pm.addPass(kiln::createKilnDecompose());
+    kiln::KilnAutodiffOptions autodiff;
+    autodiff.loss = lossOutput;
+    autodiff.freeze = freeze;
+    pm.addPass(kiln::createKilnAutodiff(autodiff));
+    std::string diagnostic;
+    mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
+      if (diagnostic.empty())
+        diagnostic = d.str();
+      return mlir::success();
+    });
+    if (mlir::failed(pm.run(**module)))
+      return fail(inputFile + ": " + diagnostic);
+  }
   if (bundle) {
     kiln::CompileOptions compileOptions;
     compileOptions.cpu.cpu = cpu;

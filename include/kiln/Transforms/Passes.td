@@ -16,6 +16,32 @@ def KilnDecompose : Pass<"kiln-decompose", "mlir::ModuleOp"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def KilnAutodiff : Pass<"kiln-autodiff", "mlir::ModuleOp"> {
+  let summary = "Builds the gradient function of a scalar loss (reverse mode)";
+  let description = [{
+    For the function `function` and its result named `loss` (a scalar float,
+    the `kiln.name` of the result), adds `<function>_grad`, which returns the
+    loss and then the gradient of the loss with respect to every trainable
+    parameter the function reads (every float `kiln.param`, minus those whose
+    name matches `freeze`), named `<param>.grad`. Gradients are built in
+    reverse op order from each op's DifferentiableOpInterface; values used
+    several times (and parameters read several times, as tied embeddings
+    are) accumulate their gradients; only ops between a trainable parameter
+    and the loss are differentiated. Run kiln-decompose first: softmax,
+    normalizations and losses are differentiated through their
+    decompositions.
+  }];
+  let options = [
+    Option<"function", "function", "std::string", "\"forward\"",
+           "The function to differentiate">,
+    Option<"loss", "loss", "std::string", "\"loss\"",
+           "The name (kiln.name) of the result to differentiate">,
+    Option<"freeze", "freeze", "std::string", "\"\"",
+           "Parameters whose name matches this regular expression get no gradient">
+  ];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def KilnExternalizeParams : Pass<"kiln-externalize-params", "mlir::ModuleOp"> {
   let summary = "Turns kiln.get_param reads into entry function arguments";
   let description = [{

@@ -1,0 +1,162 @@
+//===- Autodiff.cpp - reverse-mode differentiation of kiln functions ------===//
+
+#include "kiln/KilnInterfaces.h"
+#include "kiln/KilnOps.h"
+#include "kiln/Transforms/Passes.h"
+
+#include "llvm/ADT/MapVector.h"
+#include "llvm/Support/Regex.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNAUTODIFF
+#include "kiln/Transforms/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+bool isFloatTensor(Value v) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  return type && isa<FloatType>(type.getElementType());
+}
+
+Value zerosLike(OpBuilder &b, Location loc, Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  return ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(tensor, b.getFloatAttr(tensor.getElementType(), 0.0)));
+}
+
+struct KilnAutodiffPass : kiln::impl::KilnAutodiffBase<KilnAutodiffPass> {
+  using KilnAutodiffBase::KilnAutodiffBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto forward = module.lookupSymbol<func::FuncOp>(function);
+    if (!forward || forward.isExternal()) {
+      module.emitError("kiln-autodiff: no function '") << function << "'";
+      return signalPassFailure();
+    }
+    if (failed(differentiate(module, forward)))
+      signalPassFailure();
+  }
+
+  /// The index of the result named `loss`.
+  FailureOr<unsigned> lossIndex(func::FuncOp forward) {
+    for (unsigned i = 0; i < forward.getNumResults(); ++i) {
+      auto name = forward.getResultAttrOfType<StringAttr>(i, "kiln.name");
+      if (name && name.getValue() == loss) {
+        auto type = cast<RankedTensorType>(forward.getResultTypes()[i]);
+        if (!isa<FloatType>(type.getElementType()) || type.getNumElements() != 1)
+          return forward.emitError("kiln-autodiff: the loss '")
+                 << loss << "' must be a float scalar, not " << type;
+        return i;
+      }
+    }
+    return forward.emitError("kiln-autodiff: '")
+           << function << "' has no result named '" << loss << "'";
+  }
+
+  LogicalResult differentiate(ModuleOp module, func::FuncOp forward) {
+    FailureOr<unsigned> lossResult = lossIndex(forward);
+    if (failed(lossResult))
+      return failure();
+    llvm::Regex frozen(freeze);
+    std::string regexError;
+    if (!freeze.empty() && !frozen.isValid(regexError))
+      return module.emitError("kiln-autodiff: freeze pattern: ") << regexError;
+
+    func::FuncOp grad = forward.clone();
+    grad.setName((function + "_grad"));
+    module.insert(std::next(Block::iterator(forward)), grad);
+    Block &block = grad.getBody().front();
+    auto ret = cast<func::ReturnOp>(block.getTerminator());
+    Value lossValue = ret.getOperand(*lossResult);
+
+    // Trainable parameters, in first-read order, and the values depending on
+    // them.
+    llvm::MapVector<StringAttr, SmallVector<Value>> params;
+    DenseSet<Value> active;
+    SmallVector<Operation *> ops;
+    for (Operation &op : block.without_terminator()) {
+      ops.push_back(&op);
+      if (auto read = dyn_cast<GetParamOp>(op)) {
+        StringRef name = read.getName();
+        if (isFloatTensor(read.getResult()) &&
+            (freeze.empty() || !frozen.match(name))) {
+          params[read.getNameAttr().getAttr()].push_back(read.getResult());
+          active.insert(read.getResult());
+        }
+        continue;
+      }
+      bool dependent = llvm::any_of(op.getOperands(),
+                                    [&](Value v) { return active.contains(v); });
+      if (dependent)
+        for (Value result : op.getResults())
+          if (isFloatTensor(result))
+            active.insert(result);
+    }
+
+    OpBuilder b(ret);
+    Location loc = grad.getLoc();
+    DenseMap<Value, Value> grads;
+    auto lossType = cast<RankedTensorType>(lossValue.getType());
+    grads[lossValue] = ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(lossType,
+                               b.getFloatAttr(lossType.getElementType(), 1.0)));
+    for (Operation *op : llvm::reverse(ops)) {
+      SmallVector<Value> resultGrads;
+      bool reached = false;
+      for (Value result : op->getResults()) {
+        Value g = grads.lookup(result);
+        resultGrads.push_back(g);
+        reached |= static_cast<bool>(g);
+      }
+      bool needsGrad = llvm::any_of(op->getOperands(), [&](Value v) {
+        return active.contains(v);
+      });
+      if (!reached || !needsGrad)
+        continue;
+      auto rule = dyn_cast<DifferentiableOpInterface>(op);
+      if (!rule)
+        return op->emitError("kiln-autodiff: no differentiation rule for ")
+               << op->getName()
+               << ", which lies between a trainable parameter and the loss";
+      b.setInsertionPoint(ret);
+      SmallVector<Value> operandGrads;
+      if (failed(rule.buildVJP(b, resultGrads, operandGrads)))
+        return failure();
+      for (auto [operand, g] : llvm::zip(op->getOperands(), operandGrads)) {
+        if (!g || !active.contains(operand))
+          continue;
+        Value &slot = grads[operand];
+        slot = slot ? AddOp::create(b, loc, slot, g).getResult() : g;
+      }
+    }
+
+    // loss, then one gradient per trainable parameter.
+    b.setInsertionPoint(ret);
+    SmallVector<Value> results{lossValue};
+    SmallVector<std::string> names{loss};
+    for (auto &[name, reads] : params) {
+      Value total;
+      for (Value read : reads)
+        if (Value g = grads.lookup(read))
+          total = total ? AddOp::create(b, loc, total, g).getResult() : g;
+      results.push_back(total ? total : zerosLike(b, loc, reads.front().getType()));
+      names.push_back((name.getValue() + ".grad").str());
+    }
+    ret->setOperands(results);
+    grad.setType(FunctionType::get(grad.getContext(), grad.getArgumentTypes(),
+                                   ValueRange(results).getTypes()));
+    for (auto [i, name] : llvm::enumerate(names))
+      grad.setResultAttrs(i, b.getDictionaryAttr(b.getNamedAttr(
+                                 "kiln.name", b.getStringAttr(name))));
+    return success();
+  }
+};
+
+} // namespace
