@@ -54,8 +54,11 @@ def parse_args(argv):
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--openblas-coretype", metavar="NAME",
-                        help="set OPENBLAS_CORETYPE for both sides (e.g. "
-                        "SkylakeX when OpenBLAS does not know this CPU)")
+                        default=default_coretype(),
+                        help="OPENBLAS_CORETYPE for both sides (default: "
+                        "the one Kiln's runtime picks for this CPU, so that "
+                        "PyTorch's OpenBLAS gets the same fast kernels; "
+                        "'none' leaves it unset)")
     parser.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"),
                         help="where kilnc and kiln-run are")
     parser.add_argument("--keep", metavar="DIR",
@@ -70,12 +73,31 @@ def parse_args(argv):
     return args
 
 
+def default_coretype():
+    """What Kiln's runtime sets when OPENBLAS_CORETYPE is unset
+    (runtime/src/CpuCode.cpp): OpenBLAS 0.3.21 falls back to slow generic
+    kernels on CPUs newer than itself, and the peer must not be left there."""
+    if os.environ.get("OPENBLAS_CORETYPE"):
+        return os.environ["OPENBLAS_CORETYPE"]
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((l.split(":", 1)[1].split() for l in f
+                          if l.startswith("flags")), [])
+    except OSError:
+        return None
+    if all(f in flags for f in ("avx512f", "avx512bw", "avx512dq", "avx512vl")):
+        return "SkylakeX"
+    if "avx2" in flags and "fma" in flags:
+        return "Haswell"
+    return None
+
+
 def thread_environment(args):
     """The variables both sides run under; set in this process before numpy
     or torch load OpenBLAS, and passed to kiln-run."""
     env = {"OMP_NUM_THREADS": str(args.threads),
            "OPENBLAS_NUM_THREADS": str(args.threads)}
-    if args.openblas_coretype:
+    if args.openblas_coretype and args.openblas_coretype != "none":
         env["OPENBLAS_CORETYPE"] = args.openblas_coretype
     return env
 

@@ -1,0 +1,331 @@
+// RUN: kiln-opt %s --kiln-decompose | FileCheck %s
+
+// The composite kiln ops become core ops. The formulas are PyTorch's:
+// softmax(x) = exp(x - max) / sum(exp(x - max)), log_softmax = (x - max) -
+// log(sum(exp(x - max))), layer and batch normalization with the biased
+// variance, nll_loss and cross_entropy with torch.nn.functional's weight,
+// ignore_index, reduction and label_smoothing rules. Constants are hoisted to
+// the top of each function, hence the CHECK-DAGs.
+
+// CHECK-LABEL: func.func @softmax(
+// CHECK-SAME: %[[X:.*]]: tensor<4x10xf32>
+// CHECK: %[[MAX:.*]] = kiln.reduce_max %[[X]] {dimensions = array<i64: 1>, keepdims} : tensor<4x10xf32>
+// CHECK: %[[MAXB:.*]] = kiln.broadcast %[[MAX]] : tensor<4x1xf32> to tensor<4x10xf32>
+// CHECK: %[[SHIFTED:.*]] = kiln.sub %[[X]], %[[MAXB]] : tensor<4x10xf32>
+// CHECK: %[[E:.*]] = kiln.exp %[[SHIFTED]] : tensor<4x10xf32>
+// CHECK: %[[SUM:.*]] = kiln.reduce_sum %[[E]] {dimensions = array<i64: 1>, keepdims} : tensor<4x10xf32>
+// CHECK: %[[SUMB:.*]] = kiln.broadcast %[[SUM]] : tensor<4x1xf32> to tensor<4x10xf32>
+// CHECK: %[[Y:.*]] = kiln.div %[[E]], %[[SUMB]] : tensor<4x10xf32>
+// CHECK: return %[[Y]]
+func.func @softmax(%x: tensor<4x10xf32>) -> tensor<4x10xf32> {
+  %y = kiln.softmax %x {axis = 1 : i64} : tensor<4x10xf32>
+  return %y : tensor<4x10xf32>
+}
+
+// CHECK-LABEL: func.func @log_softmax(
+// CHECK-SAME: %[[X:.*]]: tensor<2x3x4xf16>
+// CHECK: %[[MAX:.*]] = kiln.reduce_max %[[X]] {dimensions = array<i64: 0>, keepdims} : tensor<2x3x4xf16>
+// CHECK: %[[MAXB:.*]] = kiln.broadcast %[[MAX]] : tensor<1x3x4xf16> to tensor<2x3x4xf16>
+// CHECK: %[[SHIFTED:.*]] = kiln.sub %[[X]], %[[MAXB]] : tensor<2x3x4xf16>
+// CHECK: %[[E:.*]] = kiln.exp %[[SHIFTED]] : tensor<2x3x4xf16>
+// CHECK: %[[SUM:.*]] = kiln.reduce_sum %[[E]] {dimensions = array<i64: 0>, keepdims} : tensor<2x3x4xf16>
+// CHECK: %[[LOG:.*]] = kiln.log %[[SUM]] : tensor<1x3x4xf16>
+// CHECK: %[[LOGB:.*]] = kiln.broadcast %[[LOG]] : tensor<1x3x4xf16> to tensor<2x3x4xf16>
+// CHECK: %[[Y:.*]] = kiln.sub %[[SHIFTED]], %[[LOGB]] : tensor<2x3x4xf16>
+// CHECK: return %[[Y]]
+func.func @log_softmax(%x: tensor<2x3x4xf16>) -> tensor<2x3x4xf16> {
+  %y = kiln.log_softmax %x {axis = 0 : i64} : tensor<2x3x4xf16>
+  return %y : tensor<2x3x4xf16>
+}
+
+// The divisor is the number of reduced elements: 4 for dimension 1, 3 * 5
+// for dimensions 0 and 2.
+// CHECK-LABEL: func.func @reduce_mean(
+// CHECK-SAME: %[[X:.*]]: tensor<3x4x5xf32>
+// CHECK-DAG: %[[FIFTEEN:.*]] = kiln.constant dense<1.500000e+01> : tensor<1x4x1xf32>
+// CHECK-DAG: %[[FOUR:.*]] = kiln.constant dense<4.000000e+00> : tensor<3x5xf32>
+// CHECK: %[[S:.*]] = kiln.reduce_sum %[[X]] {dimensions = array<i64: 1>} : tensor<3x4x5xf32>
+// CHECK: %[[M:.*]] = kiln.div %[[S]], %[[FOUR]] : tensor<3x5xf32>
+// CHECK: %[[SK:.*]] = kiln.reduce_sum %[[X]] {dimensions = array<i64: 0, 2>, keepdims} : tensor<3x4x5xf32>
+// CHECK: %[[MK:.*]] = kiln.div %[[SK]], %[[FIFTEEN]] : tensor<1x4x1xf32>
+// CHECK: return %[[M]], %[[MK]]
+func.func @reduce_mean(%x: tensor<3x4x5xf32>) -> (tensor<3x5xf32>, tensor<1x4x1xf32>) {
+  %y = kiln.reduce_mean %x {dimensions = array<i64: 1>} : tensor<3x4x5xf32>
+  %z = kiln.reduce_mean %x {dimensions = array<i64: 0, 2>, keepdims} : tensor<3x4x5xf32>
+  return %y, %z : tensor<3x5xf32>, tensor<1x4x1xf32>
+}
+
+// CHECK-LABEL: func.func @reduce_l2(
+// CHECK-SAME: %[[X:.*]]: tensor<2x3x4xf32>
+// CHECK: %[[SQ:.*]] = kiln.mul %[[X]], %[[X]] : tensor<2x3x4xf32>
+// CHECK: %[[S:.*]] = kiln.reduce_sum %[[SQ]] {dimensions = array<i64: 1, 2>} : tensor<2x3x4xf32>
+// CHECK: %[[Y:.*]] = kiln.sqrt %[[S]] : tensor<2xf32>
+// CHECK: return %[[Y]]
+func.func @reduce_l2(%x: tensor<2x3x4xf32>) -> tensor<2xf32> {
+  %y = kiln.reduce_l2 %x {dimensions = array<i64: 1, 2>} : tensor<2x3x4xf32>
+  return %y : tensor<2xf32>
+}
+
+// log(sum(exp(x - m))) + m with m the maximum, or 0 where the maximum is
+// infinite (as torch.logsumexp does): an all -inf slice gives -inf, not
+// -inf - -inf = NaN, so the shift must use the selected maximum too.
+// CHECK-LABEL: func.func @reduce_logsumexp(
+// CHECK-SAME: %[[X:.*]]: tensor<8x10xf64>
+// CHECK-DAG: %[[ZERO:.*]] = kiln.constant dense<0.000000e+00> : tensor<8x1xf64>
+// CHECK: %[[MAX:.*]] = kiln.reduce_max %[[X]] {dimensions = array<i64: 1>, keepdims} : tensor<8x10xf64>
+// CHECK: %[[SAFE:.*]] = kiln.select %{{.*}}, %[[MAX]], %[[ZERO]] : tensor<8x1xi1>, tensor<8x1xf64>
+// CHECK: %[[SAFEB:.*]] = kiln.broadcast %[[SAFE]] : tensor<8x1xf64> to tensor<8x10xf64>
+// CHECK: %[[SHIFTED:.*]] = kiln.sub %[[X]], %[[SAFEB]] : tensor<8x10xf64>
+// CHECK: %[[E:.*]] = kiln.exp %[[SHIFTED]] : tensor<8x10xf64>
+// CHECK: %[[SUM:.*]] = kiln.reduce_sum %[[E]] {dimensions = array<i64: 1>, keepdims} : tensor<8x10xf64>
+// CHECK: %[[LOG:.*]] = kiln.log %[[SUM]] : tensor<8x1xf64>
+// CHECK: %[[Y:.*]] = kiln.add %[[LOG]], %[[SAFE]] : tensor<8x1xf64>
+// CHECK: %[[R:.*]] = kiln.reshape %[[Y]] : tensor<8x1xf64> to tensor<8xf64>
+// CHECK: return %[[R]] : tensor<8xf64>
+func.func @reduce_logsumexp(%x: tensor<8x10xf64>) -> tensor<8xf64> {
+  %y = kiln.reduce_logsumexp %x {dimensions = array<i64: 1>} : tensor<8x10xf64>
+  return %y : tensor<8xf64>
+}
+
+// Normalized over the trailing dimensions 1..2 (3 * 4 = 12 elements), with
+// epsilon inside the rsqrt, then scaled and shifted by the broadcast
+// scale and bias.
+// CHECK-LABEL: func.func @layer_norm(
+// CHECK-SAME: %[[X:.*]]: tensor<2x3x4xf32>, %[[G:.*]]: tensor<3x4xf32>, %[[B:.*]]: tensor<3x4xf32>
+// CHECK-DAG: %[[EPS:.*]] = kiln.constant dense<1.000000e-03> : tensor<2x1x1xf32>
+// CHECK-DAG: %[[N:.*]] = kiln.constant dense<1.200000e+01> : tensor<2x1x1xf32>
+// CHECK: %[[S:.*]] = kiln.reduce_sum %[[X]] {dimensions = array<i64: 1, 2>, keepdims} : tensor<2x3x4xf32>
+// CHECK: %[[MEAN:.*]] = kiln.div %[[S]], %[[N]] : tensor<2x1x1xf32>
+// CHECK: %[[MEANB:.*]] = kiln.broadcast %[[MEAN]] : tensor<2x1x1xf32> to tensor<2x3x4xf32>
+// CHECK: %[[C:.*]] = kiln.sub %[[X]], %[[MEANB]] : tensor<2x3x4xf32>
+// CHECK: %[[SQ:.*]] = kiln.mul %[[C]], %[[C]] : tensor<2x3x4xf32>
+// CHECK: %[[SS:.*]] = kiln.reduce_sum %[[SQ]] {dimensions = array<i64: 1, 2>, keepdims} : tensor<2x3x4xf32>
+// CHECK: %[[VAR:.*]] = kiln.div %[[SS]], %[[N]] : tensor<2x1x1xf32>
+// CHECK: %[[VE:.*]] = kiln.add %[[VAR]], %[[EPS]] : tensor<2x1x1xf32>
+// CHECK: %[[INV:.*]] = kiln.rsqrt %[[VE]] : tensor<2x1x1xf32>
+// CHECK: %[[INVB:.*]] = kiln.broadcast %[[INV]] : tensor<2x1x1xf32> to tensor<2x3x4xf32>
+// CHECK: %[[NORM:.*]] = kiln.mul %[[C]], %[[INVB]] : tensor<2x3x4xf32>
+// CHECK: %[[GB:.*]] = kiln.broadcast %[[G]] : tensor<3x4xf32> to tensor<2x3x4xf32>
+// CHECK: %[[SCALED:.*]] = kiln.mul %[[NORM]], %[[GB]] : tensor<2x3x4xf32>
+// CHECK: %[[BB:.*]] = kiln.broadcast %[[B]] : tensor<3x4xf32> to tensor<2x3x4xf32>
+// CHECK: %[[Y:.*]] = kiln.add %[[SCALED]], %[[BB]] : tensor<2x3x4xf32>
+// CHECK: return %[[Y]]
+func.func @layer_norm(%x: tensor<2x3x4xf32>, %g: tensor<3x4xf32>, %b: tensor<3x4xf32>) -> tensor<2x3x4xf32> {
+  %y = kiln.layer_norm %x, %g bias %b : tensor<3x4xf32> {axis = 1 : i64, epsilon = 1.0e-3 : f64} : tensor<2x3x4xf32>, tensor<3x4xf32>
+  return %y : tensor<2x3x4xf32>
+}
+
+// CHECK-LABEL: func.func @layer_norm_no_bias(
+// CHECK-SAME: %[[X:.*]]: tensor<4x16xf32>, %[[G:.*]]: tensor<16xf32>
+// CHECK-DAG: kiln.constant dense<1.600000e+01> : tensor<4x1xf32>
+// CHECK: kiln.reduce_sum %[[X]] {dimensions = array<i64: 1>, keepdims} : tensor<4x16xf32>
+// CHECK: kiln.rsqrt
+// CHECK: %[[GB:.*]] = kiln.broadcast %[[G]] : tensor<16xf32> to tensor<4x16xf32>
+// CHECK: %[[Y:.*]] = kiln.mul %{{.*}}, %[[GB]] : tensor<4x16xf32>
+// CHECK-NOT: kiln.add
+// CHECK: return %[[Y]]
+func.func @layer_norm_no_bias(%x: tensor<4x16xf32>, %g: tensor<16xf32>) -> tensor<4x16xf32> {
+  %y = kiln.layer_norm %x, %g {axis = 1 : i64} : tensor<4x16xf32>, tensor<16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// (x - mean) * (rsqrt(var + eps) * scale) + bias, the [C] vectors reshaped to
+// [1, C, 1, 1] and broadcast.
+// CHECK-LABEL: func.func @batch_norm(
+// CHECK-SAME: %[[X:.*]]: tensor<2x3x4x4xf32>, %[[S:.*]]: tensor<3xf32>, %[[B:.*]]: tensor<3xf32>, %[[M:.*]]: tensor<3xf32>, %[[V:.*]]: tensor<3xf32>
+// CHECK-DAG: %[[EPS:.*]] = kiln.constant dense<1.000000e-03> : tensor<3xf32>
+// CHECK: %[[VE:.*]] = kiln.add %[[V]], %[[EPS]] : tensor<3xf32>
+// CHECK: %[[INV:.*]] = kiln.rsqrt %[[VE]] : tensor<3xf32>
+// CHECK: %[[K:.*]] = kiln.mul %[[INV]], %[[S]] : tensor<3xf32>
+// CHECK: %[[MR:.*]] = kiln.reshape %[[M]] : tensor<3xf32> to tensor<1x3x1x1xf32>
+// CHECK: %[[MB:.*]] = kiln.broadcast %[[MR]] : tensor<1x3x1x1xf32> to tensor<2x3x4x4xf32>
+// CHECK: %[[C:.*]] = kiln.sub %[[X]], %[[MB]] : tensor<2x3x4x4xf32>
+// CHECK: %[[KR:.*]] = kiln.reshape %[[K]] : tensor<3xf32> to tensor<1x3x1x1xf32>
+// CHECK: %[[KB:.*]] = kiln.broadcast %[[KR]] : tensor<1x3x1x1xf32> to tensor<2x3x4x4xf32>
+// CHECK: %[[P:.*]] = kiln.mul %[[C]], %[[KB]] : tensor<2x3x4x4xf32>
+// CHECK: %[[BR:.*]] = kiln.reshape %[[B]] : tensor<3xf32> to tensor<1x3x1x1xf32>
+// CHECK: %[[BB:.*]] = kiln.broadcast %[[BR]] : tensor<1x3x1x1xf32> to tensor<2x3x4x4xf32>
+// CHECK: %[[Y:.*]] = kiln.add %[[P]], %[[BB]] : tensor<2x3x4x4xf32>
+// CHECK: return %[[Y]]
+func.func @batch_norm(%x: tensor<2x3x4x4xf32>, %s: tensor<3xf32>, %b: tensor<3xf32>, %m: tensor<3xf32>, %v: tensor<3xf32>) -> tensor<2x3x4x4xf32> {
+  %y = kiln.batch_norm %x, %s, %b, %m, %v {epsilon = 1.0e-3 : f64} : tensor<2x3x4x4xf32>, tensor<3xf32>
+  return %y : tensor<2x3x4x4xf32>
+}
+
+// The statistics are over every dimension but 1 (2 * 4 * 4 = 32 elements),
+// the variance biased; both are returned as [C].
+// CHECK-LABEL: func.func @batch_norm_train(
+// CHECK-SAME: %[[X:.*]]: tensor<2x3x4x4xf32>, %[[S:.*]]: tensor<3xf32>, %[[B:.*]]: tensor<3xf32>
+// CHECK-DAG: %[[N:.*]] = kiln.constant dense<3.200000e+01> : tensor<1x3x1x1xf32>
+// CHECK: %[[SUM:.*]] = kiln.reduce_sum %[[X]] {dimensions = array<i64: 0, 2, 3>, keepdims} : tensor<2x3x4x4xf32>
+// CHECK: %[[MEAN:.*]] = kiln.div %[[SUM]], %[[N]] : tensor<1x3x1x1xf32>
+// CHECK: %[[MEANB:.*]] = kiln.broadcast %[[MEAN]] : tensor<1x3x1x1xf32> to tensor<2x3x4x4xf32>
+// CHECK: %[[C:.*]] = kiln.sub %[[X]], %[[MEANB]] : tensor<2x3x4x4xf32>
+// CHECK: %[[SQ:.*]] = kiln.mul %[[C]], %[[C]] : tensor<2x3x4x4xf32>
+// CHECK: %[[SS:.*]] = kiln.reduce_sum %[[SQ]] {dimensions = array<i64: 0, 2, 3>, keepdims} : tensor<2x3x4x4xf32>
+// CHECK: %[[VAR:.*]] = kiln.div %[[SS]], %[[N]] : tensor<1x3x1x1xf32>
+// CHECK: kiln.rsqrt
+// CHECK: %[[SR:.*]] = kiln.reshape %[[S]] : tensor<3xf32> to tensor<1x3x1x1xf32>
+// CHECK: %[[SB:.*]] = kiln.broadcast %[[SR]] : tensor<1x3x1x1xf32> to tensor<2x3x4x4xf32>
+// CHECK: %[[P:.*]] = kiln.mul %{{.*}}, %[[SB]] : tensor<2x3x4x4xf32>
+// CHECK: %[[BR:.*]] = kiln.reshape %[[B]] : tensor<3xf32> to tensor<1x3x1x1xf32>
+// CHECK: %[[BB:.*]] = kiln.broadcast %[[BR]] : tensor<1x3x1x1xf32> to tensor<2x3x4x4xf32>
+// CHECK: %[[Y:.*]] = kiln.add %[[P]], %[[BB]] : tensor<2x3x4x4xf32>
+// CHECK: %[[M:.*]] = kiln.reshape %[[MEAN]] : tensor<1x3x1x1xf32> to tensor<3xf32>
+// CHECK: %[[V:.*]] = kiln.reshape %[[VAR]] : tensor<1x3x1x1xf32> to tensor<3xf32>
+// CHECK: return %[[Y]], %[[M]], %[[V]]
+func.func @batch_norm_train(%x: tensor<2x3x4x4xf32>, %s: tensor<3xf32>, %b: tensor<3xf32>)
+    -> (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>) {
+  %y, %m, %v = kiln.batch_norm_train %x, %s, %b : tensor<2x3x4x4xf32>, tensor<3xf32>
+  return %y, %m, %v : tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>
+}
+
+// reduction = mean without weights: the sum of -logp[n, label[n]] divided by
+// the number of elements (the sum of unit weights).
+// CHECK-LABEL: func.func @nll_loss_mean(
+// CHECK-SAME: %[[P:.*]]: tensor<8x10xf32>, %[[T:.*]]: tensor<8xi64>
+// CHECK-DAG: %[[ONES:.*]] = kiln.constant dense<1.000000e+00> : tensor<8xf32>
+// CHECK: %[[I:.*]] = kiln.reshape %[[T]] : tensor<8xi64> to tensor<8x1xi64>
+// CHECK: %[[G:.*]] = kiln.gather_elements %[[P]], %[[I]] {axis = 1 : i64} : tensor<8x10xf32>, tensor<8x1xi64>
+// CHECK: %[[PICKED:.*]] = kiln.reshape %[[G]] : tensor<8x1xf32> to tensor<8xf32>
+// CHECK: %[[W:.*]] = kiln.mul %[[PICKED]], %[[ONES]] : tensor<8xf32>
+// CHECK: %[[L:.*]] = kiln.neg %[[W]] : tensor<8xf32>
+// CHECK: %[[SUM:.*]] = kiln.reduce_sum %[[L]] {dimensions = array<i64: 0>} : tensor<8xf32>
+// CHECK: %[[COUNT:.*]] = kiln.reduce_sum %[[ONES]] {dimensions = array<i64: 0>} : tensor<8xf32>
+// CHECK: %[[Y:.*]] = kiln.div %[[SUM]], %[[COUNT]] : tensor<f32>
+// CHECK: return %[[Y]] : tensor<f32>
+func.func @nll_loss_mean(%logp: tensor<8x10xf32>, %labels: tensor<8xi64>) -> tensor<f32> {
+  %y = kiln.nll_loss %logp, %labels : tensor<8x10xf32>, tensor<8xi64>
+  return %y : tensor<f32>
+}
+
+// reduction = none with class weights and ignore_index = 1 on [N, C, D]:
+// ignored labels are gathered as class 0 and weigh 0.
+// CHECK-LABEL: func.func @nll_loss_none(
+// CHECK-SAME: %[[P:.*]]: tensor<2x5x6xf32>, %[[T:.*]]: tensor<2x6xi64>, %[[CW:.*]]: tensor<5xf32>
+// CHECK-DAG: %[[FZERO:.*]] = kiln.constant dense<0.000000e+00> : tensor<2x6xf32>
+// CHECK-DAG: %[[IZERO:.*]] = kiln.constant dense<0> : tensor<2x6xi64>
+// CHECK-DAG: %[[IGNORE:.*]] = kiln.constant dense<1> : tensor<2x6xi64>
+// CHECK: %[[COUNTED:.*]] = kiln.compare <ne>, %[[T]], %[[IGNORE]] : tensor<2x6xi64>
+// CHECK: %[[SAFE:.*]] = kiln.select %[[COUNTED]], %[[T]], %[[IZERO]] : tensor<2x6xi1>, tensor<2x6xi64>
+// CHECK: %[[I:.*]] = kiln.reshape %[[SAFE]] : tensor<2x6xi64> to tensor<2x1x6xi64>
+// CHECK: %[[G:.*]] = kiln.gather_elements %[[P]], %[[I]] {axis = 1 : i64} : tensor<2x5x6xf32>, tensor<2x1x6xi64>
+// CHECK: %[[PICKED:.*]] = kiln.reshape %[[G]] : tensor<2x1x6xf32> to tensor<2x6xf32>
+// CHECK: %[[WG:.*]] = kiln.gather %[[CW]], %[[SAFE]] {axis = 0 : i64} : tensor<5xf32>, tensor<2x6xi64>
+// CHECK: %[[W:.*]] = kiln.select %[[COUNTED]], %[[WG]], %[[FZERO]] : tensor<2x6xi1>, tensor<2x6xf32>
+// CHECK: %[[PW:.*]] = kiln.mul %[[PICKED]], %[[W]] : tensor<2x6xf32>
+// CHECK: %[[Y:.*]] = kiln.neg %[[PW]] : tensor<2x6xf32>
+// CHECK-NOT: kiln.reduce_sum
+// CHECK: return %[[Y]] : tensor<2x6xf32>
+func.func @nll_loss_none(%logp: tensor<2x5x6xf32>, %labels: tensor<2x6xi64>, %w: tensor<5xf32>) -> tensor<2x6xf32> {
+  %y = kiln.nll_loss %logp, %labels weight %w : tensor<5xf32> {reduction = #kiln.reduction<none>, ignore_index = 1 : i64}
+      : tensor<2x5x6xf32>, tensor<2x6xi64>
+  return %y : tensor<2x6xf32>
+}
+
+// CHECK-LABEL: func.func @nll_loss_sum(
+// CHECK: %[[L:.*]] = kiln.neg %{{.*}} : tensor<8xf32>
+// CHECK: %[[Y:.*]] = kiln.reduce_sum %[[L]] {dimensions = array<i64: 0>} : tensor<8xf32>
+// CHECK-NOT: kiln.div
+// CHECK: return %[[Y]] : tensor<f32>
+func.func @nll_loss_sum(%logp: tensor<8x10xf32>, %labels: tensor<8xi32>) -> tensor<f32> {
+  %y = kiln.nll_loss %logp, %labels {reduction = #kiln.reduction<sum>} : tensor<8x10xf32>, tensor<8xi32>
+  return %y : tensor<f32>
+}
+
+// reduction = mean with weights and a negative ignore_index: divided by the
+// sum of the weights of the counted elements.
+// CHECK-LABEL: func.func @nll_loss_weighted_mean(
+// CHECK-SAME: %[[P:.*]]: tensor<8x10xf32>, %[[T:.*]]: tensor<8xi64>, %[[CW:.*]]: tensor<10xf32>
+// CHECK-DAG: %[[IGNORE:.*]] = kiln.constant dense<-100> : tensor<8xi64>
+// CHECK: %[[COUNTED:.*]] = kiln.compare <ne>, %[[T]], %[[IGNORE]] : tensor<8xi64>
+// CHECK: %[[WG:.*]] = kiln.gather %[[CW]], %{{.*}} {axis = 0 : i64} : tensor<10xf32>, tensor<8xi64>
+// CHECK: %[[W:.*]] = kiln.select %[[COUNTED]], %[[WG]], %{{.*}} : tensor<8xi1>, tensor<8xf32>
+// CHECK: %[[PW:.*]] = kiln.mul %{{.*}}, %[[W]] : tensor<8xf32>
+// CHECK: %[[L:.*]] = kiln.neg %[[PW]] : tensor<8xf32>
+// CHECK: %[[SUM:.*]] = kiln.reduce_sum %[[L]] {dimensions = array<i64: 0>} : tensor<8xf32>
+// CHECK: %[[WSUM:.*]] = kiln.reduce_sum %[[W]] {dimensions = array<i64: 0>} : tensor<8xf32>
+// CHECK: %[[Y:.*]] = kiln.div %[[SUM]], %[[WSUM]] : tensor<f32>
+// CHECK: return %[[Y]] : tensor<f32>
+func.func @nll_loss_weighted_mean(%logp: tensor<8x10xf32>, %labels: tensor<8xi64>, %w: tensor<10xf32>) -> tensor<f32> {
+  %y = kiln.nll_loss %logp, %labels weight %w : tensor<10xf32> {ignore_index = -100 : i64} : tensor<8x10xf32>, tensor<8xi64>
+  return %y : tensor<f32>
+}
+
+// log_softmax over the class dimension, then the nll_loss pieces.
+// CHECK-LABEL: func.func @cross_entropy(
+// CHECK-SAME: %[[L:.*]]: tensor<8x10xf32>, %[[T:.*]]: tensor<8xi64>
+// CHECK: %[[MAX:.*]] = kiln.reduce_max %[[L]] {dimensions = array<i64: 1>, keepdims} : tensor<8x10xf32>
+// CHECK: kiln.exp
+// CHECK: kiln.log
+// CHECK: %[[LOGP:.*]] = kiln.sub %{{.*}}, %{{.*}} : tensor<8x10xf32>
+// CHECK: %[[I:.*]] = kiln.reshape %[[T]] : tensor<8xi64> to tensor<8x1xi64>
+// CHECK: kiln.gather_elements %[[LOGP]], %[[I]] {axis = 1 : i64} : tensor<8x10xf32>, tensor<8x1xi64>
+// CHECK: kiln.neg
+// CHECK: %[[SUM:.*]] = kiln.reduce_sum %{{.*}} {dimensions = array<i64: 0>} : tensor<8xf32>
+// CHECK: %[[COUNT:.*]] = kiln.reduce_sum %{{.*}} {dimensions = array<i64: 0>} : tensor<8xf32>
+// CHECK: %[[Y:.*]] = kiln.div %[[SUM]], %[[COUNT]] : tensor<f32>
+// CHECK: return %[[Y]] : tensor<f32>
+func.func @cross_entropy(%logits: tensor<8x10xf32>, %labels: tensor<8xi64>) -> tensor<f32> {
+  %y = kiln.cross_entropy %logits, %labels : tensor<8x10xf32>, tensor<8xi64>
+  return %y : tensor<f32>
+}
+
+// PyTorch's label smoothing s = 0.1 over C = 5 classes:
+// (1 - s) * w[t] * -logp[t] + s * (-sum_c w_c logp_c) / C, both terms zero
+// where the label is ignore_index (-100, the PyTorch default), the mean
+// divided by the sum of the counted elements' weights.
+// CHECK-LABEL: func.func @cross_entropy_smoothing(
+// CHECK-SAME: %[[L:.*]]: tensor<2x5x3xf32>, %[[T:.*]]: tensor<2x3xi32>, %[[CW:.*]]: tensor<5xf32>
+// CHECK-DAG: %[[S:.*]] = kiln.constant dense<1.000000e-01> : tensor<2x3xf32>
+// CHECK-DAG: %[[ONE_MINUS_S:.*]] = kiln.constant dense<0.899999976> : tensor<2x3xf32>
+// CHECK-DAG: %[[C:.*]] = kiln.constant dense<5.000000e+00> : tensor<2x3xf32>
+// CHECK-DAG: %[[IGNORE:.*]] = kiln.constant dense<-100> : tensor<2x3xi32>
+// CHECK: kiln.log %{{.*}} : tensor<2x1x3xf32>
+// CHECK: %[[LOGP:.*]] = kiln.sub %{{.*}}, %{{.*}} : tensor<2x5x3xf32>
+// CHECK: %[[COUNTED:.*]] = kiln.compare <ne>, %[[T]], %[[IGNORE]] : tensor<2x3xi32>
+// CHECK: %[[WG:.*]] = kiln.gather %[[CW]], %{{.*}} {axis = 0 : i64} : tensor<5xf32>, tensor<2x3xi32>
+// CHECK: %[[W:.*]] = kiln.select %[[COUNTED]], %[[WG]], %{{.*}} : tensor<2x3xi1>, tensor<2x3xf32>
+// CHECK: %[[NLL:.*]] = kiln.neg %{{.*}} : tensor<2x3xf32>
+// CHECK: %[[CWR:.*]] = kiln.reshape %[[CW]] : tensor<5xf32> to tensor<1x5x1xf32>
+// CHECK: %[[CWB:.*]] = kiln.broadcast %[[CWR]] : tensor<1x5x1xf32> to tensor<2x5x3xf32>
+// CHECK: %[[WLOGP:.*]] = kiln.mul %[[LOGP]], %[[CWB]] : tensor<2x5x3xf32>
+// CHECK: %[[CSUM:.*]] = kiln.reduce_sum %[[WLOGP]] {dimensions = array<i64: 1>} : tensor<2x5x3xf32>
+// CHECK: %[[NEGSUM:.*]] = kiln.neg %[[CSUM]] : tensor<2x3xf32>
+// CHECK: %[[SMOOTH:.*]] = kiln.div %[[NEGSUM]], %[[C]] : tensor<2x3xf32>
+// CHECK: %[[COUNTED2:.*]] = kiln.compare <ne>, %[[T]], %[[IGNORE]] : tensor<2x3xi32>
+// CHECK: %[[SMOOTH0:.*]] = kiln.select %[[COUNTED2]], %[[SMOOTH]], %{{.*}} : tensor<2x3xi1>, tensor<2x3xf32>
+// CHECK: %[[A:.*]] = kiln.mul %[[NLL]], %[[ONE_MINUS_S]] : tensor<2x3xf32>
+// CHECK: %[[B:.*]] = kiln.mul %[[SMOOTH0]], %[[S]] : tensor<2x3xf32>
+// CHECK: %[[LOSS:.*]] = kiln.add %[[A]], %[[B]] : tensor<2x3xf32>
+// CHECK: %[[SUM:.*]] = kiln.reduce_sum %[[LOSS]] {dimensions = array<i64: 0, 1>} : tensor<2x3xf32>
+// CHECK: %[[WSUM:.*]] = kiln.reduce_sum %[[W]] {dimensions = array<i64: 0, 1>} : tensor<2x3xf32>
+// CHECK: %[[Y:.*]] = kiln.div %[[SUM]], %[[WSUM]] : tensor<f32>
+// CHECK: return %[[Y]] : tensor<f32>
+func.func @cross_entropy_smoothing(%logits: tensor<2x5x3xf32>, %labels: tensor<2x3xi32>, %w: tensor<5xf32>) -> tensor<f32> {
+  %y = kiln.cross_entropy %logits, %labels weight %w : tensor<5xf32>
+      {ignore_index = -100 : i64, label_smoothing = 0.1 : f64}
+      : tensor<2x5x3xf32>, tensor<2x3xi32>
+  return %y : tensor<f32>
+}
+
+// The same with i64 labels, no weights and reduction = none: the smoothing
+// term is -sum_c logp_c / C.
+// CHECK-LABEL: func.func @cross_entropy_smoothing_none(
+// CHECK-SAME: %[[L:.*]]: tensor<4x3xf32>, %[[T:.*]]: tensor<4xi64>
+// CHECK-DAG: %[[IGNORE:.*]] = kiln.constant dense<-1> : tensor<4xi64>
+// CHECK-DAG: %[[C:.*]] = kiln.constant dense<3.000000e+00> : tensor<4xf32>
+// CHECK: kiln.log %{{.*}} : tensor<4x1xf32>
+// CHECK: %[[LOGP:.*]] = kiln.sub %{{.*}}, %{{.*}} : tensor<4x3xf32>
+// CHECK: kiln.compare <ne>, %[[T]], %[[IGNORE]] : tensor<4xi64>
+// CHECK: %[[CSUM:.*]] = kiln.reduce_sum %[[LOGP]] {dimensions = array<i64: 1>} : tensor<4x3xf32>
+// CHECK: %[[NEGSUM:.*]] = kiln.neg %[[CSUM]] : tensor<4xf32>
+// CHECK: kiln.div %[[NEGSUM]], %[[C]] : tensor<4xf32>
+// CHECK: kiln.compare <ne>, %[[T]], %[[IGNORE]] : tensor<4xi64>
+// CHECK: %[[Y:.*]] = kiln.add %{{.*}}, %{{.*}} : tensor<4xf32>
+// CHECK-NEXT: return %[[Y]] : tensor<4xf32>
+func.func @cross_entropy_smoothing_none(%logits: tensor<4x3xf32>, %labels: tensor<4xi64>) -> tensor<4xf32> {
+  %y = kiln.cross_entropy %logits, %labels {reduction = #kiln.reduction<none>, ignore_index = -1 : i64, label_smoothing = 0.2 : f64}
+      : tensor<4x3xf32>, tensor<4xi64>
+  return %y : tensor<4xf32>
+}
