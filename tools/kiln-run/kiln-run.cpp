@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/runtime.h"
+#include "kiln/runtime/Manifest.h"
 #include "kiln/runtime/Npy.h"
 
 #include <algorithm>
@@ -52,6 +53,10 @@ void printUsage(std::FILE *out) {
       "  --outputs FILE    the .npz archive to write, one array per output, "
       "keyed by the\n"
       "                    output's name\n"
+      "  --params FILE     an .npz archive of parameter values, keyed by "
+      "parameter name,\n"
+      "                    that replace the bundle's initial values for "
+      "this run\n"
       "  --compress        deflate-compress the --outputs archive (like "
       "numpy.savez_compressed)\n"
       "  --target NAME     the target to run on (default: cpu)\n"
@@ -83,6 +88,7 @@ struct Options {
   std::string entry;
   std::string inputs;
   std::string outputs;
+  std::string params;
   bool compress = false;
   std::string target = "cpu";
   long repeat = 1;
@@ -147,6 +153,8 @@ std::string *stringFor(Options &options, const std::string &flag) {
     return &options.inputs;
   if (flag == "--outputs")
     return &options.outputs;
+  if (flag == "--params")
+    return &options.params;
   if (flag == "--target")
     return &options.target;
   return nullptr;
@@ -436,6 +444,9 @@ bool runRepeatedly(const Options &options, kiln_session_t *session,
   return true;
 }
 
+bool loadParameters(const Options &options, const kiln_bundle_t *bundle,
+                    kiln_session_t *session);
+
 bool runEntryPoint(const Options &options, const kiln_bundle_t *bundle) {
   size_t index = 0;
   kiln_entry_point_info_t entry;
@@ -452,6 +463,8 @@ bool runEntryPoint(const Options &options, const kiln_bundle_t *bundle) {
   std::unique_ptr<kiln_session_t, void (*)(kiln_session_t *)> session(
       rawSession, kiln_session_release);
 
+  if (!loadParameters(options, bundle, session.get()))
+    return false;
   if (!runRepeatedly(options, session.get(), entry.name, tensorsOf(inputArrays),
                      tensorsOf(outputArrays)))
     return false;
@@ -460,6 +473,58 @@ bool runEntryPoint(const Options &options, const kiln_bundle_t *bundle) {
   if (!status.ok()) {
     printError(status.message());
     return false;
+  }
+  return true;
+}
+
+/// Replaces parameter values with the arrays of --params, each checked
+/// against the parameter's declared type and shape.
+bool loadParameters(const Options &options, const kiln_bundle_t *bundle,
+                    kiln_session_t *session) {
+  if (options.params.empty())
+    return true;
+  std::vector<NamedArray> arrays;
+  Status status = kiln::runtime::readNpz(options.params, arrays);
+  if (!status.ok()) {
+    printError(status.message());
+    return false;
+  }
+  kiln_bundle_info_t info;
+  if (kiln_status_t error = kiln_bundle_get_info(bundle, &info))
+    return failed(error);
+  for (const NamedArray &array : arrays) {
+    kiln_parameter_info_t parameter;
+    bool found = false;
+    for (size_t i = 0; i < info.parameter_count && !found; ++i) {
+      if (kiln_status_t error = kiln_bundle_get_parameter(bundle, i, &parameter))
+        return failed(error);
+      found = array.name == parameter.tensor.name;
+    }
+    if (!found) {
+      printError(options.params + ": the bundle has no parameter '" +
+                 array.name + "'");
+      return false;
+    }
+    const kiln_tensor_info_t &declared = parameter.tensor;
+    bool sameShape =
+        array.array.shape.size() == static_cast<size_t>(declared.rank) &&
+        std::equal(array.array.shape.begin(), array.array.shape.end(),
+                   declared.shape);
+    if (array.array.elementType != declared.element_type || !sameShape) {
+      printError(options.params + ": array '" + array.name + "' has type " +
+                 kiln::runtime::describeTensorType(
+                     array.array.elementType, array.array.shape.data(),
+                     array.array.shape.size()) +
+                 ", the parameter is " +
+                 kiln::runtime::describeTensorType(declared.element_type,
+                                                   declared.shape,
+                                                   declared.rank));
+      return false;
+    }
+    if (kiln_status_t error = kiln_session_set_parameter(
+            session, array.name.c_str(), array.array.data.data(),
+            array.array.data.size()))
+      return failed(error, options.params);
   }
   return true;
 }

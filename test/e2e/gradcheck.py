@@ -1,0 +1,175 @@
+"""Checks every differentiation rule against central finite differences in
+float64: for each case a one-op ONNX graph whose inputs are parameters (float
+initializers) is compiled with `kilnc --inference --gradients`; the loss is
+sum(op(params) * R) with a fixed random R, so every output element matters.
+The gradient forward_grad returns must match (L(p + h) - L(p - h)) / 2h,
+evaluated with `kiln-run --params`, element by element.
+
+    gradcheck.py KILNC KILN_RUN WORKDIR [--only NAME]
+"""
+import argparse
+import os
+import subprocess
+import sys
+import zipfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+STEP = 1e-6
+# Central differences in float64 with this step are good to ~1e-9 here; a
+# wrong rule is off by O(1).
+TOLERANCE = 1e-6
+DOUBLE = TensorProto.DOUBLE
+
+
+def save_npz(path, arrays):
+    with zipfile.ZipFile(path, "w") as archive:
+        for key, value in arrays.items():
+            with archive.open(key + ".npy", "w") as member:
+                np.lib.format.write_array(member, np.array(value, order="C", copy=True))
+
+
+def case(name, op, params, out_shape, attrs=None, extra_inputs=(), extra_nodes=()):
+    return dict(name=name, op=op, params=params, out_shape=out_shape,
+                attrs=attrs or {}, extra_inputs=list(extra_inputs),
+                extra_nodes=list(extra_nodes))
+
+
+def cases():
+    rng = np.random.default_rng(7)
+    r = lambda *s: rng.standard_normal(s)
+    pos = lambda *s: rng.uniform(0.5, 2.0, s)
+    ints = lambda values: numpy_helper.from_array(np.array(values, dtype=np.int64))
+    return [
+        case("add_broadcast", "Add", {"a": r(2, 3), "b": r(3)}, (2, 3)),
+        case("sub", "Sub", {"a": r(2, 3), "b": r(2, 3)}, (2, 3)),
+        case("mul_broadcast", "Mul", {"a": r(2, 3), "b": r(2, 1)}, (2, 3)),
+        case("div", "Div", {"a": r(2, 3), "b": pos(2, 3)}, (2, 3)),
+        case("pow", "Pow", {"a": pos(2, 3), "b": r(2, 3)}, (2, 3)),
+        case("max", "Max", {"a": r(2, 3), "b": r(2, 3)}, (2, 3)),
+        case("min", "Min", {"a": r(2, 3), "b": r(2, 3)}, (2, 3)),
+        case("neg", "Neg", {"a": r(2, 3)}, (2, 3)),
+        case("exp", "Exp", {"a": r(2, 3)}, (2, 3)),
+        case("log", "Log", {"a": pos(2, 3)}, (2, 3)),
+        case("sqrt", "Sqrt", {"a": pos(2, 3)}, (2, 3)),
+        case("reciprocal", "Reciprocal", {"a": pos(2, 3)}, (2, 3)),
+        case("tanh", "Tanh", {"a": r(2, 3)}, (2, 3)),
+        case("sigmoid", "Sigmoid", {"a": r(2, 3)}, (2, 3)),
+        case("softplus", "Softplus", {"a": r(2, 3)}, (2, 3)),
+        case("erf", "Erf", {"a": r(2, 3)}, (2, 3)),
+        case("sin", "Sin", {"a": r(2, 3)}, (2, 3)),
+        case("cos", "Cos", {"a": r(2, 3)}, (2, 3)),
+        case("relu", "Relu", {"a": r(2, 3) + 0.05}, (2, 3)),
+        case("abs", "Abs", {"a": r(2, 3) + 0.05}, (2, 3)),
+        case("leaky_relu", "LeakyRelu", {"a": r(2, 3) + 0.05}, (2, 3), {"alpha": 0.2}),
+        case("gelu", "Gelu", {"a": r(2, 3)}, (2, 3)),
+        case("gelu_tanh", "Gelu", {"a": r(2, 3)}, (2, 3), {"approximate": "tanh"}),
+        case("matmul", "MatMul", {"a": r(2, 3), "b": r(3, 4)}, (2, 4)),
+        case("matmul_batched", "MatMul", {"a": r(2, 2, 3), "b": r(2, 3, 2)}, (2, 2, 2)),
+        case("gemm_transposed", "Gemm", {"a": r(3, 2), "b": r(4, 3), "c": r(4)}, (2, 4),
+             {"transA": 1, "transB": 1}),
+        case("transpose", "Transpose", {"a": r(2, 3, 2)}, (2, 2, 3), {"perm": [2, 0, 1]}),
+        case("reshape", "Reshape", {"a": r(2, 3)}, (3, 2), extra_inputs=[ints([3, 2])]),
+        case("slice", "Slice", {"a": r(3, 4)}, (2, 2),
+             extra_inputs=[ints([1, 1]), ints([3, 3])]),
+        case("concat", "Concat", {"a": r(2, 3), "b": r(1, 3)}, (3, 3), {"axis": 0}),
+        case("expand", "Expand", {"a": r(3, 1)}, (2, 3, 4), extra_inputs=[ints([2, 3, 4])]),
+        case("reduce_sum", "ReduceSum", {"a": r(2, 3, 2)}, (2, 1, 2), {"keepdims": 1},
+             extra_inputs=[ints([1])]),
+        case("reduce_mean", "ReduceMean", {"a": r(2, 3)}, (2,), {"axes": [1], "keepdims": 0}),
+        case("reduce_max", "ReduceMax", {"a": r(2, 3)}, (3,), {"axes": [0], "keepdims": 0}),
+        case("softmax", "Softmax", {"a": r(2, 4)}, (2, 4), {"axis": -1}),
+        case("log_softmax", "LogSoftmax", {"a": r(2, 4)}, (2, 4), {"axis": 1}),
+        case("layer_norm", "LayerNormalization", {"a": r(2, 4), "g": r(4), "b": r(4)},
+             (2, 4), {"axis": -1}),
+        case("gather", "Gather", {"a": r(5, 3)}, (2, 2, 3), {"axis": 0},
+             extra_inputs=[ints([[0, 3], [3, -1]])]),
+        case("gather_elements", "GatherElements", {"a": r(3, 3)}, (2, 3), {"axis": 0},
+             extra_inputs=[ints([[0, 2, 1], [2, 2, 0]])]),
+    ]
+
+
+def build_model(spec, path):
+    params = spec["params"]
+    inits = [numpy_helper.from_array(np.asarray(v, dtype=np.float64), name)
+             for name, v in params.items()]
+    op_inputs = list(params)
+    for i, tensor in enumerate(spec["extra_inputs"]):
+        tensor.name = "const%d" % i
+        inits.append(tensor)
+        op_inputs.append(tensor.name)
+    weights = np.random.default_rng(3).standard_normal(spec["out_shape"])
+    inits.append(numpy_helper.from_array(weights.astype(np.float64), "R"))
+    # R is a float initializer too; freeze it so it gets no gradient.
+    nodes = [helper.make_node(spec["op"], op_inputs, ["y"], **spec["attrs"]),
+             helper.make_node("Mul", ["y", "R"], ["weighted"]),
+             helper.make_node("ReduceSum", ["weighted"], ["loss"], keepdims=0)]
+    graph = helper.make_graph(nodes, spec["name"], [],
+                              [helper.make_tensor_value_info("loss", DOUBLE, [])],
+                              initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.save(model, path)
+
+
+def run(kiln_run, bundle, entry, params_npz, out_npz):
+    cmd = [kiln_run, bundle, "--entry", entry, "--outputs", out_npz]
+    if params_npz:
+        cmd += ["--params", params_npz]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    with np.load(out_npz) as archive:
+        return {k: archive[k] for k in archive.files}
+
+
+def check(spec, kilnc, kiln_run, work):
+    base = os.path.join(work, spec["name"])
+    build_model(spec, base + ".onnx")
+    proc = subprocess.run([kilnc, base + ".onnx", "--inference", "--gradients",
+                           "--freeze=^R$", "-o", base + ".kiln"],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        return "kilnc failed: " + proc.stderr.strip()
+    analytic = run(kiln_run, base + ".kiln", "forward_grad", None, base + "-grad.npz")
+    values = {k: np.asarray(v, dtype=np.float64) for k, v in spec["params"].items()}
+    worst = 0.0
+    for name, value in values.items():
+        got = analytic[name + ".grad"]
+        for index in np.ndindex(value.shape):
+            losses = []
+            for sign in (1, -1):
+                shifted = dict(values)
+                shifted[name] = value.copy()
+                shifted[name][index] += sign * STEP
+                save_npz(base + "-p.npz", shifted)
+                losses.append(float(run(kiln_run, base + ".kiln", "forward",
+                                        base + "-p.npz", base + "-l.npz")["loss"]))
+            numeric = (losses[0] - losses[1]) / (2 * STEP)
+            error = abs(got[index] - numeric)
+            worst = max(worst, error)
+            if error > TOLERANCE * max(1.0, abs(numeric)):
+                return "%s.grad%s = %.9g, finite differences give %.9g" % (
+                    name, list(index), got[index], numeric)
+    return "ok (max abs diff %.2g)" % worst
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("kilnc")
+    parser.add_argument("kiln_run")
+    parser.add_argument("work")
+    parser.add_argument("--only")
+    args = parser.parse_args()
+    failures = 0
+    for spec in cases():
+        if args.only and spec["name"] != args.only:
+            continue
+        result = check(spec, args.kilnc, args.kiln_run, args.work)
+        print("%-18s %s" % (spec["name"], result))
+        failures += not result.startswith("ok")
+    print("%d rules checked, %d failed" % (len(cases()) if not args.only else 1, failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
