@@ -10,14 +10,6 @@ using namespace kiln::onnx_import;
 
 namespace {
 
-LogicalResult setResult(NodeContext &n, FailureOr<Value> value,
-                        unsigned index = 0) {
-  if (failed(value))
-    return failure();
-  n.setOutput(index, *value);
-  return success();
-}
-
 /// numpy.matmul: 1-D operands are promoted, batch dimensions broadcast.
 FailureOr<Value> numpyMatmul(NodeContext &n, Value lhs, Value rhs) {
   auto lhsType = cast<RankedTensorType>(lhs.getType());
@@ -95,7 +87,7 @@ FailureOr<Value> numpyMatmul(NodeContext &n, Value lhs, Value rhs) {
 LogicalResult importMatMul(NodeContext &n) {
   if (failed(n.expectInputs(2, 2)))
     return failure();
-  return setResult(n, numpyMatmul(n, n.input(0), n.input(1)));
+  return n.setResult(numpyMatmul(n, n.input(0), n.input(1)));
 }
 
 LogicalResult importGemm(NodeContext &n) {
@@ -221,8 +213,8 @@ LogicalResult importConv(NodeContext &n) {
   if (failed(conv))
     return failure();
   if (!n.hasInput(2))
-    return setResult(n, conv);
-  return setResult(n, addChannelBias(n, *conv, n.input(2)));
+    return n.setResult(conv);
+  return n.setResult(addChannelBias(n, *conv, n.input(2)));
 }
 
 LogicalResult importConvTranspose(NodeContext &n) {
@@ -289,8 +281,8 @@ LogicalResult importConvTranspose(NodeContext &n) {
   if (failed(conv))
     return failure();
   if (!n.hasInput(2))
-    return setResult(n, conv);
-  return setResult(n, addChannelBias(n, *conv, n.input(2)));
+    return n.setResult(conv);
+  return n.setResult(addChannelBias(n, *conv, n.input(2)));
 }
 
 template <typename OpTy>
@@ -330,7 +322,7 @@ LogicalResult importPool(NodeContext &n) {
     if (n.getInt("count_include_pad", 0))
       attrs.push_back(n.unit("count_include_pad"));
   }
-  return setResult(n, n.create<OpTy>(n.input(0), attrs));
+  return n.setResult(n.create<OpTy>(n.input(0), attrs));
 }
 
 template <typename ReduceTy>
@@ -343,7 +335,7 @@ LogicalResult importGlobalPool(NodeContext &n) {
   SmallVector<int64_t> dims;
   for (int64_t d = 2; d < type.getRank(); ++d)
     dims.push_back(d);
-  return setResult(n, n.create<ReduceTy>(
+  return n.setResult(n.create<ReduceTy>(
                           n.input(0),
                           {n.array("dimensions", dims), n.unit("keepdims")}));
 }
@@ -493,7 +485,7 @@ LogicalResult importResize(NodeContext &n) {
       n.f64("cubic_coeff_a", n.getFloat("cubic_coeff_a", -0.75))};
   if (n.getInt("exclude_outside", 0))
     attrs.push_back(n.unit("exclude_outside"));
-  return setResult(n, n.create<ResizeOp>(n.input(0), attrs, {type.clone(sizes)}));
+  return n.setResult(n.create<ResizeOp>(n.input(0), attrs, {type.clone(sizes)}));
 }
 
 } // namespace

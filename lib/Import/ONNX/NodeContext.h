@@ -62,6 +62,14 @@ public:
     if (i < outputs.size())
       outputs[i] = value;
   }
+  /// Sets output `i` to `value` unless building it failed.
+  mlir::LogicalResult setResult(mlir::FailureOr<mlir::Value> value,
+                                unsigned i = 0) {
+    if (mlir::failed(value))
+      return mlir::failure();
+    setOutput(i, *value);
+    return mlir::success();
+  }
 
   /// Fails unless the node has between `min` and `max` inputs (absent
   /// optional inputs count).

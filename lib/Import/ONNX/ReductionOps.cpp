@@ -8,14 +8,6 @@ using namespace kiln::onnx_import;
 
 namespace {
 
-LogicalResult setResult(NodeContext &n, FailureOr<Value> value,
-                        unsigned index = 0) {
-  if (failed(value))
-    return failure();
-  n.setOutput(index, *value);
-  return success();
-}
-
 template <typename OpTy>
 FailureOr<Value> reduce(NodeContext &n, Value x, ArrayRef<int64_t> dims,
                         bool keepdims) {
@@ -94,7 +86,7 @@ LogicalResult importReduce(NodeContext &n) {
     return failure();
   if (post == Post::Log)
     result = n.create<LogOp>(*result);
-  return setResult(n, result);
+  return n.setResult(result);
 }
 
 /// Softmax-like ops: before opset 13 the input is treated as a 2-D matrix
@@ -112,7 +104,7 @@ LogicalResult importSoftmaxLike(NodeContext &n, Build build) {
     FailureOr<int64_t> axis = n.normalizeAxis(n.getInt("axis", -1), rank);
     if (failed(axis))
       return failure();
-    return setResult(n, build(n.input(0), *axis));
+    return n.setResult(build(n.input(0), *axis));
   }
   int64_t axis = n.getInt("axis", 1);
   if (axis < 0)
@@ -129,7 +121,7 @@ LogicalResult importSoftmaxLike(NodeContext &n, Build build) {
   FailureOr<Value> result = build(*matrix, 1);
   if (failed(result))
     return failure();
-  return setResult(n, n.reshape(*result, type.getShape()));
+  return n.setResult(n.reshape(*result, type.getShape()));
 }
 
 template <typename OpTy>
@@ -243,7 +235,7 @@ LogicalResult importBatchNormalization(NodeContext &n) {
                                 : n.wantsOutput(1) ||
                                       (n.opset < 7 && n.getInt("is_test", 0) == 0);
   if (!training)
-    return setResult(n, n.create<BatchNormOp>(
+    return n.setResult(n.create<BatchNormOp>(
                             ValueRange{n.input(0), n.input(1), n.input(2),
                                        n.input(3), n.input(4)},
                             {n.f64("epsilon", epsilon)}, {n.input(0).getType()}));
@@ -320,7 +312,7 @@ LogicalResult importInstanceNormalization(NodeContext &n) {
   FailureOr<Value> scaled = n.create<MulOp>(ValueRange{*normalized, *scale});
   if (failed(scaled))
     return failure();
-  return setResult(n, n.create<AddOp>(ValueRange{*scaled, *bias}));
+  return n.setResult(n.create<AddOp>(ValueRange{*scaled, *bias}));
 }
 
 FailureOr<Reduction> lossReduction(NodeContext &n) {

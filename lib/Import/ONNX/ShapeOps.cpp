@@ -10,14 +10,6 @@ using namespace kiln::onnx_import;
 
 namespace {
 
-LogicalResult setResult(NodeContext &n, FailureOr<Value> value,
-                        unsigned index = 0) {
-  if (failed(value))
-    return failure();
-  n.setOutput(index, *value);
-  return success();
-}
-
 LogicalResult importShape(NodeContext &n) {
   if (failed(n.expectInputs(1, 1)))
     return failure();
@@ -83,7 +75,7 @@ LogicalResult importReshape(NodeContext &n) {
                     Twine(known));
     target[inferred] = type.getNumElements() / known;
   }
-  return setResult(n, n.reshape(n.input(0), target));
+  return n.setResult(n.reshape(n.input(0), target));
 }
 
 LogicalResult importFlatten(NodeContext &n) {
@@ -103,7 +95,7 @@ LogicalResult importFlatten(NodeContext &n) {
     inner = 1;
   for (int64_t d = axis; d < type.getRank() && outer == 0; ++d)
     inner *= type.getDimSize(d);
-  return setResult(n, n.reshape(n.input(0), {outer, inner}));
+  return n.setResult(n.reshape(n.input(0), {outer, inner}));
 }
 
 /// Axes from the attribute (older opsets) or the second input.
@@ -145,7 +137,7 @@ LogicalResult importSqueeze(NodeContext &n) {
   for (int64_t d = 0; d < type.getRank(); ++d)
     if (!drop[d])
       shape.push_back(type.getDimSize(d));
-  return setResult(n, n.reshape(n.input(0), shape));
+  return n.setResult(n.reshape(n.input(0), shape));
 }
 
 LogicalResult importUnsqueeze(NodeContext &n) {
@@ -171,7 +163,7 @@ LogicalResult importUnsqueeze(NodeContext &n) {
   int64_t next = 0;
   for (int64_t d = 0; d < rank; ++d)
     shape.push_back(inserted[d] ? 1 : type.getDimSize(next++));
-  return setResult(n, n.reshape(n.input(0), shape));
+  return n.setResult(n.reshape(n.input(0), shape));
 }
 
 LogicalResult importTranspose(NodeContext &n) {
@@ -186,7 +178,7 @@ LogicalResult importTranspose(NodeContext &n) {
   for (int64_t &p : perm)
     if (p < 0)
       p += rank;
-  return setResult(n, n.create<TransposeOp>(n.input(0),
+  return n.setResult(n.create<TransposeOp>(n.input(0),
                                             {n.array("permutation", perm)}));
 }
 
@@ -216,7 +208,7 @@ LogicalResult importTile(NodeContext &n) {
   FailureOr<SmallVector<int64_t>> repeats = n.constInts(1, "repeats");
   if (failed(repeats))
     return failure();
-  return setResult(n, n.create<TileOp>(n.input(0),
+  return n.setResult(n.create<TileOp>(n.input(0),
                                        {n.array("multiples", *repeats)}));
 }
 
@@ -235,7 +227,7 @@ LogicalResult importConcat(NodeContext &n) {
       cast<RankedTensorType>(operands.front().getType()).getRank());
   if (failed(axis))
     return failure();
-  return setResult(n, n.create<ConcatOp>(operands, {n.i64("axis", *axis)}));
+  return n.setResult(n.create<ConcatOp>(operands, {n.i64("axis", *axis)}));
 }
 
 LogicalResult importSplit(NodeContext &n) {
@@ -377,7 +369,7 @@ LogicalResult importSlice(NodeContext &n) {
       (!steps.empty() && steps.size() != starts.size()) ||
       static_cast<int64_t>(starts.size()) > rank)
     return n.fail("starts, ends, axes and steps differ in length");
-  return setResult(n, sliceAlong(n, n.input(0), starts, ends, axes, steps));
+  return n.setResult(sliceAlong(n, n.input(0), starts, ends, axes, steps));
 }
 
 LogicalResult importPad(NodeContext &n) {
@@ -439,8 +431,7 @@ LogicalResult importPad(NodeContext &n) {
       return failure();
     x = *cropped;
   }
-  return setResult(
-      n, n.create<PadOp>(x, {n.array("low", low), n.array("high", high),
+  return n.setResult(n.create<PadOp>(x, {n.array("low", low), n.array("high", high),
                              n.named("mode", PadModeAttr::get(n.ctx, padMode)),
                              n.f64("value", value)}));
 }
@@ -452,7 +443,7 @@ LogicalResult importGather(NodeContext &n) {
       n.normalizeAxis(n.getInt("axis", 0), n.inputType(0).getRank());
   if (failed(axis))
     return failure();
-  return setResult(n, n.create<GatherOp>(ValueRange{n.input(0), n.input(1)},
+  return n.setResult(n.create<GatherOp>(ValueRange{n.input(0), n.input(1)},
                                          {n.i64("axis", *axis)}));
 }
 
@@ -463,7 +454,7 @@ LogicalResult importGatherElements(NodeContext &n) {
       n.normalizeAxis(n.getInt("axis", 0), n.inputType(0).getRank());
   if (failed(axis))
     return failure();
-  return setResult(n, n.create<GatherElementsOp>(
+  return n.setResult(n.create<GatherElementsOp>(
                           ValueRange{n.input(0), n.input(1)},
                           {n.i64("axis", *axis)}));
 }
@@ -471,7 +462,7 @@ LogicalResult importGatherElements(NodeContext &n) {
 LogicalResult importGatherND(NodeContext &n) {
   if (failed(n.expectInputs(2, 2)))
     return failure();
-  return setResult(n, n.create<GatherNdOp>(
+  return n.setResult(n.create<GatherNdOp>(
                           ValueRange{n.input(0), n.input(1)},
                           {n.i64("batch_dims", n.getInt("batch_dims", 0))}));
 }
@@ -499,8 +490,7 @@ LogicalResult importScatterElements(NodeContext &n) {
   FailureOr<Reduction> reduction = scatterReduction(n);
   if (failed(axis) || failed(reduction))
     return failure();
-  return setResult(
-      n, n.create<ScatterElementsOp>(
+  return n.setResult(n.create<ScatterElementsOp>(
              ValueRange{n.input(0), n.input(1), n.input(2)},
              {n.i64("axis", *axis),
               n.named("reduction", ReductionAttr::get(n.ctx, *reduction))},
@@ -513,8 +503,7 @@ LogicalResult importScatterND(NodeContext &n) {
   FailureOr<Reduction> reduction = scatterReduction(n);
   if (failed(reduction))
     return failure();
-  return setResult(
-      n, n.create<ScatterNdOp>(
+  return n.setResult(n.create<ScatterNdOp>(
              ValueRange{n.input(0), n.input(1), n.input(2)},
              {n.named("reduction", ReductionAttr::get(n.ctx, *reduction))},
              {n.input(0).getType()}));
@@ -567,7 +556,7 @@ LogicalResult importRange(NodeContext &n) {
       std::max<int64_t>(0, static_cast<int64_t>(std::ceil((l - s) / d)));
   auto type =
       RankedTensorType::get({count}, n.inputType(0).getElementType());
-  return setResult(n, n.create<IotaOp>(ValueRange{},
+  return n.setResult(n.create<IotaOp>(ValueRange{},
                                        {n.i64("dimension", 0), n.f64("start", s),
                                         n.f64("step", d)},
                                        {type}));
@@ -600,7 +589,7 @@ LogicalResult importEyeLike(NodeContext &n) {
                ComparePredicateAttr::get(n.ctx, ComparePredicate::eq))});
   if (failed(diagonal))
     return failure();
-  return setResult(n, n.create<SelectOp>(
+  return n.setResult(n.create<SelectOp>(
                           ValueRange{*diagonal, n.splat(resultType, 1),
                                      n.splat(resultType, 0)},
                           {}, {resultType}));
@@ -621,7 +610,7 @@ LogicalResult importTrilu(NodeContext &n) {
   SmallVector<NamedAttribute> attrs{n.i64("diagonal", k)};
   if (n.getInt("upper", 1) != 0)
     attrs.push_back(n.unit("upper"));
-  return setResult(n, n.create<TriluOp>(n.input(0), attrs));
+  return n.setResult(n.create<TriluOp>(n.input(0), attrs));
 }
 
 LogicalResult importCumSum(NodeContext &n) {
@@ -641,7 +630,7 @@ LogicalResult importCumSum(NodeContext &n) {
     attrs.push_back(n.unit("exclusive"));
   if (n.getInt("reverse", 0))
     attrs.push_back(n.unit("reverse"));
-  return setResult(n, n.create<CumsumOp>(n.input(0), attrs));
+  return n.setResult(n.create<CumsumOp>(n.input(0), attrs));
 }
 
 LogicalResult importTopK(NodeContext &n) {
@@ -688,7 +677,7 @@ LogicalResult importArgReduce(NodeContext &n) {
     attrs.push_back(n.unit("keepdims"));
   if (n.getInt("select_last_index", 0))
     attrs.push_back(n.unit("select_last_index"));
-  return setResult(n, n.create<OpTy>(n.input(0), attrs));
+  return n.setResult(n.create<OpTy>(n.input(0), attrs));
 }
 
 LogicalResult importOneHot(NodeContext &n) {
@@ -760,7 +749,7 @@ LogicalResult importOneHot(NodeContext &n) {
   FailureOr<Value> off = pick(0), on = pick(1);
   if (failed(off) || failed(on))
     return failure();
-  return setResult(n, n.create<SelectOp>(ValueRange{*hit, *on, *off}, {},
+  return n.setResult(n.create<SelectOp>(ValueRange{*hit, *on, *off}, {},
                                          {resultType}));
 }
 
@@ -803,7 +792,7 @@ LogicalResult importDepthSpace(NodeContext &n, bool toSpace) {
       n.create<TransposeOp>(*shaped, {n.array("permutation", perm)});
   if (failed(moved))
     return failure();
-  return setResult(n, n.reshape(*moved, last));
+  return n.setResult(n.reshape(*moved, last));
 }
 
 } // namespace

@@ -1,0 +1,181 @@
+// RUN: kiln-opt %s --kiln-lower-gemm-to-blas | FileCheck %s
+
+// Bufferized matrix products as convert-kiln-to-linalg marks them become
+// row-major cblas_?gemm calls: C = 1 * op(A) op(B) + 0 * C, with
+// CblasRowMajor = 101, CblasNoTrans = 111, CblasTrans = 112, and the leading
+// dimensions the row lengths of A, B and C as stored.
+
+#a = affine_map<(m, n, k) -> (m, k)>
+#at = affine_map<(m, n, k) -> (k, m)>
+#b = affine_map<(m, n, k) -> (k, n)>
+#bt = affine_map<(m, n, k) -> (n, k)>
+#c = affine_map<(m, n, k) -> (m, n)>
+#batched_at = affine_map<(b0, b1, m, n, k) -> (b0, b1, k, m)>
+#batched_b = affine_map<(b0, b1, m, n, k) -> (b0, b1, k, n)>
+#batched_c = affine_map<(b0, b1, m, n, k) -> (b0, b1, m, n)>
+
+// CHECK-DAG: func.func private @cblas_sgemm(i32, i32, i32, i32, i32, i32, f32, !llvm.ptr, i32, !llvm.ptr, i32, f32, !llvm.ptr, i32)
+// CHECK-DAG: func.func private @cblas_dgemm(i32, i32, i32, i32, i32, i32, f64, !llvm.ptr, i32, !llvm.ptr, i32, f64, !llvm.ptr, i32)
+
+// [8, 16] x [32, 16]^T: M = 8, N = 32, K = 16; A untransposed (lda = K = 16),
+// B stored [N, K] and transposed (ldb = K = 16), ldc = N = 32.
+// CHECK-LABEL: func.func @sgemm_transpose_rhs(
+// CHECK-SAME: %[[A:[^:]*]]: memref<8x16xf32>, %[[B:[^:]*]]: memref<32x16xf32>, %[[C:[^:]*]]: memref<8x32xf32>
+// CHECK-NOT: linalg.generic
+// CHECK: %[[AI:.*]] = memref.extract_aligned_pointer_as_index %[[A]]
+// CHECK: %[[AP:.*]] = llvm.inttoptr %{{.*}} : i64 to !llvm.ptr
+// CHECK: %[[BI:.*]] = memref.extract_aligned_pointer_as_index %[[B]]
+// CHECK: %[[BP:.*]] = llvm.inttoptr %{{.*}} : i64 to !llvm.ptr
+// CHECK: %[[CI:.*]] = memref.extract_aligned_pointer_as_index %[[C]]
+// CHECK: %[[CP:.*]] = llvm.inttoptr %{{.*}} : i64 to !llvm.ptr
+// CHECK: %[[ALPHA:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK: %[[BETA:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[ORDER:.*]] = arith.constant 101 : i32
+// CHECK: %[[TA:.*]] = arith.constant 111 : i32
+// CHECK: %[[TB:.*]] = arith.constant 112 : i32
+// CHECK: %[[M:.*]] = arith.constant 8 : i32
+// CHECK: %[[N:.*]] = arith.constant 32 : i32
+// CHECK: %[[K:.*]] = arith.constant 16 : i32
+// CHECK: %[[LDA:.*]] = arith.constant 16 : i32
+// CHECK: %[[LDB:.*]] = arith.constant 16 : i32
+// CHECK: %[[LDC:.*]] = arith.constant 32 : i32
+// CHECK: call @cblas_sgemm(%[[ORDER]], %[[TA]], %[[TB]], %[[M]], %[[N]], %[[K]], %[[ALPHA]], %[[AP]], %[[LDA]], %[[BP]], %[[LDB]], %[[BETA]], %[[CP]], %[[LDC]])
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @sgemm_transpose_rhs(%a: memref<8x16xf32>, %b: memref<32x16xf32>, %c: memref<8x32xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<8x32xf32>)
+  linalg.generic {indexing_maps = [#a, #bt, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<8x16xf32>, memref<32x16xf32>) outs(%c : memref<8x32xf32>)
+      attrs = {kiln.matmul = {transpose_rhs}} {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// [5, 4]^T x [5, 6]: M = 4, N = 6, K = 5; A stored [K, M] and transposed
+// (lda = M = 4), ldb = N = 6, ldc = N = 6.
+// CHECK-LABEL: func.func @sgemm_transpose_lhs(
+// CHECK: %[[ORDER:.*]] = arith.constant 101 : i32
+// CHECK: %[[TA:.*]] = arith.constant 112 : i32
+// CHECK: %[[TB:.*]] = arith.constant 111 : i32
+// CHECK: %[[M:.*]] = arith.constant 4 : i32
+// CHECK: %[[N:.*]] = arith.constant 6 : i32
+// CHECK: %[[K:.*]] = arith.constant 5 : i32
+// CHECK: %[[LDA:.*]] = arith.constant 4 : i32
+// CHECK: %[[LDB:.*]] = arith.constant 6 : i32
+// CHECK: %[[LDC:.*]] = arith.constant 6 : i32
+// CHECK: call @cblas_sgemm(%[[ORDER]], %[[TA]], %[[TB]], %[[M]], %[[N]], %[[K]], %{{.*}}, %{{.*}}, %[[LDA]], %{{.*}}, %[[LDB]], %{{.*}}, %{{.*}}, %[[LDC]])
+func.func @sgemm_transpose_lhs(%a: memref<5x4xf32>, %b: memref<5x6xf32>, %c: memref<4x6xf32>) {
+  linalg.generic {indexing_maps = [#at, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<5x4xf32>, memref<5x6xf32>) outs(%c : memref<4x6xf32>)
+      attrs = {kiln.matmul = {transpose_lhs}} {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// f64, batch [2, 3]: one cblas_dgemm per batch element in an scf.for over
+// 2 * 3 = 6, each operand advanced by its matrix size (M * K = 20,
+// K * N = 30, M * N = 24 elements) times 8 bytes.
+// CHECK-LABEL: func.func @dgemm_batched(
+// CHECK-SAME: %[[A:[^:]*]]: memref<2x3x5x4xf64>, %[[B:[^:]*]]: memref<2x3x5x6xf64>, %[[C:[^:]*]]: memref<2x3x4x6xf64>
+// CHECK-DAG: %[[LB:.*]] = arith.constant 0 : index
+// CHECK-DAG: %[[UB:.*]] = arith.constant 6 : index
+// CHECK-DAG: %[[STEP:.*]] = arith.constant 1 : index
+// CHECK: scf.for %[[IV:.*]] = %[[LB]] to %[[UB]] step %[[STEP]] {
+// CHECK: %[[AMAT:.*]] = arith.constant 20 : index
+// CHECK: %[[AOFF:.*]] = arith.muli %[[IV]], %[[AMAT]] : index
+// CHECK: %[[ABASE:.*]] = memref.extract_aligned_pointer_as_index %[[A]]
+// CHECK: %[[ESIZE:.*]] = arith.constant 8 : index
+// CHECK: %[[ABYTES:.*]] = arith.muli %[[AOFF]], %[[ESIZE]] : index
+// CHECK: %[[AADDR:.*]] = arith.addi %[[ABASE]], %[[ABYTES]] : index
+// CHECK: %[[BMAT:.*]] = arith.constant 30 : index
+// CHECK: arith.muli %[[IV]], %[[BMAT]] : index
+// CHECK: memref.extract_aligned_pointer_as_index %[[B]]
+// CHECK: %[[CMAT:.*]] = arith.constant 24 : index
+// CHECK: arith.muli %[[IV]], %[[CMAT]] : index
+// CHECK: memref.extract_aligned_pointer_as_index %[[C]]
+// CHECK: %[[ALPHA:.*]] = arith.constant 1.000000e+00 : f64
+// CHECK: %[[BETA:.*]] = arith.constant 0.000000e+00 : f64
+// CHECK: %[[TA:.*]] = arith.constant 112 : i32
+// CHECK: %[[TB:.*]] = arith.constant 111 : i32
+// CHECK: %[[M:.*]] = arith.constant 4 : i32
+// CHECK: %[[N:.*]] = arith.constant 6 : i32
+// CHECK: %[[K:.*]] = arith.constant 5 : i32
+// CHECK: func.call @cblas_dgemm(%{{.*}}, %[[TA]], %[[TB]], %[[M]], %[[N]], %[[K]], %[[ALPHA]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[BETA]], %{{.*}}, %{{.*}}) : (i32, i32, i32, i32, i32, i32, f64, !llvm.ptr, i32, !llvm.ptr, i32, f64, !llvm.ptr, i32) -> ()
+// CHECK-NEXT: }
+// CHECK-NEXT: return
+func.func @dgemm_batched(%a: memref<2x3x5x4xf64>, %b: memref<2x3x5x6xf64>, %c: memref<2x3x4x6xf64>) {
+  linalg.generic {indexing_maps = [#batched_at, #batched_b, #batched_c],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<2x3x5x4xf64>, memref<2x3x5x6xf64>) outs(%c : memref<2x3x4x6xf64>)
+      attrs = {kiln.matmul = {transpose_lhs}} {
+  ^bb0(%x: f64, %y: f64, %acc: f64):
+    %p = arith.mulf %x, %y : f64
+    %s = arith.addf %acc, %p : f64
+    linalg.yield %s : f64
+  }
+  return
+}
+
+// No BLAS for integers: the generic stays.
+// CHECK-LABEL: func.func @integer_stays(
+// CHECK-NOT: call
+// CHECK: linalg.generic
+// CHECK-SAME: attrs = {kiln.matmul = {}}
+// CHECK-NOT: call
+// CHECK: return
+func.func @integer_stays(%a: memref<2x3xi32>, %b: memref<3x4xi32>, %c: memref<2x4xi32>) {
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<2x3xi32>, memref<3x4xi32>) outs(%c : memref<2x4xi32>)
+      attrs = {kiln.matmul = {}} {
+  ^bb0(%x: i32, %y: i32, %acc: i32):
+    %p = arith.muli %x, %y : i32
+    %s = arith.addi %acc, %p : i32
+    linalg.yield %s : i32
+  }
+  return
+}
+
+// A strided view is not a contiguous row-major matrix: the generic stays.
+// CHECK-LABEL: func.func @strided_stays(
+// CHECK-NOT: call
+// CHECK: linalg.generic
+// CHECK-SAME: attrs = {kiln.matmul = {}}
+// CHECK-NOT: call
+// CHECK: return
+func.func @strided_stays(%a: memref<2x3xf32, strided<[6, 1]>>, %b: memref<3x4xf32>, %c: memref<2x4xf32>) {
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<2x3xf32, strided<[6, 1]>>, memref<3x4xf32>) outs(%c : memref<2x4xf32>)
+      attrs = {kiln.matmul = {}} {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// Unmarked contractions are left alone.
+// CHECK-LABEL: func.func @unmarked_stays(
+// CHECK-NOT: call
+// CHECK: linalg.generic
+// CHECK-NOT: call
+// CHECK: return
+func.func @unmarked_stays(%a: memref<2x3xf32>, %b: memref<3x4xf32>, %c: memref<2x4xf32>) {
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<2x3xf32>, memref<3x4xf32>) outs(%c : memref<2x4xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
