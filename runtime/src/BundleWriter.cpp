@@ -5,6 +5,8 @@
 #include "kiln/runtime/Manifest.h"
 
 #include <atomic>
+#include "MappedFile.h"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -25,22 +27,6 @@ constexpr uint32_t kFirstCodeSectionIndex = 2;
 /// "code.<target>", cut to fit the 31 characters a section name may have.
 std::string codeSectionName(const std::string &target) {
   return ("code." + target).substr(0, kSectionNameSize - 1);
-}
-
-/// Writes all of `bytes` to `fd`, retrying short writes.
-Status writeAll(int fd, ByteSpan bytes, const std::string &path) {
-  const uint8_t *data = bytes.data;
-  size_t left = bytes.size;
-  while (left > 0) {
-    ssize_t written = ::write(fd, data, left);
-    if (written < 0 && errno == EINTR)
-      continue;
-    if (written <= 0)
-      return ioError(path, ": cannot write: ", std::strerror(errno));
-    data += written;
-    left -= static_cast<size_t>(written);
-  }
-  return Status();
 }
 
 /// Writes the laid-out file: header and table, then each section at its

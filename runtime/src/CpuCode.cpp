@@ -2,6 +2,8 @@
 
 #include "CpuCode.h"
 
+#include "MappedFile.h"
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -41,21 +43,6 @@ Status checkElf(ByteSpan image, const std::string &what) {
   if (header.e_machine != kHostMachine)
     return unsupported(what, " is code for ELF machine ", header.e_machine,
                        ", not for this ", kHostArch, " host");
-  return Status();
-}
-
-Status writeAll(int fd, ByteSpan bytes, const std::string &what) {
-  const uint8_t *data = bytes.data;
-  size_t left = bytes.size;
-  while (left > 0) {
-    ssize_t written = ::write(fd, data, left);
-    if (written < 0 && errno == EINTR)
-      continue;
-    if (written <= 0)
-      return ioError(what, ": cannot write: ", std::strerror(errno));
-    data += written;
-    left -= static_cast<size_t>(written);
-  }
   return Status();
 }
 

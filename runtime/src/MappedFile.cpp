@@ -65,3 +65,19 @@ Status PrivateMapping::map(int fd, uint64_t offset, uint64_t size,
 }
 
 } // namespace kiln::runtime
+
+kiln::runtime::Status kiln::runtime::writeAll(int fd, ByteSpan bytes,
+                                             const std::string &what) {
+  const uint8_t *data = bytes.data;
+  size_t left = bytes.size;
+  while (left > 0) {
+    ssize_t written = ::write(fd, data, left);
+    if (written < 0 && errno == EINTR)
+      continue;
+    if (written <= 0)
+      return ioError(what, ": cannot write: ", std::strerror(errno));
+    data += written;
+    left -= static_cast<size_t>(written);
+  }
+  return Status();
+}

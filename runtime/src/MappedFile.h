@@ -55,6 +55,10 @@ private:
   uint8_t *start = nullptr;
 };
 
+/// Writes all of `bytes` to `fd`, retrying interrupted and short writes;
+/// errors name `what`.
+Status writeAll(int fd, ByteSpan bytes, const std::string &what);
+
 } // namespace kiln::runtime
 
 #endif // KILN_RUNTIME_SRC_MAPPEDFILE_H
