@@ -48,10 +48,12 @@ struct KilnAutodiffPass : kiln::impl::KilnAutodiffBase<KilnAutodiffPass> {
     for (unsigned i = 0; i < forward.getNumResults(); ++i) {
       auto name = forward.getResultAttrOfType<StringAttr>(i, "kiln.name");
       if (name && name.getValue() == loss) {
-        auto type = cast<RankedTensorType>(forward.getResultTypes()[i]);
-        if (!isa<FloatType>(type.getElementType()) || type.getNumElements() != 1)
+        Type resultType = forward.getResultTypes()[i];
+        auto type = dyn_cast<RankedTensorType>(resultType);
+        if (!type || !isa<FloatType>(type.getElementType()) ||
+            type.getNumElements() != 1)
           return forward.emitError("kiln-autodiff: the loss '")
-                 << loss << "' must be a float scalar, not " << type;
+                 << loss << "' must be a float scalar, not " << resultType;
         return i;
       }
     }
@@ -68,6 +70,9 @@ struct KilnAutodiffPass : kiln::impl::KilnAutodiffBase<KilnAutodiffPass> {
     if (!freeze.empty() && !frozen.isValid(regexError))
       return module.emitError("kiln-autodiff: freeze pattern: ") << regexError;
 
+    if (module.lookupSymbol((function + "_grad")))
+      return module.emitError("kiln-autodiff: '")
+             << function << "_grad' already exists";
     func::FuncOp grad = forward.clone();
     grad.setName((function + "_grad"));
     module.insert(std::next(Block::iterator(forward)), grad);

@@ -161,16 +161,18 @@ struct DecomposeLogSumExp : OpRewritePattern<ReduceLogSumExpOp> {
   LogicalResult matchAndRewrite(ReduceLogSumExpOp op,
                                 PatternRewriter &r) const override {
     Builder b{r, op.getLoc()};
-    Value max;
-    Value shifted = b.shiftByMax(op.getInput(), op.getDimensions(), &max);
+    Value x = op.getInput();
+    Value max = b.reduce<ReduceMaxOp>(x, op.getDimensions(), true);
+    // Shift by the max only where it is finite: a slice that is all -inf (or
+    // holds +inf) then gives log(0) = -inf (or log(inf) = inf), not NaN.
+    auto maxType = b.typeOf(max);
+    Value finite = b.compare(ComparePredicate::lt, b.unary<AbsOp>(max),
+                             b.splat(maxType, INFINITY));
+    Value safeMax = b.select(finite, max, b.splat(maxType, 0));
+    Value shifted =
+        b.binary<SubOp>(x, b.bcast(safeMax, b.typeOf(x).getShape()));
     Value sum = b.reduce<ReduceSumOp>(b.unary<ExpOp>(shifted),
                                       op.getDimensions(), true);
-    // A slice that is all -inf has max -inf; use 0 there so the result is
-    // log(0) + 0 = -inf rather than NaN.
-    auto maxType = b.typeOf(max);
-    Value finite = b.compare(ComparePredicate::gt, max,
-                             b.splat(maxType, -INFINITY));
-    Value safeMax = b.select(finite, max, b.splat(maxType, 0));
     Value result = b.binary<AddOp>(b.unary<LogOp>(sum), safeMax);
     r.replaceOp(op, b.reshape(result, op.getType().getShape()));
     return success();
@@ -342,8 +344,10 @@ struct DecomposeCrossEntropy : OpRewritePattern<CrossEntropyOp> {
       smooth = b.binary<DivOp>(smooth, b.splat(b.typeOf(smooth), classes));
       auto valueType = b.typeOf(loss);
       if (op.getIgnoreIndex()) {
-        Value ignore = b.splat(b.typeOf(op.getLabels()),
-                               static_cast<double>(*op.getIgnoreIndex()));
+        // The attribute holds the index as unsigned bits; -100 is common.
+        Value ignore = b.splat(
+            b.typeOf(op.getLabels()),
+            static_cast<double>(static_cast<int64_t>(*op.getIgnoreIndex())));
         Value counted = b.compare(ComparePredicate::ne, op.getLabels(), ignore);
         smooth = b.select(counted, smooth, b.splat(valueType, 0));
       }

@@ -26,6 +26,14 @@ struct KilnExternalizeParamsPass
       function.walk([&](GetParamOp read) {
         reads[read.getNameAttr().getAttr()].push_back(read);
       });
+      if (!reads.empty() &&
+          !SymbolTable::symbolKnownUseEmpty(function, getOperation())) {
+        function.emitError("kiln-externalize-params: '")
+            << function.getName()
+            << "' reads parameters and is called; only entry functions may "
+               "read parameters";
+        return signalPassFailure();
+      }
       Block &entry = function.getBody().front();
       for (auto &[name, uses] : reads) {
         unsigned index = function.getNumArguments();

@@ -50,7 +50,7 @@ Value pointerTo(OpBuilder &b, Location loc, Value buffer, Value elementOffset,
 
 LogicalResult lowerGemm(linalg::GenericOp op, ModuleOp module) {
   auto flags = op->getAttrOfType<DictionaryAttr>("kiln.matmul");
-  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
+  if (!flags || !op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
       op.getNumDpsInits() != 1)
     return failure();
   auto lhsType = dyn_cast<MemRefType>(op.getDpsInputs()[0].getType());

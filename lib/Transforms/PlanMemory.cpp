@@ -31,6 +31,8 @@ int64_t alignTo(int64_t value) {
 int64_t elementBytes(Type type) {
   if (type.isInteger(1))
     return 1;
+  if (type.isIndex())
+    return 8;
   return (type.getIntOrFloatBitWidth() + 7) / 8;
 }
 
@@ -46,6 +48,7 @@ LogicalResult lastUse(Block &block, Value value,
                       const DenseMap<Operation *, int64_t> &position,
                       int64_t &last) {
   SmallVector<Value> worklist{value};
+  DenseSet<Value> visited{value};
   while (!worklist.empty()) {
     Value v = worklist.pop_back_val();
     for (Operation *user : v.getUsers()) {
@@ -53,12 +56,15 @@ LogicalResult lastUse(Block &block, Value value,
         return user->emitError("kiln-plan-memory: a transient buffer escapes "
                                "through the return value");
       last = std::max(last, positionIn(block, user, position));
-      if (auto view = dyn_cast<ViewLikeOpInterface>(user))
-        if (view.getViewSource() == v)
-          llvm::append_range(worklist, user->getResults());
-      if (isa<memref::CollapseShapeOp, memref::ExpandShapeOp, memref::CastOp,
-              memref::ReinterpretCastOp>(user))
-        llvm::append_range(worklist, user->getResults());
+      // Conservatively, any buffer an op returns may alias the buffer it
+      // takes: views, casts, and scf.if / scf.for results that yield it.
+      Operation *producer = user;
+      if (user->hasTrait<OpTrait::IsTerminator>() && user->getParentOp() &&
+          !isa<func::FuncOp>(user->getParentOp()))
+        producer = user->getParentOp();
+      for (Value result : producer->getResults())
+        if (isa<BaseMemRefType>(result.getType()) && visited.insert(result).second)
+          worklist.push_back(result);
     }
   }
   return success();

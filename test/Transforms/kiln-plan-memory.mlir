@@ -166,3 +166,40 @@ func.func @returned_through_view() -> memref<4xf32, strided<[1]>> {
   // expected-error @+1 {{kiln-plan-memory: a transient buffer escapes through the return value}}
   return %head : memref<4xf32, strided<[1]>>
 }
+
+// -----
+
+// A buffer yielded out of an scf.if stays alive as long as the result does:
+// %t must not reuse the memory of %a or %b.
+// CHECK-LABEL: func.func @through_if(
+// CHECK-SAME: memref<192xi8> {kiln.arena}) attributes {kiln.arena_bytes = 192 : i64}
+// CHECK-DAG: memref.view %{{.*}}[%c0{{.*}}][]
+// CHECK-DAG: memref.view %{{.*}}[%c64{{.*}}][]
+// CHECK-DAG: memref.view %{{.*}}[%c128{{.*}}][]
+func.func @through_if(%c: i1, %x: memref<16xf32>, %out: memref<16xf32>) {
+  %a = memref.alloc() : memref<16xf32>
+  %b = memref.alloc() : memref<16xf32>
+  memref.copy %x, %a : memref<16xf32> to memref<16xf32>
+  memref.copy %x, %b : memref<16xf32> to memref<16xf32>
+  %r = scf.if %c -> memref<16xf32> {
+    scf.yield %a : memref<16xf32>
+  } else {
+    scf.yield %b : memref<16xf32>
+  }
+  %t = memref.alloc() : memref<16xf32>
+  memref.copy %x, %t : memref<16xf32> to memref<16xf32>
+  memref.copy %r, %out : memref<16xf32> to memref<16xf32>
+  memref.copy %t, %out : memref<16xf32> to memref<16xf32>
+  return
+}
+
+// -----
+
+// index elements take 8 bytes.
+// CHECK-LABEL: func.func @index_elements(
+// CHECK-SAME: attributes {kiln.arena_bytes = 64 : i64}
+func.func @index_elements(%out: memref<4xindex>) {
+  %a = memref.alloc() : memref<4xindex>
+  memref.copy %a, %out : memref<4xindex> to memref<4xindex>
+  return
+}

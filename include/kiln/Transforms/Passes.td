@@ -8,10 +8,10 @@ include "mlir/Pass/PassBase.td"
 def KilnDecompose : Pass<"kiln-decompose", "mlir::ModuleOp"> {
   let summary = "Expands composite kiln ops into the core ops";
   let description = [{
-    Rewrites softmax, log-softmax, layer and batch normalization, the losses,
-    reduce_mean / reduce_l2 / reduce_logsumexp and the activations defined by
-    formulas (gelu, sigmoid, softplus, ...) into elementwise ops, broadcasts,
-    reductions and gathers, which code generation handles directly.
+    Rewrites softmax, log-softmax, layer and batch normalization, the losses
+    and reduce_mean / reduce_l2 / reduce_logsumexp into elementwise ops,
+    broadcasts, reductions and gathers. Activations defined by formulas (gelu,
+    sigmoid, softplus...) stay: code generation computes them directly.
   }];
   let dependentDialects = ["::kiln::KilnDialect"];
 }
@@ -37,7 +37,8 @@ def KilnAutodiff : Pass<"kiln-autodiff", "mlir::ModuleOp"> {
     Option<"loss", "loss", "std::string", "\"loss\"",
            "The name (kiln.name) of the result to differentiate">,
     Option<"freeze", "freeze", "std::string", "\"\"",
-           "Parameters whose name matches this regular expression get no gradient">
+           "Parameters whose name matches this regular expression anywhere "
+           "get no gradient (anchor it with ^ and $ to match whole names)">
   ];
   let dependentDialects = ["::kiln::KilnDialect"];
 }
@@ -60,7 +61,8 @@ def KilnPlanMemory : Pass<"kiln-plan-memory", "mlir::ModuleOp"> {
     appended to the function (marked `kiln.arena`), at an offset chosen from
     the buffers' live intervals: buffers whose intervals do not overlap share
     memory; buffers are placed largest first, each at the lowest 64-byte
-    aligned offset where it fits (best fit). The arena size is recorded as
+    aligned offset where it fits (first fit in size order). The arena size
+    is recorded as
     the `kiln.arena_bytes` function attribute.
   }];
   let dependentDialects = ["::mlir::memref::MemRefDialect",

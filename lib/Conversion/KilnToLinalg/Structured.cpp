@@ -594,8 +594,7 @@ struct LowerReduce : OpRewritePattern<OpTy> {
       }
     }
     auto keptType = RankedTensorType::get(keptShape, in.getElementType());
-    Value init = scalarConstant(r, loc, in.getElementType(), 0);
-    init = reductionInit(r, loc, in.getElementType(), kind);
+    Value init = reductionInit(r, loc, in.getElementType(), kind);
     Value filled =
         linalg::FillOp::create(r, loc, init, emptyTensor(r, loc, keptType))
             .getResult(0);
