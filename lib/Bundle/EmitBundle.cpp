@@ -4,6 +4,8 @@
 
 #include "kiln/runtime/BundleWriter.h"
 
+#include "llvm/ADT/StringMap.h"
+
 using namespace mlir;
 namespace bundle = kiln::bundle;
 
@@ -81,8 +83,11 @@ llvm::Error kiln::writeBundle(const CompiledModel &model, StringRef path,
     if (llvm::Error error = fillSpec(spec, param.name, param.type))
       return error;
     std::string bytes = parameterBytes(param.value);
-    writer.addParameter(spec, bytes.data(), bytes.size(), /*trainable=*/true);
+    writer.addParameter(spec, bytes.data(), bytes.size(), param.trainable);
   }
+  llvm::StringMap<unsigned> paramIndex;
+  for (auto [i, param] : llvm::enumerate(model.params))
+    paramIndex[param.name] = i;
 
   for (const CompiledEntry &entry : model.entries) {
     bundle::EntryPoint *point = manifest.add_entry_points();
@@ -93,10 +98,23 @@ llvm::Error kiln::writeBundle(const CompiledModel &model, StringRef path,
       if (llvm::Error error =
               fillSpec(*point->add_inputs(), input.name, input.type))
         return error;
-    for (const TensorInfo &output : entry.outputs)
+    // Outputs that update a parameter are written into its storage and are
+    // not outputs of the entry point.
+    std::vector<int> outputSlot;
+    for (const TensorInfo &output : entry.outputs) {
+      if (!output.updates.empty()) {
+        if (!paramIndex.count(output.updates))
+          return makeError("output '" + output.name +
+                           "' updates the unknown parameter '" +
+                           output.updates + "'");
+        outputSlot.push_back(-1);
+        continue;
+      }
+      outputSlot.push_back(point->outputs_size());
       if (llvm::Error error =
               fillSpec(*point->add_outputs(), output.name, output.type))
         return error;
+    }
     bundle::KernelCall *call = point->add_commands()->mutable_kernel();
     call->set_symbol(entry.kernel);
     for (const EntryArgument &argument : entry.arguments) {
@@ -107,7 +125,13 @@ llvm::Error kiln::writeBundle(const CompiledModel &model, StringRef path,
         buffer->set_kind(bundle::BufferRef::INPUT);
         break;
       case EntryArgument::Output:
-        buffer->set_kind(bundle::BufferRef::OUTPUT);
+        if (outputSlot[argument.index] < 0) {
+          buffer->set_kind(bundle::BufferRef::PARAM);
+          buffer->set_index(paramIndex[entry.outputs[argument.index].updates]);
+        } else {
+          buffer->set_kind(bundle::BufferRef::OUTPUT);
+          buffer->set_index(outputSlot[argument.index]);
+        }
         break;
       case EntryArgument::Param:
         buffer->set_kind(bundle::BufferRef::PARAM);

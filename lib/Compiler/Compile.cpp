@@ -63,7 +63,10 @@ void buildBufferPipeline(PassManager &pm) {
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   bufferization::BufferResultsToOutParamsPassOptions outParams;
-  outParams.hoistStaticAllocs = true;
+  // Results are computed into their own buffers and copied out at the end:
+  // an output that updates a parameter in place may only be written once
+  // every read of the old value is done.
+  outParams.hoistStaticAllocs = false;
   outParams.modifyPublicFunctions = true;
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
   pm.addPass(createCanonicalizerPass());
@@ -105,9 +108,11 @@ std::vector<kiln::CompiledEntry> collectSignatures(ModuleOp module) {
     }
     for (unsigned i = 0; i < function.getNumResults(); ++i) {
       auto name = function.getResultAttrOfType<StringAttr>(i, "kiln.name");
+      auto updates = function.getResultAttrOfType<StringAttr>(i, "kiln.update");
       entry.outputs.push_back(
           {name ? name.str() : "output" + std::to_string(i),
-           cast<RankedTensorType>(function.getResultTypes()[i])});
+           cast<RankedTensorType>(function.getResultTypes()[i]),
+           updates ? updates.str() : ""});
     }
     entries.push_back(std::move(entry));
   }
@@ -162,7 +167,8 @@ kiln::compileModel(ModuleOp module, const CompileOptions &options) {
                        "' has no initial value");
     paramIndex[param.getSymName()] = model.params.size();
     model.params.push_back({param.getSymName().str(),
-                            cast<RankedTensorType>(param.getType()), value});
+                            cast<RankedTensorType>(param.getType()), value,
+                            !param->hasAttr("kiln.optimizer_state")});
   }
   model.entries = collectSignatures(module);
 

@@ -194,10 +194,14 @@ def test_command_line_errors(t):
                     "--inputs"], bundle, "--entry", "add_one", "--outputs", out)
     t.expect_error(["no target 'cuda'"], bundle, "--entry", "add_one",
                    "--inputs", inputs, "--outputs", out, "--target", "cuda")
-    t.expect_error(["training (--data) is not supported yet"], bundle,
-                   "--data", "train.npz", "--steps", "10")
-    t.expect_error(["training (--steps) is not supported yet"], bundle,
-                   "--steps", "10")
+    t.expect_error(["no entry point 'train_step'"], bundle,
+                   "--data", inputs, "--steps", "10")
+    t.expect_error(["--steps needs --data TRAIN.npz"], bundle, "--steps", "10")
+    t.expect_error(["--data needs --steps N"], bundle, "--data", inputs)
+    t.expect_error(["--steps takes a positive count, not '0'"], bundle,
+                   "--data", inputs, "--steps", "0")
+    t.expect_error(["training (--checkpoint-dir) is not supported yet"], bundle,
+                   "--checkpoint-dir", "ckpt")
     t.expect_error(["unknown option '--bogus'"], bundle, "--bogus")
     t.expect_error(["--info takes no value"], bundle, "--info=yes")
     t.expect_error(["--entry needs a value"], bundle, "--entry")

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -72,8 +73,19 @@ void printUsage(std::FILE *out) {
       "f4 f8 f2 i8\n"
       "i4 i1 b1, little-endian, C order.\n"
       "\n"
-      "Training (--data, --steps, --checkpoint, --resume) is not supported "
-      "yet.\n"
+      "Training: kiln-run MODEL.kiln --data TRAIN.npz --steps N runs the "
+      "entry point\n"
+      "train_step (compiled with kilnc --optimizer) N times on batches of "
+      "TRAIN.npz:\n"
+      "one array per input, keyed by its name, the first axis the samples. "
+      "Each epoch\n"
+      "visits the samples in a seeded random order (--seed S, default 0; "
+      "--no-shuffle:\n"
+      "the stored order); a last incomplete batch is dropped; epochs wrap. "
+      "Prints the\n"
+      "loss every --log-every K steps (default 1). Checkpoints, --resume and "
+      "--metrics\n"
+      "are not supported yet.\n"
       "\n"
       "The compiled kernels use all cores; OMP_NUM_THREADS and "
       "OPENBLAS_NUM_THREADS\n"
@@ -89,6 +101,11 @@ struct Options {
   std::string inputs;
   std::string outputs;
   std::string params;
+  std::string data;
+  long steps = 0;
+  long seed = 0;
+  long logEvery = 1;
+  bool noShuffle = false;
   bool compress = false;
   std::string target = "cpu";
   long repeat = 1;
@@ -109,8 +126,9 @@ bool failed(kiln_status_t status, const std::string &context = "") {
 }
 
 bool isTrainingFlag(const std::string &flag) {
-  static const char *const kTrainingFlags[] = {"--data", "--steps",
-                                               "--checkpoint", "--resume"};
+  static const char *const kTrainingFlags[] = {"--checkpoint-dir",
+                                               "--checkpoint-every", "--resume",
+                                               "--metrics", "--save-params"};
   return std::any_of(std::begin(kTrainingFlags), std::end(kTrainingFlags),
                      [&](const char *name) { return flag == name; });
 }
@@ -124,11 +142,13 @@ void splitFlag(const std::string &argument, std::string &flag,
   value = hasValue ? argument.substr(equals + 1) : "";
 }
 
-bool parseRepeat(const std::string &text, long &repeat) {
+bool parseCount(const std::string &flag, const std::string &text, long &count,
+                bool allowZero = false) {
   char *end = nullptr;
-  repeat = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || repeat < 1) {
-    printError("--repeat takes a positive count, not '" + text + "'");
+  count = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || count < (allowZero ? 0 : 1)) {
+    printError(flag + " takes a " + (allowZero ? "non-negative" : "positive") +
+               " count, not '" + text + "'");
     return false;
   }
   return true;
@@ -142,6 +162,8 @@ bool *switchFor(Options &options, const std::string &flag) {
     return &options.info;
   if (flag == "--compress")
     return &options.compress;
+  if (flag == "--no-shuffle")
+    return &options.noShuffle;
   return nullptr;
 }
 
@@ -155,6 +177,8 @@ std::string *stringFor(Options &options, const std::string &flag) {
     return &options.outputs;
   if (flag == "--params")
     return &options.params;
+  if (flag == "--data")
+    return &options.data;
   if (flag == "--target")
     return &options.target;
   return nullptr;
@@ -198,7 +222,16 @@ bool parseArgument(int argc, char **argv, int &i, Options &options) {
     return takeValue(argc, argv, i, *option);
   if (flag == "--repeat")
     return takeValue(argc, argv, i, value) &&
-           parseRepeat(value, options.repeat);
+           parseCount(flag, value, options.repeat);
+  if (flag == "--steps")
+    return takeValue(argc, argv, i, value) &&
+           parseCount(flag, value, options.steps);
+  if (flag == "--log-every")
+    return takeValue(argc, argv, i, value) &&
+           parseCount(flag, value, options.logEvery);
+  if (flag == "--seed")
+    return takeValue(argc, argv, i, value) &&
+           parseCount(flag, value, options.seed, /*allowZero=*/true);
   if (flag.size() > 1 && flag[0] == '-') {
     printError("unknown option '" + flag + "' (see kiln-run --help)");
     return false;
@@ -225,9 +258,18 @@ bool checkArguments(const Options &options) {
                "kiln-run --help)");
     return false;
   }
-  if (!options.info && options.outputs.empty()) {
-    printError("nothing to do: give --info, or --outputs OUT.npz (with "
-               "--inputs IN.npz) to run an entry point");
+  if (!options.data.empty() && options.steps == 0) {
+    printError("--data needs --steps N");
+    return false;
+  }
+  if (options.data.empty() && options.steps > 0) {
+    printError("--steps needs --data TRAIN.npz");
+    return false;
+  }
+  if (!options.info && options.outputs.empty() && options.data.empty()) {
+    printError("nothing to do: give --info, --outputs OUT.npz (with "
+               "--inputs IN.npz) to run an entry point, or --data TRAIN.npz "
+               "--steps N to train");
     return false;
   }
   return true;
@@ -529,6 +571,160 @@ bool loadParameters(const Options &options, const kiln_bundle_t *bundle,
   return true;
 }
 
+/// The training data: one array per input of the entry point, first axis the
+/// samples.
+struct Dataset {
+  std::vector<NamedArray> arrays; // in the entry point's input order
+  int64_t samples = 0;
+};
+
+bool readDataset(const Options &options, const kiln_bundle_t *bundle,
+                 size_t entryIndex, const kiln_entry_point_info_t &entry,
+                 Dataset &dataset) {
+  std::vector<NamedArray> arrays;
+  Status status = kiln::runtime::readNpz(options.data, arrays);
+  if (!status.ok()) {
+    printError(status.message());
+    return false;
+  }
+  for (size_t i = 0; i < entry.input_count; ++i) {
+    kiln_tensor_info_t input;
+    if (kiln_status_t error =
+            kiln_bundle_get_entry_point_input(bundle, entryIndex, i, &input))
+      return failed(error);
+    auto found = std::find_if(arrays.begin(), arrays.end(),
+                              [&](const NamedArray &a) { return a.name == input.name; });
+    if (found == arrays.end()) {
+      printError(options.data + ": no array '" + input.name + "' for input " +
+                 describeTensor(input));
+      return false;
+    }
+    const std::vector<int64_t> &shape = found->array.shape;
+    bool fits = found->array.elementType == input.element_type &&
+                input.rank >= 1 &&
+                shape.size() == static_cast<size_t>(input.rank) &&
+                std::equal(shape.begin() + 1, shape.end(), input.shape + 1);
+    if (!fits) {
+      printError(options.data + ": array '" + found->name + "' has type " +
+                 kiln::runtime::describeTensorType(found->array.elementType,
+                                                   shape.data(), shape.size()) +
+                 "; input " + describeTensor(input) +
+                 " needs samples of the same type and shape along axis 0");
+      return false;
+    }
+    if (i > 0 && shape[0] != dataset.samples) {
+      printError(options.data + ": array '" + found->name + "' has " +
+                 std::to_string(shape[0]) + " samples, '" +
+                 dataset.arrays.front().name + "' has " +
+                 std::to_string(dataset.samples));
+      return false;
+    }
+    dataset.samples = shape[0];
+    if (dataset.samples < input.shape[0]) {
+      printError(options.data + ": " + std::to_string(dataset.samples) +
+                 " samples do not fill one batch of " +
+                 std::to_string(input.shape[0]));
+      return false;
+    }
+    dataset.arrays.push_back(std::move(*found));
+  }
+  return true;
+}
+
+/// Runs train_step --steps times over shuffled batches, printing the loss.
+bool train(const Options &options, const kiln_bundle_t *bundle) {
+  size_t index = 0;
+  kiln_entry_point_info_t entry;
+  Options trainOptions = options;
+  if (trainOptions.entry.empty())
+    trainOptions.entry = "train_step";
+  std::vector<NamedArray> batch, outputs;
+  Dataset dataset;
+  if (!selectEntryPoint(trainOptions, bundle, index, entry) ||
+      !readDataset(options, bundle, index, entry, dataset) ||
+      !allocateOutputs(bundle, index, entry, outputs))
+    return false;
+  if (outputs.empty() || outputs.front().array.data.size() != sizeof(float) ||
+      outputs.front().array.elementType != KILN_ELEMENT_TYPE_F32) {
+    printError(std::string("entry point '") + entry.name +
+               "' must return the f32 loss first");
+    return false;
+  }
+  int64_t batchSize = 0;
+  for (NamedArray &data : dataset.arrays) {
+    NamedArray slot;
+    slot.name = data.name;
+    slot.array.elementType = data.array.elementType;
+    slot.array.shape = data.array.shape;
+    kiln_tensor_info_t input;
+    if (kiln_status_t error = kiln_bundle_get_entry_point_input(
+            bundle, index, batch.size(), &input))
+      return failed(error);
+    batchSize = input.shape[0];
+    slot.array.shape[0] = batchSize;
+    Status allocated = kiln::runtime::AlignedBuffer::allocate(
+        data.array.data.size() / static_cast<size_t>(dataset.samples) *
+            static_cast<size_t>(batchSize),
+        slot.array.data);
+    if (!allocated.ok()) {
+      printError(allocated.message());
+      return false;
+    }
+    batch.push_back(std::move(slot));
+  }
+  kiln_session_t *rawSession = nullptr;
+  if (kiln_status_t status =
+          kiln_session_create(bundle, options.target.c_str(), &rawSession))
+    return failed(status);
+  std::unique_ptr<kiln_session_t, void (*)(kiln_session_t *)> session(
+      rawSession, kiln_session_release);
+  if (!loadParameters(options, bundle, session.get()))
+    return false;
+
+  std::vector<int64_t> order(dataset.samples);
+  int64_t batchesPerEpoch = dataset.samples / batchSize;
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point start = Clock::now();
+  for (long step = 0; step < options.steps; ++step) {
+    int64_t epoch = step / batchesPerEpoch, within = step % batchesPerEpoch;
+    if (within == 0) {
+      for (int64_t i = 0; i < dataset.samples; ++i)
+        order[i] = i;
+      if (!options.noShuffle) {
+        std::mt19937_64 random(static_cast<uint64_t>(options.seed) * 1000003u +
+                               static_cast<uint64_t>(epoch));
+        std::shuffle(order.begin(), order.end(), random);
+      }
+    }
+    for (size_t a = 0; a < batch.size(); ++a) {
+      size_t row = dataset.arrays[a].array.data.size() /
+                   static_cast<size_t>(dataset.samples);
+      for (int64_t r = 0; r < batchSize; ++r)
+        std::memcpy(batch[a].array.data.data() + r * row,
+                    dataset.arrays[a].array.data.data() +
+                        order[within * batchSize + r] * row,
+                    row);
+    }
+    std::vector<kiln_tensor_t> inputs = tensorsOf(batch),
+                               results = tensorsOf(outputs);
+    if (kiln_status_t status =
+            kiln_session_run(session.get(), entry.name, inputs.data(),
+                             inputs.size(), results.data(), results.size()))
+      return failed(status, options.data);
+    if ((step + 1) % options.logEvery == 0 || step + 1 == options.steps) {
+      float loss;
+      std::memcpy(&loss, outputs.front().array.data.data(), sizeof(loss));
+      double seconds =
+          std::chrono::duration<double>(Clock::now() - start).count();
+      std::printf("step %ld/%ld  epoch %lld  loss %.6f  samples/s %.1f\n",
+                  step + 1, options.steps, static_cast<long long>(epoch), loss,
+                  static_cast<double>((step + 1) * batchSize) / seconds);
+      std::fflush(stdout);
+    }
+  }
+  return true;
+}
+
 bool runTool(const Options &options) {
   kiln_bundle_t *rawBundle = nullptr;
   if (kiln_status_t status =
@@ -538,6 +734,8 @@ bool runTool(const Options &options) {
       rawBundle, kiln_bundle_release);
   if (options.info && !printInfo(options, bundle.get()))
     return false;
+  if (!options.data.empty())
+    return train(options, bundle.get());
   if (!options.outputs.empty())
     return runEntryPoint(options, bundle.get());
   return true;

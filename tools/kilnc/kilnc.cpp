@@ -83,6 +83,26 @@ cl::opt<std::string> freeze(
              "gradient"),
     cl::value_desc("regex"), cl::init(""), cl::cat(kilncCategory));
 
+cl::opt<std::string> optimizer(
+    "optimizer",
+    cl::desc("Compile the training step 'train_step' with this optimizer "
+             "(sgd or adamw); needs a loss output"),
+    cl::value_desc("name"), cl::init(""), cl::cat(kilncCategory));
+cl::opt<double> learningRate("lr", cl::desc("Learning rate (default 0.01)"),
+                             cl::init(0.01), cl::cat(kilncCategory));
+cl::opt<double> momentum("momentum", cl::desc("SGD momentum (default 0)"),
+                         cl::init(0.0), cl::cat(kilncCategory));
+cl::opt<double> weightDecay(
+    "weight-decay",
+    cl::desc("Weight decay: L2 for SGD, decoupled for AdamW (default 0)"),
+    cl::init(0.0), cl::cat(kilncCategory));
+cl::opt<double> beta1("beta1", cl::desc("AdamW beta1 (default 0.9)"),
+                      cl::init(0.9), cl::cat(kilncCategory));
+cl::opt<double> beta2("beta2", cl::desc("AdamW beta2 (default 0.999)"),
+                      cl::init(0.999), cl::cat(kilncCategory));
+cl::opt<double> epsilon("eps", cl::desc("AdamW epsilon (default 1e-8)"),
+                        cl::init(1e-8), cl::cat(kilncCategory));
+
 cl::opt<std::string> target("target",
                             cl::desc("Code generation target (cpu)"),
                             cl::value_desc("target"), cl::init("cpu"),
@@ -122,9 +142,10 @@ int main(int argc, char **argv) {
       "  kilnc model.onnx --batch-size=8 --emit=kiln -o model.mlir\n"
       "  kilnc model.onnx --batch-size=8 --inference -o model.kiln\n");
 
+  bool training = !optimizer.empty();
   bool bundle = emit == EmitKind::Bundle ||
-                (inference && emit.getNumOccurrences() == 0);
-  if (bundle && !inference)
+                ((inference || training) && emit.getNumOccurrences() == 0);
+  if (bundle && !inference && !training)
     return fail("--emit=bundle needs a training spec or --inference; training "
                 "steps are not supported yet, so pass --inference");
   if (bundle && outputFile == "-")
@@ -163,13 +184,26 @@ int main(int argc, char **argv) {
 
   if (gradients && !bundle)
     return fail("--gradients needs --inference");
-  if (gradients) {
+  if (training && optimizer != "sgd" && optimizer != "adamw")
+    return fail("--optimizer must be sgd or adamw, not '" + optimizer + "'");
+  if (gradients || training) {
     mlir::PassManager pm(&context);
     pm.addPass(kiln::createKilnDecompose());
     kiln::KilnAutodiffOptions autodiff;
     autodiff.loss = lossOutput;
     autodiff.freeze = freeze;
     pm.addPass(kiln::createKilnAutodiff(autodiff));
+    if (training) {
+      kiln::KilnTrainStepOptions step;
+      step.optimizer = optimizer;
+      step.lr = learningRate;
+      step.momentum = momentum;
+      step.weightDecay = weightDecay;
+      step.beta1 = beta1;
+      step.beta2 = beta2;
+      step.eps = epsilon;
+      pm.addPass(kiln::createKilnTrainStep(step));
+    }
     std::string diagnostic;
     mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
       if (diagnostic.empty())

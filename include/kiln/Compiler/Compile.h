@@ -18,6 +18,9 @@ namespace kiln {
 struct TensorInfo {
   std::string name;
   mlir::RankedTensorType type;
+  /// For outputs: the parameter this output's value replaces in place
+  /// (kiln.update), or empty.
+  std::string updates;
 };
 
 /// One argument of a compiled entry point, in call order.
@@ -39,6 +42,8 @@ struct CompiledParam {
   std::string name;
   mlir::RankedTensorType type;
   mlir::DenseElementsAttr value;
+  /// False for optimizer state.
+  bool trainable = true;
 };
 
 struct CompiledModel {

@@ -43,6 +43,37 @@ def KilnAutodiff : Pass<"kiln-autodiff", "mlir::ModuleOp"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def KilnTrainStep : Pass<"kiln-train-step", "mlir::ModuleOp"> {
+  let summary = "Builds the train_step entry point from a gradient function";
+  let description = [{
+    From `<function>_grad` (kiln-autodiff's output: the loss, then one
+    `<param>.grad` per trainable parameter) builds `train_step`, which
+    returns the loss and, for every trainable parameter and optimizer state
+    tensor, its updated value as a result marked `kiln.update = "<param>"`:
+    the bundle writes those results into the parameter's own storage, so the
+    state is updated in place. Optimizer state lives in new `kiln.param`
+    symbols (`<param>.momentum_buffer`, `<param>.exp_avg`,
+    `<param>.exp_avg_sq`, and the step count `optimizer.step`), starting at
+    zero. The update rules are torch.optim's: SGD with momentum (dampening 0)
+    and L2 weight decay, and AdamW with bias correction and decoupled weight
+    decay.
+  }];
+  let options = [
+    Option<"function", "function", "std::string", "\"forward\"",
+           "The function whose gradient function to use">,
+    Option<"optimizer", "optimizer", "std::string", "\"sgd\"",
+           "sgd or adamw">,
+    Option<"lr", "lr", "double", "0.01", "Learning rate">,
+    Option<"momentum", "momentum", "double", "0.0", "SGD momentum">,
+    Option<"weightDecay", "weight-decay", "double", "0.0",
+           "Weight decay (L2 for SGD, decoupled for AdamW)">,
+    Option<"beta1", "beta1", "double", "0.9", "AdamW beta1">,
+    Option<"beta2", "beta2", "double", "0.999", "AdamW beta2">,
+    Option<"eps", "eps", "double", "1e-8", "AdamW epsilon">
+  ];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def KilnExternalizeParams : Pass<"kiln-externalize-params", "mlir::ModuleOp"> {
   let summary = "Turns kiln.get_param reads into entry function arguments";
   let description = [{

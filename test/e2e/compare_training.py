@@ -1,0 +1,98 @@
+"""Training parity with torch.optim: the same model, the same batches (the
+stored order), the same optimizer, every step's loss.
+
+    compare_training.py prepare MODEL DIR --optimizer sgd|adamw [--steps N]
+        [--batch B] [--lr LR] [--momentum M] [--weight-decay W]
+        writes DIR/MODEL-loss.onnx, DIR/MODEL-train.npz and the losses of
+        torch.optim on them to DIR/MODEL-losses.txt
+    compare_training.py check EXPECTED.txt KILN_RUN_OUTPUT.txt [--rtol R]
+        compares the 'loss' column of `kiln-run --data ... --no-shuffle`
+"""
+import argparse
+import os
+import re
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+from compare_gradients import wrapped  # noqa: E402
+from compare_model import save_npz  # noqa: E402
+
+
+def prepare(args):
+    import torch
+    torch.manual_seed(0)
+    torch, model, make_inputs = wrapped(args.model)
+    model.eval()
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.add_(0.01 * torch.randn_like(parameter))
+    samples = args.batch * args.steps
+    x, labels, input_name = make_inputs(np.random.default_rng(1), samples)
+    path = os.path.join(args.dir, args.model + "-loss.onnx")
+    torch.onnx.export(model, (x[:args.batch], labels[:args.batch]), path,
+                      opset_version=17, input_names=[input_name, "labels"],
+                      output_names=["loss"],
+                      dynamic_axes={input_name: {0: "batch"}, "labels": {0: "batch"}},
+                      do_constant_folding=False)
+    save_npz(os.path.join(args.dir, args.model + "-train.npz"),
+             {input_name: x.numpy(), "labels": labels.numpy()})
+    if args.optimizer == "sgd":
+        optimizer = torch.optim.SGD(model.parameters(), lr=args.lr,
+                                    momentum=args.momentum,
+                                    weight_decay=args.weight_decay)
+    else:
+        optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr,
+                                      weight_decay=args.weight_decay)
+    losses = []
+    for step in range(args.steps):
+        batch = slice(step * args.batch, (step + 1) * args.batch)
+        optimizer.zero_grad()
+        loss = model(x[batch], labels[batch])
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    with open(os.path.join(args.dir, args.model + "-losses.txt"), "w") as f:
+        f.write("\n".join("%.9g" % l for l in losses) + "\n")
+
+
+def check(args):
+    expected = [float(l) for l in open(args.expected).read().split()]
+    got = [float(m) for m in re.findall(r"loss ([-0-9.eE+naninf]+)", open(args.actual).read())]
+    if len(got) != len(expected):
+        print("error: %d losses from kiln-run, %d expected" % (len(got), len(expected)))
+        return 1
+    bad = 0
+    for step, (g, e) in enumerate(zip(got, expected), 1):
+        ok = abs(g - e) <= args.rtol * abs(e)
+        bad += not ok
+        print("step %d: kiln %.6f torch %.6f %s" % (step, g, e, "" if ok else "MISMATCH"))
+    return 1 if bad else 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("prepare")
+    p.add_argument("model", choices=["mlp", "gpt2"])
+    p.add_argument("dir")
+    p.add_argument("--optimizer", choices=["sgd", "adamw"], required=True)
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--batch", type=int, default=4)
+    p.add_argument("--lr", type=float, default=0.01)
+    p.add_argument("--momentum", type=float, default=0.0)
+    p.add_argument("--weight-decay", type=float, default=0.0)
+    c = sub.add_parser("check")
+    c.add_argument("expected")
+    c.add_argument("actual")
+    c.add_argument("--rtol", type=float, default=2e-3)
+    args = parser.parse_args()
+    if args.command == "prepare":
+        prepare(args)
+        return 0
+    return check(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
