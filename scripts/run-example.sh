@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The main job: builds Kiln, then compiles the bundled MLP example for the
-# CPU and runs it, checking its output against PyTorch.
+# CPU, trains it (SGD with momentum) on a synthetic classification set, and
+# runs its forward pass, checking the output against PyTorch.
 #
-# Prints the imported kiln IR (weights elided), the bundle's signature and
-# the check's result. The build's output goes to stderr. Honours
+# Prints the imported kiln IR (weights elided), the bundles' signatures, the
+# training loss and the check's result. The build's output goes to stderr. Honours
 # KILN_BUILD_DIR and KILN_JOBS like scripts/build.sh.
 set -euo pipefail
 
@@ -26,3 +27,13 @@ echo "== compiling for the CPU: $bundle"
 
 echo "== running it"
 /usr/bin/python3 examples/mlp/check.py "$bin/kiln-run" "$bundle" "$model" 8
+
+train_bundle=$build_dir/examples/mlp_train.kiln
+data=$build_dir/examples/mlp_data.npz
+echo "== compiling the training step (SGD, lr 0.1, momentum 0.9): $train_bundle"
+"$bin/kilnc" examples/mlp/mlp_train.onnx --batch-size=32 --optimizer=sgd \
+  --lr=0.1 --momentum=0.9 -o "$train_bundle"
+"$bin/kiln-run" "$train_bundle" --info
+/usr/bin/python3 examples/mlp/make_data.py "$data"
+echo "== training on $data (1024 samples, batch 32, 10 epochs)"
+"$bin/kiln-run" "$train_bundle" --data "$data" --steps 320 --log-every 32

@@ -3,7 +3,9 @@
 
 The model is 32 features -> Linear(64) -> GELU -> Linear(10) logits, exported
 with opset 17 in training mode with a dynamic batch axis named 'batch', the way
-users export models for Kiln. Run with Debian's /usr/bin/python3 (python3-torch).
+users export models for Kiln. mlp_train.onnx is the same network followed by
+its mean cross-entropy against an input 'labels', with the output 'loss': what
+`kilnc --optimizer` trains. Run with Debian's /usr/bin/python3 (python3-torch).
 """
 
 import argparse
@@ -25,6 +27,17 @@ class MLP(torch.nn.Module):
 
     def forward(self, x):
         return self.fc2(self.act(self.fc1(x)))
+
+
+class WithLoss(torch.nn.Module):
+    """The MLP followed by the mean cross-entropy of its logits."""
+
+    def __init__(self, mlp):
+        super().__init__()
+        self.mlp = mlp
+
+    def forward(self, x, labels):
+        return torch.nn.functional.cross_entropy(self.mlp(x), labels)
 
 
 def main():
@@ -49,6 +62,20 @@ def main():
         dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}},
     )
     print(f"wrote {args.output} ({os.path.getsize(args.output)} bytes)")
+
+    train_output = os.path.join(os.path.dirname(args.output), "mlp_train.onnx")
+    torch.onnx.export(
+        WithLoss(model),
+        (example, torch.zeros(2, dtype=torch.long)),
+        train_output,
+        opset_version=17,
+        training=torch.onnx.TrainingMode.TRAINING,
+        do_constant_folding=False,
+        input_names=["input", "labels"],
+        output_names=["loss"],
+        dynamic_axes={"input": {0: "batch"}, "labels": {0: "batch"}},
+    )
+    print(f"wrote {train_output} ({os.path.getsize(train_output)} bytes)")
 
 
 if __name__ == "__main__":

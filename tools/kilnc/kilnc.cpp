@@ -146,8 +146,8 @@ int main(int argc, char **argv) {
   bool bundle = emit == EmitKind::Bundle ||
                 ((inference || training) && emit.getNumOccurrences() == 0);
   if (bundle && !inference && !training)
-    return fail("--emit=bundle needs a training spec or --inference; training "
-                "steps are not supported yet, so pass --inference");
+    return fail("--emit=bundle needs --inference or a training spec "
+                "(--optimizer=sgd|adamw)");
   if (bundle && outputFile == "-")
     return fail("a bundle is binary: name the output file with -o FILE.kiln");
   if (target != "cpu")
