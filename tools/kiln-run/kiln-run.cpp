@@ -489,6 +489,19 @@ bool runRepeatedly(const Options &options, kiln_session_t *session,
 bool loadParameters(const Options &options, const kiln_bundle_t *bundle,
                     kiln_session_t *session);
 
+using Session = std::unique_ptr<kiln_session_t, void (*)(kiln_session_t *)>;
+
+/// A session on --target with the --params values loaded.
+bool openSession(const Options &options, const kiln_bundle_t *bundle,
+                 Session &session) {
+  kiln_session_t *rawSession = nullptr;
+  if (kiln_status_t status =
+          kiln_session_create(bundle, options.target.c_str(), &rawSession))
+    return failed(status);
+  session.reset(rawSession);
+  return loadParameters(options, bundle, session.get());
+}
+
 bool runEntryPoint(const Options &options, const kiln_bundle_t *bundle) {
   size_t index = 0;
   kiln_entry_point_info_t entry;
@@ -498,14 +511,8 @@ bool runEntryPoint(const Options &options, const kiln_bundle_t *bundle) {
       !allocateOutputs(bundle, index, entry, outputArrays))
     return false;
 
-  kiln_session_t *rawSession = nullptr;
-  if (kiln_status_t status =
-          kiln_session_create(bundle, options.target.c_str(), &rawSession))
-    return failed(status);
-  std::unique_ptr<kiln_session_t, void (*)(kiln_session_t *)> session(
-      rawSession, kiln_session_release);
-
-  if (!loadParameters(options, bundle, session.get()))
+  Session session(nullptr, kiln_session_release);
+  if (!openSession(options, bundle, session))
     return false;
   if (!runRepeatedly(options, session.get(), entry.name, tensorsOf(inputArrays),
                      tensorsOf(outputArrays)))
@@ -672,13 +679,8 @@ bool train(const Options &options, const kiln_bundle_t *bundle) {
     }
     batch.push_back(std::move(slot));
   }
-  kiln_session_t *rawSession = nullptr;
-  if (kiln_status_t status =
-          kiln_session_create(bundle, options.target.c_str(), &rawSession))
-    return failed(status);
-  std::unique_ptr<kiln_session_t, void (*)(kiln_session_t *)> session(
-      rawSession, kiln_session_release);
-  if (!loadParameters(options, bundle, session.get()))
+  Session session(nullptr, kiln_session_release);
+  if (!openSession(options, bundle, session))
     return false;
 
   std::vector<int64_t> order(dataset.samples);

@@ -401,23 +401,23 @@ struct LowerGatherNd : OpRewritePattern<GatherNdOp> {
   }
 };
 
+enum class ReduceKind { Sum, Prod, Max, Min };
+
+Value reductionStep(OpBuilder &b, Location loc, ReduceKind kind, Value acc,
+                    Value x);
+
 /// Combines an existing element with an update per a scatter reduction.
 Value combine(OpBuilder &b, Location loc, Reduction reduction, Value old,
               Value update) {
-  bool f = isFloat(old.getType());
   switch (reduction) {
   case Reduction::add:
-    return f ? arith::AddFOp::create(b, loc, old, update).getResult()
-             : arith::AddIOp::create(b, loc, old, update).getResult();
+    return reductionStep(b, loc, ReduceKind::Sum, old, update);
   case Reduction::mul:
-    return f ? arith::MulFOp::create(b, loc, old, update).getResult()
-             : arith::MulIOp::create(b, loc, old, update).getResult();
+    return reductionStep(b, loc, ReduceKind::Prod, old, update);
   case Reduction::max:
-    return f ? arith::MaximumFOp::create(b, loc, old, update).getResult()
-             : arith::MaxSIOp::create(b, loc, old, update).getResult();
+    return reductionStep(b, loc, ReduceKind::Max, old, update);
   case Reduction::min:
-    return f ? arith::MinimumFOp::create(b, loc, old, update).getResult()
-             : arith::MinSIOp::create(b, loc, old, update).getResult();
+    return reductionStep(b, loc, ReduceKind::Min, old, update);
   default:
     return update;
   }
@@ -522,7 +522,6 @@ struct LowerTrilu : OpRewritePattern<TriluOp> {
 };
 
 /// The identity element of a reduction kind over `type`.
-enum class ReduceKind { Sum, Prod, Max, Min };
 
 Value reductionInit(OpBuilder &b, Location loc, Type type, ReduceKind kind) {
   switch (kind) {
