@@ -5,8 +5,11 @@ stored order), the same optimizer, every step's loss.
         [--batch B] [--lr LR] [--momentum M] [--weight-decay W]
         writes DIR/MODEL-loss.onnx, DIR/MODEL-train.npz and the losses of
         torch.optim on them to DIR/MODEL-losses.txt
+        and the parameters torch.optim ends with to DIR/MODEL-final.npz
     compare_training.py check EXPECTED.txt KILN_RUN_OUTPUT.txt [--rtol R]
         compares the 'loss' column of `kiln-run --data ... --no-shuffle`
+    compare_training.py check-params FINAL.npz SAVED.safetensors
+        compares the parameters `kiln-run --save-params` wrote with them
 """
 import argparse
 import os
@@ -55,6 +58,52 @@ def prepare(args):
         losses.append(loss.item())
     with open(os.path.join(args.dir, args.model + "-losses.txt"), "w") as f:
         f.write("\n".join("%.9g" % l for l in losses) + "\n")
+    save_npz(os.path.join(args.dir, args.model + "-final.npz"),
+             {name: p.detach().numpy() for name, p in model.named_parameters()})
+
+
+def read_safetensors(path):
+    """A safetensors file as {name: array}, read without the package."""
+    import json
+    import struct
+    dtypes = {"F32": np.float32, "F64": np.float64, "F16": np.float16,
+              "I64": np.int64, "I32": np.int32, "I8": np.int8, "BOOL": np.bool_}
+    with open(path, "rb") as f:
+        length = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(length))
+        data = f.read()
+    arrays = {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = entry["data_offsets"]
+        arrays[name] = np.frombuffer(data[begin:end], dtype=dtypes[entry["dtype"]]
+                                     ).reshape(entry["shape"])
+    return arrays
+
+
+def check_params(args):
+    with np.load(args.expected) as archive:
+        expected = {k: archive[k] for k in archive.files}
+    saved = read_safetensors(args.actual)
+    bad = 0
+    skipped = [n for n in expected if args.exclude and re.search(args.exclude, n)]
+    for name, want in expected.items():
+        if name in skipped:
+            continue
+        if name not in saved:
+            print("error: %s missing from %s" % (name, args.actual))
+            bad += 1
+            continue
+        got = saved[name]
+        if got.shape != want.shape or not np.allclose(got, want, rtol=args.rtol,
+                                                       atol=args.atol):
+            print("error: %s differs (max abs diff %.3g)" % (
+                name, float(np.abs(got.astype(np.float64) - want).max())))
+            bad += 1
+    print("%d parameters compared, %d differ, %d excluded" % (
+        len(expected) - len(skipped), bad, len(skipped)))
+    return 1 if bad else 0
 
 
 def check(args):
@@ -87,10 +136,19 @@ def main():
     c.add_argument("expected")
     c.add_argument("actual")
     c.add_argument("--rtol", type=float, default=2e-3)
+    cp = sub.add_parser("check-params")
+    cp.add_argument("expected")
+    cp.add_argument("actual")
+    cp.add_argument("--rtol", type=float, default=1e-4)
+    cp.add_argument("--atol", type=float, default=1e-5)
+    cp.add_argument("--exclude", default="",
+                    help="skip parameters whose name matches this regex")
     args = parser.parse_args()
     if args.command == "prepare":
         prepare(args)
         return 0
+    if args.command == "check-params":
+        return check_params(args)
     return check(args)
 
 

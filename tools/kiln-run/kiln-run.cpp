@@ -12,6 +12,7 @@
 #include "kiln/runtime/Npy.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -58,6 +59,9 @@ void printUsage(std::FILE *out) {
       "parameter name,\n"
       "                    that replace the bundle's initial values for "
       "this run\n"
+      "  --save-params F   after the run (or training), write every "
+      "parameter and optimizer\n"
+      "                    state tensor to the safetensors file F\n"
       "  --compress        deflate-compress the --outputs archive (like "
       "numpy.savez_compressed)\n"
       "  --target NAME     the target to run on (default: cpu)\n"
@@ -102,6 +106,7 @@ struct Options {
   std::string outputs;
   std::string params;
   std::string data;
+  std::string saveParams;
   long steps = 0;
   long seed = 0;
   long logEvery = 1;
@@ -128,7 +133,7 @@ bool failed(kiln_status_t status, const std::string &context = "") {
 bool isTrainingFlag(const std::string &flag) {
   static const char *const kTrainingFlags[] = {"--checkpoint-dir",
                                                "--checkpoint-every", "--resume",
-                                               "--metrics", "--save-params"};
+                                               "--metrics"};
   return std::any_of(std::begin(kTrainingFlags), std::end(kTrainingFlags),
                      [&](const char *name) { return flag == name; });
 }
@@ -179,6 +184,8 @@ std::string *stringFor(Options &options, const std::string &flag) {
     return &options.params;
   if (flag == "--data")
     return &options.data;
+  if (flag == "--save-params")
+    return &options.saveParams;
   if (flag == "--target")
     return &options.target;
   return nullptr;
@@ -491,6 +498,83 @@ bool loadParameters(const Options &options, const kiln_bundle_t *bundle,
 
 using Session = std::unique_ptr<kiln_session_t, void (*)(kiln_session_t *)>;
 
+const char *safetensorsDtype(kiln_element_type_t type) {
+  switch (type) {
+  case KILN_ELEMENT_TYPE_F32:
+    return "F32";
+  case KILN_ELEMENT_TYPE_F16:
+    return "F16";
+  case KILN_ELEMENT_TYPE_BF16:
+    return "BF16";
+  case KILN_ELEMENT_TYPE_F64:
+    return "F64";
+  case KILN_ELEMENT_TYPE_I64:
+    return "I64";
+  case KILN_ELEMENT_TYPE_I32:
+    return "I32";
+  case KILN_ELEMENT_TYPE_I8:
+    return "I8";
+  case KILN_ELEMENT_TYPE_BOOL:
+    return "BOOL";
+  default:
+    return nullptr;
+  }
+}
+
+/// Writes every parameter of the session to --save-params as safetensors (a
+/// JSON header of names, dtypes, shapes and offsets, then the data), through
+/// a temporary file and a rename.
+bool saveParameters(const Options &options, const kiln_bundle_t *bundle,
+                    kiln_session_t *session) {
+  if (options.saveParams.empty())
+    return true;
+  kiln_bundle_info_t info;
+  if (kiln_status_t error = kiln_bundle_get_info(bundle, &info))
+    return failed(error);
+  std::string header = "{", data;
+  for (size_t i = 0; i < info.parameter_count; ++i) {
+    kiln_parameter_info_t parameter;
+    if (kiln_status_t error = kiln_bundle_get_parameter(bundle, i, &parameter))
+      return failed(error);
+    const kiln_tensor_info_t &tensor = parameter.tensor;
+    std::string bytes(tensor.byte_size, '\0');
+    if (kiln_status_t error = kiln_session_get_parameter(
+            session, tensor.name, bytes.data(), bytes.size()))
+      return failed(error);
+    std::string shape;
+    for (int32_t d = 0; d < tensor.rank; ++d)
+      shape += (d ? "," : "") + std::to_string(tensor.shape[d]);
+    header += std::string(i ? "," : "") + "\"" + tensor.name +
+              "\":{\"dtype\":\"" + safetensorsDtype(tensor.element_type) +
+              "\",\"shape\":[" + shape + "],\"data_offsets\":[" +
+              std::to_string(data.size()) + "," +
+              std::to_string(data.size() + bytes.size()) + "]}";
+    data += bytes;
+  }
+  header += "}";
+  header.append((8 - header.size() % 8) % 8, ' ');
+  std::string temporary = options.saveParams + ".tmp";
+  std::FILE *file = std::fopen(temporary.c_str(), "wb");
+  if (!file) {
+    printError(options.saveParams + ": cannot write: " + std::strerror(errno));
+    return false;
+  }
+  uint64_t length = header.size();
+  unsigned char prefix[8];
+  for (int b = 0; b < 8; ++b)
+    prefix[b] = static_cast<unsigned char>(length >> (8 * b));
+  bool ok = std::fwrite(prefix, 1, 8, file) == 8 &&
+            std::fwrite(header.data(), 1, header.size(), file) == header.size() &&
+            std::fwrite(data.data(), 1, data.size(), file) == data.size();
+  ok = (std::fclose(file) == 0) && ok;
+  if (!ok || std::rename(temporary.c_str(), options.saveParams.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    printError(options.saveParams + ": cannot write: " + std::strerror(errno));
+    return false;
+  }
+  return true;
+}
+
 /// A session on --target with the --params values loaded.
 bool openSession(const Options &options, const kiln_bundle_t *bundle,
                  Session &session) {
@@ -516,6 +600,8 @@ bool runEntryPoint(const Options &options, const kiln_bundle_t *bundle) {
     return false;
   if (!runRepeatedly(options, session.get(), entry.name, tensorsOf(inputArrays),
                      tensorsOf(outputArrays)))
+    return false;
+  if (!saveParameters(options, bundle, session.get()))
     return false;
   Status status =
       kiln::runtime::writeNpz(options.outputs, outputArrays, options.compress);
@@ -724,7 +810,7 @@ bool train(const Options &options, const kiln_bundle_t *bundle) {
       std::fflush(stdout);
     }
   }
-  return true;
+  return saveParameters(options, bundle, session.get());
 }
 
 bool runTool(const Options &options) {
