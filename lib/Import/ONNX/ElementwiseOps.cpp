@@ -12,11 +12,7 @@ template <typename OpTy>
 LogicalResult importUnary(NodeContext &n) {
   if (failed(n.expectInputs(1, 1)))
     return failure();
-  FailureOr<Value> result = n.create<OpTy>(n.input(0));
-  if (failed(result))
-    return failure();
-  n.setOutput(0, *result);
-  return success();
+  return n.setResult(n.create<OpTy>(n.input(0)));
 }
 
 /// Unary ops with float attributes copied from the node (name, default).
@@ -29,11 +25,7 @@ importUnaryWithAttrs(NodeContext &n,
   SmallVector<NamedAttribute> attrs;
   for (auto [name, defaultValue] : attributes)
     attrs.push_back(n.f64(name, n.getFloat(name, defaultValue)));
-  FailureOr<Value> result = n.create<OpTy>(n.input(0), attrs);
-  if (failed(result))
-    return failure();
-  n.setOutput(0, *result);
-  return success();
+  return n.setResult(n.create<OpTy>(n.input(0), attrs));
 }
 
 LogicalResult checkSameElementType(NodeContext &n, ArrayRef<Value> values) {
@@ -44,37 +36,37 @@ LogicalResult checkSameElementType(NodeContext &n, ArrayRef<Value> values) {
   return success();
 }
 
-/// A broadcasting binary op over inputs 0 and 1.
-template <typename OpTy>
-LogicalResult importBinary(NodeContext &n) {
-  if (failed(n.expectInputs(2, 2)))
+/// Inputs 0..count-1, required, of one element type, numpy-broadcast to
+/// their common shape.
+LogicalResult broadcastInputs(NodeContext &n, unsigned count,
+                              SmallVectorImpl<Value> &operands) {
+  if (failed(n.expectInputs(count, count)))
     return failure();
-  SmallVector<Value> operands{n.input(0), n.input(1)};
+  for (unsigned i = 0; i < count; ++i)
+    operands.push_back(n.input(i));
   if (failed(checkSameElementType(n, operands)) ||
       failed(n.broadcastAll(operands)))
     return failure();
-  FailureOr<Value> result = n.create<OpTy>(operands);
-  if (failed(result))
-    return failure();
-  n.setOutput(0, *result);
   return success();
+}
+
+/// A broadcasting binary op over inputs 0 and 1.
+template <typename OpTy>
+LogicalResult importBinary(NodeContext &n) {
+  SmallVector<Value> operands;
+  if (failed(broadcastInputs(n, 2, operands)))
+    return failure();
+  return n.setResult(n.create<OpTy>(operands));
 }
 
 template <ComparePredicate predicate>
 LogicalResult importCompare(NodeContext &n) {
-  if (failed(n.expectInputs(2, 2)))
+  SmallVector<Value> operands;
+  if (failed(broadcastInputs(n, 2, operands)))
     return failure();
-  SmallVector<Value> operands{n.input(0), n.input(1)};
-  if (failed(checkSameElementType(n, operands)) ||
-      failed(n.broadcastAll(operands)))
-    return failure();
-  FailureOr<Value> result = n.create<CompareOp>(
+  return n.setResult(n.create<CompareOp>(
       operands,
-      {n.named("predicate", ComparePredicateAttr::get(n.ctx, predicate))});
-  if (failed(result))
-    return failure();
-  n.setOutput(0, *result);
-  return success();
+      {n.named("predicate", ComparePredicateAttr::get(n.ctx, predicate))}));
 }
 
 /// Sum, Mean, Max, Min: a chain over any number of broadcast inputs.
@@ -128,19 +120,12 @@ LogicalResult importPow(NodeContext &n) {
   SmallVector<Value> operands{n.input(0), *exponent};
   if (failed(n.broadcastAll(operands)))
     return failure();
-  FailureOr<Value> result = n.create<PowOp>(operands);
-  if (failed(result))
-    return failure();
-  n.setOutput(0, *result);
-  return success();
+  return n.setResult(n.create<PowOp>(operands));
 }
 
 LogicalResult importMod(NodeContext &n) {
-  if (failed(n.expectInputs(2, 2)))
-    return failure();
-  SmallVector<Value> operands{n.input(0), n.input(1)};
-  if (failed(checkSameElementType(n, operands)) ||
-      failed(n.broadcastAll(operands)))
+  SmallVector<Value> operands;
+  if (failed(broadcastInputs(n, 2, operands)))
     return failure();
   bool fmod = n.getInt("fmod", 0) != 0;
   if (!fmod && isa<FloatType>(n.inputType(0).getElementType()))
@@ -148,11 +133,7 @@ LogicalResult importMod(NodeContext &n) {
   SmallVector<NamedAttribute> attrs;
   if (fmod)
     attrs.push_back(n.unit("fmod"));
-  FailureOr<Value> result = n.create<RemOp>(operands, attrs);
-  if (failed(result))
-    return failure();
-  n.setOutput(0, *result);
-  return success();
+  return n.setResult(n.create<RemOp>(operands, attrs));
 }
 
 LogicalResult importWhere(NodeContext &n) {
@@ -162,12 +143,8 @@ LogicalResult importWhere(NodeContext &n) {
   if (failed(checkSameElementType(n, {operands[1], operands[2]})) ||
       failed(n.broadcastAll(operands)))
     return failure();
-  FailureOr<Value> result = n.create<SelectOp>(
-      operands, {}, {operands[1].getType()});
-  if (failed(result))
-    return failure();
-  n.setOutput(0, *result);
-  return success();
+  return n.setResult(n.create<SelectOp>(
+      operands, {}, {operands[1].getType()}));
 }
 
 LogicalResult importClip(NodeContext &n) {
@@ -210,11 +187,7 @@ LogicalResult importCast(NodeContext &n) {
   if (!element)
     return n.fail("cast to " + onnxTypeName(static_cast<int32_t>(to)) +
                   " is not supported");
-  FailureOr<Value> result = n.cast(n.input(0), element);
-  if (failed(result))
-    return failure();
-  n.setOutput(0, *result);
-  return success();
+  return n.setResult(n.cast(n.input(0), element));
 }
 
 LogicalResult importCastLike(NodeContext &n) {
@@ -297,11 +270,8 @@ LogicalResult importIsInf(NodeContext &n) {
 }
 
 LogicalResult importPRelu(NodeContext &n) {
-  if (failed(n.expectInputs(2, 2)))
-    return failure();
-  SmallVector<Value> operands{n.input(0), n.input(1)};
-  if (failed(checkSameElementType(n, operands)) ||
-      failed(n.broadcastAll(operands)))
+  SmallVector<Value> operands;
+  if (failed(broadcastInputs(n, 2, operands)))
     return failure();
   auto type = cast<RankedTensorType>(operands[0].getType());
   FailureOr<Value> scaled = n.create<MulOp>(operands);
@@ -311,12 +281,8 @@ LogicalResult importPRelu(NodeContext &n) {
                ComparePredicateAttr::get(n.ctx, ComparePredicate::lt))});
   if (failed(scaled) || failed(negative))
     return failure();
-  FailureOr<Value> result = n.create<SelectOp>(
-      ValueRange{*negative, *scaled, operands[0]}, {}, {type});
-  if (failed(result))
-    return failure();
-  n.setOutput(0, *result);
-  return success();
+  return n.setResult(n.create<SelectOp>(
+      ValueRange{*negative, *scaled, operands[0]}, {}, {type}));
 }
 
 LogicalResult importShrink(NodeContext &n) {
@@ -359,13 +325,9 @@ LogicalResult importGelu(NodeContext &n) {
     kind = GeluApproximation::tanh;
   else
     return n.fail("approximate '" + approximate + "' is not none or tanh");
-  FailureOr<Value> result = n.create<GeluOp>(
+  return n.setResult(n.create<GeluOp>(
       n.input(0),
-      {n.named("approximate", GeluApproximationAttr::get(n.ctx, kind))});
-  if (failed(result))
-    return failure();
-  n.setOutput(0, *result);
-  return success();
+      {n.named("approximate", GeluApproximationAttr::get(n.ctx, kind))}));
 }
 
 } // namespace
