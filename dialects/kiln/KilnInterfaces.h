@@ -12,6 +12,18 @@ namespace kiln {
 class KilnDialect;
 /// Attaches DifferentiableOpInterface to the kiln ops that have a rule.
 void attachDifferentiationRules(KilnDialect &dialect);
+
+/// Builds, at `b`'s insertion point, the reverse-mode gradients of the seeded
+/// values with respect to each of `wrt`. `ops` are the operations that may
+/// lie between them, in program order; each `seeds` pair is (value, gradient
+/// flowing into it). Returns one gradient per `wrt` entry, null where no
+/// seeded value depends on it. Fails, with an error on the op, when an op on
+/// a path has no DifferentiableOpInterface rule.
+mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+buildGradients(mlir::OpBuilder &b, mlir::Location loc,
+               llvm::ArrayRef<mlir::Operation *> ops,
+               llvm::ArrayRef<mlir::Value> wrt,
+               llvm::ArrayRef<std::pair<mlir::Value, mlir::Value>> seeds);
 } // namespace kiln
 
 #endif // KILN_KILNINTERFACES_H

@@ -80,67 +80,35 @@ struct KilnAutodiffPass : kiln::impl::KilnAutodiffBase<KilnAutodiffPass> {
     auto ret = cast<func::ReturnOp>(block.getTerminator());
     Value lossValue = ret.getOperand(*lossResult);
 
-    // Trainable parameters, in first-read order, and the values depending on
-    // them.
+    // Trainable parameters, in first-read order, with every read of each.
     llvm::MapVector<StringAttr, SmallVector<Value>> params;
-    DenseSet<Value> active;
+    SmallVector<Value> reads;
     SmallVector<Operation *> ops;
     for (Operation &op : block.without_terminator()) {
       ops.push_back(&op);
-      if (auto read = dyn_cast<GetParamOp>(op)) {
-        StringRef name = read.getName();
-        if (isFloatTensor(read.getResult()) &&
-            (freeze.empty() || !frozen.match(name))) {
-          params[read.getNameAttr().getAttr()].push_back(read.getResult());
-          active.insert(read.getResult());
-        }
-        continue;
+      auto read = dyn_cast<GetParamOp>(op);
+      if (read && isFloatTensor(read.getResult()) &&
+          (freeze.empty() || !frozen.match(read.getName()))) {
+        params[read.getNameAttr().getAttr()].push_back(read.getResult());
+        reads.push_back(read.getResult());
       }
-      bool dependent = llvm::any_of(op.getOperands(),
-                                    [&](Value v) { return active.contains(v); });
-      if (dependent)
-        for (Value result : op.getResults())
-          if (isFloatTensor(result))
-            active.insert(result);
     }
 
     OpBuilder b(ret);
     Location loc = grad.getLoc();
-    DenseMap<Value, Value> grads;
     auto lossType = cast<RankedTensorType>(lossValue.getType());
-    grads[lossValue] = ConstantOp::create(
+    Value seed = ConstantOp::create(
         b, loc,
         DenseElementsAttr::get(lossType,
                                b.getFloatAttr(lossType.getElementType(), 1.0)));
-    for (Operation *op : llvm::reverse(ops)) {
-      SmallVector<Value> resultGrads;
-      bool reached = false;
-      for (Value result : op->getResults()) {
-        Value g = grads.lookup(result);
-        resultGrads.push_back(g);
-        reached |= static_cast<bool>(g);
-      }
-      bool needsGrad = llvm::any_of(op->getOperands(), [&](Value v) {
-        return active.contains(v);
-      });
-      if (!reached || !needsGrad)
-        continue;
-      auto rule = dyn_cast<DifferentiableOpInterface>(op);
-      if (!rule)
-        return op->emitError("kiln-autodiff: no differentiation rule for ")
-               << op->getName()
-               << ", which lies between a trainable parameter and the loss";
-      b.setInsertionPoint(ret);
-      SmallVector<Value> operandGrads;
-      if (failed(rule.buildVJP(b, resultGrads, operandGrads)))
-        return failure();
-      for (auto [operand, g] : llvm::zip(op->getOperands(), operandGrads)) {
-        if (!g || !active.contains(operand))
-          continue;
-        Value &slot = grads[operand];
-        slot = slot ? AddOp::create(b, loc, slot, g).getResult() : g;
-      }
-    }
+    FailureOr<SmallVector<Value>> readGrads =
+        buildGradients(b, loc, ops, reads, {{lossValue, seed}});
+    if (failed(readGrads))
+      return failure();
+    DenseMap<Value, Value> grads;
+    for (auto [read, g] : llvm::zip(reads, *readGrads))
+      if (g)
+        grads[read] = g;
 
     // loss, then one gradient per trainable parameter.
     b.setInsertionPoint(ret);

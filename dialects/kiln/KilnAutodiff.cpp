@@ -1,0 +1,76 @@
+//===- KilnAutodiff.cpp - reverse-mode differentiation of op sequences ----===//
+//
+// The reverse sweep shared by the kiln-autodiff pass and the ONNX importer's
+// `Gradient` operator: walks ops backwards from seeded outputs and asks each
+// op's DifferentiableOpInterface for its vector-Jacobian product.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/KilnInterfaces.h"
+#include "kiln/KilnOps.h"
+
+using namespace mlir;
+using namespace kiln;
+
+static bool isFloatTensor(Value v) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  return type && isa<FloatType>(type.getElementType());
+}
+
+FailureOr<SmallVector<Value>>
+kiln::buildGradients(OpBuilder &b, Location loc, ArrayRef<Operation *> ops,
+                     ArrayRef<Value> wrt,
+                     ArrayRef<std::pair<Value, Value>> seeds) {
+  // Values that depend on a `wrt` value; only their gradients are built.
+  DenseSet<Value> active;
+  for (Value v : wrt)
+    if (isFloatTensor(v))
+      active.insert(v);
+  for (Operation *op : ops) {
+    bool dependent = llvm::any_of(op->getOperands(),
+                                  [&](Value v) { return active.contains(v); });
+    if (dependent)
+      for (Value result : op->getResults())
+        if (isFloatTensor(result))
+          active.insert(result);
+  }
+
+  DenseMap<Value, Value> grads;
+  auto accumulate = [&](Value v, Value g) {
+    Value &slot = grads[v];
+    slot = slot ? AddOp::create(b, loc, slot, g).getResult() : g;
+  };
+  for (auto [output, seed] : seeds)
+    if (active.contains(output))
+      accumulate(output, seed);
+
+  for (Operation *op : llvm::reverse(ops)) {
+    SmallVector<Value> resultGrads;
+    bool reached = false;
+    for (Value result : op->getResults()) {
+      Value g = grads.lookup(result);
+      resultGrads.push_back(g);
+      reached |= static_cast<bool>(g);
+    }
+    bool needsGrad = llvm::any_of(
+        op->getOperands(), [&](Value v) { return active.contains(v); });
+    if (!reached || !needsGrad)
+      continue;
+    auto rule = dyn_cast<DifferentiableOpInterface>(op);
+    if (!rule)
+      return op->emitError("no differentiation rule for ")
+             << op->getName()
+             << ", which lies between a differentiated input and the output";
+    SmallVector<Value> operandGrads;
+    if (failed(rule.buildVJP(b, resultGrads, operandGrads)))
+      return failure();
+    for (auto [operand, g] : llvm::zip(op->getOperands(), operandGrads))
+      if (g && active.contains(operand))
+        accumulate(operand, g);
+  }
+
+  SmallVector<Value> result;
+  for (Value v : wrt)
+    result.push_back(grads.lookup(v));
+  return result;
+}
