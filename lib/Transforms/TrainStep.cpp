@@ -1,7 +1,17 @@
-//===- TrainStep.cpp - the train_step entry point from gradients ----------===//
+//===- TrainStep.cpp - train_step, accumulate_step and eval_step ----------===//
+//
+// Builds the training entry points from kiln-autodiff's gradient function:
+// torch.optim's update rules over every trainable parameter, a learning-rate
+// schedule computed from the step count, global-norm gradient clipping and
+// gradient accumulation over micro-batches.
+//
+//===----------------------------------------------------------------------===//
 
 #include "kiln/KilnOps.h"
 #include "kiln/Transforms/Passes.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/MathExtras.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNTRAINSTEP
@@ -13,20 +23,89 @@ using namespace kiln;
 
 namespace {
 
-struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
-  using KilnTrainStepBase::KilnTrainStepBase;
+/// `v` printed with enough digits to read back the same double.
+std::string shortest(double v) {
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::format("%.17g", v);
+  for (int digits = 1; digits < 17; ++digits) {
+    std::string shorter;
+    llvm::raw_string_ostream(shorter) << llvm::format("%.*g", digits, v);
+    if (std::stod(shorter) == v)
+      return shorter;
+  }
+  return text;
+}
 
-  Value splat(OpBuilder &b, Location loc, Type type, double value) {
-    auto tensor = cast<RankedTensorType>(type);
+/// One trainable parameter of the step: its read and its gradient.
+struct Slot {
+  std::string name;
+  Value param, grad;
+};
+
+/// A result of a built function: its value, its name, and the parameter it
+/// updates in place (empty for plain outputs).
+struct Output {
+  Value value;
+  std::string name, updates;
+};
+
+/// Builds kiln ops at one insertion point: tensor splats, and scalar (0-d)
+/// arithmetic for the step-dependent factors, done in f64 as torch.optim does
+/// them in Python floats.
+struct StepBuilder {
+  OpBuilder &b;
+  Location loc;
+
+  RankedTensorType scalarType(Type element) {
+    return RankedTensorType::get({}, element);
+  }
+  Value splat(Type type, double value) {
+    auto tensor = llvm::cast<RankedTensorType>(type);
     return ConstantOp::create(
         b, loc,
         DenseElementsAttr::get(tensor,
                                b.getFloatAttr(tensor.getElementType(), value)));
   }
+  Value f64(double value) { return splat(scalarType(b.getF64Type()), value); }
+  Value convert(Value v, Type element) {
+    auto type = tensorType(v);
+    if (type.getElementType() == element)
+      return v;
+    return CastOp::create(b, loc, type.clone(element), v);
+  }
+  static RankedTensorType tensorType(Value v) {
+    return llvm::cast<RankedTensorType>(v.getType());
+  }
+  Value add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return SubOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return MulOp::create(b, loc, x, y); }
+  Value div(Value x, Value y) { return DivOp::create(b, loc, x, y); }
+  Value max(Value x, Value y) { return MaxOp::create(b, loc, x, y); }
+  Value min(Value x, Value y) { return MinOp::create(b, loc, x, y); }
+  Value sqrt(Value x) { return SqrtOp::create(b, loc, x); }
+  /// `x` times the constant `c`, in x's type.
+  Value scale(Value x, double c) { return mul(x, splat(x.getType(), c)); }
+  /// `x` times the 0-d `factor`, cast to x's element type and broadcast.
+  Value scale(Value x, Value factor) { return mul(x, like(x, factor)); }
+  /// `x` divided by the 0-d `divisor`, cast and broadcast likewise.
+  Value divide(Value x, Value divisor) { return div(x, like(x, divisor)); }
+  /// The 0-d `v` cast to x's element type and broadcast to its shape.
+  Value like(Value x, Value v) {
+    auto type = tensorType(x);
+    v = convert(v, type.getElementType());
+    if (type.getRank() != 0)
+      v = BroadcastOp::create(b, loc, type, v);
+    return v;
+  }
+};
 
-  /// A zero-initialized optimizer state symbol, read in `block`.
-  Value stateParam(OpBuilder &b, ModuleOp module, Location loc,
-                   StringRef name, Type type, Block &block) {
+struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
+  using KilnTrainStepBase::KilnTrainStepBase;
+
+  /// A zero-initialized (or `init`) optimizer state symbol, read at the start
+  /// of `block`.
+  Value stateParam(OpBuilder &b, ModuleOp module, Location loc, StringRef name,
+                   Type type, Block &block, double init = 0.0) {
     auto tensor = cast<RankedTensorType>(type);
     if (!module.lookupSymbol(name)) {
       OpBuilder mb(module.getBodyRegion());
@@ -34,12 +113,237 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
       auto state = ParamOp::create(
           mb, loc, mb.getStringAttr(name), TypeAttr::get(tensor),
           cast<ElementsAttr>(DenseElementsAttr::get(
-              tensor, mb.getFloatAttr(tensor.getElementType(), 0.0))));
+              tensor, mb.getFloatAttr(tensor.getElementType(), init))));
       state->setAttr("kiln.optimizer_state", mb.getUnitAttr());
     }
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&block);
     return GetParamOp::create(b, loc, type, name);
+  }
+
+  LogicalResult checkOptions(ModuleOp module) {
+    auto error = [&]() { return module.emitError("kiln-train-step: "); };
+    if (!llvm::is_contained({"sgd", "adam", "adamw", "adagrad"}, optimizer))
+      return error() << "unknown optimizer '" << optimizer.getValue()
+                     << "' (expected sgd, adam, adamw or adagrad)";
+    if (!llvm::is_contained({"constant", "linear", "cosine"}, schedule))
+      return error() << "unknown schedule '" << schedule.getValue()
+                     << "' (expected constant, linear or cosine)";
+    if (lr < 0)
+      return error() << "the learning rate must not be negative, not " << lr.getValue();
+    if (momentum < 0 || weightDecay < 0 || lrDecay < 0 || gradClip < 0 ||
+        initialAccumulator < 0)
+      return error() << "momentum, weight decay, lr decay, gradient clipping "
+                        "and the initial accumulator must not be negative";
+    if (nesterov && (optimizer != "sgd" || momentum <= 0))
+      return error() << "Nesterov momentum needs --optimizer=sgd and a "
+                        "positive momentum";
+    if (beta1 < 0 || beta1 >= 1 || beta2 < 0 || beta2 >= 1)
+      return error() << "beta1 and beta2 must lie in [0, 1)";
+    if (warmupSteps < 0 || totalSteps < 0)
+      return error() << "warm-up and total steps must not be negative";
+    if (schedule != "constant" && totalSteps <= warmupSteps)
+      return error() << "the " << schedule.getValue()
+                     << " schedule needs total steps (" << totalSteps.getValue()
+                     << ") greater than the warm-up steps (" << warmupSteps.getValue()
+                     << ")";
+    if (gradAccum < 1)
+      return error() << "gradient accumulation needs at least 1 micro-batch, "
+                        "not "
+                     << gradAccum.getValue();
+    for (StringRef name : {"train_step", "eval_step", "accumulate_step"})
+      if (module.lookupSymbol(name))
+        return error() << "'" << name << "' already exists";
+    return success();
+  }
+
+  /// The learning-rate factor of the update following `done` (0-d f64)
+  /// earlier ones.
+  Value scheduleFactor(StepBuilder &k, Value done) {
+    double warmup = static_cast<double>(warmupSteps);
+    double total = static_cast<double>(totalSteps);
+    Value after;
+    Value span = k.f64(std::max(1.0, total - warmup));
+    if (schedule == "constant") {
+      after = k.f64(1.0);
+    } else if (schedule == "linear") {
+      after = k.max(k.f64(0.0), k.div(k.sub(k.f64(total), done), span));
+    } else {
+      {
+        Value progress = k.div(k.sub(done, k.f64(warmup)), span);
+        Value angle = k.scale(progress, llvm::numbers::pi);
+        Value cosine = k.scale(
+            k.add(k.f64(1.0), CosOp::create(k.b, k.loc, angle)), 0.5);
+        after = k.max(k.f64(0.0), cosine);
+      }
+    }
+    if (warmupSteps == 0)
+      return after;
+    Value ramp = k.div(done, k.f64(std::max(1.0, warmup)));
+    Value warming = CompareOp::create(k.b, k.loc, ComparePredicate::lt, done,
+                                      k.f64(warmup));
+    return SelectOp::create(k.b, k.loc, warming, ramp, after);
+  }
+
+  /// Scales the gradients to a global norm of at most gradClip; returns the
+  /// norm before clipping.
+  Value clipGradients(StepBuilder &k, MutableArrayRef<Slot> slots) {
+    Type f32 = k.b.getF32Type();
+    Value sumOfSquares = k.splat(k.scalarType(f32), 0.0);
+    for (Slot &slot : slots) {
+      auto type = StepBuilder::tensorType(slot.grad);
+      SmallVector<int64_t> dims = llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+      Value squares = k.mul(slot.grad, slot.grad);
+      if (!dims.empty())
+        squares = ReduceSumOp::create(k.b, k.loc, squares,
+                                      k.b.getDenseI64ArrayAttr(dims), nullptr);
+      sumOfSquares = k.add(sumOfSquares, k.convert(squares, f32));
+    }
+    Value norm = k.sqrt(sumOfSquares);
+    Value coef = k.div(k.splat(norm.getType(), gradClip),
+                       k.add(norm, k.splat(norm.getType(), 1e-6)));
+    coef = k.min(coef, k.splat(norm.getType(), 1.0));
+    for (Slot &slot : slots)
+      slot.grad = k.scale(slot.grad, coef);
+    return norm;
+  }
+
+  /// The updates of one parameter with learning rate `lrNow` (0-d f64) at
+  /// update `t` (0-d f64, from 1).
+  void update(StepBuilder &k, ModuleOp module, Block &block, Slot &slot,
+              Value lrNow, Value t, SmallVectorImpl<Output> &outputs) {
+    Value p = slot.param, g = slot.grad;
+    Type type = p.getType();
+    auto state = [&](StringRef suffix, double init = 0.0) {
+      std::string name = slot.name + suffix.str();
+      return std::make_pair(
+          stateParam(k.b, module, k.loc, name, type, block, init), name);
+    };
+    if (weightDecay != 0 && optimizer != "adamw")
+      g = k.add(g, k.scale(p, weightDecay));
+    if (optimizer == "sgd") {
+      if (momentum != 0) {
+        auto [buf, name] = state(".momentum_buffer");
+        Value next = k.add(k.scale(buf, momentum), g);
+        outputs.push_back({next, name, name});
+        g = nesterov ? k.add(g, k.scale(next, momentum)) : next;
+      }
+      outputs.push_back({k.sub(p, k.scale(g, lrNow)), slot.name, slot.name});
+      return;
+    }
+    if (optimizer == "adagrad") {
+      auto [sum, name] = state(".sum", initialAccumulator);
+      Value clr = k.div(lrNow, k.add(k.f64(1.0),
+                                     k.scale(k.sub(t, k.f64(1.0)), lrDecay)));
+      Value next = k.add(sum, k.mul(g, g));
+      Value std = k.add(k.sqrt(next), k.splat(type, eps));
+      outputs.push_back({next, name, name});
+      outputs.push_back(
+          {k.sub(p, k.scale(k.div(g, std), clr)), slot.name, slot.name});
+      return;
+    }
+    // Adam and AdamW.
+    if (optimizer == "adamw" && weightDecay != 0)
+      p = k.scale(p, k.sub(k.f64(1.0), k.scale(lrNow, weightDecay)));
+    auto [m, mName] = state(".exp_avg");
+    auto [v, vName] = state(".exp_avg_sq");
+    Value m2 = k.add(k.scale(m, beta1), k.scale(g, 1 - beta1));
+    Value v2 = k.add(k.scale(v, beta2), k.scale(k.mul(g, g), 1 - beta2));
+    auto correction = [&](double beta) {
+      return k.sub(k.f64(1.0), PowOp::create(k.b, k.loc, k.f64(beta), t));
+    };
+    Value stepSize = k.div(lrNow, correction(beta1));
+    Value denom = k.add(k.divide(k.sqrt(v2), k.sqrt(correction(beta2))),
+                        k.splat(type, eps));
+    outputs.push_back({m2, mName, mName});
+    outputs.push_back({v2, vName, vName});
+    outputs.push_back(
+        {k.sub(p, k.scale(k.div(m2, denom), stepSize)), slot.name, slot.name});
+  }
+
+  /// Gives `f` exactly `outputs` as its results.
+  void setResults(func::FuncOp f, ArrayRef<Output> outputs) {
+    auto ret = cast<func::ReturnOp>(f.getBody().front().getTerminator());
+    OpBuilder b(ret);
+    SmallVector<Value> values;
+    for (const Output &o : outputs)
+      values.push_back(o.value);
+    ret->setOperands(values);
+    f.setType(FunctionType::get(f.getContext(), f.getArgumentTypes(),
+                                ValueRange(values).getTypes()));
+    for (auto [i, o] : llvm::enumerate(outputs)) {
+      SmallVector<NamedAttribute> attrs{b.getNamedAttr(
+          "kiln.name",
+          b.getStringAttr(o.updates.empty() ? o.name : o.name + ".next"))};
+      if (!o.updates.empty())
+        attrs.push_back(
+            b.getNamedAttr("kiln.update", b.getStringAttr(o.updates)));
+      f.setResultAttrs(i, b.getDictionaryAttr(attrs));
+    }
+  }
+
+  /// A copy of `grad` named `name`, inserted after `after`, and its trainable
+  /// parameters with their gradients.
+  func::FuncOp cloneGrad(ModuleOp module, func::FuncOp grad, Operation *after,
+                         StringRef name, Value &loss,
+                         SmallVectorImpl<Slot> &slots) {
+    func::FuncOp f = grad.clone();
+    f.setName(name);
+    module.insert(std::next(Block::iterator(after)), f);
+    Block &block = f.getBody().front();
+    auto ret = cast<func::ReturnOp>(block.getTerminator());
+    DenseMap<StringAttr, Value> reads;
+    for (auto read : block.getOps<GetParamOp>())
+      reads.try_emplace(read.getNameAttr().getAttr(), read.getResult());
+    loss = ret.getOperand(0);
+    for (unsigned i = 1; i < ret.getNumOperands(); ++i) {
+      auto gradName = f.getResultAttrOfType<StringAttr>(i, "kiln.name");
+      StringRef param = gradName.getValue().drop_back(strlen(".grad"));
+      if (Value p = reads.lookup(StringAttr::get(f.getContext(), param)))
+        slots.push_back({param.str(), p, ret.getOperand(i)});
+    }
+    return f;
+  }
+
+  /// `eval_step`: the forward function returning only the loss.
+  LogicalResult buildEvalStep(ModuleOp module, func::FuncOp grad,
+                              Operation *after) {
+    auto forward = module.lookupSymbol<func::FuncOp>(function);
+    auto lossName = grad.getResultAttrOfType<StringAttr>(0, "kiln.name");
+    if (!forward || !lossName)
+      return grad.emitError("kiln-train-step: cannot find the loss of '")
+             << function << "'";
+    std::optional<unsigned> index;
+    for (unsigned i = 0; i < forward.getNumResults(); ++i)
+      if (forward.getResultAttrOfType<StringAttr>(i, "kiln.name") == lossName)
+        index = i;
+    if (!index)
+      return forward.emitError("kiln-train-step: '")
+             << function << "' has no result named " << lossName;
+    func::FuncOp eval = forward.clone();
+    eval.setName("eval_step");
+    module.insert(std::next(Block::iterator(after)), eval);
+    auto ret = cast<func::ReturnOp>(eval.getBody().front().getTerminator());
+    setResults(eval, {{ret.getOperand(*index), lossName.str(), ""}});
+    return success();
+  }
+
+  void recordMetadata(ModuleOp module) {
+    OpBuilder b(module.getContext());
+    NamedAttrList entries;
+    if (auto existing =
+            module->getAttrOfType<DictionaryAttr>("kiln.metadata"))
+      entries.append(existing.getValue());
+    auto set = [&](StringRef key, const Twine &value) {
+      entries.set(b.getStringAttr(key), b.getStringAttr(value.str()));
+    };
+    set("training.optimizer", optimizer);
+    set("training.lr", shortest(lr));
+    set("training.schedule", schedule);
+    set("training.grad_accum", std::to_string(gradAccum));
+    if (gradClip != 0)
+      set("training.grad_clip", shortest(gradClip));
+    module->setAttr("kiln.metadata", entries.getDictionary(module.getContext()));
   }
 
   void runOnOperation() override {
@@ -51,111 +355,73 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
           << gradName << "'; run kiln-autodiff first";
       return signalPassFailure();
     }
-    if (optimizer != "sgd" && optimizer != "adamw") {
-      module.emitError("kiln-train-step: unknown optimizer '")
-          << optimizer << "' (expected sgd or adamw)";
+    if (failed(checkOptions(module)))
       return signalPassFailure();
-    }
-    if (module.lookupSymbol("train_step")) {
-      module.emitError("kiln-train-step: 'train_step' already exists");
-      return signalPassFailure();
-    }
-    func::FuncOp step = grad.clone();
-    step.setName("train_step");
-    module.insert(std::next(Block::iterator(grad)), step);
-    Block &block = step.getBody().front();
-    auto ret = cast<func::ReturnOp>(block.getTerminator());
-    Location loc = step.getLoc();
-    OpBuilder b(ret);
+    if (eps < 0)
+      eps = optimizer == "adagrad" ? 1e-10 : 1e-8;
+    Location loc = grad.getLoc();
 
-    // The parameter read for each "<param>.grad" result.
-    DenseMap<StringAttr, Value> reads;
-    for (auto read : block.getOps<GetParamOp>())
-      reads.try_emplace(read.getNameAttr().getAttr(), read.getResult());
-
-    SmallVector<Value> results{ret.getOperand(0)};
-    SmallVector<std::pair<std::string, std::string>> names{{"loss", ""}};
-    Value stepCount, newStepCount;
-    if (optimizer == "adamw") {
-      auto scalar = RankedTensorType::get({}, b.getF32Type());
-      stepCount = stateParam(b, module, loc, "optimizer.step", scalar, block);
-      newStepCount = AddOp::create(b, loc, stepCount, splat(b, loc, scalar, 1));
-      results.push_back(newStepCount);
-      names.push_back({"optimizer.step", "optimizer.step"});
-    }
-    for (unsigned i = 1; i < ret.getNumOperands(); ++i) {
-      auto name = step.getResultAttrOfType<StringAttr>(i, "kiln.name");
-      StringRef param = name.getValue().drop_back(strlen(".grad"));
-      Value p = reads.lookup(b.getStringAttr(param));
-      Value g = ret.getOperand(i);
-      if (!p)
-        continue;
-      Type type = p.getType();
-      auto c = [&](double v) { return splat(b, loc, type, v); };
-      if (optimizer == "sgd") {
-        if (weightDecay != 0)
-          g = AddOp::create(b, loc, g, MulOp::create(b, loc, p, c(weightDecay)));
-        if (momentum != 0) {
-          std::string bufName = (param + ".momentum_buffer").str();
-          Value buf = stateParam(b, module, loc, bufName, type, block);
-          g = AddOp::create(b, loc, MulOp::create(b, loc, buf, c(momentum)), g);
-          results.push_back(g);
-          names.push_back({bufName, bufName});
-        }
-        results.push_back(
-            SubOp::create(b, loc, p, MulOp::create(b, loc, g, c(lr))));
-        names.push_back({param.str(), param.str()});
-        continue;
+    Operation *last = grad;
+    if (gradAccum > 1) {
+      // accumulate_step: the loss, and each accumulator plus this
+      // micro-batch's gradient.
+      Value loss;
+      SmallVector<Slot> slots;
+      func::FuncOp accumulate =
+          cloneGrad(module, grad, last, "accumulate_step", loss, slots);
+      Block &block = accumulate.getBody().front();
+      OpBuilder b(block.getTerminator());
+      StepBuilder k{b, loc};
+      SmallVector<Output> outputs{{loss, "loss", ""}};
+      for (Slot &slot : slots) {
+        std::string name = slot.name + ".grad_accum";
+        Value sum = stateParam(b, module, loc, name, slot.grad.getType(), block);
+        outputs.push_back({k.add(sum, slot.grad), name, name});
       }
-      // AdamW.
-      std::string mName = (param + ".exp_avg").str();
-      std::string vName = (param + ".exp_avg_sq").str();
-      Value m = stateParam(b, module, loc, mName, type, block);
-      Value v = stateParam(b, module, loc, vName, type, block);
-      Value m2 = AddOp::create(b, loc, MulOp::create(b, loc, m, c(beta1)),
-                               MulOp::create(b, loc, g, c(1 - beta1)));
-      Value v2 = AddOp::create(
-          b, loc, MulOp::create(b, loc, v, c(beta2)),
-          MulOp::create(b, loc, MulOp::create(b, loc, g, g), c(1 - beta2)));
-      // Bias corrections 1 - beta^t, broadcast from the scalar step count.
-      auto tensor = cast<RankedTensorType>(type);
-      auto scalarType = cast<RankedTensorType>(newStepCount.getType());
-      auto correction = [&](double beta) -> Value {
-        Value power = PowOp::create(b, loc, splat(b, loc, scalarType, beta),
-                                    newStepCount);
-        Value one = SubOp::create(b, loc, splat(b, loc, scalarType, 1), power);
-        Value cast = one;
-        if (tensor.getElementType() != scalarType.getElementType())
-          cast = CastOp::create(b, loc, scalarType.clone(tensor.getElementType()),
-                                one);
-        return BroadcastOp::create(b, loc, tensor, cast);
-      };
-      Value mHat = DivOp::create(b, loc, m2, correction(beta1));
-      Value vHat = DivOp::create(b, loc, v2, correction(beta2));
-      Value decayed = p;
-      if (weightDecay != 0)
-        decayed = SubOp::create(b, loc, p, MulOp::create(b, loc, p, c(lr * weightDecay)));
-      Value denom = AddOp::create(b, loc, SqrtOp::create(b, loc, vHat), c(eps));
-      Value update = MulOp::create(b, loc, DivOp::create(b, loc, mHat, denom), c(lr));
-      results.push_back(m2);
-      names.push_back({mName, mName});
-      results.push_back(v2);
-      names.push_back({vName, vName});
-      results.push_back(SubOp::create(b, loc, decayed, update));
-      names.push_back({param.str(), param.str()});
+      setResults(accumulate, outputs);
+      last = accumulate;
     }
-    ret->setOperands(results);
-    step.setType(FunctionType::get(step.getContext(), step.getArgumentTypes(),
-                                   ValueRange(results).getTypes()));
-    for (auto [i, name] : llvm::enumerate(names)) {
-      SmallVector<NamedAttribute> attrs{b.getNamedAttr(
-          "kiln.name", b.getStringAttr(name.second.empty()
-                                           ? name.first
-                                           : name.first + ".next"))};
-      if (!name.second.empty())
-        attrs.push_back(b.getNamedAttr("kiln.update", b.getStringAttr(name.second)));
-      step.setResultAttrs(i, b.getDictionaryAttr(attrs));
+
+    Value loss;
+    SmallVector<Slot> slots;
+    func::FuncOp step = cloneGrad(module, grad, last, "train_step", loss, slots);
+    Block &block = step.getBody().front();
+    OpBuilder b(block.getTerminator());
+    StepBuilder k{b, loc};
+    SmallVector<Output> updates;
+
+    // The update count t (from 1), kept as f32 state like torch.optim's.
+    auto f32Scalar = k.scalarType(b.getF32Type());
+    Value stepCount =
+        stateParam(b, module, loc, "optimizer.step", f32Scalar, block);
+    Value newStepCount = k.add(stepCount, k.splat(f32Scalar, 1.0));
+    updates.push_back({newStepCount, "optimizer.step", "optimizer.step"});
+    Value t = k.convert(newStepCount, b.getF64Type());
+
+    if (gradAccum > 1) {
+      double inverse = 1.0 / static_cast<double>(gradAccum);
+      for (Slot &slot : slots) {
+        std::string name = slot.name + ".grad_accum";
+        Value sum = stateParam(b, module, loc, name, slot.grad.getType(), block);
+        slot.grad = k.scale(k.add(sum, slot.grad), inverse);
+        updates.push_back({k.splat(sum.getType(), 0.0), name, name});
+      }
     }
+    SmallVector<Output> outputs{{loss, "loss", ""}};
+    Value lrNow = k.f64(lr);
+    if (schedule != "constant" || warmupSteps != 0)
+      lrNow = k.scale(scheduleFactor(k, k.sub(t, k.f64(1.0))), lr);
+    outputs.push_back({k.convert(lrNow, b.getF32Type()), "lr", ""});
+    if (gradClip != 0)
+      outputs.push_back({clipGradients(k, slots), "grad_norm", ""});
+    for (Slot &slot : slots)
+      update(k, module, block, slot, lrNow, t, updates);
+    outputs.append(updates.begin(), updates.end());
+    setResults(step, outputs);
+
+    if (failed(buildEvalStep(module, grad, step)))
+      return signalPassFailure();
+    recordMetadata(module);
   }
 };
 

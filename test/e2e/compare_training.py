@@ -1,11 +1,18 @@
 """Training parity with torch.optim: the same model, the same batches (the
 stored order), the same optimizer, every step's loss.
 
-    compare_training.py prepare MODEL DIR --optimizer sgd|adamw [--steps N]
-        [--batch B] [--lr LR] [--momentum M] [--weight-decay W]
+    compare_training.py prepare MODEL DIR --optimizer sgd|adam|adamw|adagrad
+        [--steps N] [--batch B] [--lr LR] [--momentum M] [--nesterov]
+        [--weight-decay W] [--lr-decay D] [--schedule constant|linear|cosine
+        --warmup-steps W --total-steps T] [--grad-clip C] [--grad-accum K]
+        [--kiln-loss]
         writes DIR/MODEL-loss.onnx, DIR/MODEL-train.npz and the losses of
         torch.optim on them to DIR/MODEL-losses.txt
-        and the parameters torch.optim ends with to DIR/MODEL-final.npz
+        and the parameters torch.optim ends with to DIR/MODEL-final.npz;
+        with --kiln-loss, DIR/MODEL-logits.onnx is the model without its
+        loss (output 'logits'), for kilnc --loss=cross_entropy to complete;
+        with --grad-accum K, each step takes K batches (micro-batches) and
+        reports their mean loss, as kiln-run does
     compare_training.py check EXPECTED.txt KILN_RUN_OUTPUT.txt [--rtol R]
         compares the 'loss' column of `kiln-run --data ... --no-shuffle`
     compare_training.py check-params FINAL.npz SAVED.safetensors
@@ -31,7 +38,7 @@ def prepare(args):
     with torch.no_grad():
         for parameter in model.parameters():
             parameter.add_(0.01 * torch.randn_like(parameter))
-    samples = args.batch * args.steps
+    samples = args.batch * args.steps * args.grad_accum
     x, labels, input_name = make_inputs(np.random.default_rng(1), samples)
     path = os.path.join(args.dir, args.model + "-loss.onnx")
     torch.onnx.export(model, (x[:args.batch], labels[:args.batch]), path,
@@ -39,27 +46,70 @@ def prepare(args):
                       output_names=["loss"],
                       dynamic_axes={input_name: {0: "batch"}, "labels": {0: "batch"}},
                       do_constant_folding=False)
+    if args.kiln_loss:
+        torch.onnx.export(model.net, (x[:args.batch],),
+                          os.path.join(args.dir, args.model + "-logits.onnx"),
+                          opset_version=17, input_names=[input_name],
+                          output_names=["logits"],
+                          dynamic_axes={input_name: {0: "batch"}},
+                          do_constant_folding=False)
     save_npz(os.path.join(args.dir, args.model + "-train.npz"),
              {input_name: x.numpy(), "labels": labels.numpy()})
-    if args.optimizer == "sgd":
-        optimizer = torch.optim.SGD(model.parameters(), lr=args.lr,
-                                    momentum=args.momentum,
-                                    weight_decay=args.weight_decay)
-    else:
-        optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr,
-                                      weight_decay=args.weight_decay)
+    optimizer = make_optimizer(torch, model, args)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule(args))
     losses = []
+    micro = 0
     for step in range(args.steps):
-        batch = slice(step * args.batch, (step + 1) * args.batch)
         optimizer.zero_grad()
-        loss = model(x[batch], labels[batch])
-        loss.backward()
+        total = 0.0
+        for _ in range(args.grad_accum):
+            batch = slice(micro * args.batch, (micro + 1) * args.batch)
+            micro += 1
+            loss = model(x[batch], labels[batch])
+            (loss / args.grad_accum if args.grad_accum > 1 else loss).backward()
+            total += loss.item()
+        if args.grad_clip:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip)
         optimizer.step()
-        losses.append(loss.item())
+        scheduler.step()
+        losses.append(total / args.grad_accum)
     with open(os.path.join(args.dir, args.model + "-losses.txt"), "w") as f:
         f.write("\n".join("%.9g" % l for l in losses) + "\n")
     save_npz(os.path.join(args.dir, args.model + "-final.npz"),
              {name: p.detach().numpy() for name, p in model.named_parameters()})
+
+
+def make_optimizer(torch, model, args):
+    params = model.parameters()
+    if args.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=args.lr, momentum=args.momentum,
+                               nesterov=args.nesterov,
+                               weight_decay=args.weight_decay)
+    if args.optimizer == "adam":
+        return torch.optim.Adam(params, lr=args.lr,
+                                weight_decay=args.weight_decay)
+    if args.optimizer == "adagrad":
+        return torch.optim.Adagrad(params, lr=args.lr, lr_decay=args.lr_decay,
+                                   weight_decay=args.weight_decay)
+    return torch.optim.AdamW(params, lr=args.lr,
+                             weight_decay=args.weight_decay)
+
+
+def schedule(args):
+    """The learning-rate factor of Hugging Face's schedules with warm-up."""
+    import math
+    warmup, total = args.warmup_steps, args.total_steps
+
+    def factor(step):
+        if step < warmup:
+            return float(step) / float(max(1, warmup))
+        if args.schedule == "constant":
+            return 1.0
+        if args.schedule == "linear":
+            return max(0.0, float(total - step) / float(max(1, total - warmup)))
+        progress = float(step - warmup) / float(max(1, total - warmup))
+        return max(0.0, 0.5 * (1.0 + math.cos(math.pi * 0.5 * 2.0 * progress)))
+    return factor
 
 
 def read_safetensors(path):
@@ -126,12 +176,22 @@ def main():
     p = sub.add_parser("prepare")
     p.add_argument("model", choices=["mlp", "gpt2"])
     p.add_argument("dir")
-    p.add_argument("--optimizer", choices=["sgd", "adamw"], required=True)
+    p.add_argument("--optimizer", choices=["sgd", "adam", "adamw", "adagrad"],
+                   required=True)
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--batch", type=int, default=4)
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--momentum", type=float, default=0.0)
     p.add_argument("--weight-decay", type=float, default=0.0)
+    p.add_argument("--nesterov", action="store_true")
+    p.add_argument("--lr-decay", type=float, default=0.0)
+    p.add_argument("--schedule", choices=["constant", "linear", "cosine"],
+                   default="constant")
+    p.add_argument("--warmup-steps", type=int, default=0)
+    p.add_argument("--total-steps", type=int, default=0)
+    p.add_argument("--grad-clip", type=float, default=0.0)
+    p.add_argument("--grad-accum", type=int, default=1)
+    p.add_argument("--kiln-loss", action="store_true")
     c = sub.add_parser("check")
     c.add_argument("expected")
     c.add_argument("actual")

@@ -5,6 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Training.h"
+
 #include "kiln/Bundle/EmitBundle.h"
 #include "kiln/Compiler/Compile.h"
 #include "kiln/Import/ONNX.h"
@@ -72,37 +74,6 @@ cl::opt<bool> gradients(
              "returning the loss and its gradient for every parameter"),
     cl::init(false), cl::cat(kilncCategory));
 
-cl::opt<std::string> lossOutput(
-    "loss-output",
-    cl::desc("The graph output that is the scalar loss (default: 'loss')"),
-    cl::value_desc("name"), cl::init("loss"), cl::cat(kilncCategory));
-
-cl::opt<std::string> freeze(
-    "freeze",
-    cl::desc("Parameters whose name matches this regular expression get no "
-             "gradient"),
-    cl::value_desc("regex"), cl::init(""), cl::cat(kilncCategory));
-
-cl::opt<std::string> optimizer(
-    "optimizer",
-    cl::desc("Compile the training step 'train_step' with this optimizer "
-             "(sgd or adamw); needs a loss output"),
-    cl::value_desc("name"), cl::init(""), cl::cat(kilncCategory));
-cl::opt<double> learningRate("lr", cl::desc("Learning rate (default 0.01)"),
-                             cl::init(0.01), cl::cat(kilncCategory));
-cl::opt<double> momentum("momentum", cl::desc("SGD momentum (default 0)"),
-                         cl::init(0.0), cl::cat(kilncCategory));
-cl::opt<double> weightDecay(
-    "weight-decay",
-    cl::desc("Weight decay: L2 for SGD, decoupled for AdamW (default 0)"),
-    cl::init(0.0), cl::cat(kilncCategory));
-cl::opt<double> beta1("beta1", cl::desc("AdamW beta1 (default 0.9)"),
-                      cl::init(0.9), cl::cat(kilncCategory));
-cl::opt<double> beta2("beta2", cl::desc("AdamW beta2 (default 0.999)"),
-                      cl::init(0.999), cl::cat(kilncCategory));
-cl::opt<double> epsilon("eps", cl::desc("AdamW epsilon (default 1e-8)"),
-                        cl::init(1e-8), cl::cat(kilncCategory));
-
 cl::opt<std::string> target("target",
                             cl::desc("Code generation target (cpu)"),
                             cl::value_desc("target"), cl::init("cpu"),
@@ -135,19 +106,23 @@ int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
-  cl::HideUnrelatedOptions(kilncCategory);
+  cl::HideUnrelatedOptions({&kilncCategory, &kilnc::trainingCategory()});
   cl::ParseCommandLineOptions(
       argc, argv,
       "kilnc: compiles ONNX models with Kiln\n\n"
       "  kilnc model.onnx --batch-size=8 --emit=kiln -o model.mlir\n"
       "  kilnc model.onnx --batch-size=8 --inference -o model.kiln\n");
 
-  bool training = !optimizer.empty();
+  if (auto error = kilnc::applyTrainConfig())
+    return fail(toString(std::move(error)));
+  if (auto error = kilnc::checkTrainingFlags(gradients))
+    return fail(toString(std::move(error)));
+  bool training = kilnc::trainingRequested();
   bool bundle = emit == EmitKind::Bundle ||
                 ((inference || training) && emit.getNumOccurrences() == 0);
   if (bundle && !inference && !training)
     return fail("--emit=bundle needs --inference or a training spec "
-                "(--optimizer=sgd|adamw)");
+                "(--optimizer=sgd|adam|adamw|adagrad)");
   if (bundle && outputFile == "-")
     return fail("a bundle is binary: name the output file with -o FILE.kiln");
   if (target != "cpu")
@@ -184,26 +159,9 @@ int main(int argc, char **argv) {
 
   if (gradients && !bundle)
     return fail("--gradients needs --inference");
-  if (training && optimizer != "sgd" && optimizer != "adamw")
-    return fail("--optimizer must be sgd or adamw, not '" + optimizer + "'");
   if (gradients || training) {
     mlir::PassManager pm(&context);
-    pm.addPass(kiln::createKilnDecompose());
-    kiln::KilnAutodiffOptions autodiff;
-    autodiff.loss = lossOutput;
-    autodiff.freeze = freeze;
-    pm.addPass(kiln::createKilnAutodiff(autodiff));
-    if (training) {
-      kiln::KilnTrainStepOptions step;
-      step.optimizer = optimizer;
-      step.lr = learningRate;
-      step.momentum = momentum;
-      step.weightDecay = weightDecay;
-      step.beta1 = beta1;
-      step.beta2 = beta2;
-      step.eps = epsilon;
-      pm.addPass(kiln::createKilnTrainStep(step));
-    }
+    kilnc::addTrainingPasses(pm);
     std::string diagnostic;
     mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
       if (diagnostic.empty())
@@ -212,6 +170,10 @@ int main(int argc, char **argv) {
     });
     if (mlir::failed(pm.run(**module)))
       return fail(inputFile + ": " + diagnostic);
+    // A training bundle holds forward_grad only when asked for.
+    if (!gradients)
+      if (mlir::Operation *grad = (*module)->lookupSymbol("forward_grad"))
+        grad->erase();
   }
   if (bundle) {
     kiln::CompileOptions compileOptions;

@@ -43,33 +43,114 @@ def KilnAutodiff : Pass<"kiln-autodiff", "mlir::ModuleOp"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def KilnAddLoss : Pass<"kiln-add-loss", "mlir::ModuleOp"> {
+  let summary = "Adds a loss of a model output against a new labels input";
+  let description = [{
+    For a model exported without its loss: appends to `function` an argument
+    named `labels` and a scalar result named `name` computing, from the
+    result named `on`:
+    - `cross_entropy`: softmax cross-entropy (torch.nn.CrossEntropyLoss) of
+      logits whose classes lie on `class-axis` (1 as in PyTorch; -1 for
+      `[batch, sequence, vocabulary]` language-model logits) against int64
+      class indices shaped like the logits without that axis; labels equal to
+      `ignore-index` count for nothing, `label-smoothing` mixes the target
+      with the uniform distribution; the mean over counted elements;
+    - `mse`: the mean squared error against labels of the output's type;
+    - `bce_with_logits`: binary cross-entropy of sigmoid(output) against
+      float targets of the output's type, computed stably from the logits as
+      torch.nn.BCEWithLogitsLoss does; the mean over all elements.
+  }];
+  let options = [
+    Option<"function", "function", "std::string", "\"forward\"",
+           "The function to add the loss to">,
+    Option<"kind", "kind", "std::string", "\"cross_entropy\"",
+           "cross_entropy, mse or bce_with_logits">,
+    Option<"on", "on", "std::string", "\"\"",
+           "The result (kiln.name) the loss is computed from; the only "
+           "result when empty">,
+    Option<"labels", "labels", "std::string", "\"labels\"",
+           "The name of the new labels argument">,
+    Option<"name", "name", "std::string", "\"loss\"",
+           "The name of the new loss result">,
+    Option<"classAxis", "class-axis", "int64_t", "1",
+           "cross_entropy: the axis of the classes (negative counts from the "
+           "end)">,
+    Option<"ignoreIndex", "ignore-index", "int64_t", "-100",
+           "cross_entropy: the label value that contributes nothing">,
+    Option<"labelSmoothing", "label-smoothing", "double", "0.0",
+           "cross_entropy: label smoothing in [0, 1)">
+  ];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def KilnTrainStep : Pass<"kiln-train-step", "mlir::ModuleOp"> {
   let summary = "Builds the train_step entry point from a gradient function";
   let description = [{
     From `<function>_grad` (kiln-autodiff's output: the loss, then one
     `<param>.grad` per trainable parameter) builds `train_step`, which
-    returns the loss and, for every trainable parameter and optimizer state
-    tensor, its updated value as a result marked `kiln.update = "<param>"`:
-    the bundle writes those results into the parameter's own storage, so the
-    state is updated in place. Optimizer state lives in new `kiln.param`
-    symbols (`<param>.momentum_buffer`, `<param>.exp_avg`,
-    `<param>.exp_avg_sq`, and the step count `optimizer.step`), starting at
-    zero. The update rules are torch.optim's: SGD with momentum (dampening 0)
-    and L2 weight decay, and AdamW with bias correction and decoupled weight
-    decay.
+    returns the loss, the learning rate the update used (`lr`), the global
+    gradient norm before clipping (`grad_norm`, with `grad-clip`), and, for
+    every trainable parameter and optimizer state tensor, its updated value
+    as a result marked `kiln.update = "<param>"`: the bundle writes those
+    results into the parameter's own storage, so the state is updated in
+    place. Optimizer state lives in new `kiln.param` symbols marked
+    `kiln.optimizer_state`: the step count `optimizer.step` and, per
+    parameter, `<param>.momentum_buffer` (SGD with momentum),
+    `<param>.exp_avg` and `<param>.exp_avg_sq` (Adam, AdamW) or `<param>.sum`
+    (Adagrad), starting at zero (Adagrad's sum at `initial-accumulator`).
+
+    The update rules are torch.optim's (PyTorch 1.13, single-tensor path):
+    SGD with momentum (dampening 0), Nesterov momentum and L2 weight decay;
+    Adam with L2 weight decay; AdamW with decoupled weight decay; Adagrad
+    with `lr-decay`. Both Adam variants use bias correction.
+
+    The learning rate of update `t` (from 1) is `lr * f(t - 1)` for the
+    `schedule`: `constant` (f = 1 after warm-up), `linear` (Hugging Face
+    `get_linear_schedule_with_warmup`) or `cosine` (half a cosine,
+    `get_cosine_schedule_with_warmup`); all ramp up linearly over
+    `warmup-steps`. `grad-clip` scales the gradients by
+    `min(1, max / (norm + 1e-6))` of their global L2 norm, as
+    torch.nn.utils.clip_grad_norm_ does.
+
+    With `grad-accum` K > 1, also builds `accumulate_step`, which adds the
+    gradients of one micro-batch into `<param>.grad_accum` state and returns
+    the loss; `train_step` then updates with the mean of the K micro-batch
+    gradients (the K - 1 accumulated ones and its own) and clears the
+    accumulators. The runtime calls `accumulate_step` K - 1 times before
+    each `train_step`; the module records K in its `kiln.metadata`
+    (`training.grad_accum`).
+
+    Also builds `eval_step`: `function` returning only the loss.
   }];
   let options = [
     Option<"function", "function", "std::string", "\"forward\"",
            "The function whose gradient function to use">,
     Option<"optimizer", "optimizer", "std::string", "\"sgd\"",
-           "sgd or adamw">,
+           "sgd, adam, adamw or adagrad">,
     Option<"lr", "lr", "double", "0.01", "Learning rate">,
     Option<"momentum", "momentum", "double", "0.0", "SGD momentum">,
+    Option<"nesterov", "nesterov", "bool", "false",
+           "SGD: Nesterov momentum">,
     Option<"weightDecay", "weight-decay", "double", "0.0",
-           "Weight decay (L2 for SGD, decoupled for AdamW)">,
-    Option<"beta1", "beta1", "double", "0.9", "AdamW beta1">,
-    Option<"beta2", "beta2", "double", "0.999", "AdamW beta2">,
-    Option<"eps", "eps", "double", "1e-8", "AdamW epsilon">
+           "Weight decay (decoupled for AdamW, L2 for the others)">,
+    Option<"beta1", "beta1", "double", "0.9", "Adam/AdamW beta1">,
+    Option<"beta2", "beta2", "double", "0.999", "Adam/AdamW beta2">,
+    Option<"eps", "eps", "double", "-1.0",
+           "Epsilon; negative: torch's default (1e-8 for Adam/AdamW, 1e-10 "
+           "for Adagrad)">,
+    Option<"lrDecay", "lr-decay", "double", "0.0", "Adagrad learning-rate decay">,
+    Option<"initialAccumulator", "initial-accumulator", "double", "0.0",
+           "Adagrad: the initial value of the squared-gradient sums">,
+    Option<"schedule", "schedule", "std::string", "\"constant\"",
+           "constant, linear or cosine">,
+    Option<"warmupSteps", "warmup-steps", "int64_t", "0",
+           "Updates over which the learning rate ramps up from 0">,
+    Option<"totalSteps", "total-steps", "int64_t", "0",
+           "linear, cosine: the update at which the learning rate reaches 0">,
+    Option<"gradClip", "grad-clip", "double", "0.0",
+           "Clip the global gradient norm to this (0: no clipping)">,
+    Option<"gradAccum", "grad-accum", "int64_t", "1",
+           "Micro-batches per update">
   ];
   let dependentDialects = ["::kiln::KilnDialect"];
 }

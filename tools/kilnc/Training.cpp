@@ -1,0 +1,252 @@
+//===- Training.cpp - kilnc's training-spec options -----------------------===//
+
+#include "Training.h"
+
+#include "kiln/Transforms/Passes.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+using namespace llvm;
+
+namespace {
+
+cl::OptionCategory &category() {
+  static cl::OptionCategory c("kilnc training options");
+  return c;
+}
+
+cl::opt<std::string> trainConfig(
+    "train-config",
+    cl::desc("Read the training options from this JSON object (keys are the "
+             "flag names, e.g. {\"optimizer\": \"adamw\", \"lr\": 3e-4}); "
+             "flags given on the command line win"),
+    cl::value_desc("file.json"), cl::init(""), cl::cat(category()));
+
+cl::opt<std::string> lossOutput(
+    "loss-output",
+    cl::desc("The graph output that is the scalar loss (default: 'loss')"),
+    cl::value_desc("name"), cl::init("loss"), cl::cat(category()));
+cl::opt<std::string>
+    loss("loss",
+         cl::desc("Build the loss: cross_entropy, mse or bce_with_logits of "
+                  "--loss-on against a new input --labels"),
+         cl::value_desc("kind"), cl::init(""), cl::cat(category()));
+cl::opt<std::string> lossOn(
+    "loss-on",
+    cl::desc("The graph output --loss is computed from (default: the only "
+             "output)"),
+    cl::value_desc("output"), cl::init(""), cl::cat(category()));
+cl::opt<std::string>
+    labels("labels", cl::desc("The name of the labels input --loss adds "
+                              "(default: 'labels')"),
+           cl::value_desc("name"), cl::init("labels"), cl::cat(category()));
+cl::opt<int64_t> lossClassAxis(
+    "loss-class-axis",
+    cl::desc("cross_entropy: the axis of the classes (default 1, as PyTorch; "
+             "-1 for [batch, sequence, vocabulary] logits)"),
+    cl::init(1), cl::cat(category()));
+cl::opt<int64_t> ignoreIndex(
+    "ignore-index",
+    cl::desc("cross_entropy: labels with this value count for nothing "
+             "(default -100)"),
+    cl::init(-100), cl::cat(category()));
+cl::opt<double> labelSmoothing(
+    "label-smoothing", cl::desc("cross_entropy: label smoothing (default 0)"),
+    cl::init(0.0), cl::cat(category()));
+cl::opt<std::string> freeze(
+    "freeze",
+    cl::desc("Parameters whose name matches this regular expression get no "
+             "gradient"),
+    cl::value_desc("regex"), cl::init(""), cl::cat(category()));
+
+cl::opt<std::string> optimizer(
+    "optimizer",
+    cl::desc("Compile the training step 'train_step' with this optimizer: "
+             "sgd, adam, adamw or adagrad (torch.optim's rules)"),
+    cl::value_desc("name"), cl::init(""), cl::cat(category()));
+cl::opt<double> learningRate("lr", cl::desc("Learning rate (default 0.01)"),
+                             cl::init(0.01), cl::cat(category()));
+cl::opt<double> momentum("momentum", cl::desc("SGD momentum (default 0)"),
+                         cl::init(0.0), cl::cat(category()));
+cl::opt<bool> nesterov("nesterov", cl::desc("SGD: Nesterov momentum"),
+                       cl::init(false), cl::cat(category()));
+cl::opt<double> weightDecay(
+    "weight-decay",
+    cl::desc("Weight decay: decoupled for AdamW, L2 for the others "
+             "(default 0)"),
+    cl::init(0.0), cl::cat(category()));
+cl::opt<double> beta1("beta1", cl::desc("Adam/AdamW beta1 (default 0.9)"),
+                      cl::init(0.9), cl::cat(category()));
+cl::opt<double> beta2("beta2", cl::desc("Adam/AdamW beta2 (default 0.999)"),
+                      cl::init(0.999), cl::cat(category()));
+cl::opt<double> epsilon(
+    "eps",
+    cl::desc("Epsilon (default 1e-8 for Adam/AdamW, 1e-10 for Adagrad)"),
+    cl::init(-1.0), cl::cat(category()));
+cl::opt<double> lrDecay("lr-decay",
+                        cl::desc("Adagrad learning-rate decay (default 0)"),
+                        cl::init(0.0), cl::cat(category()));
+cl::opt<double> initialAccumulator(
+    "initial-accumulator",
+    cl::desc("Adagrad: initial squared-gradient sum (default 0)"),
+    cl::init(0.0), cl::cat(category()));
+cl::opt<std::string> schedule(
+    "schedule",
+    cl::desc("Learning-rate schedule: constant, linear or cosine (default "
+             "constant), with --warmup-steps and --total-steps"),
+    cl::value_desc("name"), cl::init("constant"), cl::cat(category()));
+cl::opt<int64_t> warmupSteps(
+    "warmup-steps",
+    cl::desc("Updates over which the learning rate ramps up from 0"),
+    cl::init(0), cl::cat(category()));
+cl::opt<int64_t> totalSteps(
+    "total-steps",
+    cl::desc("linear, cosine: the update at which the learning rate is 0"),
+    cl::init(0), cl::cat(category()));
+cl::opt<double> gradClip(
+    "grad-clip",
+    cl::desc("Clip the global gradient norm to this (default: no clipping)"),
+    cl::value_desc("max-norm"), cl::init(0.0), cl::cat(category()));
+cl::opt<int64_t> gradAccum(
+    "grad-accum",
+    cl::desc("Micro-batches (of --batch-size) per optimizer update "
+             "(default 1)"),
+    cl::value_desc("K"), cl::init(1), cl::cat(category()));
+
+Error configError(const Twine &message) {
+  return createStringError(inconvertibleErrorCode(),
+                           "--train-config=" + trainConfig + ": " + message);
+}
+
+/// The command-line spelling of a JSON scalar.
+std::optional<std::string> flagValue(const json::Value &value) {
+  if (auto s = value.getAsString())
+    return s->str();
+  if (auto b = value.getAsBoolean())
+    return *b ? "true" : "false";
+  if (auto i = value.getAsInteger())
+    return std::to_string(*i);
+  if (auto d = value.getAsNumber()) {
+    std::string text;
+    raw_string_ostream(text) << format("%.17g", *d);
+    return text;
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+cl::OptionCategory &kilnc::trainingCategory() { return category(); }
+
+Error kilnc::applyTrainConfig() {
+  if (trainConfig.empty())
+    return Error::success();
+  auto file = MemoryBuffer::getFile(trainConfig);
+  if (!file)
+    return configError(file.getError().message());
+  Expected<json::Value> parsed = json::parse((*file)->getBuffer());
+  if (!parsed)
+    return configError(toString(parsed.takeError()));
+  const json::Object *object = parsed->getAsObject();
+  if (!object)
+    return configError("expected a JSON object of training options");
+  auto &registered = cl::getRegisteredOptions();
+  // Deterministic order, so the first error is the same every run.
+  std::vector<std::string> keys;
+  for (const auto &entry : *object)
+    keys.push_back(entry.first.str());
+  llvm::sort(keys);
+  for (const std::string &key : keys) {
+    cl::Option *option = registered.lookup(key);
+    if (!option || key == "train-config" ||
+        !llvm::is_contained(option->Categories, &category()))
+      return configError("'" + key + "' is not a training option");
+    if (option->getNumOccurrences())
+      continue;
+    std::optional<std::string> value = flagValue(*object->get(key));
+    if (!value)
+      return configError("'" + key + "' must be a string, number or boolean");
+    std::string message;
+    raw_string_ostream os(message);
+    // addOccurrence reports a bad value on errs(); it returns true then.
+    if (option->addOccurrence(0, key, *value))
+      return configError("bad value for '" + key + "'");
+  }
+  return Error::success();
+}
+
+bool kilnc::trainingRequested() { return !optimizer.empty(); }
+
+Error kilnc::checkTrainingFlags(bool gradients) {
+  auto error = [](const Twine &message) {
+    return createStringError(inconvertibleErrorCode(), message);
+  };
+  if (!optimizer.empty() &&
+      !llvm::is_contained({"sgd", "adam", "adamw", "adagrad"}, optimizer))
+    return error("--optimizer must be sgd, adam, adamw or adagrad, not '" +
+                 optimizer + "'");
+  if (!loss.empty() &&
+      !llvm::is_contained({"cross_entropy", "mse", "bce_with_logits"}, loss))
+    return error("--loss must be cross_entropy, mse or bce_with_logits, not '" +
+                 loss + "'");
+  if (!loss.empty() && lossOutput.getNumOccurrences())
+    return error("--loss builds the loss; --loss-output names one the model "
+                 "already computes: give one of them");
+  if (!llvm::is_contained({"constant", "linear", "cosine"}, schedule))
+    return error("--schedule must be constant, linear or cosine, not '" +
+                 schedule + "'");
+  if (optimizer.empty()) {
+    for (cl::Option *option : cl::getRegisteredOptions().values())
+      if (option->getNumOccurrences() &&
+          llvm::is_contained(option->Categories, &category()) &&
+          !llvm::is_contained({"loss-output", "loss", "loss-on", "labels",
+                               "loss-class-axis", "ignore-index",
+                               "label-smoothing", "freeze", "train-config"},
+                              option->ArgStr))
+        return error("--" + option->ArgStr +
+                     " sets up a training step: it needs --optimizer");
+    if (!gradients && (!loss.empty() || freeze.getNumOccurrences()))
+      return error("--loss and --freeze need --optimizer or --gradients");
+  }
+  return Error::success();
+}
+
+void kilnc::addTrainingPasses(mlir::PassManager &pm) {
+  std::string lossName = lossOutput;
+  if (!loss.empty()) {
+    kiln::KilnAddLossOptions add;
+    add.kind = loss;
+    add.on = lossOn;
+    add.labels = labels;
+    add.name = lossName = "loss";
+    add.classAxis = lossClassAxis;
+    add.ignoreIndex = ignoreIndex;
+    add.labelSmoothing = labelSmoothing;
+    pm.addPass(kiln::createKilnAddLoss(add));
+  }
+  pm.addPass(kiln::createKilnDecompose());
+  kiln::KilnAutodiffOptions autodiff;
+  autodiff.loss = lossName;
+  autodiff.freeze = freeze;
+  pm.addPass(kiln::createKilnAutodiff(autodiff));
+  if (optimizer.empty())
+    return;
+  kiln::KilnTrainStepOptions step;
+  step.optimizer = optimizer;
+  step.lr = learningRate;
+  step.momentum = momentum;
+  step.nesterov = nesterov;
+  step.weightDecay = weightDecay;
+  step.beta1 = beta1;
+  step.beta2 = beta2;
+  step.eps = epsilon;
+  step.lrDecay = lrDecay;
+  step.initialAccumulator = initialAccumulator;
+  step.schedule = schedule;
+  step.warmupSteps = warmupSteps;
+  step.totalSteps = totalSteps;
+  step.gradClip = gradClip;
+  step.gradAccum = gradAccum;
+  pm.addPass(kiln::createKilnTrainStep(step));
+}

@@ -1,0 +1,36 @@
+//===- Training.h - kilnc's training-spec options ---------------*- C++ -*-===//
+//
+// The flags that describe a training step (loss, optimizer, schedule,
+// clipping, accumulation), the --train-config file that sets the same keys,
+// and the passes they add.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILNC_TRAINING_H
+#define KILNC_TRAINING_H
+
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Error.h"
+
+namespace kilnc {
+
+llvm::cl::OptionCategory &trainingCategory();
+
+/// Sets every training flag the command line did not give from the JSON
+/// object in --train-config, if any.
+llvm::Error applyTrainConfig();
+
+/// Whether a training step was asked for (--optimizer).
+bool trainingRequested();
+
+/// Checks the training flags against each other; `gradients` is --gradients.
+llvm::Error checkTrainingFlags(bool gradients);
+
+/// Adds the passes from the imported model to `forward_grad` (gradients)
+/// and, when a step was asked for, the training entry points.
+void addTrainingPasses(mlir::PassManager &pm);
+
+} // namespace kilnc
+
+#endif // KILNC_TRAINING_H
