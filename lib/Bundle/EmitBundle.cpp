@@ -69,6 +69,26 @@ std::string parameterBytes(DenseElementsAttr value) {
   return bytes;
 }
 
+/// Copies the module's `kiln.metadata` dictionary of strings into the
+/// manifest, sorted by key as the dictionary is.
+llvm::Error copyMetadata(Attribute metadata, bundle::Manifest &manifest) {
+  if (!metadata)
+    return llvm::Error::success();
+  auto dictionary = dyn_cast<DictionaryAttr>(metadata);
+  if (!dictionary)
+    return makeError("module attribute 'kiln.metadata' is not a dictionary");
+  for (NamedAttribute entry : dictionary) {
+    auto value = dyn_cast<StringAttr>(entry.getValue());
+    if (!value)
+      return makeError("module attribute 'kiln.metadata': entry '" +
+                       entry.getName().strref() + "' is not a string");
+    bundle::MetadataEntry *stored = manifest.add_metadata();
+    stored->set_key(entry.getName().str());
+    stored->set_value(value.str());
+  }
+  return llvm::Error::success();
+}
+
 } // namespace
 
 llvm::Error kiln::writeBundle(const CompiledModel &model, StringRef path,
@@ -77,6 +97,8 @@ llvm::Error kiln::writeBundle(const CompiledModel &model, StringRef path,
   bundle::Manifest &manifest = writer.manifest();
   manifest.set_producer("kilnc 0.1.0");
   manifest.set_model_name(modelName.str());
+  if (llvm::Error error = copyMetadata(model.metadata, manifest))
+    return error;
 
   for (const CompiledParam &param : model.params) {
     bundle::TensorSpec spec;

@@ -159,6 +159,7 @@ llvm::Error collectArguments(ModuleOp module,
 Expected<kiln::CompiledModel>
 kiln::compileModel(ModuleOp module, const CompileOptions &options) {
   CompiledModel model;
+  model.metadata = module->getAttr("kiln.metadata");
   llvm::StringMap<unsigned> paramIndex;
   for (auto param : module.getOps<ParamOp>()) {
     auto value = dyn_cast_or_null<DenseElementsAttr>(param.getInitialValueAttr());

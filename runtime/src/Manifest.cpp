@@ -75,6 +75,7 @@ public:
   Status validate() {
     KILN_RETURN_IF_ERROR(validateParameters());
     KILN_RETURN_IF_ERROR(validateTargets());
+    KILN_RETURN_IF_ERROR(validateMetadata());
     if (manifest.entry_points_size() == 0)
       return formatError("manifest has no entry points");
     std::set<std::string> names;
@@ -168,6 +169,21 @@ private:
         return formatError("parameters overlap in the weights section at "
                            "offset ",
                            ranges[i].first);
+    return Status();
+  }
+
+  /// Keys follow the rules of names; values are handed out as C strings, so
+  /// they must not hold a NUL byte either.
+  Status validateMetadata() {
+    std::set<std::string> keys;
+    for (int i = 0; i < manifest.metadata_size(); ++i) {
+      const bp::MetadataEntry &entry = manifest.metadata(i);
+      KILN_RETURN_IF_ERROR(
+          validateName(entry.key(), strCat("metadata entry ", i), keys));
+      if (hasNul(entry.value()))
+        return formatError("metadata entry ", i, " '", entry.key(),
+                           "' has a value with a NUL byte");
+    }
     return Status();
   }
 

@@ -124,6 +124,34 @@ kiln_status_t getEntryPointTensor(const kiln_bundle_t *bundle,
   });
 }
 
+/// FNV-1a, 64-bit, continuing from `hash`.
+uint64_t fnv1a(uint64_t hash, const uint8_t *bytes, size_t size) {
+  for (size_t i = 0; i < size; ++i) {
+    hash ^= bytes[i];
+    hash *= 0x100000001b3ull;
+  }
+  return hash;
+}
+
+/// FNV-1a over the manifest's bytes, then every section's CRC-32 (little
+/// endian, in table order); see kiln_bundle_get_fingerprint.
+uint64_t bundleFingerprint(const BundleReader &reader) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  const std::vector<SectionEntry> &sections = reader.sections();
+  for (uint32_t i = 0; i < sections.size(); ++i) {
+    if (sections[i].kind != static_cast<uint32_t>(SectionKind::Manifest))
+      continue;
+    ByteSpan manifest = reader.sectionBytes(i);
+    hash = fnv1a(hash, manifest.data, manifest.size);
+  }
+  for (const SectionEntry &section : sections) {
+    uint8_t crc[4];
+    storeLE32(crc, section.crc);
+    hash = fnv1a(hash, crc, sizeof(crc));
+  }
+  return hash;
+}
+
 } // namespace
 
 extern "C" {
@@ -188,6 +216,7 @@ kiln_status_t kiln_bundle_get_info(const kiln_bundle_t *bundle,
     info.parameter_bytes = 0;
     for (const bp::Parameter &parameter : manifest.parameters())
       info.parameter_bytes += parameter.size_bytes();
+    info.metadata_count = static_cast<size_t>(manifest.metadata_size());
     *out_info = info;
     return Status();
   });
@@ -288,6 +317,50 @@ kiln_status_t kiln_bundle_get_parameter(const kiln_bundle_t *bundle,
     info.tensor = tensorInfo(parameter.tensor());
     info.trainable = parameter.trainable() ? 1 : 0;
     *out_info = info;
+    return Status();
+  });
+}
+
+kiln_status_t kiln_bundle_get_metadata(const kiln_bundle_t *bundle,
+                                       const char *key,
+                                       const char **out_value) {
+  KILN_REQUIRE(bundle);
+  KILN_REQUIRE(key);
+  KILN_REQUIRE(out_value);
+  return guarded([&]() -> Status {
+    for (const bp::MetadataEntry &entry : manifestOf(bundle).metadata()) {
+      if (entry.key() == key) {
+        *out_value = entry.value().c_str();
+        return Status();
+      }
+    }
+    return notFound(bundle->reader->name(), ": no metadata entry '", key, "'");
+  });
+}
+
+kiln_status_t kiln_bundle_get_metadata_entry(const kiln_bundle_t *bundle,
+                                             size_t index, const char **out_key,
+                                             const char **out_value) {
+  KILN_REQUIRE(bundle);
+  KILN_REQUIRE(out_key);
+  KILN_REQUIRE(out_value);
+  return guarded([&]() -> Status {
+    const bp::Manifest &manifest = manifestOf(bundle);
+    KILN_RETURN_IF_ERROR(checkIndex(index, manifest.metadata_size(),
+                                    "metadata entry", bundle->reader->name()));
+    const bp::MetadataEntry &entry = manifest.metadata(static_cast<int>(index));
+    *out_key = entry.key().c_str();
+    *out_value = entry.value().c_str();
+    return Status();
+  });
+}
+
+kiln_status_t kiln_bundle_get_fingerprint(const kiln_bundle_t *bundle,
+                                          uint64_t *out_fingerprint) {
+  KILN_REQUIRE(bundle);
+  KILN_REQUIRE(out_fingerprint);
+  return guarded([&]() -> Status {
+    *out_fingerprint = bundleFingerprint(*bundle->reader);
     return Status();
   });
 }

@@ -491,6 +491,22 @@ TEST(BundleReader, RejectsEachBrokenManifestRule) {
          m.mutable_entry_points(1)->set_arena_alignment(48);
        },
        "arena_alignment 48 is not a power of two up to 4096"},
+      {"empty metadata key",
+       [](bp::Manifest &m) { m.add_metadata()->set_value("1"); },
+       "metadata entry 0 has an empty name"},
+      {"duplicate metadata key",
+       [](bp::Manifest &m) {
+         m.add_metadata()->set_key("training.grad_accum");
+         m.add_metadata()->set_key("training.grad_accum");
+       },
+       "metadata entry 1: the name 'training.grad_accum' is used twice"},
+      {"NUL in a metadata value",
+       [](bp::Manifest &m) {
+         bp::MetadataEntry *entry = m.add_metadata();
+         entry->set_key("k");
+         entry->set_value(std::string("a\0b", 3));
+       },
+       "metadata entry 0 'k' has a value with a NUL byte"},
       {"arena too large",
        [](bp::Manifest &m) {
          m.mutable_entry_points(1)->set_arena_bytes(~uint64_t(0));
@@ -520,6 +536,12 @@ TEST(BundleReader, AcceptsWhatTheRulesAllow) {
   empty->set_name("empty");
   empty->set_element_type(bp::I8);
   empty->add_shape(0);
+  // Metadata in any order, with empty values.
+  bp::MetadataEntry *entry = parts.manifest.add_metadata();
+  entry->set_key("z");
+  entry = parts.manifest.add_metadata();
+  entry->set_key("a");
+  entry->set_value("1");
   Status status = readBytes(encodeParts(parts));
   EXPECT_TRUE(status.ok()) << status.message();
 }

@@ -9,11 +9,13 @@
 
 #include "TestBundles.h"
 #include "kiln/runtime.h"
+#include "kiln/runtime/BundleReader.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <unistd.h>
@@ -43,6 +45,10 @@ protected:
     writeBundle("not-elf.kiln", [](BundleWriter &w) {
       buildSingleBundle(w, std::string(300, 'Z'));
     });
+    writeBundle("multi-metadata.kiln", [](BundleWriter &w) {
+      buildMultiBundle(w, code);
+      addMetadata(w, {{"training.grad_accum", "4"}, {"zeta", ""}});
+    });
     writeBundle("missing-kernel.kiln", [](BundleWriter &w) {
       buildSingleBundle(w, code);
       w.manifest().mutable_targets(0)->add_kernels("softmax_kernel");
@@ -63,6 +69,49 @@ protected:
   }
 
   static std::string path(const std::string &name) { return dir + "/" + name; }
+
+  static void addMetadata(
+      BundleWriter &writer,
+      std::initializer_list<std::pair<const char *, const char *>> entries) {
+    for (const auto &[key, value] : entries) {
+      bp::MetadataEntry *entry = writer.manifest().add_metadata();
+      entry->set_key(key);
+      entry->set_value(value);
+    }
+  }
+
+  /// A copy of the bundle at `file` whose weights differ in one bit; the
+  /// manifest and the code are the same bytes.
+  static std::string withFirstWeightByteFlipped(const std::string &file) {
+    std::unique_ptr<BundleReader> reader;
+    Status status = BundleReader::open(file, reader);
+    EXPECT_TRUE(status.ok()) << status.message();
+    std::vector<std::string> contents;
+    std::vector<SectionContent> sections;
+    for (uint32_t i = 0; i < reader->sections().size(); ++i) {
+      ByteSpan bytes = reader->sectionBytes(i);
+      contents.emplace_back(reinterpret_cast<const char *>(bytes.data),
+                            bytes.size);
+    }
+    contents[reader->manifest().weights_section()][0] ^= 1;
+    for (uint32_t i = 0; i < contents.size(); ++i)
+      sections.push_back({static_cast<SectionKind>(reader->sections()[i].kind),
+                          reader->sections()[i].name, ByteSpan(contents[i])});
+    std::string changed = file + ".weights.kiln";
+    std::ofstream(changed, std::ios::binary) << encodeBundle(sections);
+    return changed;
+  }
+
+  static uint64_t fingerprintOf(const std::string &file) {
+    kiln_bundle_t *opened = nullptr;
+    EXPECT_EQ(kiln_bundle_open(file.c_str(), &opened), KILN_OK)
+        << kiln_status_message();
+    uint64_t fingerprint = 0;
+    EXPECT_EQ(kiln_bundle_get_fingerprint(opened, &fingerprint), KILN_OK)
+        << kiln_status_message();
+    kiln_bundle_release(opened);
+    return fingerprint;
+  }
 
   void SetUp() override {
     ASSERT_EQ(kiln_bundle_open(path("multi.kiln").c_str(), &bundle), KILN_OK)
@@ -150,6 +199,64 @@ TEST_F(CpuSession, DescribesTheBundle) {
   EXPECT_STREQ(target.triple, "x86_64-unknown-linux-gnu");
   EXPECT_EQ(target.kernel_count, 5u);
   EXPECT_EQ(target.code_bytes, code.size());
+}
+
+TEST_F(CpuSession, ReadsMetadata) {
+  kiln_bundle_info_t info;
+  ASSERT_EQ(kiln_bundle_get_info(bundle, &info), KILN_OK);
+  EXPECT_EQ(info.metadata_count, 0u);
+  const char *value = "unchanged";
+  expectStatus(kiln_bundle_get_metadata(bundle, "training.grad_accum", &value),
+               KILN_STATUS_NOT_FOUND,
+               "multi.kiln: no metadata entry 'training.grad_accum'");
+  EXPECT_STREQ(value, "unchanged");
+
+  kiln_bundle_t *tagged = nullptr;
+  ASSERT_EQ(kiln_bundle_open(path("multi-metadata.kiln").c_str(), &tagged),
+            KILN_OK)
+      << kiln_status_message();
+  ASSERT_EQ(kiln_bundle_get_info(tagged, &info), KILN_OK);
+  EXPECT_EQ(info.metadata_count, 2u);
+  ASSERT_EQ(kiln_bundle_get_metadata(tagged, "training.grad_accum", &value),
+            KILN_OK);
+  EXPECT_STREQ(value, "4");
+  ASSERT_EQ(kiln_bundle_get_metadata(tagged, "zeta", &value), KILN_OK);
+  EXPECT_STREQ(value, "");
+  const char *key = nullptr;
+  ASSERT_EQ(kiln_bundle_get_metadata_entry(tagged, 1, &key, &value), KILN_OK);
+  EXPECT_STREQ(key, "zeta");
+  expectStatus(kiln_bundle_get_metadata_entry(tagged, 2, &key, &value),
+               KILN_STATUS_NOT_FOUND, "no metadata entry 2 (there are 2)");
+  expectStatus(kiln_bundle_get_metadata(tagged, "training", &value),
+               KILN_STATUS_NOT_FOUND, "no metadata entry 'training'");
+  expectStatus(kiln_bundle_get_metadata(tagged, nullptr, &value),
+               KILN_STATUS_INVALID_ARGUMENT,
+               "kiln_bundle_get_metadata: key is NULL");
+  kiln_bundle_release(tagged);
+}
+
+TEST_F(CpuSession, FingerprintIdentifiesTheBundleNotThePath) {
+  std::string copy = path("multi-copy.kiln");
+  std::string command = "cp '" + path("multi.kiln") + "' '" + copy + "'";
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  uint64_t original = fingerprintOf(path("multi.kiln"));
+  EXPECT_EQ(fingerprintOf(copy), original);
+  // Written again by the same code: the same bytes, the same fingerprint.
+  writeBundle("multi-again.kiln",
+              [](BundleWriter &w) { buildMultiBundle(w, code); });
+  EXPECT_EQ(fingerprintOf(path("multi-again.kiln")), original);
+  // Another manifest, other weights, other code: each changes it.
+  EXPECT_NE(fingerprintOf(path("multi-metadata.kiln")), original);
+  EXPECT_NE(fingerprintOf(withFirstWeightByteFlipped(path("multi.kiln"))),
+            original);
+  writeBundle("multi-code.kiln",
+              [](BundleWriter &w) { buildMultiBundle(w, code + '\0'); });
+  EXPECT_NE(fingerprintOf(path("multi-code.kiln")), original);
+  uint64_t fingerprint = 0;
+  expectStatus(kiln_bundle_get_fingerprint(bundle, nullptr),
+               KILN_STATUS_INVALID_ARGUMENT, "out_fingerprint is NULL");
+  ASSERT_EQ(kiln_bundle_get_fingerprint(bundle, &fingerprint), KILN_OK);
+  EXPECT_EQ(fingerprint, original);
 }
 
 TEST_F(CpuSession, QueriesOutOfRangeAreNotFound) {

@@ -50,6 +50,9 @@ struct CompiledModel {
   std::vector<CompiledParam> params;
   std::vector<CompiledEntry> entries;
   CPUCode cpu;
+  /// The module's `kiln.metadata` attribute (a dictionary of strings the
+  /// bundle's manifest records), or null.
+  mlir::Attribute metadata;
 };
 
 struct CompileOptions {

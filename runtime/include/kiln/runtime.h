@@ -127,6 +127,8 @@ typedef struct kiln_bundle_info_t {
   size_t parameter_count;
   /* Bytes of all parameters together. */
   uint64_t parameter_bytes;
+  /* Entries of the bundle's metadata (see kiln_bundle_get_metadata). */
+  size_t metadata_count;
 } kiln_bundle_info_t;
 
 typedef struct kiln_entry_point_info_t {
@@ -196,6 +198,30 @@ KILN_API kiln_status_t kiln_bundle_get_target(const kiln_bundle_t *bundle,
 
 KILN_API kiln_status_t kiln_bundle_get_parameter(
     const kiln_bundle_t *bundle, size_t index, kiln_parameter_info_t *out_info);
+
+/* The value of the metadata entry `key`: string facts the compiler records
+ * for drivers, e.g. "training.grad_accum" = "4" (docs/bundle-format.md lists
+ * the keys kilnc writes). The string belongs to the bundle and lives as long
+ * as it. KILN_STATUS_NOT_FOUND (naming the key) if the bundle has no such
+ * entry, which for every key kilnc writes means its default. */
+KILN_API kiln_status_t kiln_bundle_get_metadata(const kiln_bundle_t *bundle,
+                                                const char *key,
+                                                const char **out_value);
+
+/* Metadata entry `index` (below kiln_bundle_info_t.metadata_count), in the
+ * stored order (kilnc sorts them by key); the strings belong to the bundle.
+ * KILN_STATUS_NOT_FOUND for an index out of range. */
+KILN_API kiln_status_t
+kiln_bundle_get_metadata_entry(const kiln_bundle_t *bundle, size_t index,
+                               const char **out_key, const char **out_value);
+
+/* A 64-bit identity of the bundle: FNV-1a over the manifest's bytes, then the
+ * CRC-32 of every section (4 bytes little-endian each, in table order). It
+ * changes when the manifest, the weights or the code change, and is equal for
+ * byte-identical bundles wherever they are stored; drivers record it in
+ * checkpoints to refuse resuming with another bundle. */
+KILN_API kiln_status_t kiln_bundle_get_fingerprint(const kiln_bundle_t *bundle,
+                                                   uint64_t *out_fingerprint);
 
 /*===----------------------------------------------------------------------===*
  * Session: a bundle made ready to run on one target
