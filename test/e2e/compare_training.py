@@ -135,7 +135,7 @@ def read_safetensors(path):
 def check_params(args):
     with np.load(args.expected) as archive:
         expected = {k: archive[k] for k in archive.files}
-    saved = read_safetensors(args.actual)
+    saved = {args.prefix + k: v for k, v in read_safetensors(args.actual).items()}
     bad = 0
     skipped = [n for n in expected if args.exclude and re.search(args.exclude, n)]
     for name, want in expected.items():
@@ -201,6 +201,9 @@ def main():
     cp.add_argument("actual")
     cp.add_argument("--rtol", type=float, default=1e-4)
     cp.add_argument("--atol", type=float, default=1e-5)
+    cp.add_argument("--prefix", default="",
+                    help="the saved names lack this prefix of torch's "
+                    "(e.g. 'net.' for the logits-only export)")
     cp.add_argument("--exclude", default="",
                     help="skip parameters whose name matches this regex")
     args = parser.parse_args()
