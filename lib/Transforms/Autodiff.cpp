@@ -22,13 +22,6 @@ bool isFloatTensor(Value v) {
   return type && isa<FloatType>(type.getElementType());
 }
 
-Value zerosLike(OpBuilder &b, Location loc, Type type) {
-  auto tensor = cast<RankedTensorType>(type);
-  return ConstantOp::create(
-      b, loc,
-      DenseElementsAttr::get(tensor, b.getFloatAttr(tensor.getElementType(), 0.0)));
-}
-
 struct KilnAutodiffPass : kiln::impl::KilnAutodiffBase<KilnAutodiffPass> {
   using KilnAutodiffBase::KilnAutodiffBase;
 
@@ -110,7 +103,10 @@ struct KilnAutodiffPass : kiln::impl::KilnAutodiffBase<KilnAutodiffPass> {
       if (g)
         grads[read] = g;
 
-    // loss, then one gradient per trainable parameter.
+    // loss, then one gradient per trainable parameter. A float parameter
+    // with no differentiable path to the loss is a buffer (a mask, running
+    // statistics): like a torch parameter whose .grad stays None, it gets no
+    // gradient, so no optimizer touches it.
     b.setInsertionPoint(ret);
     SmallVector<Value> results{lossValue};
     SmallVector<std::string> names{loss};
@@ -119,7 +115,9 @@ struct KilnAutodiffPass : kiln::impl::KilnAutodiffBase<KilnAutodiffPass> {
       for (Value read : reads)
         if (Value g = grads.lookup(read))
           total = total ? AddOp::create(b, loc, total, g).getResult() : g;
-      results.push_back(total ? total : zerosLike(b, loc, reads.front().getType()));
+      if (!total)
+        continue;
+      results.push_back(total);
       names.push_back((name.getValue() + ".grad").str());
     }
     ret->setOperands(results);

@@ -27,7 +27,9 @@ def KilnAutodiff : Pass<"kiln-autodiff", "mlir::ModuleOp"> {
     reverse op order from each op's DifferentiableOpInterface; values used
     several times (and parameters read several times, as tied embeddings
     are) accumulate their gradients; only ops between a trainable parameter
-    and the loss are differentiated. Run kiln-decompose first: softmax,
+    and the loss are differentiated. A float parameter with no differentiable
+    path to the loss (a mask, running statistics) is a buffer: it gets no
+    gradient result, so no optimizer updates it. Run kiln-decompose first: softmax,
     normalizations and losses are differentiated through their
     decompositions.
   }];
