@@ -57,7 +57,7 @@ def prepare(args):
              {input_name: x.numpy(), "labels": labels.numpy()})
     optimizer = make_optimizer(torch, model, args)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule(args))
-    losses = []
+    losses, lrs = [], []
     micro = 0
     for step in range(args.steps):
         optimizer.zero_grad()
@@ -71,10 +71,13 @@ def prepare(args):
         if args.grad_clip:
             torch.nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip)
         optimizer.step()
+        lrs.append(optimizer.param_groups[0]["lr"])
         scheduler.step()
         losses.append(total / args.grad_accum)
     with open(os.path.join(args.dir, args.model + "-losses.txt"), "w") as f:
         f.write("\n".join("%.9g" % l for l in losses) + "\n")
+    with open(os.path.join(args.dir, args.model + "-lrs.txt"), "w") as f:
+        f.write("\n".join("%.9g" % l for l in lrs) + "\n")
     save_npz(os.path.join(args.dir, args.model + "-final.npz"),
              {name: p.detach().numpy() for name, p in model.named_parameters()})
 
@@ -157,16 +160,29 @@ def check_params(args):
 
 
 def check(args):
+    """Compares losses (or, with --column lr, learning rates) with kiln-run's:
+    its printed lines, or the records of its --metrics .jsonl file."""
+    import json
     expected = [float(l) for l in open(args.expected).read().split()]
-    got = [float(m) for m in re.findall(r"loss ([-0-9.eE+naninf]+)", open(args.actual).read())]
+    text = open(args.actual).read()
+    if args.actual.endswith(".jsonl"):
+        records = [json.loads(line) for line in text.splitlines() if line.strip()]
+        got = [float(r[args.column]) for r in records]
+        steps = [r["step"] for r in records]
+        if steps != list(range(1, len(records) + 1)):
+            print("error: metrics steps are %s, expected 1..%d" % (steps, len(records)))
+            return 1
+    else:
+        got = [float(m) for m in re.findall(r"\b%s ([-0-9.eE+naninf]+)" % args.column, text)]
     if len(got) != len(expected):
         print("error: %d losses from kiln-run, %d expected" % (len(got), len(expected)))
         return 1
     bad = 0
     for step, (g, e) in enumerate(zip(got, expected), 1):
-        ok = abs(g - e) <= args.rtol * abs(e)
+        ok = abs(g - e) <= args.rtol * abs(e) + args.atol
         bad += not ok
-        print("step %d: kiln %.6f torch %.6f %s" % (step, g, e, "" if ok else "MISMATCH"))
+        print("step %d: %s kiln %.6g torch %.6g %s" % (
+            step, args.column, g, e, "" if ok else "MISMATCH"))
     return 1 if bad else 0
 
 
@@ -196,6 +212,8 @@ def main():
     c.add_argument("expected")
     c.add_argument("actual")
     c.add_argument("--rtol", type=float, default=2e-3)
+    c.add_argument("--atol", type=float, default=0.0)
+    c.add_argument("--column", choices=["loss", "lr"], default="loss")
     cp = sub.add_parser("check-params")
     cp.add_argument("expected")
     cp.add_argument("actual")
