@@ -94,6 +94,43 @@ void addAccumulate(bp::Manifest &manifest, uint32_t acc) {
                  buffer(bp::BufferRef::OUTPUT, 0, 0, 16)});
 }
 
+/// train_step of the toy; without `withLr` its lr and grad_norm go to the
+/// arena instead of outputs.
+void addToyTrainStep(bp::Manifest &manifest, uint32_t w, uint32_t step,
+                     uint32_t acc, bool withLr) {
+  bp::EntryPoint &entry = *manifest.add_entry_points();
+  entry.set_name("train_step");
+  *entry.add_inputs() = tensor("x", bp::F32, {3});
+  *entry.add_outputs() = tensor("loss", bp::F32, {});
+  bp::BufferRef lr = buffer(bp::BufferRef::ARENA, 0, 0, 4);
+  bp::BufferRef gradNorm = buffer(bp::BufferRef::ARENA, 0, 4, 4);
+  if (withLr) {
+    *entry.add_outputs() = tensor("lr", bp::F32, {});
+    *entry.add_outputs() = tensor("grad_norm", bp::F32, {});
+    lr = buffer(bp::BufferRef::OUTPUT, 1, 0, 4);
+    gradNorm = buffer(bp::BufferRef::OUTPUT, 2, 0, 4);
+  } else {
+    entry.set_arena_bytes(64);
+  }
+  addKernelCall(entry, "toy_train_step",
+                {buffer(bp::BufferRef::INPUT, 0, 0, 12),
+                 buffer(bp::BufferRef::PARAM, w, 0, 4),
+                 buffer(bp::BufferRef::PARAM, step, 0, 4),
+                 buffer(bp::BufferRef::PARAM, acc, 0, 4),
+                 buffer(bp::BufferRef::OUTPUT, 0, 0, 4), lr, gradNorm});
+}
+
+void addToyAccumulateStep(bp::Manifest &manifest, uint32_t acc) {
+  bp::EntryPoint &entry = *manifest.add_entry_points();
+  entry.set_name("accumulate_step");
+  *entry.add_inputs() = tensor("x", bp::F32, {3});
+  *entry.add_outputs() = tensor("loss", bp::F32, {});
+  addKernelCall(entry, "toy_accumulate_step",
+                {buffer(bp::BufferRef::INPUT, 0, 0, 12),
+                 buffer(bp::BufferRef::PARAM, acc, 0, 4),
+                 buffer(bp::BufferRef::OUTPUT, 0, 0, 4)});
+}
+
 void addCpuTarget(BundleWriter &writer, std::string code,
                   std::initializer_list<const char *> kernels) {
   bp::Target target;
@@ -131,6 +168,31 @@ void buildSingleBundle(BundleWriter &writer, std::string code) {
   writer.manifest().set_model_name("single");
   addAddOne(writer.manifest());
   addCpuTarget(writer, std::move(code), {"add_one"});
+}
+
+void buildTrainBundle(BundleWriter &writer, std::string code,
+                      ToyTraining kind) {
+  bp::Manifest &manifest = writer.manifest();
+  manifest.set_producer("kiln runtime tests");
+  manifest.set_model_name("train");
+  const float zero = 0;
+  uint32_t w =
+      writer.addParameter(tensor("w", bp::F32, {}), &zero, sizeof(zero), true);
+  uint32_t step = writer.addParameter(tensor("optimizer.step", bp::F32, {}),
+                                      &zero, sizeof(zero), false);
+  uint32_t acc = writer.addParameter(tensor("acc", bp::F32, {}), &zero,
+                                     sizeof(zero), false);
+  addToyTrainStep(manifest, w, step, acc, kind != ToyTraining::TrainLossOnly);
+  if (kind != ToyTraining::TrainAccumulating) {
+    addCpuTarget(writer, std::move(code), {"toy_train_step"});
+    return;
+  }
+  addToyAccumulateStep(manifest, acc);
+  bp::MetadataEntry *gradAccum = manifest.add_metadata();
+  gradAccum->set_key("training.grad_accum");
+  gradAccum->set_value("3");
+  addCpuTarget(writer, std::move(code),
+               {"toy_train_step", "toy_accumulate_step"});
 }
 
 std::string standInCode() {

@@ -13,6 +13,17 @@
 // and three parameters: w = [1, 2, 3, 4], b = [0.5, 0.5, -1, 2] (f32[2,2])
 // and acc = [10, 20, 30, 40] (f32[4]). The "single" bundle has only add_one.
 //
+// The "train" bundles hold a toy training step over batches of 3 samples:
+//   train_step(x: f32[3]) -> (loss: f32[], lr: f32[], grad_norm: f32[])
+//       step += 1; lr = 0.5 / step; grad_norm = acc + sum(x);
+//       w += acc + sum(x); acc = 0; loss = sum(x)
+// with the parameters w (f32[], 0) and the optimizer state optimizer.step
+// (f32[], 0) and acc (f32[], 0). Variants: TrainWithLr (as above),
+// TrainLossOnly (train_step returns only the loss, as bundles from before lr
+// outputs did), and TrainAccumulating (also accumulate_step(x: f32[3]) ->
+// (loss: f32[]), acc += sum(x); loss = sum(x), and the metadata
+// training.grad_accum = "3").
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef KILN_TEST_RUNTIME_TESTBUNDLES_H
@@ -33,6 +44,11 @@ void buildMultiBundle(BundleWriter &writer, std::string code);
 
 /// Fills `writer` with the add_one-only bundle.
 void buildSingleBundle(BundleWriter &writer, std::string code);
+
+enum class ToyTraining { TrainWithLr, TrainLossOnly, TrainAccumulating };
+
+/// Fills `writer` with a "train" bundle of the given kind.
+void buildTrainBundle(BundleWriter &writer, std::string code, ToyTraining kind);
 
 /// Bytes that stand in for CPU code where nothing loads it.
 std::string standInCode();

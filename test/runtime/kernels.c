@@ -47,3 +47,31 @@ void accumulate(void **buffers) {
     y[i] = acc[i];
   }
 }
+
+// The toy training step of the "train" bundles (TestBundles.h), on a batch
+// of 3 f32 samples. Buffers: x (input), w (parameter), step and acc
+// (optimizer state), loss, lr and grad_norm (outputs). The loss is the sum of
+// the batch, so it tells which samples the batch holds; w accumulates every
+// sample seen, through acc for the micro-batches of accumulate_step.
+void toy_train_step(void **buffers) {
+  const float *x = buffers[0];
+  float *w = buffers[1], *step = buffers[2], *acc = buffers[3];
+  float *loss = buffers[4], *lr = buffers[5], *grad_norm = buffers[6];
+  float sum = x[0] + x[1] + x[2];
+  *step += 1.0f;
+  *lr = 0.5f / *step;
+  *grad_norm = *acc + sum;
+  *w += *acc + sum;
+  *acc = 0.0f;
+  *loss = sum;
+}
+
+// accumulate_step of the toy: acc += sum(x). Buffers: x (input), acc
+// (optimizer state), loss (output).
+void toy_accumulate_step(void **buffers) {
+  const float *x = buffers[0];
+  float *acc = buffers[1], *loss = buffers[2];
+  float sum = x[0] + x[1] + x[2];
+  *acc += sum;
+  *loss = sum;
+}

@@ -7,13 +7,24 @@ np.savez_compressed), runs kiln-run, and compares the .npz it writes with
 results NumPy computes independently. Also checks that every user error
 (missing, extra, mistyped, misshaped arrays, unsupported .npy files, bad
 flags, damaged bundles) exits with status 1 and a message naming the culprit.
+
+The training tests drive the toy "train" bundles (TestBundles.h): sample i of
+the data is 2**i and the loss of a batch is its sum, so each step's loss says
+which samples its batch held, and the parameter w ends as the sum of every
+sample consumed. From that they check the data stream (wrapping epochs and
+--drop-last), gradient accumulation, the metrics file, the progress line,
+checkpoints, --resume and its refusals.
 """
 
 import argparse
+import json
 import os
+import pty
 import shutil
+import struct
 import subprocess
 import sys
+import zipfile
 
 import numpy as np
 
@@ -69,11 +80,61 @@ class Tester:
         with np.load(self.path(name)) as archive:
             return {key: archive[key] for key in archive.files}
 
+    def train(self, bundle, *arguments, steps, metrics=None, data="toy7.npz"):
+        """Trains a toy bundle; returns kiln-run's result."""
+        command = [self.path(bundle), "--data", self.path(data),
+                   "--steps", str(steps), *arguments]
+        if metrics:
+            command += ["--metrics", self.path(metrics)]
+        return self.expect_ok(*command)
+
+
+def write_npz(path, **arrays):
+    """An .npz written entry by entry (numpy's savez with keywords is not
+    available everywhere)."""
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, array in arrays.items():
+            with archive.open(name + ".npy", "w") as member:
+                np.lib.format.write_array(member, array)
+
+
+def read_metrics(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f]
+
+
+def read_safetensors(path):
+    """A safetensors file as {name: array}, read without the package."""
+    dtypes = {"F32": np.float32, "F64": np.float64, "I64": np.int64}
+    with open(path, "rb") as f:
+        length = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(length))
+        data = f.read()
+    arrays = {}
+    for name, entry in header.items():
+        begin, end = entry["data_offsets"]
+        arrays[name] = np.frombuffer(data[begin:end], dtype=dtypes[entry["dtype"]]
+                                     ).reshape(entry["shape"])
+    return arrays
+
+
+def toy_losses(batches):
+    """The toy's loss of each batch of sample indices: the sum of 2**i."""
+    return [float(sum(2.0 ** i for i in batch)) for batch in batches]
+
+
+def printed_losses(stdout):
+    return [float(line.split("loss ")[1].split()[0])
+            for line in stdout.splitlines() if line.startswith("step ")]
+
 
 def test_help(t):
     result = t.expect_ok("--help")
     for flag in ["--info", "--entry", "--inputs", "--outputs", "--compress",
-                 "--target", "--repeat", "--help", "--data", "--steps"]:
+                 "--target", "--repeat", "--help", "--data", "--steps",
+                 "--seed", "--no-shuffle", "--drop-last", "--log-every",
+                 "--metrics", "--checkpoint-dir", "--checkpoint-every",
+                 "--resume", "--params", "--save-params"]:
         t.check(flag in result.stdout, f"--help does not document {flag}")
 
 
@@ -90,6 +151,14 @@ def test_info(t):
             "cpu: triple x86_64-unknown-linux-gnu, cpu generic, 5 kernels",
             "parameters: 3, 48 bytes"]:
         t.check(line in result.stdout, f"--info lacks {line!r}:\n{result.stdout}")
+    t.check("metadata:" not in result.stdout, "--info lists empty metadata")
+    fingerprint = [l for l in result.stdout.splitlines()
+                   if l.startswith("fingerprint: 0x")]
+    t.check(len(fingerprint) == 1 and len(fingerprint[0]) == 31,
+            f"--info fingerprint line: {fingerprint}")
+    result = t.expect_ok(t.path("train-accum.kiln"), "--info")
+    t.check("metadata:\n  training.grad_accum: 3\nfingerprint: 0x" in
+            result.stdout, f"--info metadata:\n{result.stdout}")
 
 
 def test_single_entry_is_the_default(t):
@@ -200,8 +269,13 @@ def test_command_line_errors(t):
     t.expect_error(["--data needs --steps N"], bundle, "--data", inputs)
     t.expect_error(["--steps takes a positive count, not '0'"], bundle,
                    "--data", inputs, "--steps", "0")
-    t.expect_error(["training (--checkpoint-dir) is not supported yet"], bundle,
-                   "--checkpoint-dir", "ckpt")
+    t.expect_error(["--checkpoint-dir is for training; it needs --data"],
+                   bundle, "--checkpoint-dir", "ckpt")
+    t.expect_error(["--checkpoint-every needs --checkpoint-dir DIR"], bundle,
+                   "--data", inputs, "--steps", "2", "--checkpoint-every", "2")
+    t.expect_error(["--checkpoint-every takes a positive count, not '0'"],
+                   bundle, "--checkpoint-every", "0")
+    t.expect_error(["--resume takes no value"], bundle, "--resume=yes")
     t.expect_error(["unknown option '--bogus'"], bundle, "--bogus")
     t.expect_error(["--info takes no value"], bundle, "--info=yes")
     t.expect_error(["--entry needs a value"], bundle, "--entry")
@@ -232,6 +306,290 @@ def test_damaged_bundles(t):
     t.expect_error([foreign, "not a Kiln bundle (bad magic"], foreign, "--info")
 
 
+def test_train_wraps_epochs(t):
+    """7 samples, batches of 3, the stored order: the third batch takes
+    sample 6 and then samples 0 and 1 of the next epoch."""
+    result = t.train("train.kiln", "--no-shuffle", "--save-params",
+                     t.path("wrap.safetensors"), steps=5, metrics="wrap.jsonl")
+    batches = [[0, 1, 2], [3, 4, 5], [6, 0, 1], [2, 3, 4], [5, 6, 0]]
+    expected = toy_losses(batches)
+    records = read_metrics(t.path("wrap.jsonl"))
+    t.check([r["step"] for r in records] == [1, 2, 3, 4, 5],
+            f"metrics steps {[r['step'] for r in records]}")
+    t.check([r["loss"] for r in records] == expected,
+            f"metrics losses {[r['loss'] for r in records]}, expected {expected}")
+    t.check(printed_losses(result.stdout) == expected,
+            f"printed losses {printed_losses(result.stdout)}")
+    t.check([r["epoch"] for r in records] == [0, 0, 0, 1, 1],
+            f"epochs {[r['epoch'] for r in records]}")
+    # lr = 0.5 / step and grad_norm = the batch sum, computed by the kernel.
+    lr = np.array([r["lr"] for r in records], dtype=np.float32)
+    t.check(np.array_equal(lr, np.float32(0.5) / np.arange(1, 6, dtype=np.float32)),
+            f"lr {lr}")
+    t.check([r["grad_norm"] for r in records] == expected,
+            f"grad_norm {[r['grad_norm'] for r in records]}")
+    t.check(all(r["samples"] == 3 and r["samples_per_s"] > 0
+                for r in records), f"samples fields {records}")
+    elapsed = [r["elapsed_s"] for r in records]
+    t.check(elapsed == sorted(elapsed), f"elapsed_s not increasing: {elapsed}")
+    t.check("step 4/5  epoch 1  loss 28.000000  lr 0.125  samples/s" in
+            result.stdout, f"plain line format: {result.stdout!r}")
+    params = read_safetensors(t.path("wrap.safetensors"))
+    t.check(params["w"] == sum(expected) and params["optimizer.step"] == 5 and
+            params["acc"] == 0, f"saved parameters {params}")
+
+
+def test_train_drop_last(t):
+    """--drop-last skips sample 6, the incomplete tail of each epoch."""
+    result = t.train("train.kiln", "--no-shuffle", "--drop-last",
+                     steps=5, metrics="drop.jsonl")
+    expected = toy_losses([[0, 1, 2], [3, 4, 5]] * 2 + [[0, 1, 2]])
+    records = read_metrics(t.path("drop.jsonl"))
+    t.check([r["loss"] for r in records] == expected,
+            f"--drop-last losses {[r['loss'] for r in records]}")
+    t.check([r["epoch"] for r in records] == [0, 0, 1, 1, 2],
+            f"--drop-last epochs {[r['epoch'] for r in records]}")
+    t.check(printed_losses(result.stdout) == expected,
+            f"--drop-last printed {result.stdout!r}")
+
+
+def test_train_shuffled_stream_uses_every_sample(t):
+    """Shuffled, 7 steps of 3 are exactly 3 epochs of 7: every sample three
+    times, none dropped; different seeds give different orders; the same
+    seed the same."""
+    runs = {}
+    for name, seed in [("a", "1"), ("b", "2"), ("c", "1")]:
+        t.train("train.kiln", "--seed", seed, "--save-params",
+                t.path(f"shuffled-{name}.safetensors"), steps=7,
+                metrics=f"shuffled-{name}.jsonl")
+        runs[name] = [r["loss"] for r in read_metrics(t.path(f"shuffled-{name}.jsonl"))]
+        w = read_safetensors(t.path(f"shuffled-{name}.safetensors"))["w"]
+        t.check(w == 3 * 127, f"seed {seed}: w = {w}, expected {3 * 127}")
+    t.check(runs["a"] == runs["c"], "the same seed gave different batches")
+    t.check(runs["a"] != runs["b"], "seeds 1 and 2 gave the same batches")
+
+
+def test_train_without_lr_output(t):
+    """A train_step that returns only the loss: no lr in the lines, null in
+    the metrics, no grad_norm."""
+    result = t.train("train-loss-only.kiln", "--no-shuffle", steps=2,
+                     metrics="loss-only.jsonl")
+    records = read_metrics(t.path("loss-only.jsonl"))
+    t.check([r["loss"] for r in records] == toy_losses([[0, 1, 2], [3, 4, 5]]),
+            f"loss-only losses {records}")
+    t.check(all(r["lr"] is None and "grad_norm" not in r for r in records),
+            f"loss-only records {records}")
+    t.check(" lr " not in result.stdout, f"lr printed: {result.stdout!r}")
+
+
+def test_train_grad_accum(t):
+    """training.grad_accum = 3: per optimizer step two accumulate_steps and
+    one train_step, on consecutive batches; the loss is their mean."""
+    t.train("train-accum.kiln", "--no-shuffle", "--save-params",
+            t.path("accum.safetensors"), steps=3, metrics="accum.jsonl")
+    micro = toy_losses([[0, 1, 2], [3, 4, 5], [6, 0, 1], [2, 3, 4], [5, 6, 0],
+                        [1, 2, 3], [4, 5, 6], [0, 1, 2], [3, 4, 5]])
+    records = read_metrics(t.path("accum.jsonl"))
+    means = np.array([sum(micro[3 * s:3 * s + 3]) / 3 for s in range(3)],
+                     dtype=np.float32)
+    t.check(np.array_equal(np.array([r["loss"] for r in records],
+                                    dtype=np.float32), means),
+            f"accumulated losses {[r['loss'] for r in records]}, expected {means}")
+    # train_step sees acc = the two accumulated sums plus its own batch.
+    sums = [sum(micro[3 * s:3 * s + 3]) for s in range(3)]
+    t.check([r["grad_norm"] for r in records] == sums,
+            f"grad_norm {[r['grad_norm'] for r in records]}, expected {sums}")
+    t.check([r["samples"] for r in records] == [9, 9, 9], f"samples {records}")
+    t.check([r["epoch"] for r in records] == [0, 1, 2], f"epochs {records}")
+    params = read_safetensors(t.path("accum.safetensors"))
+    t.check(params["optimizer.step"] == 3,
+            f"optimizer.step {params['optimizer.step']}: train_step ran "
+            "other than once per step")
+    t.check(params["w"] == sum(micro), f"w {params['w']}, expected {sum(micro)}")
+
+
+def test_train_progress_line_on_a_terminal(t):
+    """On a terminal: one line redrawn with carriage returns, with the step,
+    loss, lr, throughput and ETA, ended by a newline."""
+    leader, follower = pty.openpty()
+    result = subprocess.run(
+        [t.kiln_run, t.path("train.kiln"), "--data", t.path("toy7.npz"),
+         "--steps", "4", "--no-shuffle"], stdout=follower,
+        stderr=subprocess.PIPE, timeout=60)
+    os.close(follower)
+    output = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        output += chunk
+    os.close(leader)
+    text = output.decode()
+    t.check(result.returncode == 0, f"tty run exited {result.returncode}")
+    t.check(text.startswith("\rstep 1/4  loss 7.000000  lr 0.5  samples/s "),
+            f"progress line starts {text[:60]!r}")
+    t.check("\rstep 4/4  loss 28.000000  lr 0.125  samples/s " in text and
+            "ETA 0:00:00" in text, f"last progress line missing: {text!r}")
+    t.check(text.count("\n") == 1 and text.endswith("\n"),
+            f"progress output is not one line: {text!r}")
+    t.check("epoch" not in text, f"plain lines on a terminal: {text!r}")
+
+
+def checkpoint_files(directory):
+    return sorted(os.listdir(directory))
+
+
+def test_checkpoints_and_resume(t):
+    """Straight 5 steps vs 2 + resume to 5, for each bundle kind and with a
+    shuffled wrapping stream: the same per-step losses, metrics and final
+    parameters, byte for byte."""
+    for bundle in ["train.kiln", "train-accum.kiln"]:
+        straight, split = t.path(f"ckpt-{bundle}-straight"), t.path(f"ckpt-{bundle}-split")
+        t.train(bundle, "--seed", "3", "--checkpoint-dir", straight,
+                "--checkpoint-every", "2", "--save-params",
+                t.path("straight.safetensors"), steps=5,
+                metrics=f"straight-{bundle}.jsonl")
+        t.check(checkpoint_files(straight) ==
+                ["latest", "step-2.json", "step-2.safetensors", "step-4.json",
+                 "step-4.safetensors", "step-5.json", "step-5.safetensors"],
+                f"{bundle}: checkpoint files {checkpoint_files(straight)}")
+        with open(os.path.join(straight, "latest")) as f:
+            t.check(f.read() == "step-5.json\n", f"{bundle}: latest")
+        with open(os.path.join(straight, "step-4.json")) as f:
+            sidecar = json.load(f)
+        t.check(sidecar["step"] == 4 and sidecar["data"]["seed"] == 3 and
+                sidecar["data"]["shuffle"] and
+                sidecar["bundle"] == t.path(bundle) and
+                sidecar["kiln_run_version"] and
+                sidecar["bundle_fingerprint"].startswith("0x"),
+                f"{bundle}: sidecar {sidecar}")
+        accum = 3 if "accum" in bundle else 1
+        consumed = 4 * 3 * accum
+        t.check((sidecar["data"]["epoch"], sidecar["data"]["position"]) ==
+                divmod(consumed, 7), f"{bundle}: cursor {sidecar['data']}")
+        with open(os.path.join(straight, "step-5.safetensors"), "rb") as f1, \
+                open(t.path("straight.safetensors"), "rb") as f2:
+            t.check(f1.read() == f2.read(),
+                    f"{bundle}: the last checkpoint is not the saved parameters")
+
+        t.train(bundle, "--seed", "3", "--checkpoint-dir", split, steps=2,
+                metrics=f"split-{bundle}.jsonl")
+        resumed = t.train(bundle, "--seed", "3", "--checkpoint-dir", split,
+                          "--checkpoint-every", "2", "--resume", "--save-params",
+                          t.path("resumed.safetensors"), steps=5,
+                          metrics=f"split-{bundle}.jsonl")
+        t.check(resumed.stdout.startswith("step 3/5"),
+                f"{bundle}: resumed run starts {resumed.stdout[:20]!r}")
+        keys = ["step", "epoch", "loss", "lr", "grad_norm", "samples"]
+        strip = lambda rs: [{k: r.get(k) for k in keys} for r in rs]
+        a = strip(read_metrics(t.path(f"straight-{bundle}.jsonl")))
+        b = strip(read_metrics(t.path(f"split-{bundle}.jsonl")))
+        t.check(a == b, f"{bundle}: resumed metrics differ:\n{a}\n{b}")
+        with open(t.path("straight.safetensors"), "rb") as f1, \
+                open(t.path("resumed.safetensors"), "rb") as f2:
+            t.check(f1.read() == f2.read(),
+                    f"{bundle}: resumed parameters differ")
+
+
+def test_resume_after_a_kill(t):
+    """A run killed after step 3 with its last checkpoint at step 2: the
+    metrics file holds step 3 and a half-written line, and a step-3 sidecar
+    written before `latest` was updated. --resume continues from step 2,
+    cuts the metrics back to it and ends as a straight run does."""
+    t.train("train.kiln", "--seed", "5", "--save-params",
+            t.path("kill-straight.safetensors"), steps=4,
+            metrics="kill-straight.jsonl")
+    directory = t.path("ckpt-kill")
+    t.train("train.kiln", "--seed", "5", "--checkpoint-dir", directory,
+            "--checkpoint-every", "2", steps=3, metrics="kill.jsonl")
+    with open(os.path.join(directory, "latest"), "w") as f:
+        f.write("step-2.json\n")
+    with open(os.path.join(directory, "step-3.json"), "w") as f:
+        f.write('{"format": "kiln-run checkpoint", "st')
+    with open(t.path("kill.jsonl"), "a") as f:
+        f.write('{"step":4,"epo')
+    t.train("train.kiln", "--seed", "5", "--checkpoint-dir", directory,
+            "--resume", "--save-params", t.path("kill-resumed.safetensors"),
+            steps=4, metrics="kill.jsonl")
+    losses = lambda name: [(r["step"], r["loss"]) for r in read_metrics(t.path(name))]
+    t.check(losses("kill.jsonl") == losses("kill-straight.jsonl"),
+            f"metrics after the kill: {losses('kill.jsonl')}")
+    with open(t.path("kill-straight.safetensors"), "rb") as f1, \
+            open(t.path("kill-resumed.safetensors"), "rb") as f2:
+        t.check(f1.read() == f2.read(), "parameters after the kill differ")
+    with open(os.path.join(directory, "latest")) as f:
+        t.check(f.read() == "step-4.json\n", "latest after the resumed run")
+
+
+def test_checkpoint_refusals(t):
+    directory = t.path("ckpt-refusals")
+    t.train("train.kiln", "--checkpoint-dir", directory, steps=2,
+            metrics="refusals.jsonl")
+    data = t.path("toy7.npz")
+    train = t.path("train.kiln")
+    sidecar = os.path.join(directory, "step-2.json")
+    t.expect_error([f"checkpoint {sidecar} was written for a different bundle",
+                    f"({train}, fingerprint 0x"],
+                   t.path("train-loss-only.kiln"), "--data", data, "--steps",
+                   "4", "--checkpoint-dir", directory, "--resume")
+    t.expect_error([f"--checkpoint-dir {directory} already holds checkpoints",
+                    "--resume"],
+                   train, "--data", data, "--steps", "4", "--checkpoint-dir",
+                   directory)
+    t.expect_error([f"--metrics {t.path('refusals.jsonl')} already exists"],
+                   train, "--data", data, "--steps", "4", "--metrics",
+                   t.path("refusals.jsonl"))
+    t.expect_error([f"checkpoint {sidecar} continues the data order of "
+                    "--seed 0; resume with the same flags, not --seed 1"],
+                   train, "--data", data, "--steps", "4", "--checkpoint-dir",
+                   directory, "--resume", "--seed", "1")
+    t.expect_error([f"checkpoint {sidecar} is at step 2, past --steps 1"],
+                   train, "--data", data, "--steps", "1", "--checkpoint-dir",
+                   directory, "--resume")
+    other = t.path("toy8.npz")
+    write_npz(other, x=(2.0 ** np.arange(8)).astype(np.float32))
+    t.expect_error([f"checkpoint {sidecar} was written for data of 7 samples",
+                    f"{other} has 8"],
+                   train, "--data", other, "--steps", "4", "--checkpoint-dir",
+                   directory, "--resume")
+    empty = t.path("ckpt-empty")
+    os.makedirs(empty)
+    t.expect_error([f"--resume: {empty} holds no checkpoint to resume"],
+                   train, "--data", data, "--steps", "4", "--checkpoint-dir",
+                   empty, "--resume")
+    t.expect_error(["--resume needs --checkpoint-dir DIR"], train, "--data",
+                   data, "--steps", "4", "--resume")
+    t.expect_error(["--metrics is for training; it needs --data"], train,
+                   "--metrics", t.path("never.jsonl"))
+    with open(sidecar) as f:
+        good = f.read()
+    for name, text in [("truncated", good[:len(good) // 2]),
+                       ("not JSON", "step 2\n"),
+                       ("missing the cursor", good.replace('"position"', '"p"'))]:
+        with open(sidecar, "w") as f:
+            f.write(text)
+        t.expect_error([f"checkpoint {sidecar} is corrupt or truncated"],
+                       train, "--data", data, "--steps", "4",
+                       "--checkpoint-dir", directory, "--resume")
+    with open(sidecar, "w") as f:
+        f.write(good)
+    parameters = os.path.join(directory, "step-2.safetensors")
+    with open(parameters, "r+b") as f:
+        f.seek(-1, 2)
+        last = f.read(1)
+        f.seek(-1, 2)
+        f.write(bytes([last[0] ^ 1]))
+    t.expect_error([f"checkpoint {parameters} does not match its sidecar"],
+                   train, "--data", data, "--steps", "4", "--checkpoint-dir",
+                   directory, "--resume")
+    # No refused resume touched the user's metrics file.
+    t.check(len(read_metrics(t.path("refusals.jsonl"))) == 2,
+            "a refused run changed the metrics file")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--kiln-run", required=True)
@@ -251,11 +609,17 @@ def main():
 
     t = Tester(args)
     np.savez(t.path("multi-in-disguise.npz"), x=np.zeros(3))
+    write_npz(t.path("toy7.npz"), x=(2.0 ** np.arange(7)).astype(np.float32))
     tests = [test_help, test_info, test_single_entry_is_the_default,
              test_affine_from_compressed_inputs, test_mixed_types,
              test_repeat_reports_timing, test_array_errors,
              test_unsupported_npy, test_command_line_errors,
-             test_damaged_bundles]
+             test_damaged_bundles, test_train_wraps_epochs,
+             test_train_drop_last, test_train_shuffled_stream_uses_every_sample,
+             test_train_without_lr_output, test_train_grad_accum,
+             test_train_progress_line_on_a_terminal,
+             test_checkpoints_and_resume, test_resume_after_a_kill,
+             test_checkpoint_refusals]
     for test in tests:
         before = len(t.failures)
         test(t)

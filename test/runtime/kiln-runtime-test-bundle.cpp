@@ -1,7 +1,9 @@
 //===- kiln-runtime-test-bundle.cpp - writes the runtime tests' bundles ---===//
 //
 //   kiln-runtime-test-bundle --code KERNELS.so --out DIR
-//     writes DIR/multi.kiln and DIR/single.kiln around compiled kernels.c
+//     writes DIR/multi.kiln, DIR/single.kiln and the training bundles
+//     DIR/train.kiln, DIR/train-loss-only.kiln and DIR/train-accum.kiln
+//     around compiled kernels.c
 //   kiln-runtime-test-bundle --seeds DIR
 //     writes valid bundles (with stand-in code) as the fuzzer's seed corpus
 //
@@ -12,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <utility>
 
 using namespace kiln::runtime;
 using namespace kiln::runtime::testing;
@@ -24,15 +27,27 @@ int fail(const Status &status) {
   return 1;
 }
 
-/// Writes DIR/multi.kiln and DIR/single.kiln around `code`.
+/// Writes DIR/multi.kiln, DIR/single.kiln and the training bundles around
+/// `code`.
 int writeBundles(const std::string &code, const std::string &dir) {
-  BundleWriter multi, single;
+  BundleWriter multi, single, train, lossOnly, accumulating;
   buildMultiBundle(multi, code);
   buildSingleBundle(single, code);
-  Status status = multi.write(dir + "/multi.kiln");
-  if (status.ok())
-    status = single.write(dir + "/single.kiln");
-  return status.ok() ? 0 : fail(status);
+  buildTrainBundle(train, code, ToyTraining::TrainWithLr);
+  buildTrainBundle(lossOnly, code, ToyTraining::TrainLossOnly);
+  buildTrainBundle(accumulating, code, ToyTraining::TrainAccumulating);
+  const std::pair<const BundleWriter *, const char *> bundles[] = {
+      {&multi, "multi.kiln"},
+      {&single, "single.kiln"},
+      {&train, "train.kiln"},
+      {&lossOnly, "train-loss-only.kiln"},
+      {&accumulating, "train-accum.kiln"}};
+  for (const auto &[writer, name] : bundles) {
+    Status status = writer->write(dir + "/" + name);
+    if (!status.ok())
+      return fail(status);
+  }
+  return 0;
 }
 
 } // namespace

@@ -1,142 +1,96 @@
 //===- kiln-run.cpp - the Kiln runtime driver -----------------------------===//
 //
 // Runs compiled Kiln bundles through the C API of libkilnrt: prints what a
-// bundle holds (--info) or runs one entry point on arrays from an .npz file
-// and writes its outputs to another. Every error is one line on stderr naming
-// the file or array at fault, and exit status 1.
+// bundle holds (--info), runs one entry point on arrays from an .npz file and
+// writes its outputs to another, or trains (Train.cpp). Every error is one
+// line on stderr naming the file or array at fault, and exit status 1.
 //
 //===----------------------------------------------------------------------===//
 
+#include "Driver.h"
+#include "Parameters.h"
+#include "Train.h"
+
 #include "kiln/runtime.h"
-#include "kiln/runtime/Manifest.h"
 #include "kiln/runtime/Npy.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
-using kiln::runtime::NamedArray;
+using namespace kiln::run;
 using kiln::runtime::Status;
 
 namespace {
 
-void printUsage(std::FILE *out) {
-  std::fputs(
-      "usage: kiln-run MODEL.kiln --info\n"
-      "       kiln-run MODEL.kiln [--entry NAME] --inputs IN.npz --outputs "
-      "OUT.npz\n"
-      "\n"
-      "Runs a compiled Kiln bundle (written by kilnc) with libkilnrt.\n"
-      "\n"
-      "options:\n"
-      "  --info            print the bundle's entry points with their input "
-      "and output\n"
-      "                    names, types and shapes, its targets with their "
-      "kernel counts,\n"
-      "                    the arena size of each entry point, and the "
-      "parameter count\n"
-      "                    and bytes\n"
-      "  --entry NAME      the entry point to run (e.g. forward); may be "
-      "left out when\n"
-      "                    the bundle has only one\n"
-      "  --inputs FILE     an .npz archive (numpy.savez or "
-      "numpy.savez_compressed) with\n"
-      "                    one array per input of the entry point, keyed by "
-      "the input's\n"
-      "                    name; needed unless the entry point takes no "
-      "inputs\n"
-      "  --outputs FILE    the .npz archive to write, one array per output, "
-      "keyed by the\n"
-      "                    output's name\n"
-      "  --params FILE     an .npz archive of parameter values, keyed by "
-      "parameter name,\n"
-      "                    that replace the bundle's initial values for "
-      "this run\n"
-      "  --save-params F   after the run (or training), write every "
-      "parameter and optimizer\n"
-      "                    state tensor to the safetensors file F\n"
-      "  --compress        deflate-compress the --outputs archive (like "
-      "numpy.savez_compressed)\n"
-      "  --target NAME     the target to run on (default: cpu)\n"
-      "  --repeat N        run the entry point N times (default 1) and print "
-      "the mean and\n"
-      "                    fastest time of one run; the outputs are those of "
-      "the last run\n"
-      "  -h, --help        print this message\n"
-      "\n"
-      "Arrays must match the entry point exactly: every input present once, "
-      "no extra\n"
-      "arrays, the declared element type and shape. Supported .npy dtypes: "
-      "f4 f8 f2 i8\n"
-      "i4 i1 b1, little-endian, C order.\n"
-      "\n"
-      "Training: kiln-run MODEL.kiln --data TRAIN.npz --steps N runs the "
-      "entry point\n"
-      "train_step (compiled with kilnc --optimizer) N times on batches of "
-      "TRAIN.npz:\n"
-      "one array per input, keyed by its name, the first axis the samples. "
-      "Each epoch\n"
-      "visits the samples in a seeded random order (--seed S, default 0; "
-      "--no-shuffle:\n"
-      "the stored order); a last incomplete batch is dropped; epochs wrap. "
-      "Prints the\n"
-      "loss every --log-every K steps (default 1). Checkpoints, --resume and "
-      "--metrics\n"
-      "are not supported yet.\n"
-      "\n"
-      "The compiled kernels use all cores; OMP_NUM_THREADS and "
-      "OPENBLAS_NUM_THREADS\n"
-      "limit them. Exit status: 0 on success, 1 on any error.\n",
-      out);
-}
+const char *const kUsage = R"(usage: kiln-run MODEL.kiln --info
+       kiln-run MODEL.kiln [--entry NAME] --inputs IN.npz --outputs OUT.npz
+       kiln-run MODEL.kiln --data TRAIN.npz --steps N [training options]
 
-/// What the command line asks for.
-struct Options {
-  std::string bundlePath;
-  bool info = false;
-  std::string entry;
-  std::string inputs;
-  std::string outputs;
-  std::string params;
-  std::string data;
-  std::string saveParams;
-  long steps = 0;
-  long seed = 0;
-  long logEvery = 1;
-  bool noShuffle = false;
-  bool compress = false;
-  std::string target = "cpu";
-  long repeat = 1;
-  bool help = false;
-};
+Runs a compiled Kiln bundle (written by kilnc) with libkilnrt.
 
-void printError(const std::string &message) {
-  std::fprintf(stderr, "kiln-run: error: %s\n", message.c_str());
-}
+options:
+  --info            print the bundle's entry points with their input and output
+                    names, types and shapes, its targets with their kernel
+                    counts, the arena size of each entry point, the parameter
+                    count and bytes, its metadata and its fingerprint
+  --entry NAME      the entry point to run (e.g. forward); may be left out when
+                    the bundle has only one
+  --inputs FILE     an .npz archive (numpy.savez or numpy.savez_compressed) with
+                    one array per input of the entry point, keyed by the input's
+                    name; needed unless the entry point takes no inputs
+  --outputs FILE    the .npz archive to write, one array per output, keyed by
+                    the output's name
+  --params FILE     an .npz archive of parameter values, keyed by parameter
+                    name, that replace the bundle's initial values for this run
+  --save-params F   after the run (or training), write every parameter and
+                    optimizer state tensor to the safetensors file F
+  --compress        deflate-compress the --outputs archive (like
+                    numpy.savez_compressed)
+  --target NAME     the target to run on (default: cpu)
+  --repeat N        run the entry point N times (default 1) and print the mean
+                    and fastest time of one run; the outputs are those of the
+                    last run
+  -h, --help        print this message
 
-/// Prints the C API's message for a failed call; returns false.
-bool failed(kiln_status_t status, const std::string &context = "") {
-  std::string message = kiln_status_message();
-  if (message.empty())
-    message = kiln_status_name(status);
-  printError(context.empty() ? message : context + ": " + message);
-  return false;
-}
+Arrays must match the entry point exactly: every input present once, no extra
+arrays, the declared element type and shape. Supported .npy dtypes: f4 f8 f2 i8
+i4 i1 b1, little-endian, C order.
 
-bool isTrainingFlag(const std::string &flag) {
-  static const char *const kTrainingFlags[] = {"--checkpoint-dir",
-                                               "--checkpoint-every", "--resume",
-                                               "--metrics"};
-  return std::any_of(std::begin(kTrainingFlags), std::end(kTrainingFlags),
-                     [&](const char *name) { return flag == name; });
-}
+Training: --data TRAIN.npz --steps N runs N optimizer steps of the entry point
+train_step (compiled with kilnc --optimizer) on batches of TRAIN.npz: one array
+per input, keyed by its name, the first axis the samples. For a bundle compiled
+with kilnc --grad-accum=K, each step runs accumulate_step K-1 times and then
+train_step, each on the next batch, and its loss is the mean of the K losses.
+  --seed S          the data order: each epoch visits the samples in a random
+                    order seeded by S and the epoch (default 0)
+  --no-shuffle      visit the samples in their stored order
+  --drop-last       skip the incomplete batch at the end of each epoch; by
+                    default a batch continues into the next epoch's order, so
+                    no sample is dropped
+  --log-every K     print a line every K steps (default 1) when stdout is not
+                    a terminal; on a terminal one progress line is redrawn
+  --metrics F       write one JSON object per step to F (step, epoch, loss,
+                    lr, grad_norm, samples, samples_per_s, elapsed_s); F must
+                    not exist, unless with --resume, which continues it
+  --checkpoint-dir D
+                    write checkpoints to D: D/step-N.safetensors (parameters
+                    and optimizer state), D/step-N.json (step, data cursor,
+                    bundle fingerprint) and D/latest, after the last step and
+                    every --checkpoint-every K steps
+  --checkpoint-every K
+                    checkpoint every K steps too
+  --resume          continue from the latest checkpoint in --checkpoint-dir
+                    up to --steps N in all, exactly as an uninterrupted run;
+                    refused for a checkpoint of another bundle or data order
+
+The compiled kernels use all cores; OMP_NUM_THREADS and OPENBLAS_NUM_THREADS
+limit them. Exit status: 0 on success, 1 on any error.
+)";
 
 /// Splits "--flag=value" into flag and value.
 void splitFlag(const std::string &argument, std::string &flag,
@@ -169,6 +123,10 @@ bool *switchFor(Options &options, const std::string &flag) {
     return &options.compress;
   if (flag == "--no-shuffle")
     return &options.noShuffle;
+  if (flag == "--drop-last")
+    return &options.dropLast;
+  if (flag == "--resume")
+    return &options.resume;
   return nullptr;
 }
 
@@ -188,6 +146,27 @@ std::string *stringFor(Options &options, const std::string &flag) {
     return &options.saveParams;
   if (flag == "--target")
     return &options.target;
+  if (flag == "--metrics")
+    return &options.metrics;
+  if (flag == "--checkpoint-dir")
+    return &options.checkpointDir;
+  return nullptr;
+}
+
+/// The count option `flag` sets, or nullptr; `allowZero` says whether 0 is
+/// a valid value.
+long *countFor(Options &options, const std::string &flag, bool &allowZero) {
+  allowZero = flag == "--seed";
+  if (flag == "--repeat")
+    return &options.repeat;
+  if (flag == "--steps")
+    return &options.steps;
+  if (flag == "--log-every")
+    return &options.logEvery;
+  if (flag == "--seed")
+    return &options.seed;
+  if (flag == "--checkpoint-every")
+    return &options.checkpointEvery;
   return nullptr;
 }
 
@@ -209,14 +188,8 @@ bool takeValue(int argc, char **argv, int &i, std::string &value) {
 /// Applies one option (or the bundle path) starting at argv[i].
 bool parseArgument(int argc, char **argv, int &i, Options &options) {
   std::string flag, value;
-  bool hasValue = false;
+  bool hasValue = false, allowZero = false;
   splitFlag(argv[i], flag, value, hasValue);
-  if (isTrainingFlag(flag)) {
-    printError("training (" + flag +
-               ") is not supported yet; this release runs single entry "
-               "points with --inputs and --outputs");
-    return false;
-  }
   if (bool *option = switchFor(options, flag)) {
     if (hasValue) {
       printError(flag + " takes no value");
@@ -227,18 +200,9 @@ bool parseArgument(int argc, char **argv, int &i, Options &options) {
   }
   if (std::string *option = stringFor(options, flag))
     return takeValue(argc, argv, i, *option);
-  if (flag == "--repeat")
+  if (long *option = countFor(options, flag, allowZero))
     return takeValue(argc, argv, i, value) &&
-           parseCount(flag, value, options.repeat);
-  if (flag == "--steps")
-    return takeValue(argc, argv, i, value) &&
-           parseCount(flag, value, options.steps);
-  if (flag == "--log-every")
-    return takeValue(argc, argv, i, value) &&
-           parseCount(flag, value, options.logEvery);
-  if (flag == "--seed")
-    return takeValue(argc, argv, i, value) &&
-           parseCount(flag, value, options.seed, /*allowZero=*/true);
+           parseCount(flag, value, *option, allowZero);
   if (flag.size() > 1 && flag[0] == '-') {
     printError("unknown option '" + flag + "' (see kiln-run --help)");
     return false;
@@ -259,6 +223,33 @@ bool parseArguments(int argc, char **argv, Options &options) {
   return true;
 }
 
+/// The training flags need --data; --checkpoint-every and --resume need
+/// --checkpoint-dir.
+bool checkTrainingArguments(const Options &options) {
+  const struct {
+    bool given;
+    const char *flag;
+  } trainingFlags[] = {{!options.metrics.empty(), "--metrics"},
+                       {!options.checkpointDir.empty(), "--checkpoint-dir"},
+                       {options.checkpointEvery > 0, "--checkpoint-every"},
+                       {options.resume, "--resume"},
+                       {options.dropLast, "--drop-last"}};
+  for (const auto &training : trainingFlags) {
+    if (training.given && options.data.empty()) {
+      printError(std::string(training.flag) +
+                 " is for training; it needs --data TRAIN.npz --steps N");
+      return false;
+    }
+  }
+  if (options.checkpointDir.empty() &&
+      (options.checkpointEvery > 0 || options.resume)) {
+    printError(std::string(options.resume ? "--resume" : "--checkpoint-every") +
+               " needs --checkpoint-dir DIR");
+    return false;
+  }
+  return true;
+}
+
 bool checkArguments(const Options &options) {
   if (options.bundlePath.empty()) {
     printError("no bundle given (usage: kiln-run MODEL.kiln ...; see "
@@ -273,6 +264,8 @@ bool checkArguments(const Options &options) {
     printError("--steps needs --data TRAIN.npz");
     return false;
   }
+  if (!checkTrainingArguments(options))
+    return false;
   if (!options.info && options.outputs.empty() && options.data.empty()) {
     printError("nothing to do: give --info, --outputs OUT.npz (with "
                "--inputs IN.npz) to run an entry point, or --data TRAIN.npz "
@@ -280,14 +273,6 @@ bool checkArguments(const Options &options) {
     return false;
   }
   return true;
-}
-
-std::string describeTensor(const kiln_tensor_info_t &tensor) {
-  std::string text = std::string(tensor.name) + ": " +
-                     kiln_element_type_name(tensor.element_type) + "[";
-  for (int32_t d = 0; d < tensor.rank; ++d)
-    text += (d > 0 ? "," : "") + std::to_string(tensor.shape[d]);
-  return text + "]";
 }
 
 /// "12345 bytes" or "12345 bytes (12.1 KiB)".
@@ -362,9 +347,27 @@ bool printTargets(const kiln_bundle_t *bundle, const kiln_bundle_info_t &info) {
   return true;
 }
 
+/// "metadata:" and one "  key: value" line per entry, when there are any.
+bool printMetadata(const kiln_bundle_t *bundle,
+                   const kiln_bundle_info_t &info) {
+  if (info.metadata_count > 0)
+    std::printf("metadata:\n");
+  for (size_t i = 0; i < info.metadata_count; ++i) {
+    const char *key = nullptr, *value = nullptr;
+    if (kiln_status_t status =
+            kiln_bundle_get_metadata_entry(bundle, i, &key, &value))
+      return failed(status);
+    std::printf("  %s: %s\n", key, value);
+  }
+  return true;
+}
+
 bool printInfo(const Options &options, const kiln_bundle_t *bundle) {
   kiln_bundle_info_t info;
   if (kiln_status_t status = kiln_bundle_get_info(bundle, &info))
+    return failed(status);
+  uint64_t fingerprint = 0;
+  if (kiln_status_t status = kiln_bundle_get_fingerprint(bundle, &fingerprint))
     return failed(status);
   std::printf("bundle: %s\n", options.bundlePath.c_str());
   std::printf("producer: %s\n", *info.producer ? info.producer : "unknown");
@@ -373,38 +376,10 @@ bool printInfo(const Options &options, const kiln_bundle_t *bundle) {
     return false;
   std::printf("parameters: %zu, %s\n", info.parameter_count,
               describeBytes(info.parameter_bytes).c_str());
-  return true;
-}
-
-/// The entry point --entry names, or the only one there is.
-bool selectEntryPoint(const Options &options, const kiln_bundle_t *bundle,
-                      size_t &index, kiln_entry_point_info_t &entry) {
-  if (!options.entry.empty()) {
-    if (kiln_status_t status =
-            kiln_bundle_find_entry_point(bundle, options.entry.c_str(), &index))
-      return failed(status);
-  } else {
-    kiln_bundle_info_t info;
-    if (kiln_status_t status = kiln_bundle_get_info(bundle, &info))
-      return failed(status);
-    if (info.entry_point_count != 1) {
-      std::string names;
-      for (size_t i = 0; i < info.entry_point_count; ++i) {
-        kiln_entry_point_info_t other;
-        if (kiln_status_t status =
-                kiln_bundle_get_entry_point(bundle, i, &other))
-          return failed(status);
-        names += (i > 0 ? ", " : "") + std::string(other.name);
-      }
-      printError(options.bundlePath + " has " +
-                 std::to_string(info.entry_point_count) + " entry points (" +
-                 names + "); choose one with --entry");
-      return false;
-    }
-    index = 0;
-  }
-  if (kiln_status_t status = kiln_bundle_get_entry_point(bundle, index, &entry))
-    return failed(status);
+  if (!printMetadata(bundle, info))
+    return false;
+  std::printf("fingerprint: 0x%016llx\n",
+              static_cast<unsigned long long>(fingerprint));
   return true;
 }
 
@@ -424,45 +399,6 @@ bool readInputs(const Options &options, const kiln_entry_point_info_t &entry,
     return false;
   }
   return true;
-}
-
-/// Allocates one array per output of the entry point, in its order.
-bool allocateOutputs(const kiln_bundle_t *bundle, size_t index,
-                     const kiln_entry_point_info_t &entry,
-                     std::vector<NamedArray> &arrays) {
-  arrays.resize(entry.output_count);
-  for (size_t i = 0; i < entry.output_count; ++i) {
-    kiln_tensor_info_t output;
-    if (kiln_status_t status =
-            kiln_bundle_get_entry_point_output(bundle, index, i, &output))
-      return failed(status);
-    NamedArray &array = arrays[i];
-    array.name = output.name;
-    array.array.elementType = output.element_type;
-    array.array.shape.assign(output.shape, output.shape + output.rank);
-    Status status = kiln::runtime::allocateNpyArray(array.array);
-    if (!status.ok()) {
-      printError("output '" + array.name + "': " + status.message());
-      return false;
-    }
-  }
-  return true;
-}
-
-/// Describes `arrays` as kiln_tensor_t; the result points into `arrays`.
-std::vector<kiln_tensor_t> tensorsOf(std::vector<NamedArray> &arrays) {
-  std::vector<kiln_tensor_t> tensors;
-  for (NamedArray &array : arrays) {
-    kiln_tensor_t tensor;
-    tensor.name = array.name.c_str();
-    tensor.element_type = array.array.elementType;
-    tensor.rank = static_cast<int32_t>(array.array.shape.size());
-    tensor.shape = array.array.shape.data();
-    tensor.data = array.array.data.data();
-    tensor.byte_size = array.array.data.size();
-    tensors.push_back(tensor);
-  }
-  return tensors;
 }
 
 /// Runs the entry point `repeat` times, printing timings when more than one.
@@ -493,99 +429,6 @@ bool runRepeatedly(const Options &options, kiln_session_t *session,
   return true;
 }
 
-bool loadParameters(const Options &options, const kiln_bundle_t *bundle,
-                    kiln_session_t *session);
-
-using Session = std::unique_ptr<kiln_session_t, void (*)(kiln_session_t *)>;
-
-const char *safetensorsDtype(kiln_element_type_t type) {
-  switch (type) {
-  case KILN_ELEMENT_TYPE_F32:
-    return "F32";
-  case KILN_ELEMENT_TYPE_F16:
-    return "F16";
-  case KILN_ELEMENT_TYPE_BF16:
-    return "BF16";
-  case KILN_ELEMENT_TYPE_F64:
-    return "F64";
-  case KILN_ELEMENT_TYPE_I64:
-    return "I64";
-  case KILN_ELEMENT_TYPE_I32:
-    return "I32";
-  case KILN_ELEMENT_TYPE_I8:
-    return "I8";
-  case KILN_ELEMENT_TYPE_BOOL:
-    return "BOOL";
-  default:
-    return nullptr;
-  }
-}
-
-/// Writes every parameter of the session to --save-params as safetensors (a
-/// JSON header of names, dtypes, shapes and offsets, then the data), through
-/// a temporary file and a rename.
-bool saveParameters(const Options &options, const kiln_bundle_t *bundle,
-                    kiln_session_t *session) {
-  if (options.saveParams.empty())
-    return true;
-  kiln_bundle_info_t info;
-  if (kiln_status_t error = kiln_bundle_get_info(bundle, &info))
-    return failed(error);
-  std::string header = "{", data;
-  for (size_t i = 0; i < info.parameter_count; ++i) {
-    kiln_parameter_info_t parameter;
-    if (kiln_status_t error = kiln_bundle_get_parameter(bundle, i, &parameter))
-      return failed(error);
-    const kiln_tensor_info_t &tensor = parameter.tensor;
-    std::string bytes(tensor.byte_size, '\0');
-    if (kiln_status_t error = kiln_session_get_parameter(
-            session, tensor.name, bytes.data(), bytes.size()))
-      return failed(error);
-    std::string shape;
-    for (int32_t d = 0; d < tensor.rank; ++d)
-      shape += (d ? "," : "") + std::to_string(tensor.shape[d]);
-    header += std::string(i ? "," : "") + "\"" + tensor.name +
-              "\":{\"dtype\":\"" + safetensorsDtype(tensor.element_type) +
-              "\",\"shape\":[" + shape + "],\"data_offsets\":[" +
-              std::to_string(data.size()) + "," +
-              std::to_string(data.size() + bytes.size()) + "]}";
-    data += bytes;
-  }
-  header += "}";
-  header.append((8 - header.size() % 8) % 8, ' ');
-  std::string temporary = options.saveParams + ".tmp";
-  std::FILE *file = std::fopen(temporary.c_str(), "wb");
-  if (!file) {
-    printError(options.saveParams + ": cannot write: " + std::strerror(errno));
-    return false;
-  }
-  uint64_t length = header.size();
-  unsigned char prefix[8];
-  for (int b = 0; b < 8; ++b)
-    prefix[b] = static_cast<unsigned char>(length >> (8 * b));
-  bool ok = std::fwrite(prefix, 1, 8, file) == 8 &&
-            std::fwrite(header.data(), 1, header.size(), file) == header.size() &&
-            std::fwrite(data.data(), 1, data.size(), file) == data.size();
-  ok = (std::fclose(file) == 0) && ok;
-  if (!ok || std::rename(temporary.c_str(), options.saveParams.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    printError(options.saveParams + ": cannot write: " + std::strerror(errno));
-    return false;
-  }
-  return true;
-}
-
-/// A session on --target with the --params values loaded.
-bool openSession(const Options &options, const kiln_bundle_t *bundle,
-                 Session &session) {
-  kiln_session_t *rawSession = nullptr;
-  if (kiln_status_t status =
-          kiln_session_create(bundle, options.target.c_str(), &rawSession))
-    return failed(status);
-  session.reset(rawSession);
-  return loadParameters(options, bundle, session.get());
-}
-
 bool runEntryPoint(const Options &options, const kiln_bundle_t *bundle) {
   size_t index = 0;
   kiln_entry_point_info_t entry;
@@ -612,207 +455,6 @@ bool runEntryPoint(const Options &options, const kiln_bundle_t *bundle) {
   return true;
 }
 
-/// Replaces parameter values with the arrays of --params, each checked
-/// against the parameter's declared type and shape.
-bool loadParameters(const Options &options, const kiln_bundle_t *bundle,
-                    kiln_session_t *session) {
-  if (options.params.empty())
-    return true;
-  std::vector<NamedArray> arrays;
-  Status status = kiln::runtime::readNpz(options.params, arrays);
-  if (!status.ok()) {
-    printError(status.message());
-    return false;
-  }
-  kiln_bundle_info_t info;
-  if (kiln_status_t error = kiln_bundle_get_info(bundle, &info))
-    return failed(error);
-  for (const NamedArray &array : arrays) {
-    kiln_parameter_info_t parameter;
-    bool found = false;
-    for (size_t i = 0; i < info.parameter_count && !found; ++i) {
-      if (kiln_status_t error = kiln_bundle_get_parameter(bundle, i, &parameter))
-        return failed(error);
-      found = array.name == parameter.tensor.name;
-    }
-    if (!found) {
-      printError(options.params + ": the bundle has no parameter '" +
-                 array.name + "'");
-      return false;
-    }
-    const kiln_tensor_info_t &declared = parameter.tensor;
-    bool sameShape =
-        array.array.shape.size() == static_cast<size_t>(declared.rank) &&
-        std::equal(array.array.shape.begin(), array.array.shape.end(),
-                   declared.shape);
-    if (array.array.elementType != declared.element_type || !sameShape) {
-      printError(options.params + ": array '" + array.name + "' has type " +
-                 kiln::runtime::describeTensorType(
-                     array.array.elementType, array.array.shape.data(),
-                     array.array.shape.size()) +
-                 ", the parameter is " +
-                 kiln::runtime::describeTensorType(declared.element_type,
-                                                   declared.shape,
-                                                   declared.rank));
-      return false;
-    }
-    if (kiln_status_t error = kiln_session_set_parameter(
-            session, array.name.c_str(), array.array.data.data(),
-            array.array.data.size()))
-      return failed(error, options.params);
-  }
-  return true;
-}
-
-/// The training data: one array per input of the entry point, first axis the
-/// samples.
-struct Dataset {
-  std::vector<NamedArray> arrays; // in the entry point's input order
-  int64_t samples = 0;
-};
-
-bool readDataset(const Options &options, const kiln_bundle_t *bundle,
-                 size_t entryIndex, const kiln_entry_point_info_t &entry,
-                 Dataset &dataset) {
-  std::vector<NamedArray> arrays;
-  Status status = kiln::runtime::readNpz(options.data, arrays);
-  if (!status.ok()) {
-    printError(status.message());
-    return false;
-  }
-  for (size_t i = 0; i < entry.input_count; ++i) {
-    kiln_tensor_info_t input;
-    if (kiln_status_t error =
-            kiln_bundle_get_entry_point_input(bundle, entryIndex, i, &input))
-      return failed(error);
-    auto found = std::find_if(arrays.begin(), arrays.end(),
-                              [&](const NamedArray &a) { return a.name == input.name; });
-    if (found == arrays.end()) {
-      printError(options.data + ": no array '" + input.name + "' for input " +
-                 describeTensor(input));
-      return false;
-    }
-    const std::vector<int64_t> &shape = found->array.shape;
-    bool fits = found->array.elementType == input.element_type &&
-                input.rank >= 1 &&
-                shape.size() == static_cast<size_t>(input.rank) &&
-                std::equal(shape.begin() + 1, shape.end(), input.shape + 1);
-    if (!fits) {
-      printError(options.data + ": array '" + found->name + "' has type " +
-                 kiln::runtime::describeTensorType(found->array.elementType,
-                                                   shape.data(), shape.size()) +
-                 "; input " + describeTensor(input) +
-                 " needs samples of the same type and shape along axis 0");
-      return false;
-    }
-    if (i > 0 && shape[0] != dataset.samples) {
-      printError(options.data + ": array '" + found->name + "' has " +
-                 std::to_string(shape[0]) + " samples, '" +
-                 dataset.arrays.front().name + "' has " +
-                 std::to_string(dataset.samples));
-      return false;
-    }
-    dataset.samples = shape[0];
-    if (dataset.samples < input.shape[0]) {
-      printError(options.data + ": " + std::to_string(dataset.samples) +
-                 " samples do not fill one batch of " +
-                 std::to_string(input.shape[0]));
-      return false;
-    }
-    dataset.arrays.push_back(std::move(*found));
-  }
-  return true;
-}
-
-/// Runs train_step --steps times over shuffled batches, printing the loss.
-bool train(const Options &options, const kiln_bundle_t *bundle) {
-  size_t index = 0;
-  kiln_entry_point_info_t entry;
-  Options trainOptions = options;
-  if (trainOptions.entry.empty())
-    trainOptions.entry = "train_step";
-  std::vector<NamedArray> batch, outputs;
-  Dataset dataset;
-  if (!selectEntryPoint(trainOptions, bundle, index, entry) ||
-      !readDataset(options, bundle, index, entry, dataset) ||
-      !allocateOutputs(bundle, index, entry, outputs))
-    return false;
-  if (outputs.empty() || outputs.front().array.data.size() != sizeof(float) ||
-      outputs.front().array.elementType != KILN_ELEMENT_TYPE_F32) {
-    printError(std::string("entry point '") + entry.name +
-               "' must return the f32 loss first");
-    return false;
-  }
-  int64_t batchSize = 0;
-  for (NamedArray &data : dataset.arrays) {
-    NamedArray slot;
-    slot.name = data.name;
-    slot.array.elementType = data.array.elementType;
-    slot.array.shape = data.array.shape;
-    kiln_tensor_info_t input;
-    if (kiln_status_t error = kiln_bundle_get_entry_point_input(
-            bundle, index, batch.size(), &input))
-      return failed(error);
-    batchSize = input.shape[0];
-    slot.array.shape[0] = batchSize;
-    Status allocated = kiln::runtime::AlignedBuffer::allocate(
-        data.array.data.size() / static_cast<size_t>(dataset.samples) *
-            static_cast<size_t>(batchSize),
-        slot.array.data);
-    if (!allocated.ok()) {
-      printError(allocated.message());
-      return false;
-    }
-    batch.push_back(std::move(slot));
-  }
-  Session session(nullptr, kiln_session_release);
-  if (!openSession(options, bundle, session))
-    return false;
-
-  std::vector<int64_t> order(dataset.samples);
-  int64_t batchesPerEpoch = dataset.samples / batchSize;
-  using Clock = std::chrono::steady_clock;
-  Clock::time_point start = Clock::now();
-  for (long step = 0; step < options.steps; ++step) {
-    int64_t epoch = step / batchesPerEpoch, within = step % batchesPerEpoch;
-    if (within == 0) {
-      for (int64_t i = 0; i < dataset.samples; ++i)
-        order[i] = i;
-      if (!options.noShuffle) {
-        std::mt19937_64 random(static_cast<uint64_t>(options.seed) * 1000003u +
-                               static_cast<uint64_t>(epoch));
-        std::shuffle(order.begin(), order.end(), random);
-      }
-    }
-    for (size_t a = 0; a < batch.size(); ++a) {
-      size_t row = dataset.arrays[a].array.data.size() /
-                   static_cast<size_t>(dataset.samples);
-      for (int64_t r = 0; r < batchSize; ++r)
-        std::memcpy(batch[a].array.data.data() + r * row,
-                    dataset.arrays[a].array.data.data() +
-                        order[within * batchSize + r] * row,
-                    row);
-    }
-    std::vector<kiln_tensor_t> inputs = tensorsOf(batch),
-                               results = tensorsOf(outputs);
-    if (kiln_status_t status =
-            kiln_session_run(session.get(), entry.name, inputs.data(),
-                             inputs.size(), results.data(), results.size()))
-      return failed(status, options.data);
-    if ((step + 1) % options.logEvery == 0 || step + 1 == options.steps) {
-      float loss;
-      std::memcpy(&loss, outputs.front().array.data.data(), sizeof(loss));
-      double seconds =
-          std::chrono::duration<double>(Clock::now() - start).count();
-      std::printf("step %ld/%ld  epoch %lld  loss %.6f  samples/s %.1f\n",
-                  step + 1, options.steps, static_cast<long long>(epoch), loss,
-                  static_cast<double>((step + 1) * batchSize) / seconds);
-      std::fflush(stdout);
-    }
-  }
-  return saveParameters(options, bundle, session.get());
-}
-
 bool runTool(const Options &options) {
   kiln_bundle_t *rawBundle = nullptr;
   if (kiln_status_t status =
@@ -836,7 +478,7 @@ int main(int argc, char **argv) {
   if (!parseArguments(argc, argv, options))
     return 1;
   if (options.help) {
-    printUsage(stdout);
+    std::fputs(kUsage, stdout);
     return 0;
   }
   if (!checkArguments(options))

@@ -1,0 +1,126 @@
+//===- Driver.cpp - what kiln-run's parts share ---------------------------===//
+
+#include "Driver.h"
+
+#include "Parameters.h"
+
+#include <cstdio>
+
+namespace kiln::run {
+
+using kiln::runtime::Status;
+
+namespace {
+bool progressLineOpen = false;
+} // namespace
+
+void setProgressLineOpen(bool open) { progressLineOpen = open; }
+
+bool isProgressLineOpen() { return progressLineOpen; }
+
+void printError(const std::string &message) {
+  if (progressLineOpen) {
+    std::fputs("\n", stdout);
+    std::fflush(stdout);
+    progressLineOpen = false;
+  }
+  std::fprintf(stderr, "kiln-run: error: %s\n", message.c_str());
+}
+
+bool failed(kiln_status_t status, const std::string &context) {
+  std::string message = kiln_status_message();
+  if (message.empty())
+    message = kiln_status_name(status);
+  printError(context.empty() ? message : context + ": " + message);
+  return false;
+}
+
+std::string describeTensor(const kiln_tensor_info_t &tensor) {
+  std::string text = std::string(tensor.name) + ": " +
+                     kiln_element_type_name(tensor.element_type) + "[";
+  for (int32_t d = 0; d < tensor.rank; ++d)
+    text += (d > 0 ? "," : "") + std::to_string(tensor.shape[d]);
+  return text + "]";
+}
+
+bool selectEntryPoint(const Options &options, const kiln_bundle_t *bundle,
+                      size_t &index, kiln_entry_point_info_t &entry,
+                      const std::string &fallback) {
+  std::string name = options.entry.empty() ? fallback : options.entry;
+  if (!name.empty()) {
+    if (kiln_status_t status =
+            kiln_bundle_find_entry_point(bundle, name.c_str(), &index))
+      return failed(status);
+  } else {
+    kiln_bundle_info_t info;
+    if (kiln_status_t status = kiln_bundle_get_info(bundle, &info))
+      return failed(status);
+    if (info.entry_point_count != 1) {
+      std::string names;
+      for (size_t i = 0; i < info.entry_point_count; ++i) {
+        kiln_entry_point_info_t other;
+        if (kiln_status_t status =
+                kiln_bundle_get_entry_point(bundle, i, &other))
+          return failed(status);
+        names += (i > 0 ? ", " : "") + std::string(other.name);
+      }
+      printError(options.bundlePath + " has " +
+                 std::to_string(info.entry_point_count) + " entry points (" +
+                 names + "); choose one with --entry");
+      return false;
+    }
+    index = 0;
+  }
+  if (kiln_status_t status = kiln_bundle_get_entry_point(bundle, index, &entry))
+    return failed(status);
+  return true;
+}
+
+bool allocateOutputs(const kiln_bundle_t *bundle, size_t index,
+                     const kiln_entry_point_info_t &entry,
+                     std::vector<NamedArray> &arrays) {
+  arrays.resize(entry.output_count);
+  for (size_t i = 0; i < entry.output_count; ++i) {
+    kiln_tensor_info_t output;
+    if (kiln_status_t status =
+            kiln_bundle_get_entry_point_output(bundle, index, i, &output))
+      return failed(status);
+    NamedArray &array = arrays[i];
+    array.name = output.name;
+    array.array.elementType = output.element_type;
+    array.array.shape.assign(output.shape, output.shape + output.rank);
+    Status status = kiln::runtime::allocateNpyArray(array.array);
+    if (!status.ok()) {
+      printError("output '" + array.name + "': " + status.message());
+      return false;
+    }
+  }
+  return true;
+}
+
+std::vector<kiln_tensor_t> tensorsOf(std::vector<NamedArray> &arrays) {
+  std::vector<kiln_tensor_t> tensors;
+  for (NamedArray &array : arrays) {
+    kiln_tensor_t tensor;
+    tensor.name = array.name.c_str();
+    tensor.element_type = array.array.elementType;
+    tensor.rank = static_cast<int32_t>(array.array.shape.size());
+    tensor.shape = array.array.shape.data();
+    tensor.data = array.array.data.data();
+    tensor.byte_size = array.array.data.size();
+    tensors.push_back(tensor);
+  }
+  return tensors;
+}
+
+bool openSession(const Options &options, const kiln_bundle_t *bundle,
+                 Session &session) {
+  kiln_session_t *rawSession = nullptr;
+  if (kiln_status_t status =
+          kiln_session_create(bundle, options.target.c_str(), &rawSession))
+    return failed(status);
+  session.reset(rawSession);
+  return loadParameters(options, bundle, session.get());
+}
+
+} // namespace kiln::run

@@ -1,0 +1,89 @@
+//===- Driver.h - what kiln-run's parts share -------------------*- C++ -*-===//
+//
+// The command line's options, error reporting (one line on stderr, then the
+// caller returns false), and the C API helpers that running one entry point
+// and training both use: entry point lookup, output allocation, sessions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_TOOLS_KILN_RUN_DRIVER_H
+#define KILN_TOOLS_KILN_RUN_DRIVER_H
+
+#include "kiln/runtime.h"
+#include "kiln/runtime/Npy.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln::run {
+
+using kiln::runtime::NamedArray;
+
+/// kiln-run's version, recorded in checkpoints.
+inline constexpr const char *kVersion = "0.1.0";
+
+/// What the command line asks for.
+struct Options {
+  std::string bundlePath;
+  bool info = false;
+  std::string entry;
+  std::string inputs;
+  std::string outputs;
+  std::string params;
+  std::string data;
+  std::string saveParams;
+  long steps = 0;
+  long seed = 0;
+  long logEvery = 1;
+  bool noShuffle = false;
+  bool dropLast = false;
+  std::string metrics;
+  std::string checkpointDir;
+  long checkpointEvery = 0; // 0: only at the end
+  bool resume = false;
+  bool compress = false;
+  std::string target = "cpu";
+  long repeat = 1;
+  bool help = false;
+};
+
+/// Prints "kiln-run: error: MESSAGE" to stderr, on a line of its own even
+/// while a progress line is drawn.
+void printError(const std::string &message);
+
+/// Tells printError whether a progress line without its newline is on
+/// stdout; it ends that line first.
+void setProgressLineOpen(bool open);
+bool isProgressLineOpen();
+
+/// Prints the C API's message for a failed call (prefixed by `context` when
+/// given); returns false.
+bool failed(kiln_status_t status, const std::string &context = "");
+
+/// "x: f32[8,32]".
+std::string describeTensor(const kiln_tensor_info_t &tensor);
+
+/// The entry point --entry names (or `fallback` when --entry is not given
+/// and `fallback` is not empty), or the only one there is.
+bool selectEntryPoint(const Options &options, const kiln_bundle_t *bundle,
+                      size_t &index, kiln_entry_point_info_t &entry,
+                      const std::string &fallback = "");
+
+/// Allocates one array per output of entry point `index`, in its order.
+bool allocateOutputs(const kiln_bundle_t *bundle, size_t index,
+                     const kiln_entry_point_info_t &entry,
+                     std::vector<NamedArray> &arrays);
+
+/// Describes `arrays` as kiln_tensor_t; the result points into `arrays`.
+std::vector<kiln_tensor_t> tensorsOf(std::vector<NamedArray> &arrays);
+
+using Session = std::unique_ptr<kiln_session_t, void (*)(kiln_session_t *)>;
+
+/// A session on --target with the --params values loaded.
+bool openSession(const Options &options, const kiln_bundle_t *bundle,
+                 Session &session);
+
+} // namespace kiln::run
+
+#endif // KILN_TOOLS_KILN_RUN_DRIVER_H
