@@ -5,6 +5,10 @@ sum(op(params) * R) with a fixed random R, so every output element matters.
 The gradient forward_grad returns must match (L(p + h) - L(p - h)) / 2h,
 evaluated with `kiln-run --params`, element by element.
 
+Where the loss has no derivative (max pooling over windows with tied
+maxima), a case names a PyTorch function instead, and the gradient must
+match what torch.autograd computes for it in float64.
+
     gradcheck.py KILNC KILN_RUN WORKDIR [--only NAME]
 """
 import argparse
@@ -31,10 +35,18 @@ def save_npz(path, arrays):
                 np.lib.format.write_array(member, np.array(value, order="C", copy=True))
 
 
-def case(name, op, params, out_shape, attrs=None, extra_inputs=(), extra_nodes=()):
+def case(name, op, params, out_shape, attrs=None, extra_inputs=(), extra_nodes=(),
+         torch_reference=None):
+    """torch_reference(torch, *params) computes the op in PyTorch: the
+    gradient is then checked against torch.autograd, not finite differences."""
     return dict(name=name, op=op, params=params, out_shape=out_shape,
                 attrs=attrs or {}, extra_inputs=list(extra_inputs),
-                extra_nodes=list(extra_nodes))
+                extra_nodes=list(extra_nodes), torch_reference=torch_reference)
+
+
+def output_weights(shape):
+    """R, the fixed weights of the op's output in the loss."""
+    return np.random.default_rng(3).standard_normal(shape)
 
 
 def cases():
@@ -42,6 +54,10 @@ def cases():
     r = lambda *s: rng.standard_normal(s)
     pos = lambda *s: rng.uniform(0.5, 2.0, s)
     ints = lambda values: numpy_helper.from_array(np.array(values, dtype=np.int64))
+    # Values at least 0.05 apart, so a finite-difference step never changes
+    # which one is the maximum.
+    distinct = lambda *s: rng.permutation(np.prod(s)).reshape(s) * 0.05 - 1.0
+    ties = lambda *s: rng.integers(0, 3, s).astype(np.float64)
     return [
         case("add_broadcast", "Add", {"a": r(2, 3), "b": r(3)}, (2, 3)),
         case("sub", "Sub", {"a": r(2, 3), "b": r(2, 3)}, (2, 3)),
@@ -88,6 +104,59 @@ def cases():
              extra_inputs=[ints([[0, 3], [3, -1]])]),
         case("gather_elements", "GatherElements", {"a": r(3, 3)}, (2, 3), {"axis": 0},
              extra_inputs=[ints([[0, 2, 1], [2, 2, 0]])]),
+        case("slice_strided", "Slice", {"a": r(5, 7)}, (2, 2),
+             extra_inputs=[ints([1, 0]), ints([5, 6]), ints([0, 1]), ints([2, 3])]),
+        case("cumsum", "CumSum", {"a": r(2, 4)}, (2, 4), extra_inputs=[ints(1)]),
+        case("cumsum_exclusive_reverse", "CumSum", {"a": r(3, 2)}, (3, 2),
+             {"exclusive": 1, "reverse": 1}, extra_inputs=[ints(0)]),
+        # Convolutions: the bias is an add after the conv.
+        case("conv", "Conv", {"x": r(1, 2, 4, 4), "w": r(2, 2, 3, 3), "b": r(2)},
+             (1, 2, 4, 4), {"pads": [1, 1, 1, 1]}),
+        # Stride 2 over 8 rows with one pad leaves the last row unread; the
+        # dilated columns pad asymmetrically.
+        case("conv_strided_dilated", "Conv", {"x": r(1, 1, 8, 5), "w": r(2, 1, 2, 2)},
+             (1, 2, 4, 4), {"strides": [2, 1], "dilations": [1, 2], "pads": [1, 0, 0, 1]}),
+        case("conv_groups", "Conv", {"x": r(1, 4, 4, 4), "w": r(6, 2, 2, 2)},
+             (1, 6, 3, 3), {"group": 2, "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+        case("conv_1d", "Conv", {"x": r(2, 2, 8), "w": r(3, 2, 3)}, (2, 3, 2),
+             {"strides": [3]}),
+        case("conv_transpose", "ConvTranspose", {"x": r(1, 2, 3, 3), "w": r(2, 2, 3, 3)},
+             (1, 2, 6, 6), {"strides": [2, 2], "pads": [1, 1, 1, 1],
+                            "output_padding": [1, 1]}),
+        case("conv_transpose_groups", "ConvTranspose", {"x": r(1, 4, 3), "w": r(4, 1, 2)},
+             (1, 2, 7), {"group": 2, "strides": [2], "dilations": [2]}),
+        # Max pooling: overlapping windows (3 every 2) with padding; distinct
+        # values, so every maximum is unique.
+        case("max_pool_overlapping", "MaxPool", {"x": distinct(1, 2, 5, 5)}, (1, 2, 3, 3),
+             {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+        case("max_pool_ceil_dilated", "MaxPool", {"x": distinct(1, 1, 7, 6)}, (1, 1, 3, 3),
+             {"kernel_shape": [2, 2], "strides": [2, 2], "dilations": [2, 2],
+              "ceil_mode": 1}),
+        # Ties (values from {0, 1, 2}, overlapping windows): PyTorch gives
+        # the gradient to the first maximum in the window.
+        case("max_pool_ties", "MaxPool", {"x": ties(2, 2, 5, 5)}, (2, 2, 3, 3),
+             {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]},
+             torch_reference=lambda torch, x: torch.nn.functional.max_pool2d(
+                 x, 3, 2, padding=1)),
+        case("max_pool_ties_ceil", "MaxPool", {"x": ties(1, 2, 6, 6)}, (1, 2, 3, 3),
+             {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1},
+             torch_reference=lambda torch, x: torch.nn.functional.max_pool2d(
+                 x, 3, 2, ceil_mode=True)),
+        case("avg_pool", "AveragePool", {"x": r(1, 2, 4, 4)}, (1, 2, 2, 2),
+             {"kernel_shape": [2, 2], "strides": [2, 2]}),
+        case("avg_pool_pads_excluded", "AveragePool", {"x": r(1, 1, 5, 5)}, (1, 1, 3, 3),
+             {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+        case("avg_pool_pads_included_ceil", "AveragePool", {"x": r(1, 1, 6, 5)},
+             (1, 1, 4, 3), {"kernel_shape": [3, 2], "strides": [2, 2], "pads": [1, 0, 1, 1],
+                            "ceil_mode": 1, "count_include_pad": 1}),
+        case("avg_pool_1d", "AveragePool", {"x": r(2, 2, 7)}, (2, 2, 3),
+             {"kernel_shape": [3], "strides": [2]}),
+        # Training-mode batch normalization (batch statistics), differentiated
+        # through its decomposition; the running statistics it does not read
+        # are constants here.
+        case("batch_norm_train", "BatchNormalization",
+             {"x": r(3, 2, 2, 2), "s": r(2), "b": r(2)}, (3, 2, 2, 2), {"training_mode": 1},
+             extra_inputs=[numpy_helper.from_array(r(2)), numpy_helper.from_array(pos(2))]),
     ]
 
 
@@ -100,7 +169,7 @@ def build_model(spec, path):
         tensor.name = "const%d" % i
         inits.append(tensor)
         op_inputs.append(tensor.name)
-    weights = np.random.default_rng(3).standard_normal(spec["out_shape"])
+    weights = output_weights(spec["out_shape"])
     inits.append(numpy_helper.from_array(weights.astype(np.float64), "R"))
     # R is a float initializer too; freeze it so it gets no gradient.
     nodes = [helper.make_node(spec["op"], op_inputs, ["y"], **spec["attrs"]),
@@ -132,6 +201,8 @@ def check(spec, kilnc, kiln_run, work):
         return "kilnc failed: " + proc.stderr.strip()
     analytic = run(kiln_run, base + ".kiln", "forward_grad", None, base + "-grad.npz")
     values = {k: np.asarray(v, dtype=np.float64) for k, v in spec["params"].items()}
+    if spec["torch_reference"]:
+        return check_against_torch(spec, values, analytic)
     worst = 0.0
     for name, value in values.items():
         got = analytic[name + ".grad"]
@@ -153,6 +224,25 @@ def check(spec, kilnc, kiln_run, work):
     return "ok (max abs diff %.2g)" % worst
 
 
+def check_against_torch(spec, values, analytic):
+    import torch
+    params = {k: torch.tensor(v, requires_grad=True) for k, v in values.items()}
+    output = spec["torch_reference"](torch, *params.values())
+    weights = torch.tensor(output_weights(spec["out_shape"]))
+    (output * weights).sum().backward()
+    worst = 0.0
+    for name, param in params.items():
+        want = param.grad.numpy()
+        got = analytic[name + ".grad"]
+        error = np.abs(got - want)
+        worst = max(worst, float(error.max()))
+        if not np.allclose(got, want, rtol=TOLERANCE, atol=TOLERANCE):
+            index = np.unravel_index(np.argmax(error), error.shape)
+            return "%s.grad%s = %.9g, torch.autograd gives %.9g" % (
+                name, list(index), got[index], want[index])
+    return "ok (torch.autograd, max abs diff %.2g)" % worst
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("kilnc")
@@ -160,14 +250,15 @@ def main():
     parser.add_argument("work")
     parser.add_argument("--only")
     args = parser.parse_args()
-    failures = 0
+    failures = checked = 0
     for spec in cases():
         if args.only and spec["name"] != args.only:
             continue
         result = check(spec, args.kilnc, args.kiln_run, args.work)
-        print("%-18s %s" % (spec["name"], result))
+        print("%-28s %s" % (spec["name"], result))
         failures += not result.startswith("ok")
-    print("%d rules checked, %d failed" % (len(cases()) if not args.only else 1, failures))
+        checked += 1
+    print("%d cases checked, %d failed" % (checked, failures))
     return 1 if failures else 0
 
 
