@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
@@ -45,13 +46,51 @@ struct FuseElementwisePass
   }
 };
 
-void buildTensorPipeline(PassManager &pm) {
+/// Which count a CountKernelsPass records.
+enum class Stage { KilnOps, BeforeFusion, AfterFusion };
+
+/// Records, per function, how many kernels the IR holds at one point of the
+/// pipeline: kiln ops, linalg ops, or (after bufferization) linalg ops, calls
+/// and copies, each of which the compiled code runs as one loop nest or call.
+struct CountKernelsPass
+    : PassWrapper<CountKernelsPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CountKernelsPass)
+  CountKernelsPass(Stage stage, llvm::StringMap<kiln::KernelCounts> &counts)
+      : stage(stage), counts(counts) {}
+  StringRef getArgument() const override { return "kiln-count-kernels"; }
+  void runOnOperation() override {
+    for (auto function : getOperation().getOps<func::FuncOp>()) {
+      int64_t n = 0;
+      function.walk([&](Operation *op) {
+        if (stage == Stage::KilnOps)
+          n += op->getDialect() &&
+               op->getDialect()->getNamespace() == "kiln" &&
+               !isa<kiln::ConstantOp, kiln::GetParamOp>(op);
+        else if (stage == Stage::BeforeFusion)
+          n += isa<linalg::LinalgOp>(op);
+        else
+          n += isa<linalg::LinalgOp, func::CallOp, memref::CopyOp>(op);
+      });
+      kiln::KernelCounts &c = counts[function.getName()];
+      (stage == Stage::KilnOps        ? c.kilnOps
+       : stage == Stage::BeforeFusion ? c.beforeFusion
+                                      : c.afterFusion) = n;
+    }
+  }
+  Stage stage;
+  llvm::StringMap<kiln::KernelCounts> &counts;
+};
+
+void buildTensorPipeline(PassManager &pm,
+                         llvm::StringMap<kiln::KernelCounts> &counts) {
   pm.addPass(kiln::createKilnExternalizeParams());
   pm.addPass(kiln::createKilnDecompose());
   pm.addPass(createCanonicalizerPass());
+  pm.addPass(std::make_unique<CountKernelsPass>(Stage::KilnOps, counts));
   pm.addPass(kiln::createConvertKilnToLinalg());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  pm.addPass(std::make_unique<CountKernelsPass>(Stage::BeforeFusion, counts));
   pm.addPass(std::make_unique<FuseElementwisePass>());
   pm.addPass(createCanonicalizerPass());
 }
@@ -178,10 +217,14 @@ kiln::compileModel(ModuleOp module, const CompileOptions &options) {
     module.getContext()->disableMultithreading();
     pm.enableIRPrinting();
   }
-  buildTensorPipeline(pm);
+  llvm::StringMap<KernelCounts> counts;
+  buildTensorPipeline(pm, counts);
   buildBufferPipeline(pm);
+  pm.addPass(std::make_unique<CountKernelsPass>(Stage::AfterFusion, counts));
   if (llvm::Error error = run(pm, module, "compiling the model"))
     return std::move(error);
+  for (CompiledEntry &entry : model.entries)
+    entry.kernels = counts.lookup(entry.name);
   if (llvm::Error error = collectArguments(module, model.entries, paramIndex))
     return std::move(error);
 

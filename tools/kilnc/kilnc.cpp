@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Report.h"
 #include "Training.h"
 
 #include "kiln/Bundle/EmitBundle.h"
@@ -85,6 +86,18 @@ cl::opt<std::string>
                  "(default: this machine's)"),
         cl::value_desc("name"), cl::init("host"), cl::cat(kilncCategory));
 
+enum class Report { Fusion, Memory };
+cl::list<Report> reports(
+    "report", cl::desc("After compiling a bundle, print a report to stdout"),
+    cl::CommaSeparated,
+    cl::values(clEnumValN(Report::Fusion, "fusion",
+                          "kernel counts per entry point before and after "
+                          "fusion"),
+               clEnumValN(Report::Memory, "memory",
+                          "parameter, optimizer-state, input, output and "
+                          "arena bytes")),
+    cl::cat(kilncCategory));
+
 cl::opt<bool> debugIR("debug-ir",
                       cl::desc("Print the IR after every compiler pass to "
                                "stderr (slow; for debugging)"),
@@ -123,6 +136,8 @@ int main(int argc, char **argv) {
   if (bundle && !inference && !training)
     return fail("--emit=bundle needs --inference or a training spec "
                 "(--optimizer=sgd|adam|adamw|adagrad)");
+  if (!reports.empty() && !bundle)
+    return fail("--report needs a bundle (--inference or a training spec)");
   if (bundle && outputFile == "-")
     return fail("a bundle is binary: name the output file with -o FILE.kiln");
   if (target != "cpu")
@@ -185,6 +200,9 @@ int main(int argc, char **argv) {
     if (auto error = kiln::writeBundle(*compiled, outputFile,
                                        sys::path::stem(inputFile)))
       return fail(toString(std::move(error)));
+    for (Report report : reports)
+      report == Report::Fusion ? kilnc::printFusionReport(*compiled, outs())
+                               : kilnc::printMemoryReport(*compiled, outs());
     return 0;
   }
 

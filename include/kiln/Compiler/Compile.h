@@ -30,12 +30,22 @@ struct EntryArgument {
   unsigned index = 0;
 };
 
+/// How many kernels one entry point takes at three points of the pipeline:
+/// kiln ops after decomposition, linalg ops before fusion, and the calls the
+/// compiled code makes (loop nests, BLAS calls, copies) after fusion.
+struct KernelCounts {
+  int64_t kilnOps = 0;
+  int64_t beforeFusion = 0;
+  int64_t afterFusion = 0;
+};
+
 struct CompiledEntry {
   std::string name;
   std::string kernel; // symbol in the target code
   std::vector<TensorInfo> inputs, outputs;
   std::vector<EntryArgument> arguments;
   int64_t arenaBytes = 0;
+  KernelCounts kernels;
 };
 
 struct CompiledParam {

@@ -1,0 +1,73 @@
+//===- Report.cpp - kilnc --report ----------------------------------------===//
+
+#include "Report.h"
+
+#include "llvm/Support/Format.h"
+
+using namespace llvm;
+
+namespace {
+
+int64_t bytesOf(mlir::RankedTensorType type) {
+  int64_t bits = type.getElementType().isInteger(1)
+                     ? 8
+                     : type.getElementType().getIntOrFloatBitWidth();
+  return type.getNumElements() * ((bits + 7) / 8);
+}
+
+template <typename Range> int64_t totalBytes(const Range &tensors) {
+  int64_t total = 0;
+  for (const auto &t : tensors)
+    total += bytesOf(t.type);
+  return total;
+}
+
+} // namespace
+
+void kilnc::printFusionReport(const kiln::CompiledModel &model,
+                              raw_ostream &os) {
+  os << "fusion report: kernels per entry point\n";
+  os << format("  %-18s %10s %14s %14s\n", "entry point", "kiln ops",
+               "before fusion", "after fusion");
+  for (const kiln::CompiledEntry &entry : model.entries)
+    os << format("  %-18s %10lld %14lld %14lld\n", entry.name.c_str(),
+                 static_cast<long long>(entry.kernels.kilnOps),
+                 static_cast<long long>(entry.kernels.beforeFusion),
+                 static_cast<long long>(entry.kernels.afterFusion));
+  os << "  (kiln ops after decomposition; linalg ops before elementwise "
+        "fusion; loop nests, library calls and copies in the compiled code)\n";
+}
+
+void kilnc::printMemoryReport(const kiln::CompiledModel &model,
+                              raw_ostream &os) {
+  int64_t trainable = 0, state = 0, trainableCount = 0, stateCount = 0;
+  for (const kiln::CompiledParam &param : model.params) {
+    (param.trainable ? trainable : state) += bytesOf(param.type);
+    ++(param.trainable ? trainableCount : stateCount);
+  }
+  int64_t arena = 0;
+  os << "memory report (bytes)\n";
+  os << format("  parameters        %14lld  (%lld tensors)\n",
+               static_cast<long long>(trainable),
+               static_cast<long long>(trainableCount));
+  os << format("  optimizer state   %14lld  (%lld tensors)\n",
+               static_cast<long long>(state),
+               static_cast<long long>(stateCount));
+  os << format("  %-18s %14s %14s %14s\n", "entry point", "inputs", "outputs",
+               "arena");
+  for (const kiln::CompiledEntry &entry : model.entries) {
+    // Outputs that update a parameter in place take no memory of their own.
+    int64_t outputs = 0;
+    for (const kiln::TensorInfo &output : entry.outputs)
+      if (output.updates.empty())
+        outputs += bytesOf(output.type);
+    os << format("  %-18s %14lld %14lld %14lld\n", entry.name.c_str(),
+                 static_cast<long long>(totalBytes(entry.inputs)),
+                 static_cast<long long>(outputs),
+                 static_cast<long long>(entry.arenaBytes));
+    arena = std::max(arena, entry.arenaBytes);
+  }
+  os << format("  peak arena        %14lld  (one per session, shared by the "
+               "entry points)\n",
+               static_cast<long long>(arena));
+}
