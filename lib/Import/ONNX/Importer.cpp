@@ -3,19 +3,18 @@
 // Parses the protobuf, binds symbolic dimensions, turns initializers into
 // kiln.param symbols and graph inputs/outputs into the arguments/results of
 // one func.func, then imports the nodes in order through the op importer
-// table. Every failure becomes one located message; nothing aborts.
+// tables. A TrainingInfoProto adds `train_step` (TrainingInfo.cpp). Every
+// failure becomes one located message; nothing aborts.
 //
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Import/ONNX.h"
 
-#include "NodeContext.h"
+#include "GraphImporter.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
@@ -40,6 +39,16 @@ const OpImporterTable &opImporters() {
     registerNNOps(t);
     registerReductionOps(t);
     registerEinsumOp(t);
+    return t;
+  }();
+  return table;
+}
+
+/// The operators of the ai.onnx.preview.training domain.
+const OpImporterTable &trainingOpImporters() {
+  static const OpImporterTable table = [] {
+    OpImporterTable t;
+    registerTrainingOps(t);
     return t;
   }();
   return table;
@@ -89,55 +98,7 @@ bool isLegacySafe(const onnx::NodeProto &node, int64_t opset) {
   return true;
 }
 
-class GraphImporter {
-public:
-  GraphImporter(MLIRContext &context, const onnx::ModelProto &model,
-                StringRef displayName, StringRef baseDir,
-                const ImportOptions &options)
-      : context(context), model(model), displayName(displayName),
-        baseDir(baseDir), options(options), builder(&context) {}
-
-  Expected<OwningOpRef<ModuleOp>> run();
-
-private:
-  llvm::Error makeError(const Twine &message) const {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   displayName + ": " + message);
-  }
-  llvm::Error checkModel();
-  Expected<RankedTensorType> graphValueType(const onnx::ValueInfoProto &info,
-                                            bool isInput);
-  llvm::Error importInitializers();
-  llvm::Error importInputs(SmallVectorImpl<Type> &argTypes,
-                           SmallVectorImpl<std::string> &argNames);
-  llvm::Error importNode(const onnx::NodeProto &node, unsigned index);
-  Location nodeLocation(const onnx::NodeProto &node, unsigned index);
-  /// Reads a parameter at the top of the entry block, in first-use order.
-  Value readParam(ParamOp param);
-  /// Checks a --bind-input value against the input's declared type.
-  llvm::Error checkBinding(StringRef name, DenseElementsAttr value);
-  /// Checks computed graph outputs against their declared types.
-  llvm::Error checkOutput(const onnx::ValueInfoProto &info, Value value);
-  void eraseDeadOps();
-  std::string nodeLabel(const onnx::NodeProto &node, unsigned index) const;
-
-  MLIRContext &context;
-  const onnx::ModelProto &model;
-  std::string displayName;
-  std::string baseDir;
-  const ImportOptions &options;
-  OpBuilder builder;
-  int64_t opset = 0;
-  bool haveDefaultOpset = false;
-  ModuleOp module;
-  /// ONNX value name -> kiln value.
-  llvm::StringMap<Value> values;
-  /// Float initializers: materialised as kiln.get_param on first use.
-  llvm::StringMap<ParamOp> params;
-  llvm::StringSet<> usedBindings;
-  Block *entryBlock = nullptr;
-  Operation *lastParamRead = nullptr;
-};
+} // namespace
 
 Value GraphImporter::readParam(ParamOp param) {
   OpBuilder::InsertionGuard guard(builder);
@@ -148,6 +109,18 @@ Value GraphImporter::readParam(ParamOp param) {
   auto read = GetParamOp::create(builder, param.getLoc(), param.getType(),
                                  param.getSymName());
   lastParamRead = read;
+  return read;
+}
+
+Value GraphImporter::lookupValue(StringRef name) {
+  auto value = values.find(name);
+  if (value != values.end())
+    return value->second;
+  auto param = params.find(name);
+  if (param == params.end())
+    return nullptr;
+  Value read = readParam(param->second);
+  values[name] = read;
   return read;
 }
 
@@ -188,7 +161,7 @@ llvm::Error GraphImporter::checkBinding(StringRef name,
 }
 
 llvm::Error GraphImporter::checkOutput(const onnx::ValueInfoProto &info,
-                                       Value value) {
+                                       Value value, StringRef graphKind) {
   if (!info.type().has_tensor_type())
     return llvm::Error::success();
   auto type = cast<RankedTensorType>(value.getType());
@@ -196,12 +169,13 @@ llvm::Error GraphImporter::checkOutput(const onnx::ValueInfoProto &info,
   Type declared = elementTypeOf(tensor.elem_type(), &context);
   if (tensor.elem_type() != onnx::TensorProto::UNDEFINED &&
       declared != type.getElementType())
-    return makeError("graph output '" + info.name() + "' is declared as " +
+    return makeError(graphKind + " output '" + info.name() + "' is declared as " +
                      onnxTypeName(tensor.elem_type()) +
                      " but the graph computes another element type");
   if (!fitsDeclared(tensor, type.getShape()))
-    return makeError("graph output '" + info.name() +
-                     "' does not have its declared shape; the graph computes " +
+    return makeError(graphKind + " output '" + info.name() +
+                     "' does not have its declared shape; the " + graphKind +
+                     " computes " +
                      shapeString(type.getShape()));
   return llvm::Error::success();
 }
@@ -219,12 +193,9 @@ llvm::Error GraphImporter::checkModel() {
     return makeError("not an ONNX model: it has no graph");
   if (model.ir_version() <= 0)
     return makeError("not an ONNX model: ir_version is missing");
-  if (model.training_info_size() > 0)
-    return makeError(
-        "the model has training_info (TrainingInfoProto), which is not "
-        "supported yet; import its inference graph by removing training_info, "
-        "or wait for training import");
   for (const onnx::OperatorSetIdProto &set : model.opset_import()) {
+    if (set.domain() == kTrainingDomain)
+      trainingOpset = set.version();
     if (!isDefaultDomain(set.domain()))
       continue;
     haveDefaultOpset = true;
@@ -298,13 +269,19 @@ GraphImporter::graphValueType(const onnx::ValueInfoProto &info, bool isInput) {
   return RankedTensorType::get(shape, element);
 }
 
-llvm::Error GraphImporter::importInitializers() {
+llvm::Error GraphImporter::importInitializers(GraphScope &scope,
+                                              bool asConstants) {
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPointToEnd(module.getBody());
   Location loc = FileLineColLoc::get(&context, displayName, 0, 0);
   llvm::StringSet<> seen;
-  for (const onnx::TensorProto &tensor : model.graph().initializer()) {
-    if (!seen.insert(tensor.name()).second)
+  for (const onnx::TensorProto &tensor : scope.graph->initializer()) {
+    bool inMain = !asConstants && &scope != &mainScope &&
+                  (mainScope.params.count(tensor.name()) ||
+                   llvm::any_of(mainScope.constants, [&](const auto &entry) {
+                     return entry.first == tensor.name();
+                   }));
+    if (!seen.insert(tensor.name()).second || inMain)
       return makeError("initializer '" + tensor.name() + "' is defined twice");
     std::string error;
     FailureOr<DenseElementsAttr> value =
@@ -312,38 +289,60 @@ llvm::Error GraphImporter::importInitializers() {
     if (failed(value))
       return makeError("initializer '" + tensor.name() + "': " + error);
     // Integer and boolean initializers are shapes, indices and masks: they
-    // are constants. Float initializers are the model's parameters.
-    if (!isa<FloatType>(value->getElementType())) {
-      OpBuilder::InsertionGuard inner(builder);
-      builder.setInsertionPointToEnd(entryBlock);
-      values[tensor.name()] = ConstantOp::create(builder, loc, *value);
+    // are constants, unless training updates them (a step count). Float
+    // initializers are the model's parameters.
+    if (asConstants || (!isa<FloatType>(value->getElementType()) &&
+                        !mutableNames.contains(tensor.name()))) {
+      scope.constants.emplace_back(tensor.name(), *value);
       continue;
     }
     auto param = ParamOp::create(builder, loc,
                                  builder.getStringAttr(tensor.name()),
                                  TypeAttr::get(value->getType()),
                                  mlir::cast<ElementsAttr>(*value));
-    params[tensor.name()] = param;
+    scope.params[tensor.name()] = param;
   }
   return llvm::Error::success();
 }
 
-llvm::Error GraphImporter::importInputs(SmallVectorImpl<Type> &argTypes,
-                                        SmallVectorImpl<std::string> &argNames) {
-  for (const onnx::ValueInfoProto &info : model.graph().input()) {
-    // Before IR version 4, initializers are also listed as inputs.
-    if (params.count(info.name()) || values.count(info.name()))
-      continue;
-    auto binding = options.boundInputs.find(info.name());
-    if (binding != options.boundInputs.end()) {
-      usedBindings.insert(info.name());
-      continue;
+llvm::Error GraphImporter::readBindings() {
+  for (const auto &binding : options.boundInputs) {
+    StringRef name = binding.getKey();
+    bool isInput = llvm::any_of(model.graph().input(), [&](const auto &info) {
+      return info.name() == name;
+    });
+    bool isInitializer =
+        mainScope.params.count(name) ||
+        llvm::any_of(mainScope.constants,
+                     [&](const auto &entry) { return entry.first == name; });
+    if (!isInput || isInitializer)
+      return makeError("--bind-input names '" + name +
+                       "', which is not a graph input");
+    std::string error;
+    StringRef file = binding.getValue();
+    FailureOr<DenseElementsAttr> value = failure();
+    if (file.ends_with(".npy")) {
+      value = readNpyFile(file, &context, error);
+    } else {
+      auto buffer = llvm::MemoryBuffer::getFile(file, /*IsText=*/false);
+      onnx::TensorProto tensor;
+      if (!buffer) {
+        error = "cannot read '" + file.str() + "': " +
+                buffer.getError().message();
+      } else if (!tensor.ParseFromArray((*buffer)->getBufferStart(),
+                                        (*buffer)->getBufferSize()) ||
+                 tensor.data_type() == onnx::TensorProto::UNDEFINED ||
+                 !onnx::TensorProto::DataType_IsValid(tensor.data_type())) {
+        error = "'" + file.str() + "' is not an ONNX TensorProto";
+      } else {
+        value = convertTensor(tensor, &context, "", error);
+      }
     }
-    Expected<RankedTensorType> type = graphValueType(info, /*isInput=*/true);
-    if (!type)
-      return type.takeError();
-    argTypes.push_back(*type);
-    argNames.push_back(info.name());
+    if (failed(value))
+      return makeError("--bind-input " + name + ": " + error);
+    if (llvm::Error mismatch = checkBinding(name, *value))
+      return mismatch;
+    boundValues[name] = *value;
   }
   return llvm::Error::success();
 }
@@ -373,20 +372,29 @@ llvm::Error GraphImporter::importNode(const onnx::NodeProto &node,
     return makeError("node '" + nodeLabel(node, index) + "' (" +
                      node.op_type() + ", " + version + "): " + reason);
   };
-  if (node.domain() == "ai.onnx.preview.training")
-    return nodeError("training operators are not supported yet");
-  if (!isDefaultDomain(node.domain()))
+  const OpImporterTable *table = &opImporters();
+  int64_t nodeOpset = opset;
+  if (node.domain() == kTrainingDomain) {
+    if (trainingOpset == 0)
+      return nodeError("the model does not import the domain '" +
+                       kTrainingDomain + "' in its opset_import");
+    if (trainingOpset != 1)
+      return nodeError("version " + Twine(trainingOpset) + " of domain '" +
+                       kTrainingDomain + "' is not supported (Kiln knows 1)");
+    table = &trainingOpImporters();
+    nodeOpset = trainingOpset;
+  } else if (!isDefaultDomain(node.domain())) {
     return nodeError("operators of domain '" + node.domain() +
                      "' are not supported");
-  if (!haveDefaultOpset)
+  } else if (!haveDefaultOpset) {
     return nodeError("the model imports no default-domain opset");
-  if (opset < kMinOpset && !isLegacySafe(node, opset))
+  } else if (opset < kMinOpset && !isLegacySafe(node, opset)) {
     return nodeError("this operator is supported from opset " +
                      Twine(kMinOpset) + "; opset " + Twine(opset) +
                      " semantics differ");
-  const OpImporterTable &table = opImporters();
-  auto found = table.find(node.op_type());
-  if (found == table.end()) {
+  }
+  auto found = table->find(node.op_type());
+  if (found == table->end()) {
     for (const onnx::FunctionProto &function : model.functions())
       if (function.name() == node.op_type())
         return nodeError("model-local functions are not supported yet");
@@ -399,23 +407,18 @@ llvm::Error GraphImporter::importNode(const onnx::NodeProto &node,
       inputs.push_back(nullptr);
       continue;
     }
-    auto value = values.find(name);
-    if (value != values.end()) {
-      inputs.push_back(value->second);
-      continue;
-    }
-    auto param = params.find(name);
-    if (param == params.end())
+    Value value = lookupValue(name);
+    if (!value)
       return nodeError("input '" + name + "' is not defined before use");
-    Value read = readParam(param->second);
-    values[name] = read;
-    inputs.push_back(read);
+    inputs.push_back(value);
   }
 
   SmallVector<Value> outputs(node.output_size(), nullptr);
   std::string error;
-  NodeContext ctx(node, opset, builder, nodeLocation(node, index), inputs,
+  NodeContext ctx(node, nodeOpset, builder, nodeLocation(node, index), inputs,
                   outputs, error, baseDir, module);
+  auto lookup = [this](StringRef name) { return lookupValue(name); };
+  ctx.lookupValue = lookup;
   LogicalResult result = failure();
   {
     // Diagnostics of op inference and verification become the node's error.
@@ -442,6 +445,95 @@ llvm::Error GraphImporter::importNode(const onnx::NodeProto &node,
   return llvm::Error::success();
 }
 
+Expected<func::FuncOp>
+GraphImporter::importFunction(StringRef name, ArrayRef<GraphScope *> scopes,
+                              ArrayRef<const onnx::ValueInfoProto *> outputs,
+                              StringRef graphKind) {
+  Location loc = FileLineColLoc::get(&context, displayName, 0, 0);
+  // The entry block is made first so that constants have a home; the
+  // function around it is built once the signature is known.
+  auto scratch = std::make_unique<Block>();
+  entryBlock = scratch.get();
+  lastParamRead = nullptr;
+  values.clear();
+  params.clear();
+  builder.setInsertionPointToEnd(entryBlock);
+  for (GraphScope *scope : scopes) {
+    for (const auto &param : scope->params)
+      params[param.getKey()] = param.getValue();
+    for (const auto &[constantName, value] : scope->constants)
+      values[constantName] = ConstantOp::create(builder, loc, value);
+  }
+
+  // With several graphs, the inputs of the first (the inference graph) are
+  // arguments only where the others use them.
+  SmallVector<std::string> argNames;
+  SmallVector<bool> droppable;
+  SmallVector<std::string> bound;
+  for (auto [i, scope] : llvm::enumerate(scopes)) {
+    for (const onnx::ValueInfoProto &info : scope->graph->input()) {
+      // Before IR version 4, initializers are also listed as inputs.
+      if (params.count(info.name()) || values.count(info.name()) ||
+          llvm::is_contained(bound, info.name()))
+        continue;
+      if (boundValues.count(info.name())) {
+        bound.push_back(info.name());
+        continue;
+      }
+      Expected<RankedTensorType> type = graphValueType(info, /*isInput=*/true);
+      if (!type)
+        return type.takeError();
+      values[info.name()] = entryBlock->addArgument(*type, loc);
+      argNames.push_back(info.name());
+      droppable.push_back(scopes.size() > 1 && i == 0);
+    }
+  }
+  for (const auto &binding : boundValues)
+    if (llvm::is_contained(bound, binding.getKey()))
+      values[binding.getKey()] =
+          ConstantOp::create(builder, loc, binding.getValue());
+
+  for (GraphScope *scope : scopes)
+    for (auto [index, node] : llvm::enumerate(scope->graph->node()))
+      if (llvm::Error error = importNode(node, index))
+        return std::move(error);
+
+  SmallVector<Value> results;
+  SmallVector<std::string> resultNames;
+  for (const onnx::ValueInfoProto *output : outputs) {
+    Value result = lookupValue(output->name());
+    if (!result)
+      return makeError(graphKind + " output '" + output->name() +
+                       "' is not produced by any node");
+    if (llvm::Error error = checkOutput(*output, result, graphKind))
+      return std::move(error);
+    results.push_back(result);
+    resultNames.push_back(output->name());
+  }
+  if (results.empty())
+    return makeError("the " + graphKind + " has no outputs");
+  func::ReturnOp::create(builder, loc, results);
+  eraseDeadOps();
+  for (unsigned i = argNames.size(); i-- > 0;) {
+    if (!droppable[i] || !entryBlock->getArgument(i).use_empty())
+      continue;
+    entryBlock->eraseArgument(i);
+    argNames.erase(argNames.begin() + i);
+  }
+
+  builder.setInsertionPointToEnd(module.getBody());
+  auto function = func::FuncOp::create(
+      builder, loc, name,
+      builder.getFunctionType(entryBlock->getArgumentTypes(),
+                              TypeRange(ValueRange(results))));
+  function.getBody().push_back(scratch.release());
+  for (auto [i, argName] : llvm::enumerate(argNames))
+    function.setArgAttr(i, "kiln.name", builder.getStringAttr(argName));
+  for (auto [i, resultName] : llvm::enumerate(resultNames))
+    function.setResultAttr(i, "kiln.name", builder.getStringAttr(resultName));
+  return function;
+}
+
 Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
   if (llvm::Error error = checkModel())
     return std::move(error);
@@ -449,89 +541,30 @@ Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
   Location moduleLoc = FileLineColLoc::get(&context, displayName, 0, 0);
   OwningOpRef<ModuleOp> owned = ModuleOp::create(moduleLoc);
   module = *owned;
-  // The entry block is made first so that constants have a home; the
-  // function around it is built once the signature is known.
-  auto scratch = std::make_unique<Block>();
-  entryBlock = scratch.get();
 
-  if (llvm::Error error = importInitializers())
+  mainScope.graph = &model.graph();
+  if (llvm::Error error = checkTrainingInfo())
     return std::move(error);
-  SmallVector<Type> argTypes;
-  SmallVector<std::string> argNames;
-  if (llvm::Error error = importInputs(argTypes, argNames))
+  if (llvm::Error error = importInitializers(mainScope, /*asConstants=*/false))
     return std::move(error);
-  for (auto [type, name] : llvm::zip(argTypes, argNames))
-    values[name] = entryBlock->addArgument(type, moduleLoc);
-
-  for (const auto &binding : options.boundInputs) {
-    if (!usedBindings.contains(binding.getKey()))
-      return makeError("--bind-input names '" + binding.getKey() +
-                       "', which is not a graph input");
-    std::string error;
-    StringRef file = binding.getValue();
-    FailureOr<DenseElementsAttr> value = failure();
-    if (file.ends_with(".npy")) {
-      value = readNpyFile(file, &context, error);
-    } else {
-      auto buffer = llvm::MemoryBuffer::getFile(file, /*IsText=*/false);
-      onnx::TensorProto tensor;
-      if (!buffer) {
-        error = "cannot read '" + file.str() + "': " +
-                buffer.getError().message();
-      } else if (!tensor.ParseFromArray((*buffer)->getBufferStart(),
-                                        (*buffer)->getBufferSize()) ||
-                 tensor.data_type() == onnx::TensorProto::UNDEFINED ||
-                 !onnx::TensorProto::DataType_IsValid(tensor.data_type())) {
-        error = "'" + file.str() + "' is not an ONNX TensorProto";
-      } else {
-        value = convertTensor(tensor, &context, "", error);
-      }
-    }
-    if (failed(value))
-      return makeError("--bind-input " + binding.getKey() + ": " + error);
-    if (llvm::Error mismatch = checkBinding(binding.getKey(), *value))
-      return std::move(mismatch);
-    OpBuilder::InsertionGuard guard(builder);
-    builder.setInsertionPointToEnd(entryBlock);
-    values[binding.getKey()] = ConstantOp::create(builder, moduleLoc, *value);
-  }
-
-  builder.setInsertionPointToEnd(entryBlock);
-  for (auto [index, node] : llvm::enumerate(model.graph().node()))
-    if (llvm::Error error = importNode(node, index))
+  if (algorithmScope.graph)
+    if (llvm::Error error =
+            importInitializers(algorithmScope, /*asConstants=*/false))
       return std::move(error);
+  if (llvm::Error error = readBindings())
+    return std::move(error);
+  if (llvm::Error error = importInitialization())
+    return std::move(error);
 
-  SmallVector<Value> results;
-  SmallVector<std::string> resultNames;
-  for (const onnx::ValueInfoProto &output : model.graph().output()) {
-    auto value = values.find(output.name());
-    Value result = value != values.end() ? value->second : nullptr;
-    if (!result) {
-      auto param = params.find(output.name());
-      if (param == params.end())
-        return makeError("graph output '" + output.name() +
-                         "' is not produced by any node");
-      result = readParam(param->second);
-    }
-    if (llvm::Error error = checkOutput(output, result))
-      return std::move(error);
-    results.push_back(result);
-    resultNames.push_back(output.name());
-  }
-  if (results.empty())
-    return makeError("the graph has no outputs");
-  func::ReturnOp::create(builder, moduleLoc, results);
-  eraseDeadOps();
-
-  builder.setInsertionPointToEnd(module.getBody());
-  auto function = func::FuncOp::create(
-      builder, moduleLoc, options.entryName,
-      builder.getFunctionType(argTypes, TypeRange(ValueRange(results))));
-  function.getBody().push_back(scratch.release());
-  for (auto [i, name] : llvm::enumerate(argNames))
-    function.setArgAttr(i, "kiln.name", builder.getStringAttr(name));
-  for (auto [i, name] : llvm::enumerate(resultNames))
-    function.setResultAttr(i, "kiln.name", builder.getStringAttr(name));
+  SmallVector<const onnx::ValueInfoProto *> outputs;
+  for (const onnx::ValueInfoProto &output : model.graph().output())
+    outputs.push_back(&output);
+  Expected<func::FuncOp> forward =
+      importFunction(options.entryName, {&mainScope}, outputs, "graph");
+  if (!forward)
+    return forward.takeError();
+  if (llvm::Error error = importTrainStep())
+    return std::move(error);
 
   std::string diagnostics;
   {
@@ -546,8 +579,6 @@ Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
   }
   return std::move(owned);
 }
-
-} // namespace
 
 Expected<OwningOpRef<ModuleOp>>
 kiln::importONNXBuffer(MLIRContext &context, StringRef bytes,

@@ -16,6 +16,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <onnx/onnx_pb.h>
@@ -42,6 +43,9 @@ public:
   mlir::OpBuilder &b;
   const mlir::Location loc;
   mlir::MLIRContext *const ctx;
+  /// The value an ONNX name denotes where the node is (for operators that
+  /// name values in attributes, like Gradient); null when unknown.
+  llvm::function_ref<mlir::Value(llvm::StringRef)> lookupValue;
 
   //===--------------------------------------------------------------------===//
   // Inputs and outputs.
@@ -216,6 +220,9 @@ void registerShapeOps(OpImporterTable &table);
 void registerNNOps(OpImporterTable &table);
 void registerReductionOps(OpImporterTable &table);
 void registerEinsumOp(OpImporterTable &table);
+/// The ai.onnx.preview.training operators (Gradient, Adam, Adagrad,
+/// Momentum).
+void registerTrainingOps(OpImporterTable &table);
 
 /// The kiln element type of an ONNX TensorProto data type, or null.
 mlir::Type elementTypeOf(int32_t onnxType, mlir::MLIRContext *context);
