@@ -178,6 +178,8 @@ Error kilnc::applyTrainConfig() {
 
 bool kilnc::trainingRequested() { return !optimizer.empty(); }
 
+bool kilnc::lossRequested() { return !loss.empty(); }
+
 Error kilnc::checkTrainingFlags(bool gradients) {
   auto error = [](const Twine &message) {
     return createStringError(inconvertibleErrorCode(), message);

@@ -24,6 +24,9 @@ llvm::Error applyTrainConfig();
 /// Whether a training step was asked for (--optimizer).
 bool trainingRequested();
 
+/// Whether kilnc is to build a loss (--loss).
+bool lossRequested();
+
 /// Checks the training flags against each other; `gradients` is --gradients.
 llvm::Error checkTrainingFlags(bool gradients);
 

@@ -66,7 +66,8 @@ cl::list<std::string> bindInputs(
 cl::opt<bool> inference(
     "inference",
     cl::desc("Compile the model's graph as the entry point 'forward' into a "
-             "bundle (implies --emit=bundle)"),
+             "bundle (implies --emit=bundle); a model with ONNX training_info "
+             "also gets its 'train_step'"),
     cl::init(false), cl::cat(kilncCategory));
 
 cl::opt<bool> gradients(
@@ -133,9 +134,6 @@ int main(int argc, char **argv) {
   bool training = kilnc::trainingRequested();
   bool bundle = emit == EmitKind::Bundle ||
                 ((inference || training) && emit.getNumOccurrences() == 0);
-  if (bundle && !inference && !training)
-    return fail("--emit=bundle needs --inference or a training spec "
-                "(--optimizer=sgd|adam|adamw|adagrad)");
   if (!reports.empty() && !bundle)
     return fail("--report needs a bundle (--inference or a training spec)");
   if (bundle && outputFile == "-")
@@ -172,6 +170,18 @@ int main(int argc, char **argv) {
   if (!module)
     return fail(toString(module.takeError()));
 
+  // A model with ONNX training_info brings its own training step, which the
+  // importer made the function train_step.
+  bool ownStep = (*module)->lookupSymbol("train_step") != nullptr;
+  if (ownStep && (training || kilnc::lossRequested()))
+    return fail(inputFile +
+                ": the model defines its training step (ONNX training_info); "
+                "--optimizer, --loss and the flags that configure them do not "
+                "apply to it");
+  if (bundle && !inference && !training && !ownStep)
+    return fail("--emit=bundle needs --inference, a training spec "
+                "(--optimizer=sgd|adam|adamw|adagrad) or a model with "
+                "training_info");
   if (gradients && !bundle)
     return fail("--gradients needs --inference");
   if (gradients || training) {
