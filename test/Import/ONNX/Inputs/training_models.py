@@ -11,6 +11,8 @@ for the importer's lit tests, and the end-to-end training check.
         NumPy and the update rules of ONNX's own backend test generators
     training_models.py check DIR KILN_RUN_OUTPUT.txt SAVED.safetensors
         compares the losses kiln-run printed and the parameters it saved
+    training_models.py scalar float|bool VALUE OUTPUT.npy
+        writes a rank-0 array (for --bind-input)
 """
 import json
 import os
@@ -134,6 +136,22 @@ def gradient():
         [value("y", []), value("dx", [2, 3]), value("dw", [3, 4]),
          value("dx2", [5])],
         [tensor("w", np.arange(12, dtype=np.float32).reshape(3, 4) / 10)]))
+
+
+@artefact("dropout-training-inputs")
+def dropout_training_inputs():
+    # As the ONNX backend tests have it: ratio and training_mode are graph
+    # inputs, which kilnc needs bound (--bind-input).
+    return model(graph(
+        [node("Dropout", ["x", "r", "t"], ["y", "mask"], name="drop", seed=0)],
+        [value("x", [3, 4]), value("r", []), value("t", [], TensorProto.BOOL)],
+        [value("y", [3, 4]), value("mask", [3, 4], TensorProto.BOOL)]),
+        training_opset=0, default_opset=13)
+
+
+def save_scalar(path, array):
+    with open(path, "wb") as f:
+        np.lib.format.write_array(f, np.asarray(array))
 
 
 #===-----------------------------------------------------------------------===#
@@ -506,6 +524,10 @@ def main(argv):
         return 0
     if len(argv) == 4 and argv[1] == "model" and argv[2] in MODELS:
         onnx.save(MODELS[argv[2]](), argv[3])
+        return 0
+    if len(argv) == 5 and argv[1] == "scalar":
+        dtype = {"float": np.float32, "bool": np.bool_}[argv[2]]
+        save_scalar(argv[4], dtype(float(argv[3])))
         return 0
     if len(argv) == 4 and argv[1] == "prepare" and argv[2] in OPTIMIZERS:
         prepare(argv[2], argv[3])
