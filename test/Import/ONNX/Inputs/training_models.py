@@ -326,6 +326,22 @@ def training_info():
     return linear_training_model("momentum")
 
 
+@artefact("training-info-shared-values")
+def training_info_shared_values():
+    # update_binding may name an inference graph output (W <- halfW) and
+    # one value for two initializers (B and VB <- B_new).
+    result = linear_training_model("momentum", initialization=False)
+    forward = result.graph
+    forward.node.extend([
+        node("Constant", [], ["half"], value=tensor("half", np.float32(0.5))),
+        node("Mul", ["W", "half"], ["halfW"])])
+    forward.output.append(value("halfW", [FEATURES, OUTPUTS]))
+    for binding in result.training_info[0].update_binding:
+        binding.value = {"W": "halfW", "VB": "B_new"}.get(binding.key,
+                                                          binding.value)
+    return result
+
+
 @artefact("training-info-two")
 def training_info_two():
     result = linear_training_model("momentum", initialization=False)
