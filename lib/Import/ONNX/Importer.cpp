@@ -169,14 +169,14 @@ llvm::Error GraphImporter::checkOutput(const onnx::ValueInfoProto &info,
   Type declared = elementTypeOf(tensor.elem_type(), &context);
   if (tensor.elem_type() != onnx::TensorProto::UNDEFINED &&
       declared != type.getElementType())
-    return makeError(graphKind + " output '" + info.name() + "' is declared as " +
-                     onnxTypeName(tensor.elem_type()) +
-                     " but the graph computes another element type");
+    return makeError(graphKind + " output '" + info.name() +
+                     "' is declared as " + onnxTypeName(tensor.elem_type()) +
+                     " but the " + graphKind +
+                     " computes another element type");
   if (!fitsDeclared(tensor, type.getShape()))
     return makeError(graphKind + " output '" + info.name() +
                      "' does not have its declared shape; the " + graphKind +
-                     " computes " +
-                     shapeString(type.getShape()));
+                     " computes " + shapeString(type.getShape()));
   return llvm::Error::success();
 }
 
