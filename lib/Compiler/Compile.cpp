@@ -28,8 +28,22 @@ llvm::Error makeError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-/// Fuses elementwise producers into consumers, except into matrix products
-/// (which must stay plain contractions to become BLAS calls).
+/// Whether the payload of `op` only forwards its inputs (a broadcast or a
+/// transposition): it costs nothing to recompute.
+bool onlyMovesData(linalg::GenericOp op) {
+  return llvm::all_of(op.getBody()->without_terminator(),
+                      [](Operation &) { return false; });
+}
+
+/// Fuses elementwise producers into consumers, except
+/// - into matrix products, which must stay plain contractions to become BLAS
+///   calls;
+/// - a producer whose value the function returns: it is materialized anyway,
+///   and reading it beats recomputing it (and lets an optimizer update write
+///   its state in place, kiln-update-in-place);
+/// - a producer that computes into a consumer that broadcasts it: that would
+///   redo the producer's work for every element of the broadcast (a 0-d
+///   bias correction computed per parameter element).
 struct FuseElementwisePass
     : PassWrapper<FuseElementwisePass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(FuseElementwisePass)
@@ -39,7 +53,19 @@ struct FuseElementwisePass
     linalg::populateElementwiseOpsFusionPatterns(
         patterns, [](OpOperand *operand) {
           Operation *consumer = operand->getOwner();
-          return !consumer->hasAttr("kiln.matmul");
+          if (consumer->hasAttr("kiln.matmul"))
+            return false;
+          Value value = operand->get();
+          if (llvm::any_of(value.getUsers(), [](Operation *user) {
+                return isa<func::ReturnOp>(user);
+              }))
+            return false;
+          auto producer = value.getDefiningOp<linalg::GenericOp>();
+          auto fused = dyn_cast<linalg::GenericOp>(consumer);
+          if (producer && fused && !onlyMovesData(producer) &&
+              !fused.getMatchingIndexingMap(operand).isPermutation())
+            return false;
+          return true;
         });
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
@@ -110,6 +136,7 @@ void buildBufferPipeline(PassManager &pm) {
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(kiln::createKilnLowerGemmToBlas());
+  pm.addPass(kiln::createKilnUpdateInPlace());
   pm.addPass(kiln::createKilnPlanMemory());
 }
 

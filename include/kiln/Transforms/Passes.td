@@ -167,6 +167,23 @@ def KilnExternalizeParams : Pass<"kiln-externalize-params", "mlir::ModuleOp"> {
   }];
 }
 
+def KilnUpdateInPlace : Pass<"kiln-update-in-place", "mlir::ModuleOp"> {
+  let summary = "Writes parameter updates straight into the parameter's storage";
+  let description = [{
+    After bufferization each result is computed into its own buffer and
+    copied into its out-parameter at the end. An out-parameter marked
+    `kiln.update = "<param>"` is the parameter's own storage at run time, so
+    for those the pass makes the elementwise kernel that computes the new
+    value write the out-parameter directly, and drops the copy and the
+    buffer, when that is safe: every other read of the old value comes
+    before the kernel (the kernel moves down past the last one when nothing
+    in between touches what it reads or writes), and the kernel reads the old
+    value only at the element it writes (same permutation indexing map, all
+    loops parallel). Otherwise the copy stays.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def KilnPlanMemory : Pass<"kiln-plan-memory", "mlir::ModuleOp"> {
   let summary = "Places every transient buffer in one arena";
   let description = [{
