@@ -3,6 +3,8 @@
 #include "kiln/Transforms/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/CallInterfaces.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNLOWERGEMMTOBLAS
@@ -77,6 +79,23 @@ LogicalResult lowerGemm(linalg::GenericOp op, ModuleOp module) {
     batch *= outType.getDimSize(d);
   int64_t elementBytes = element.getIntOrFloatBitWidth() / 8;
 
+  // beta is 0: the product overwrites C, so a zero fill just before it (the
+  // init of the linalg contraction) is dead.
+  linalg::FillOp deadFill;
+  Value init = op.getDpsInits()[0];
+  for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
+    auto fill = dyn_cast<linalg::FillOp>(prev);
+    if (fill && fill.hasPureBufferSemantics() && fill.getDpsInits()[0] == init) {
+      if (matchPattern(fill.getDpsInputs()[0], m_AnyZeroFloat()))
+        deadFill = fill;
+      break;
+    }
+    // Anything else that may touch the output ends the search.
+    if (llvm::is_contained(prev->getOperands(), init) ||
+        prev->getNumRegions() > 0 || isa<CallOpInterface>(prev))
+      break;
+  }
+
   func::FuncOp gemm = declareGemm(module, name, element);
   OpBuilder b(op);
   Location loc = op.getLoc();
@@ -115,6 +134,8 @@ LogicalResult lowerGemm(linalg::GenericOp op, ModuleOp module) {
                          scf::YieldOp::create(nb, loc);
                        });
   }
+  if (deadFill)
+    deadFill.erase();
   op.erase();
   return success();
 }
