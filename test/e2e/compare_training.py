@@ -12,7 +12,10 @@ stored order), the same optimizer, every step's loss.
         with --kiln-loss, DIR/MODEL-logits.onnx is the model without its
         loss (output 'logits'), for kilnc --loss=cross_entropy to complete;
         with --grad-accum K, each step takes K batches (micro-batches) and
-        reports their mean loss, as kiln-run does
+        reports their mean loss, as kiln-run does. MODEL is mlp, gpt2, cnn
+        (exported and trained in training mode: its batch norm uses each
+        batch's statistics) or bert (one layer; rows pad up to half of their
+        tokens, masked out)
     compare_training.py check EXPECTED.txt KILN_RUN_OUTPUT.txt [--rtol R]
         compares the 'loss' column of `kiln-run --data ... --no-shuffle`
     compare_training.py check-params FINAL.npz SAVED.safetensors
@@ -30,31 +33,85 @@ from compare_gradients import wrapped  # noqa: E402
 from compare_model import save_npz  # noqa: E402
 
 
+# Models that train in training mode (the CNN's batch norm normalizes with
+# the batch's statistics); the others train in eval mode, without dropout.
+TRAINING_MODE = ("cnn",)
+
+
+def training_model(name):
+    """(torch, the model followed by its mean cross-entropy loss,
+    make_inputs(generator, samples) -> {graph input name: tensor}, the
+    labels last)."""
+    if name in ("mlp", "gpt2"):
+        torch, model, make_inputs = wrapped(name)
+
+        def named_inputs(generator, samples):
+            x, labels, input_name = make_inputs(generator, samples)
+            return {input_name: x, "labels": labels}
+        return torch, model, named_inputs
+    from kiln_onnx_models import SEQ, VOCAB, torch_modules
+    torch, _, Cnn, _, Bert = torch_modules(layers=1)
+
+    class WithLoss(torch.nn.Module):
+        def __init__(self, net):
+            super().__init__()
+            self.net = net
+
+        def forward(self, *args):
+            *inputs, labels = args
+            return torch.nn.functional.cross_entropy(self.net(*inputs), labels)
+
+    tensor = torch.from_numpy
+    if name == "cnn":
+        return torch, WithLoss(Cnn()), lambda g, n: {
+            "x": tensor(g.standard_normal((n, 3, 8, 8)).astype(np.float32)),
+            "labels": tensor(g.integers(0, 10, size=(n,)).astype(np.int64))}
+
+    def bert_inputs(g, n):
+        # Rows keep between half and all of their tokens; the rest is
+        # padding (token 0), masked out.
+        input_ids = g.integers(1, VOCAB, size=(n, SEQ))
+        attention_mask = np.ones((n, SEQ), np.int64)
+        for row, length in enumerate(g.integers(SEQ // 2, SEQ + 1, size=n)):
+            input_ids[row, length:] = 0
+            attention_mask[row, length:] = 0
+        return {"input_ids": tensor(input_ids.astype(np.int64)),
+                "attention_mask": tensor(attention_mask),
+                "labels": tensor(g.integers(0, 2, size=(n,)).astype(np.int64))}
+    return torch, WithLoss(Bert()), bert_inputs
+
+
 def prepare(args):
     import torch
     torch.manual_seed(0)
-    torch, model, make_inputs = wrapped(args.model)
-    model.eval()
+    torch, model, make_inputs = training_model(args.model)
+    model.train(args.model in TRAINING_MODE)
     with torch.no_grad():
         for parameter in model.parameters():
             parameter.add_(0.01 * torch.randn_like(parameter))
     samples = args.batch * args.steps * args.grad_accum
-    x, labels, input_name = make_inputs(np.random.default_rng(1), samples)
+    inputs = make_inputs(np.random.default_rng(1), samples)
+    names = list(inputs)
+
+    def batch_of(rows):
+        return tuple(value[rows] for value in inputs.values())
+    first = batch_of(slice(0, args.batch))
+    mode = (torch.onnx.TrainingMode.TRAINING if model.training
+            else torch.onnx.TrainingMode.EVAL)
     path = os.path.join(args.dir, args.model + "-loss.onnx")
-    torch.onnx.export(model, (x[:args.batch], labels[:args.batch]), path,
-                      opset_version=17, input_names=[input_name, "labels"],
-                      output_names=["loss"],
-                      dynamic_axes={input_name: {0: "batch"}, "labels": {0: "batch"}},
+    torch.onnx.export(model, first, path, opset_version=17, training=mode,
+                      input_names=names, output_names=["loss"],
+                      dynamic_axes={name: {0: "batch"} for name in names},
                       do_constant_folding=False)
     if args.kiln_loss:
-        torch.onnx.export(model.net, (x[:args.batch],),
+        torch.onnx.export(model.net, first[:-1],
                           os.path.join(args.dir, args.model + "-logits.onnx"),
-                          opset_version=17, input_names=[input_name],
+                          opset_version=17, training=mode, input_names=names[:-1],
                           output_names=["logits"],
-                          dynamic_axes={input_name: {0: "batch"}},
+                          dynamic_axes={name: {0: "batch"} for name in names[:-1]},
                           do_constant_folding=False)
     save_npz(os.path.join(args.dir, args.model + "-train.npz"),
-             {input_name: x.numpy(), "labels": labels.numpy()})
+             {name: value.numpy() for name, value in inputs.items()})
     optimizer = make_optimizer(torch, model, args)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule(args))
     losses, lrs = [], []
@@ -65,7 +122,7 @@ def prepare(args):
         for _ in range(args.grad_accum):
             batch = slice(micro * args.batch, (micro + 1) * args.batch)
             micro += 1
-            loss = model(x[batch], labels[batch])
+            loss = model(*batch_of(batch))
             (loss / args.grad_accum if args.grad_accum > 1 else loss).backward()
             total += loss.item()
         if args.grad_clip:
@@ -190,7 +247,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("prepare")
-    p.add_argument("model", choices=["mlp", "gpt2"])
+    p.add_argument("model", choices=["mlp", "gpt2", "cnn", "bert"])
     p.add_argument("dir")
     p.add_argument("--optimizer", choices=["sgd", "adam", "adamw", "adagrad"],
                    required=True)
