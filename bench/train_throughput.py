@@ -1,0 +1,588 @@
+"""Training-step throughput of the GPT-2-style and BERT-style models on the
+CPU: Kiln (kilnc --optimizer=adamw, kiln-run --data --steps) against PyTorch
+eager with torch.optim.AdamW, in one run, printed as a table of ratios.
+
+    /usr/bin/python3 bench/train_throughput.py [--threads N] [--batch 16]
+        [--seq 128] [--seconds 10 | --steps R] [--trials 3]
+        [--models gpt2,bert] [--lr 1e-4] [--weight-decay 0.01]
+        [--check-steps 3] [--no-memory] [--openblas-coretype NAME]
+        [--bin build/bin] [--keep DIR]
+
+The models are those of bench/forward_latency.py (test/lib/kiln_onnx_models.py
+eval_model: d_model 256, 4 layers, 4 heads, vocab 1000, --seq tokens), each
+followed by its mean cross-entropy loss: over the vocabulary at every position
+for the GPT-2-style decoder (labels: the next token), over two classes of the
+pooled first token for the BERT-style encoder (labels: 0 or 1; rows padded to
+between --seq / 2 and --seq tokens, masked). Dropout is inactive on both
+sides: the loss model is exported in eval mode (opset 17, inputs named after
+the model's plus "labels", output "loss"), so Kiln's train_step has none, and
+PyTorch runs it in eval mode too. kilnc compiles it with --optimizer=adamw
+and the script's --lr, --weight-decay and --batch; PyTorch uses
+torch.optim.AdamW with the same settings (its defaults otherwise, as kilnc's).
+Both train on the same --batches batches of seeded random tokens, in order,
+cycling.
+
+Correctness first: Kiln's and PyTorch's losses over the first --check-steps
+steps, from the same initial weights on the same batches, must agree within
+--rtol (2e-3); otherwise the mismatch is printed, that model is not timed, and
+the script exits 1. It also exits 1 when kilnc or kiln-run fails.
+
+Kiln's time for one step is (T(R + 1) - T(1)) / R, where T(n) is the wall time
+of a whole `kiln-run --data --steps n --no-shuffle` process: process start,
+bundle load, reading the data, opening the session and the first, cold step
+cancel out. Where kiln-run has --metrics, the median of its own per-step
+times (steps 2 to R + 1 of each trial) is printed beside it as a cross-check.
+PyTorch's is the mean of R warm iterations of zero_grad, forward, backward,
+optimizer.step (and loss.item(), as kiln-run reads each loss). R is chosen
+to make each trial last about --seconds (at least 3 steps), or is --steps;
+each figure is the median of --trials trials, Kiln's and PyTorch's
+interleaved. Both sides get --threads threads (default: the CPUs this process
+may run on) through torch.set_num_threads and OMP_NUM_THREADS /
+OPENBLAS_NUM_THREADS, set before OpenBLAS is loaded, and the same
+OPENBLAS_CORETYPE.
+
+Peak memory (unless --no-memory): the peak resident set (ru_maxrss) of two
+separate processes each running --memory-steps steps on the same data: a
+`kiln-run --data --steps` process, and a fresh Python process (this script as
+a worker) that builds the PyTorch model and AdamW, reads the data and trains.
+Each is started by a small launcher that forks it and reads its ru_maxrss from
+wait4 (Linux carries a process's peak across execve, so a child spawned
+straight from this large process would report this process's peak; the
+launcher's own, about 5 MiB, is the floor). Both are whole-process figures:
+PyTorch's includes the interpreter and libtorch, so its resident set just
+before the first step is printed too, and Kiln's is set beside the arena kilnc
+planned for train_step and the bytes of parameters and optimizer state
+(kiln-run --info). PyTorch's peak grows over the first steps (gradients and
+AdamW's state are allocated on first use, then the allocator's cache), so
+--memory-steps defaults to 5.
+"""
+import argparse
+import copy
+import json
+import math
+import os
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from common import (ROOT, SIZES, add_common_arguments, ms, print_columns,
+                    print_setup, thread_environment)
+
+MODELS = ("gpt2", "bert")
+WORKER_FLAG = "--torch-memory-worker"
+# Runs argv[2:] as a child and writes its ru_maxrss (KiB) to argv[1]. Linux
+# carries a process's peak resident set across execve, and a child spawned
+# straight from this (large) process would report this process's peak; a
+# child forked from this small launcher starts from the launcher's (about
+# 10 MiB), so what it reports is its own peak.
+PEAK_LAUNCHER = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execv(sys.argv[2], sys.argv[2:])
+    finally:
+        os._exit(127)
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as f:
+    f.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    add_common_arguments(parser)
+    parser.set_defaults(trials=3)
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--seq", type=int, default=128,
+                        help="tokens per sequence")
+    parser.add_argument("--models", default=",".join(MODELS))
+    length = parser.add_mutually_exclusive_group()
+    length.add_argument("--seconds", type=float, default=10.0,
+                        help="about how long one timing trial of each side "
+                        "lasts")
+    length.add_argument("--steps", type=int,
+                        help="steps per timing trial (instead of --seconds)")
+    parser.add_argument("--batches", type=int, default=8,
+                        help="distinct batches in the training data")
+    parser.add_argument("--lr", type=float, default=1e-4)
+    parser.add_argument("--weight-decay", type=float, default=0.01)
+    parser.add_argument("--check-steps", type=int, default=3,
+                        help="steps whose losses must agree before timing")
+    parser.add_argument("--rtol", type=float, default=2e-3)
+    parser.add_argument("--compile-timeout", type=float, default=3600,
+                        metavar="SECONDS",
+                        help="give up on a model whose kilnc runs longer")
+    parser.add_argument("--no-memory", action="store_true",
+                        help="skip the peak-memory measurement")
+    parser.add_argument("--memory-steps", type=int, default=5,
+                        help="steps of each peak-memory process")
+    args = parser.parse_args(argv[1:])
+    args.models = args.models.split(",")
+    for name in args.models:
+        if name not in MODELS:
+            parser.error("unknown model %r; expected some of %s"
+                         % (name, ",".join(MODELS)))
+    for flag in ("batch", "seq", "batches", "check_steps", "trials",
+                 "memory_steps", "threads"):
+        if getattr(args, flag) < 1:
+            parser.error("--%s must be at least 1" % flag.replace("_", "-"))
+    if args.steps is not None and args.steps < 1:
+        parser.error("--steps must be at least 1")
+    for tool in ("kilnc", "kiln-run"):
+        if not os.access(os.path.join(args.bin, tool), os.X_OK):
+            parser.error("no executable %s in %s (--bin)" % (tool, args.bin))
+    return args
+
+
+#===-----------------------------------------------------------------------===#
+# The models, their data and the PyTorch side.
+#===-----------------------------------------------------------------------===#
+
+def loss_model(name, args):
+    """The eval-mode model NAME followed by its mean cross-entropy; the same
+    weights for the same arguments (eval_model seeds them)."""
+    import torch
+
+    import kiln_onnx_models as models
+
+    class WithLoss(torch.nn.Module):
+        def __init__(self, net, classes):
+            super().__init__()
+            self.net = net
+            self.classes = classes
+
+        def forward(self, *inputs):
+            *features, labels = inputs
+            logits = self.net(*features)
+            return torch.nn.functional.cross_entropy(
+                logits.reshape(-1, self.classes), labels.reshape(-1))
+
+    sizes = dict(SIZES, seq=args.seq)
+    module, _, _ = models.eval_model(name, args.batch, **sizes)
+    model = WithLoss(module, sizes["vocab"] if name == "gpt2" else 2)
+    return model.eval()
+
+
+def training_data(name, args):
+    """args.batches * args.batch samples, keyed by input name, labels last."""
+    import numpy as np
+    generator = np.random.default_rng(1)
+    samples = args.batches * args.batch
+    vocab = SIZES["vocab"]
+    if name == "gpt2":
+        tokens = generator.integers(0, vocab, (samples, args.seq + 1))
+        return {"idx": tokens[:, :-1].copy(), "labels": tokens[:, 1:].copy()}
+    input_ids = generator.integers(1, vocab, (samples, args.seq))
+    attention_mask = np.ones((samples, args.seq), np.int64)
+    lengths = generator.integers(args.seq // 2, args.seq + 1, samples)
+    for row, length in enumerate(lengths):
+        input_ids[row, length:] = 0
+        attention_mask[row, length:] = 0
+    return {"input_ids": input_ids, "attention_mask": attention_mask,
+            "labels": generator.integers(0, 2, samples)}
+
+
+def torch_batches(data, batch):
+    """The batches kiln-run --no-shuffle visits, in order, as tensors."""
+    import torch
+    tensors = [torch.from_numpy(value.astype("int64")) for value in
+               data.values()]
+    count = len(tensors[0]) // batch
+    return [tuple(t[i * batch:(i + 1) * batch] for t in tensors)
+            for i in range(count)]
+
+
+class TorchTrainer:
+    """A model, its AdamW and the batches, run from batch 0 on."""
+
+    def __init__(self, model, batches, args):
+        import torch
+        self.model = model
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr,
+                                           weight_decay=args.weight_decay)
+        self.batches = batches
+        self.cursor = 0
+
+    def steps(self, count):
+        """Runs count steps; returns their losses."""
+        losses = []
+        for _ in range(count):
+            batch = self.batches[self.cursor % len(self.batches)]
+            self.cursor += 1
+            self.optimizer.zero_grad()
+            loss = self.model(*batch)
+            loss.backward()
+            self.optimizer.step()
+            losses.append(loss.item())
+        return losses
+
+    def time(self, count):
+        """Mean wall seconds of one of count steps."""
+        start = time.perf_counter()
+        self.steps(count)
+        return (time.perf_counter() - start) / count
+
+
+def resident_kib():
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def torch_memory_worker(config_path):
+    """Runs in its own process (WORKER_FLAG CONFIG): builds the PyTorch model
+    and optimizer, reads the data, prints its resident set before the first
+    step as JSON, and trains; the parent reads the peak from wait4."""
+    with open(config_path) as f:
+        config = json.load(f)
+    sys.path[:0] = [os.path.join(ROOT, "test", "lib")]
+    import numpy as np
+    import torch
+    torch.set_num_threads(config["threads"])
+    args = argparse.Namespace(**config["args"])
+    with np.load(config["data"]) as archive:
+        data = {key: archive[key] for key in archive.files}
+    trainer = TorchTrainer(loss_model(config["model"], args),
+                           torch_batches(data, args.batch), args)
+    before = resident_kib()
+    trainer.steps(config["steps"])
+    print(json.dumps({"rss_before_first_step_kib": before}))
+    return 0
+
+
+#===-----------------------------------------------------------------------===#
+# The Kiln side.
+#===-----------------------------------------------------------------------===#
+
+def run_process(command, env, timeout=None):
+    """Runs command; returns (wall seconds, exit code, stdout, stderr). After
+    timeout seconds the process is killed and RuntimeError raised."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        process = subprocess.Popen(command, stdout=out, stderr=err, env=env)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            raise RuntimeError("%s did not finish in %.0f s (--compile-timeout)"
+                               % (os.path.basename(command[0]), timeout))
+        elapsed = time.perf_counter() - start
+        out.seek(0)
+        err.seek(0)
+        return (elapsed, process.returncode, out.read().decode(),
+                err.read().decode())
+
+
+def peak_resident_kib(command, env, workdir):
+    """Runs command through PEAK_LAUNCHER; returns (its peak resident KiB,
+    stdout), or raises RuntimeError with its message."""
+    result_path = os.path.join(workdir, "peak-rss.txt")
+    _, code, stdout, stderr = run_process(
+        [sys.executable, "-S", "-c", PEAK_LAUNCHER, result_path] + command,
+        env)
+    if code:
+        raise RuntimeError("%s failed (exit %d): %s" % (
+            os.path.basename(command[0]), code, stderr.strip() or "no message"))
+    with open(result_path) as f:
+        return int(f.read()), stdout
+
+
+def export_and_compile(args, name, workdir, model, data):
+    """Writes NAME.onnx, NAME-train.npz and NAME.kiln; returns (bundle, data
+    path, kilnc seconds), or raises RuntimeError with kilnc's message."""
+    import warnings
+
+    import torch
+
+    from compare_model import save_npz
+    onnx_path = os.path.join(workdir, name + ".onnx")
+    bundle = os.path.join(workdir, name + ".kiln")
+    data_path = os.path.join(workdir, name + "-train.npz")
+    save_npz(data_path, data)
+    example = torch_batches(data, args.batch)[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, example, onnx_path, opset_version=17,
+                          input_names=list(data), output_names=["loss"],
+                          dynamic_axes={key: {0: "batch"} for key in data},
+                          do_constant_folding=False)
+    command = [os.path.join(args.bin, "kilnc"), onnx_path,
+               "--batch-size=%d" % args.batch, "--optimizer=adamw",
+               "--lr=%g" % args.lr, "--weight-decay=%g" % args.weight_decay,
+               "--loss-output=loss", "-o", bundle]
+    seconds, code, _, stderr = run_process(command, dict(os.environ),
+                                           timeout=args.compile_timeout)
+    if code:
+        raise RuntimeError("kilnc failed (exit %d): %s"
+                           % (code, stderr.strip() or "no message"))
+    return bundle, data_path, seconds
+
+
+class KilnTrainer:
+    def __init__(self, args, bundle, data_path, workdir, name):
+        self.args = args
+        self.command = [os.path.join(args.bin, "kiln-run"), bundle,
+                        "--data", data_path, "--no-shuffle"]
+        self.env = dict(os.environ)
+        self.metrics_path = os.path.join(workdir, name + "-metrics.jsonl")
+        self.has_metrics = "--metrics" in subprocess.run(
+            [self.command[0], "--help"], capture_output=True,
+            text=True).stdout
+        self.workdir = workdir
+
+    def process(self, steps, metrics=False):
+        """(wall seconds, stdout) of one kiln-run process of steps steps;
+        with metrics, it writes --metrics to self.metrics_path."""
+        command = self.command + ["--steps", str(steps)]
+        if metrics:
+            if os.path.exists(self.metrics_path):
+                os.remove(self.metrics_path)
+            command += ["--metrics", self.metrics_path]
+        elapsed, code, stdout, stderr = run_process(command, self.env)
+        if code:
+            raise RuntimeError("kiln-run failed (exit %d): %s"
+                               % (code, stderr.strip() or "no message"))
+        return elapsed, stdout
+
+    def losses(self, steps):
+        """The losses of the first steps steps, and the wall time."""
+        elapsed, stdout = self.process(steps)
+        losses = [float(value) for value in
+                  re.findall(r"\bloss ([-+0-9.eEnaif]+)", stdout)]
+        if len(losses) != steps:
+            raise RuntimeError("kiln-run printed %d losses for %d steps: %s"
+                               % (len(losses), steps, stdout.strip()))
+        return losses, elapsed
+
+    def trial(self, steps):
+        """(T(steps + 1) - T(1)) / steps, and kiln-run's own seconds of
+        steps 2 to steps + 1 (from --metrics; empty without it)."""
+        # Both with --metrics where there is one, so that writing it cancels.
+        one, _ = self.process(1, metrics=self.has_metrics)
+        many, _ = self.process(steps + 1, metrics=self.has_metrics)
+        own = []
+        if self.has_metrics:
+            with open(self.metrics_path) as metrics:
+                records = [json.loads(line) for line in metrics]
+            own = [record["samples"] / record["samples_per_s"]
+                   for record in records[1:]]
+        return (many - one) / steps, own
+
+    def peak_kib(self, steps):
+        """The peak resident KiB of a kiln-run process of steps steps."""
+        peak, _ = peak_resident_kib(self.command + ["--steps", str(steps)],
+                                    self.env, self.workdir)
+        return peak
+
+    def info(self):
+        """kiln-run --info's train_step arena and parameter bytes."""
+        _, code, stdout, stderr = run_process(
+            [self.command[0], self.command[1], "--info"], self.env)
+        if code:
+            raise RuntimeError("kiln-run --info failed: " + stderr.strip())
+        arena = re.search(r"train_step\(.*\n\s*arena (\d+) bytes", stdout)
+        params = re.search(r"parameters: \d+, (\d+) bytes", stdout)
+        return (int(arena.group(1)) if arena else None,
+                int(params.group(1)) if params else None)
+
+
+#===-----------------------------------------------------------------------===#
+# One model.
+#===-----------------------------------------------------------------------===#
+
+def steps_per_trial(seconds_per_step, args):
+    if args.steps is not None:
+        return args.steps
+    return max(3, min(10000, int(args.seconds / max(seconds_per_step, 1e-6))))
+
+
+def check_losses(kiln_losses, torch_losses, rtol):
+    """The largest relative difference (NaN counts as infinite), and whether
+    it is within rtol."""
+    worst = 0.0
+    for got, want in zip(kiln_losses, torch_losses):
+        difference = abs(got - want) / max(abs(want), 1e-30)
+        worst = max(worst, math.inf if math.isnan(difference) else difference)
+    return worst, worst <= rtol
+
+
+def torch_memory(args, name, workdir, data_path):
+    """(peak KiB, KiB before the first step) of a fresh PyTorch process."""
+    config_path = os.path.join(workdir, name + "-torch-memory.json")
+    with open(config_path, "w") as f:
+        json.dump({"model": name, "data": data_path, "threads": args.threads,
+                   "steps": args.memory_steps,
+                   "args": {"batch": args.batch, "seq": args.seq,
+                            "lr": args.lr,
+                            "weight_decay": args.weight_decay}}, f)
+    peak, stdout = peak_resident_kib(
+        [sys.executable, os.path.abspath(__file__), WORKER_FLAG, config_path],
+        dict(os.environ), workdir)
+    report = json.loads(stdout.strip().splitlines()[-1])
+    return peak, report["rss_before_first_step_kib"]
+
+
+def measure(args, name, workdir):
+    row = {"model": name}
+    data = training_data(name, args)
+    initial = loss_model(name, args)
+    row["params"] = sum(p.numel() for p in initial.parameters())
+    batches = torch_batches(data, args.batch)
+
+    try:
+        bundle, data_path, row["compile_s"] = export_and_compile(
+            args, name, workdir, initial, data)
+        kiln = KilnTrainer(args, bundle, data_path, workdir, name)
+        kiln_losses, check_seconds = kiln.losses(args.check_steps)
+    except RuntimeError as error:
+        row["error"] = str(error)
+        return row
+
+    torch_losses = TorchTrainer(copy.deepcopy(initial), batches,
+                                args).steps(args.check_steps)
+    row["diff"], row["close"] = check_losses(kiln_losses, torch_losses,
+                                             args.rtol)
+    row["losses"] = list(zip(kiln_losses, torch_losses))
+    if not row["close"]:
+        return row
+
+    trainer = TorchTrainer(copy.deepcopy(initial), batches, args)
+    trainer.steps(2)
+    torch_steps = steps_per_trial(trainer.time(2), args)
+    kiln_steps = steps_per_trial(check_seconds / args.check_steps, args)
+
+    torch_times, kiln_times, kiln_own = [], [], []
+    try:
+        for _ in range(args.trials):
+            torch_times.append(trainer.time(torch_steps))
+            per_step, own = kiln.trial(kiln_steps)
+            kiln_times.append(per_step)
+            kiln_own += own
+        if not args.no_memory:
+            row["torch_peak_kib"], row["torch_before_kib"] = torch_memory(
+                args, name, workdir, data_path)
+            row["kiln_peak_kib"] = kiln.peak_kib(args.memory_steps)
+            row["kiln_arena"], row["kiln_param_bytes"] = kiln.info()
+    except RuntimeError as error:
+        row["error"] = str(error)
+        return row
+    row["torch"] = statistics.median(torch_times)
+    row["kiln"] = statistics.median(kiln_times)
+    row["kiln_own"] = statistics.median(kiln_own) if kiln_own else None
+    row["steps"] = (torch_steps, kiln_steps)
+    return row
+
+
+#===-----------------------------------------------------------------------===#
+# The table.
+#===-----------------------------------------------------------------------===#
+
+def mib(kib):
+    return "%.0f" % (kib / 1024.0) if kib is not None else "-"
+
+
+def print_table(rows, args):
+    header = ["model", "params", "torch ms/step", "kiln ms/step",
+              "kiln-run own ms", "torch/kiln", "samples/s torch/kiln"]
+    if not args.no_memory:
+        header += ["peak MiB torch/kiln"]
+    header += ["kilnc s", "loss rel diff", "steps torch/kiln"]
+    table = [header]
+    for row in rows:
+        kiln, torch_s = row.get("kiln"), row.get("torch")
+        line = [row["model"], "{:,}".format(row["params"]), ms(torch_s),
+                ms(kiln), ms(row.get("kiln_own")),
+                "%.2f" % (torch_s / kiln) if kiln else "-",
+                "%.1f/%.1f" % (args.batch / torch_s, args.batch / kiln)
+                if kiln else "-"]
+        if not args.no_memory:
+            line += ["%s/%s" % (mib(row.get("torch_peak_kib")),
+                                mib(row.get("kiln_peak_kib")))
+                     if "kiln_peak_kib" in row else "-"]
+        line += ["%.1f" % row["compile_s"] if "compile_s" in row else "-",
+                 "%.2g%s" % (row["diff"], "" if row["close"] else " WRONG")
+                 if "diff" in row else "-",
+                 "%d/%d" % row["steps"] if "steps" in row else "-"]
+        table.append(line)
+    print_columns(table)
+    print()
+    print("torch/kiln > 1: Kiln is faster. kiln ms/step: (T(R+1) - T(1)) / R "
+          "of whole kiln-run --steps processes; kiln-run own: the median of "
+          "its --metrics step times after the first. torch ms/step: mean of R "
+          "warm zero_grad/forward/backward/AdamW steps. Medians of %d trials; "
+          "steps: R. loss rel diff: the largest of the first %d steps, "
+          "checked before timing (WRONG beyond rtol %g)."
+          % (args.trials, args.check_steps, args.rtol))
+    if not args.no_memory:
+        print("peak MiB: ru_maxrss of separate processes training on the same "
+              "data, %d steps each: a fresh PyTorch process and a kiln-run "
+              "--steps process." % args.memory_steps)
+        for row in rows:
+            if "kiln_peak_kib" in row:
+                print("  %s: PyTorch process resident before its first step "
+                      "%s MiB (interpreter, libtorch, model, optimizer, "
+                      "data); Kiln train_step arena %s MiB, parameters and "
+                      "optimizer state %s MiB (kiln-run --info)" % (
+                          row["model"], mib(row["torch_before_kib"]),
+                          mib(row["kiln_arena"] / 1024.0)
+                          if row["kiln_arena"] else "-",
+                          mib(row["kiln_param_bytes"] / 1024.0)
+                          if row["kiln_param_bytes"] else "-"))
+    failed = False
+    for row in rows:
+        if "error" in row:
+            failed = True
+            print("%s: not measured: %s" % (row["model"], row["error"]))
+        elif not row["close"]:
+            failed = True
+            print("%s: not timed: Kiln's losses differ from PyTorch's beyond "
+                  "rtol %g:" % (row["model"], args.rtol))
+            for step, (got, want) in enumerate(row["losses"], 1):
+                print("  step %d: kiln %.7g torch %.7g" % (step, got, want))
+    return failed
+
+
+def main(argv):
+    if len(argv) == 3 and argv[1] == WORKER_FLAG:
+        return torch_memory_worker(argv[2])
+    args = parse_args(argv)
+    # Before numpy or torch load OpenBLAS: it reads these once, at load.
+    os.environ.update(thread_environment(args))
+    sys.path[:0] = [os.path.join(ROOT, "test", "lib"),
+                    os.path.join(ROOT, "test", "e2e")]
+    import torch
+    torch.set_num_threads(args.threads)
+
+    print("training-step throughput, %s" % time.strftime("%Y-%m-%d %H:%M %Z"))
+    print("command: %s" % " ".join(shlex.quote(a) for a in argv))
+    print("batch %d, sequence %d, AdamW lr %g weight decay %g (GPT-2- and "
+          "BERT-style: d_model %d, %d layers, %d heads, vocab %d)" % (
+              args.batch, args.seq, args.lr, args.weight_decay,
+              SIZES["d_model"], SIZES["layers"], SIZES["heads"],
+              SIZES["vocab"]))
+    print_setup(args, torch)
+    print()
+    with tempfile.TemporaryDirectory(prefix="kiln-bench-") as scratch:
+        workdir = args.keep or scratch
+        os.makedirs(workdir, exist_ok=True)
+        rows = []
+        for name in args.models:
+            print("measuring %s ..." % name, file=sys.stderr, flush=True)
+            rows.append(measure(args, name, workdir))
+    failed = print_table(rows, args)
+    print("load average at the end: %.2f" % os.getloadavg()[0])
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
