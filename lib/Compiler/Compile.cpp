@@ -15,6 +15,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
@@ -72,6 +74,38 @@ struct FuseElementwisePass
   }
 };
 
+/// Gives each user of a tensor fill its own fill. CSE merges the identical
+/// zero inits of reductions and products into one; bufferizing that shared
+/// value would allocate it once and copy it into a fresh buffer for every
+/// user that writes it, where a fill per user writes each buffer once.
+struct SplitSharedFillsPass
+    : PassWrapper<SplitSharedFillsPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(SplitSharedFillsPass)
+  StringRef getArgument() const override { return "kiln-split-shared-fills"; }
+  void runOnOperation() override {
+    SmallVector<linalg::FillOp> fills;
+    getOperation().walk([&](linalg::FillOp fill) {
+      if (fill.hasPureTensorSemantics() && !fill->getResult(0).hasOneUse())
+        fills.push_back(fill);
+    });
+    for (linalg::FillOp fill : fills) {
+      auto empty = fill.getDpsInits()[0].getDefiningOp<tensor::EmptyOp>();
+      if (!empty)
+        continue;
+      SmallVector<OpOperand *> uses;
+      for (OpOperand &use : fill->getResult(0).getUses())
+        uses.push_back(&use);
+      for (OpOperand *use : llvm::drop_begin(uses)) {
+        OpBuilder b(use->getOwner());
+        Operation *init = b.clone(*empty);
+        IRMapping mapping;
+        mapping.map(empty.getResult(), init->getResult(0));
+        use->set(b.clone(*fill, mapping)->getResult(0));
+      }
+    }
+  }
+};
+
 /// Which count a CountKernelsPass records.
 enum class Stage { KilnOps, BeforeFusion, AfterFusion };
 
@@ -119,6 +153,7 @@ void buildTensorPipeline(PassManager &pm,
   pm.addPass(std::make_unique<CountKernelsPass>(Stage::BeforeFusion, counts));
   pm.addPass(std::make_unique<FuseElementwisePass>());
   pm.addPass(createCanonicalizerPass());
+  pm.addPass(std::make_unique<SplitSharedFillsPass>());
 }
 
 void buildBufferPipeline(PassManager &pm) {
