@@ -3,7 +3,8 @@
 // Each rule builds, out of kiln ops, the gradients of an op's operands from
 // the gradient `g` of its result. The rules cover the core ops that
 // kiln-decompose leaves (softmax, normalizations and losses are
-// differentiated through their decompositions).
+// differentiated through their decompositions); those of convolutions,
+// pools and cumulative sums are in KilnVJPNN.cpp.
 //
 //===----------------------------------------------------------------------===//
 
