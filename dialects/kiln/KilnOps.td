@@ -316,6 +316,7 @@ def Kiln_TransposeOp : Kiln_Op<"transpose", [Pure, Kiln_InferTypeOpAdaptor]> {
   let results = (outs Kiln_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasFolder = 1;
+  let hasCanonicalizer = 1;
 }
 
 def Kiln_SliceOp : Kiln_Op<"slice", [Pure, Kiln_InferTypeOpAdaptor]> {
@@ -623,6 +624,7 @@ def Kiln_MatmulOp : Kiln_Op<"matmul", [Pure, Kiln_InferTypeOpAdaptor]> {
                        UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
   let results = (outs Kiln_NumericTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+  let hasCanonicalizer = 1;
 }
 
 def Kiln_ConvOp : Kiln_Op<"conv", [Pure, Kiln_InferTypeOpAdaptor]> {

@@ -4,6 +4,7 @@
 
 #include "kiln/Transforms/Passes.h"
 
+#include "mlir/Transforms/Passes.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -228,6 +229,9 @@ void kilnc::addTrainingPasses(mlir::PassManager &pm) {
     pm.addPass(kiln::createKilnAddLoss(add));
   }
   pm.addPass(kiln::createKilnDecompose());
+  // Folded first, so autodiff differentiates the simplified graph (matrix
+  // products with their transposes absorbed, constants folded).
+  pm.addPass(mlir::createCanonicalizerPass());
   kiln::KilnAutodiffOptions autodiff;
   autodiff.loss = lossName;
   autodiff.freeze = freeze;

@@ -1510,3 +1510,46 @@ func.func @no_constant_operands(%x: tensor<2x3xf32>) -> tensor<2xf32> {
   %z = kiln.reduce_sum %y {dimensions = array<i64: 1>} : tensor<2x3xf32>
   return %z : tensor<2xf32>
 }
+
+// A matrix product absorbs transposes of its operands' last two dimensions
+// into its flags (the BLAS call transposes for free).
+// CHECK-LABEL: func.func @matmul_absorbs_transposes(
+// CHECK-SAME: %[[A:[^:]*]]: tensor<2x16x8xf32>, %[[B:[^:]*]]: tensor<2x32x16xf32>)
+// CHECK-NOT: kiln.transpose
+// CHECK: %[[P:.*]] = kiln.matmul %[[A]], %[[B]] {transpose_lhs, transpose_rhs} : tensor<2x16x8xf32>, tensor<2x32x16xf32>
+// CHECK: return %[[P]]
+func.func @matmul_absorbs_transposes(%a: tensor<2x16x8xf32>, %b: tensor<2x32x16xf32>) -> tensor<2x8x32xf32> {
+  %at = kiln.transpose %a {permutation = array<i64: 0, 2, 1>} : tensor<2x16x8xf32>
+  %bt = kiln.transpose %b {permutation = array<i64: 0, 2, 1>} : tensor<2x32x16xf32>
+  %p = kiln.matmul %at, %bt : tensor<2x8x16xf32>, tensor<2x16x32xf32>
+  return %p : tensor<2x8x32xf32>
+}
+
+// A flag already set flips back; a permutation that moves the batch
+// dimension is left alone.
+// CHECK-LABEL: func.func @matmul_flag_flips(
+// CHECK-SAME: %[[A:[^:]*]]: tensor<8x16xf32>, %[[B:[^:]*]]: tensor<2x16x4xf32>, %[[C:[^:]*]]: tensor<16x2x4xf32>)
+// CHECK: kiln.matmul %[[A]], %{{.*}} : tensor<8x16xf32>, tensor<16x32xf32>
+// CHECK: %[[T:.*]] = kiln.transpose %[[C]] {permutation = array<i64: 1, 0, 2>}
+// CHECK: kiln.matmul %[[B]], %[[T]] {transpose_lhs} :
+func.func @matmul_flag_flips(%a: tensor<8x16xf32>, %b: tensor<2x16x4xf32>, %c: tensor<16x2x4xf32>)
+    -> (tensor<8x32xf32>, tensor<2x4x4xf32>) {
+  %w = kiln.constant dense<1.0> : tensor<16x32xf32>
+  %wt = kiln.transpose %w {permutation = array<i64: 1, 0>} : tensor<16x32xf32>
+  %wt2 = kiln.transpose %wt {permutation = array<i64: 1, 0>} : tensor<32x16xf32>
+  %p = kiln.matmul %a, %wt2 : tensor<8x16xf32>, tensor<16x32xf32>
+  %ct = kiln.transpose %c {permutation = array<i64: 1, 0, 2>} : tensor<16x2x4xf32>
+  %q = kiln.matmul %b, %ct {transpose_lhs} : tensor<2x16x4xf32>, tensor<2x16x4xf32>
+  return %p, %q : tensor<8x32xf32>, tensor<2x4x4xf32>
+}
+
+// (A B)^T = B^T A^T, when the product has no other use.
+// CHECK-LABEL: func.func @transpose_of_matmul(
+// CHECK-SAME: %[[A:[^:]*]]: tensor<8x16xf32>, %[[B:[^:]*]]: tensor<16x32xf32>)
+// CHECK: %[[P:.*]] = kiln.matmul %[[B]], %[[A]] {transpose_lhs, transpose_rhs} : tensor<16x32xf32>, tensor<8x16xf32>
+// CHECK: return %[[P]] : tensor<32x8xf32>
+func.func @transpose_of_matmul(%a: tensor<8x16xf32>, %b: tensor<16x32xf32>) -> tensor<32x8xf32> {
+  %p = kiln.matmul %a, %b : tensor<8x16xf32>, tensor<16x32xf32>
+  %t = kiln.transpose %p {permutation = array<i64: 1, 0>} : tensor<8x32xf32>
+  return %t : tensor<32x8xf32>
+}
