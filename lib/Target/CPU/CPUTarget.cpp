@@ -2,6 +2,9 @@
 
 #include "kiln/Target/CPU.h"
 
+#include "OutlineKernels.h"
+
+
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -151,6 +154,7 @@ struct ApproximateMathPass
 
 /// memref IR -> LLVM dialect.
 void buildLLVMLowering(PassManager &pm) {
+  pm.addPass(kiln::createOutlineKernelsPass());
   pm.addPass(std::make_unique<CopyToLinalgPass>());
   pm.addPass(createConvertLinalgToParallelLoopsPass());
   pm.addPass(std::make_unique<ChooseParallelLoopsPass>());
