@@ -45,7 +45,9 @@ bool onlyMovesData(linalg::GenericOp op) {
 ///   its state in place, kiln-update-in-place);
 /// - a producer that computes into a consumer that broadcasts it: that would
 ///   redo the producer's work for every element of the broadcast (a 0-d
-///   bias correction computed per parameter element).
+///   bias correction computed per parameter element);
+/// - a producer that computes and has several users: each would redo it.
+/// Producers that only move data (broadcasts, transpositions) always fuse.
 struct FuseElementwisePass
     : PassWrapper<FuseElementwisePass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(FuseElementwisePass)
@@ -63,11 +65,16 @@ struct FuseElementwisePass
               }))
             return false;
           auto producer = value.getDefiningOp<linalg::GenericOp>();
-          auto fused = dyn_cast<linalg::GenericOp>(consumer);
-          if (producer && fused && !onlyMovesData(producer) &&
-              !fused.getMatchingIndexingMap(operand).isPermutation())
+          if (!producer || onlyMovesData(producer))
+            return true;
+          // A computing producer with several users is materialized anyway
+          // (a training step keeps forward values for the backward pass):
+          // fusing it would only recompute it in each user, and grow the
+          // fused kernels without bound.
+          if (!value.hasOneUse())
             return false;
-          return true;
+          auto fused = dyn_cast<linalg::GenericOp>(consumer);
+          return !fused || fused.getMatchingIndexingMap(operand).isPermutation();
         });
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
