@@ -18,25 +18,12 @@ test/lib/kiln_onnx_models.py (on PYTHONPATH).
 """
 import argparse
 import sys
-import zipfile
 
 import numpy as np
 
+from kiln_test_io import load_npz, save_npz  # noqa: F401 (re-exported)
+
 RTOL, ATOL = 1e-4, 1e-5
-
-
-def save_npz(path, arrays):
-    """np.savez, minus its keyword handling (an input named 'like' or 'file'
-    would be swallowed)."""
-    with zipfile.ZipFile(path, "w") as archive:
-        for key, value in arrays.items():
-            with archive.open(key + ".npy", "w") as member:
-                np.lib.format.write_array(member, np.array(value, order="C", copy=True))
-
-
-def load_npz(path):
-    with np.load(path) as archive:
-        return {key: archive[key] for key in archive.files}
 
 
 def prepare(args):

@@ -30,7 +30,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 from compare_gradients import wrapped  # noqa: E402
-from compare_model import save_npz  # noqa: E402
+from kiln_test_io import read_safetensors, save_npz  # noqa: E402
 
 
 # Models that train in training mode (the CNN's batch norm normalizes with
@@ -170,26 +170,6 @@ def schedule(args):
         progress = float(step - warmup) / float(max(1, total - warmup))
         return max(0.0, 0.5 * (1.0 + math.cos(math.pi * 0.5 * 2.0 * progress)))
     return factor
-
-
-def read_safetensors(path):
-    """A safetensors file as {name: array}, read without the package."""
-    import json
-    import struct
-    dtypes = {"F32": np.float32, "F64": np.float64, "F16": np.float16,
-              "I64": np.int64, "I32": np.int32, "I8": np.int8, "BOOL": np.bool_}
-    with open(path, "rb") as f:
-        length = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(length))
-        data = f.read()
-    arrays = {}
-    for name, entry in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = entry["data_offsets"]
-        arrays[name] = np.frombuffer(data[begin:end], dtype=dtypes[entry["dtype"]]
-                                     ).reshape(entry["shape"])
-    return arrays
 
 
 def check_params(args):

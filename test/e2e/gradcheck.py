@@ -15,9 +15,10 @@ import argparse
 import os
 import subprocess
 import sys
-import zipfile
 
 import numpy as np
+
+from kiln_test_io import save_npz
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
@@ -26,13 +27,6 @@ STEP = 1e-6
 # wrong rule is off by O(1).
 TOLERANCE = 1e-6
 DOUBLE = TensorProto.DOUBLE
-
-
-def save_npz(path, arrays):
-    with zipfile.ZipFile(path, "w") as archive:
-        for key, value in arrays.items():
-            with archive.open(key + ".npy", "w") as member:
-                np.lib.format.write_array(member, np.array(value, order="C", copy=True))
 
 
 def case(name, op, params, out_shape, attrs=None, extra_inputs=(), extra_nodes=(),

@@ -21,12 +21,14 @@ import json
 import os
 import pty
 import shutil
-import struct
 import subprocess
 import sys
-import zipfile
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "lib"))
+from kiln_test_io import read_safetensors, save_npz  # noqa: E402
 
 # The parameters TestBundles.cpp writes into the multi bundle.
 W = np.array([[1, 2], [3, 4]], dtype=np.float32)
@@ -89,33 +91,9 @@ class Tester:
         return self.expect_ok(*command)
 
 
-def write_npz(path, **arrays):
-    """An .npz written entry by entry (numpy's savez with keywords is not
-    available everywhere)."""
-    with zipfile.ZipFile(path, "w") as archive:
-        for name, array in arrays.items():
-            with archive.open(name + ".npy", "w") as member:
-                np.lib.format.write_array(member, array)
-
-
 def read_metrics(path):
     with open(path) as f:
         return [json.loads(line) for line in f]
-
-
-def read_safetensors(path):
-    """A safetensors file as {name: array}, read without the package."""
-    dtypes = {"F32": np.float32, "F64": np.float64, "I64": np.int64}
-    with open(path, "rb") as f:
-        length = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(length))
-        data = f.read()
-    arrays = {}
-    for name, entry in header.items():
-        begin, end = entry["data_offsets"]
-        arrays[name] = np.frombuffer(data[begin:end], dtype=dtypes[entry["dtype"]]
-                                     ).reshape(entry["shape"])
-    return arrays
 
 
 def toy_losses(batches):
@@ -550,7 +528,7 @@ def test_checkpoint_refusals(t):
                    train, "--data", data, "--steps", "1", "--checkpoint-dir",
                    directory, "--resume")
     other = t.path("toy8.npz")
-    write_npz(other, x=(2.0 ** np.arange(8)).astype(np.float32))
+    save_npz(other, dict(x=(2.0 ** np.arange(8)).astype(np.float32)))
     t.expect_error([f"checkpoint {sidecar} was written for data of 7 samples",
                     f"{other} has 8"],
                    train, "--data", other, "--steps", "4", "--checkpoint-dir",
@@ -609,7 +587,7 @@ def main():
 
     t = Tester(args)
     np.savez(t.path("multi-in-disguise.npz"), x=np.zeros(3))
-    write_npz(t.path("toy7.npz"), x=(2.0 ** np.arange(7)).astype(np.float32))
+    save_npz(t.path("toy7.npz"), dict(x=(2.0 ** np.arange(7)).astype(np.float32)))
     tests = [test_help, test_info, test_single_entry_is_the_default,
              test_affine_from_compressed_inputs, test_mixed_types,
              test_repeat_reports_timing, test_array_errors,

@@ -22,9 +22,12 @@ import re
 import shutil
 import subprocess
 import sys
-import zipfile
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "lib"))
+from kiln_test_io import load_npz, save_npz  # noqa: E402
 
 BATCH = 8
 SAMPLES = 36
@@ -68,18 +71,6 @@ class Tester:
         return self.kiln_run(*command)
 
 
-def write_npz(path, **arrays):
-    with zipfile.ZipFile(path, "w") as archive:
-        for name, array in arrays.items():
-            with archive.open(name + ".npy", "w") as member:
-                np.lib.format.write_array(member, array)
-
-
-def read_npz(path):
-    with np.load(path) as archive:
-        return {key: archive[key] for key in archive.files}
-
-
 def read_metrics(path):
     with open(path) as f:
         return [json.loads(line) for line in f]
@@ -95,11 +86,11 @@ def forward_losses(t, bundle, data, batches):
     losses = []
     for i, batch in enumerate(batches):
         inputs = t.path(f"batch-{i}.npz")
-        write_npz(inputs, **{name: array[batch] for name, array in data.items()})
+        save_npz(inputs, {name: array[batch] for name, array in data.items()})
         outputs = t.path(f"batch-{i}-out.npz")
         t.kiln_run(t.path(bundle), "--entry", "forward", "--inputs", inputs,
                    "--outputs", outputs)
-        losses.append(float(read_npz(outputs)["loss"]))
+        losses.append(float(load_npz(outputs)["loss"]))
     return losses
 
 
@@ -240,8 +231,8 @@ def main():
 
     subprocess.run([sys.executable, args.make_data, t.path("full.npz")],
                    check=True)
-    data = {k: v[:SAMPLES] for k, v in read_npz(t.path("full.npz")).items()}
-    write_npz(t.path("train.npz"), **data)
+    data = {k: v[:SAMPLES] for k, v in load_npz(t.path("full.npz")).items()}
+    save_npz(t.path("train.npz"), data)
     t.kilnc("adamw.kiln", "--optimizer=adamw", "--lr=3e-3")
 
     test_batches_of_a_frozen_model(t, data)

@@ -14,12 +14,12 @@ for the importer's lit tests, and the end-to-end training check.
     training_models.py scalar float|bool VALUE OUTPUT.npy
         writes a rank-0 array (for --bind-input)
 """
-import json
 import os
-import struct
 import sys
 
 import numpy as np
+
+from kiln_test_io import read_safetensors, save_npz
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
@@ -419,14 +419,6 @@ def training_info_wrong_type():
 # End-to-end: the NumPy reference of the training algorithm.
 #===-----------------------------------------------------------------------===#
 
-def save_npz(path, arrays):
-    import zipfile
-    with zipfile.ZipFile(path, "w") as archive:
-        for key, array in arrays.items():
-            with archive.open(key + ".npy", "w") as member:
-                np.lib.format.write_array(member, np.array(array, order="C"))
-
-
 def reference_step(optimizer, r, t, params, state, grads):
     """One update with the rules of ONNX's backend test generators."""
     from onnx.backend.test.case.node.adagrad import apply_adagrad
@@ -483,23 +475,6 @@ def prepare(optimizer, directory):
     expected = dict(params, **state)
     expected["T"] = np.int64(STEPS)
     save_npz(os.path.join(directory, "expected.npz"), expected)
-
-
-def read_safetensors(path):
-    dtypes = {"F32": np.float32, "F64": np.float64, "I64": np.int64}
-    with open(path, "rb") as f:
-        length = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(length))
-        data = f.read()
-    arrays = {}
-    for name, entry in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = entry["data_offsets"]
-        arrays[name] = np.frombuffer(data[begin:end],
-                                     dtype=dtypes[entry["dtype"]]
-                                     ).reshape(entry["shape"])
-    return arrays
 
 
 def check(directory, run_output, saved):
