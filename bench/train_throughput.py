@@ -241,7 +241,7 @@ def resident_kib():
 def torch_memory_worker(config_path):
     """Runs in its own process (WORKER_FLAG CONFIG): builds the PyTorch model
     and optimizer, reads the data, prints its resident set before the first
-    step as JSON, and trains; the parent reads the peak from wait4."""
+    step as JSON, and trains; PEAK_LAUNCHER reads its peak from wait4."""
     with open(config_path) as f:
         config = json.load(f)
     sys.path[:0] = [os.path.join(ROOT, "test", "lib")]
@@ -476,6 +476,7 @@ def measure(args, name, workdir):
     except RuntimeError as error:
         row["error"] = str(error)
         return row
+    row["load"] = os.getloadavg()[0]
     row["torch"] = statistics.median(torch_times)
     row["kiln"] = statistics.median(kiln_times)
     row["kiln_own"] = statistics.median(kiln_own) if kiln_own else None
@@ -496,7 +497,7 @@ def print_table(rows, args):
               "kiln-run own ms", "torch/kiln", "samples/s torch/kiln"]
     if not args.no_memory:
         header += ["peak MiB torch/kiln"]
-    header += ["kilnc s", "loss rel diff", "steps torch/kiln"]
+    header += ["kilnc s", "loss rel diff", "steps torch/kiln", "load"]
     table = [header]
     for row in rows:
         kiln, torch_s = row.get("kiln"), row.get("torch")
@@ -512,7 +513,8 @@ def print_table(rows, args):
         line += ["%.1f" % row["compile_s"] if "compile_s" in row else "-",
                  "%.2g%s" % (row["diff"], "" if row["close"] else " WRONG")
                  if "diff" in row else "-",
-                 "%d/%d" % row["steps"] if "steps" in row else "-"]
+                 "%d/%d" % row["steps"] if "steps" in row else "-",
+                 "%.2f" % row["load"] if "load" in row else "-"]
         table.append(line)
     print_columns(table)
     print()
@@ -521,8 +523,10 @@ def print_table(rows, args):
           "its --metrics step times after the first. torch ms/step: mean of R "
           "warm zero_grad/forward/backward/AdamW steps. Medians of %d trials; "
           "steps: R. loss rel diff: the largest of the first %d steps, "
-          "checked before timing (WRONG beyond rtol %g)."
-          % (args.trials, args.check_steps, args.rtol))
+          "checked before timing (WRONG beyond rtol %g). load: the 1-minute "
+          "load average after the model's trials (this benchmark's own "
+          "threads add up to %d; more means other processes competed)."
+          % (args.trials, args.check_steps, args.rtol, args.threads))
     if not args.no_memory:
         print("peak MiB: ru_maxrss of separate processes training on the same "
               "data, %d steps each: a fresh PyTorch process and a kiln-run "
