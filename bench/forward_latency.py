@@ -125,7 +125,7 @@ def compile_model(args, name, workdir, module, inputs, dynamic_axes):
     """Exports and compiles the model; returns (bundle, inputs npz, compile
     seconds), or raises RuntimeError with kilnc's message."""
     import kiln_onnx_models as models
-    from compare_model import save_npz
+    from kiln_test_io import save_npz
     onnx_path = os.path.join(workdir, name + ".onnx")
     bundle = os.path.join(workdir, name + ".kiln")
     inputs_path = os.path.join(workdir, name + "-inputs.npz")
@@ -260,8 +260,7 @@ def main(argv):
     args = parse_args(argv)
     # Before numpy or torch load OpenBLAS: it reads these once, at load.
     os.environ.update(thread_environment(args))
-    sys.path[:0] = [os.path.join(ROOT, "test", "lib"),
-                    os.path.join(ROOT, "test", "e2e")]
+    sys.path[:0] = [os.path.join(ROOT, "test", "lib")]
     import torch
     torch.set_num_threads(args.threads)
     try:

@@ -304,7 +304,7 @@ def export_and_compile(args, name, workdir, model, data):
 
     import torch
 
-    from compare_model import save_npz
+    from kiln_test_io import save_npz
     onnx_path = os.path.join(workdir, name + ".onnx")
     bundle = os.path.join(workdir, name + ".kiln")
     data_path = os.path.join(workdir, name + "-train.npz")
@@ -562,8 +562,7 @@ def main(argv):
     args = parse_args(argv)
     # Before numpy or torch load OpenBLAS: it reads these once, at load.
     os.environ.update(thread_environment(args))
-    sys.path[:0] = [os.path.join(ROOT, "test", "lib"),
-                    os.path.join(ROOT, "test", "e2e")]
+    sys.path[:0] = [os.path.join(ROOT, "test", "lib")]
     import torch
     torch.set_num_threads(args.threads)
 
