@@ -33,8 +33,7 @@ llvm::Error makeError(const llvm::Twine &message) {
 /// Whether the payload of `op` only forwards its inputs (a broadcast or a
 /// transposition): it costs nothing to recompute.
 bool onlyMovesData(linalg::GenericOp op) {
-  return llvm::all_of(op.getBody()->without_terminator(),
-                      [](Operation &) { return false; });
+  return op.getBody()->without_terminator().empty();
 }
 
 /// Fuses elementwise producers into consumers, except

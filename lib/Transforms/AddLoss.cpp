@@ -59,7 +59,7 @@ struct KilnAddLossPass : kiln::impl::KilnAddLossBase<KilnAddLossPass> {
 
   /// The cross-entropy of `logits` against new int64 labels.
   FailureOr<Value> crossEntropy(OpBuilder &b, Location loc, func::FuncOp f,
-                                Value logits) {
+                                Value logits, StringRef outputName) {
     auto type = cast<RankedTensorType>(logits.getType());
     int64_t rank = type.getRank();
     int64_t axis = classAxis < 0 ? classAxis + rank : classAxis;
@@ -67,7 +67,7 @@ struct KilnAddLossPass : kiln::impl::KilnAddLossBase<KilnAddLossPass> {
       return f.emitError("kiln-add-loss: cross_entropy needs logits of rank "
                          "2 or more with the classes on an axis after the "
                          "batch axis; output '")
-             << on.getValue() << "' is " << type << " and the class axis is "
+             << outputName << "' is " << type << " and the class axis is "
              << classAxis.getValue();
     if (labelSmoothing < 0 || labelSmoothing >= 1)
       return f.emitError("kiln-add-loss: label smoothing must lie in [0, 1), "
@@ -126,9 +126,9 @@ struct KilnAddLossPass : kiln::impl::KilnAddLossBase<KilnAddLossPass> {
     FailureOr<unsigned> index = outputIndex(f);
     if (failed(index))
       return signalPassFailure();
-    if (on.empty())
-      if (auto n = f.getResultAttrOfType<StringAttr>(*index, "kiln.name"))
-        on = n.str();
+    std::string outputName = on;
+    if (auto n = f.getResultAttrOfType<StringAttr>(*index, "kiln.name"))
+      outputName = n.str();
 
     Block &block = f.getBody().front();
     auto ret = cast<func::ReturnOp>(block.getTerminator());
@@ -136,14 +136,14 @@ struct KilnAddLossPass : kiln::impl::KilnAddLossBase<KilnAddLossPass> {
     auto outputType = dyn_cast<RankedTensorType>(output.getType());
     if (!outputType || !isa<FloatType>(outputType.getElementType())) {
       f.emitError("kiln-add-loss: output '")
-          << on.getValue() << "' is " << output.getType() << ", not a float tensor";
+          << outputName << "' is " << output.getType() << ", not a float tensor";
       return signalPassFailure();
     }
     OpBuilder b(ret);
     Location loc = f.getLoc();
     Value loss;
     if (kind == "cross_entropy") {
-      FailureOr<Value> ce = crossEntropy(b, loc, f, output);
+      FailureOr<Value> ce = crossEntropy(b, loc, f, output, outputName);
       if (failed(ce))
         return signalPassFailure();
       loss = *ce;

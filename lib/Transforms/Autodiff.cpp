@@ -17,11 +17,6 @@ using namespace kiln;
 
 namespace {
 
-bool isFloatTensor(Value v) {
-  auto type = dyn_cast<RankedTensorType>(v.getType());
-  return type && isa<FloatType>(type.getElementType());
-}
-
 struct KilnAutodiffPass : kiln::impl::KilnAutodiffBase<KilnAutodiffPass> {
   using KilnAutodiffBase::KilnAutodiffBase;
 
@@ -73,15 +68,15 @@ struct KilnAutodiffPass : kiln::impl::KilnAutodiffBase<KilnAutodiffPass> {
     auto ret = cast<func::ReturnOp>(block.getTerminator());
     Value lossValue = ret.getOperand(*lossResult);
 
-    // Trainable parameters, in first-read order, with every read of each.
+    // Parameters, in first-read order, with every read of each; those with
+    // no gradient (integers, buffers) are dropped below.
     llvm::MapVector<StringAttr, SmallVector<Value>> params;
     SmallVector<Value> reads;
     SmallVector<Operation *> ops;
     for (Operation &op : block.without_terminator()) {
       ops.push_back(&op);
       auto read = dyn_cast<GetParamOp>(op);
-      if (read && isFloatTensor(read.getResult()) &&
-          (freeze.empty() || !frozen.match(read.getName()))) {
+      if (read && (freeze.empty() || !frozen.match(read.getName()))) {
         params[read.getNameAttr().getAttr()].push_back(read.getResult());
         reads.push_back(read.getResult());
       }

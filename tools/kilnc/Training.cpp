@@ -168,8 +168,6 @@ Error kilnc::applyTrainConfig() {
     std::optional<std::string> value = flagValue(*object->get(key));
     if (!value)
       return configError("'" + key + "' must be a string, number or boolean");
-    std::string message;
-    raw_string_ostream os(message);
     // addOccurrence reports a bad value on errs(); it returns true then.
     if (option->addOccurrence(0, key, *value))
       return configError("bad value for '" + key + "'");
