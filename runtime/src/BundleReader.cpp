@@ -59,6 +59,10 @@ Status BundleReader::open(const std::string &path,
   reader->file = std::move(file);
   reader->displayName = path;
   KILN_RETURN_IF_ERROR(reader->parse(options).withContext(path));
+  // Checking the checksums read every byte; what the session needs later
+  // (the manifest, the code, the weights through their own mapping) is read
+  // again on demand instead of staying resident for the whole run.
+  reader->file->releaseResidentPages();
   out = std::move(reader);
   return Status();
 }

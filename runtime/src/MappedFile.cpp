@@ -42,6 +42,14 @@ Status MappedFile::open(const std::string &path,
   return Status();
 }
 
+void MappedFile::releaseResidentPages() {
+  // The mapping is read-only and private, so its pages never differ from
+  // the file and MADV_DONTNEED cannot lose anything. It is only advice: a
+  // failure leaves the pages resident, which is harmless.
+  if (address)
+    madvise(address, length, MADV_DONTNEED);
+}
+
 PrivateMapping::~PrivateMapping() {
   if (address)
     munmap(address, length);

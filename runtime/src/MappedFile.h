@@ -26,6 +26,12 @@ public:
   ByteSpan bytes() const { return ByteSpan(address, length); }
   int fileDescriptor() const { return fd; }
 
+  /// Drops the pages read so far from this process's resident set; they
+  /// stay valid and are read again from the file on the next access. The
+  /// bundle reader reads the whole file once to check its checksums and
+  /// then needs only the manifest and the code.
+  void releaseResidentPages();
+
 private:
   MappedFile() = default;
 
