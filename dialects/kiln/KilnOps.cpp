@@ -570,6 +570,69 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   return success();
 }
 
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  auto query = rankedTypeOf(adaptor.getQuery());
+  auto key = rankedTypeOf(adaptor.getKey());
+  auto value = rankedTypeOf(adaptor.getValue());
+  if (!query || !key || !value)
+    return failInference(loc, "expected statically shaped tensor operands");
+  int64_t rank = query.getRank();
+  if (rank < 2 || key.getRank() != rank || value.getRank() != rank)
+    return failInference(loc, "query, key and value need the same rank, 2 or "
+                              "more (got " +
+                                  Twine(rank) + ", " + Twine(key.getRank()) +
+                                  " and " + Twine(value.getRank()) + ")");
+  if (key.getElementType() != query.getElementType() ||
+      value.getElementType() != query.getElementType())
+    return failInference(loc, "query, key and value differ in element type");
+  ArrayRef<int64_t> batch = query.getShape().drop_back(2);
+  if (key.getShape().drop_back(2) != batch ||
+      value.getShape().drop_back(2) != batch)
+    return failInference(loc, "batch dimensions differ");
+  if (key.getDimSize(rank - 1) != query.getDimSize(rank - 1))
+    return failInference(loc, "query and key rows differ in size: " +
+                                  Twine(query.getDimSize(rank - 1)) + " and " +
+                                  Twine(key.getDimSize(rank - 1)));
+  if (value.getDimSize(rank - 2) != key.getDimSize(rank - 2))
+    return failInference(loc, "key and value differ in sequence length: " +
+                                  Twine(key.getDimSize(rank - 2)) + " and " +
+                                  Twine(value.getDimSize(rank - 2)));
+  SmallVector<int64_t> shape(batch);
+  shape.push_back(query.getDimSize(rank - 2));
+  shape.push_back(value.getDimSize(rank - 1));
+  inferred.push_back(query.clone(shape));
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  if (!getMask())
+    return success();
+  auto mask = cast<RankedTensorType>(getMask().getType());
+  auto query = getQuery().getType();
+  if (mask.getElementType() != query.getElementType())
+    return emitOpError("mask element type ")
+           << mask.getElementType() << " differs from the query's "
+           << query.getElementType();
+  // The scores: [B..., Sq, Sk].
+  int64_t rank = query.getRank();
+  SmallVector<int64_t> scores(query.getShape().drop_back(1));
+  scores.push_back(getKey().getType().getDimSize(rank - 2));
+  int64_t offset = rank - mask.getRank();
+  if (offset < 0)
+    return emitOpError("mask rank ")
+           << mask.getRank() << " exceeds the scores' rank " << rank;
+  for (auto [i, dim] : llvm::enumerate(mask.getShape())) {
+    int64_t target = scores[i + offset];
+    if (dim != 1 && dim != target)
+      return emitOpError("mask dimension ")
+             << i << " of size " << dim << " cannot broadcast to " << target;
+  }
+  return success();
+}
+
 namespace {
 /// The spatial attributes shared by convolutions and pooling.
 struct WindowSpec {

@@ -732,6 +732,37 @@ class Kiln_SoftmaxBase<string mnemonic, string what>
 def Kiln_SoftmaxOp : Kiln_SoftmaxBase<"softmax", "softmax">;
 def Kiln_LogSoftmaxOp : Kiln_SoftmaxBase<"log_softmax", "log of softmax">;
 
+def Kiln_AttentionOp : Kiln_Op<"attention", [Pure, Kiln_InferTypeOpAdaptor]> {
+  let summary = "scaled dot-product attention";
+  let description = [{
+    `softmax(query · keyᵀ · scale + mask) · value`, the softmax along the
+    last dimension. `query` is `[B..., Sq, D]`, `key` `[B..., Sk, D]`,
+    `value` `[B..., Sk, Dv]`, all with the same batch dimensions; the result
+    is `[B..., Sq, Dv]`. The optional additive `mask` broadcasts (numpy
+    style, from the right) to the scores `[B..., Sq, Sk]`: 0 keeps a score,
+    -inf drops it.
+
+    kiln-fuse-attention forms this op from the matmul, scale, mask, softmax
+    and matmul chain, so that autodiff uses its own gradient: the backward
+    recomputes the probabilities from `query` and `key` and needs nothing
+    else of the forward. kiln-decompose expands it back into that chain.
+
+    ```mlir
+    %o = kiln.attention %q, %k, %v mask %m : tensor<1x1x16x16xf32> {scale = 0.25 : f64}
+        : tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$query, Kiln_FloatTensor:$key,
+                       Kiln_FloatTensor:$value,
+                       Optional<Kiln_FloatTensor>:$mask,
+                       DefaultValuedAttr<F64Attr, "1.0">:$scale);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = "$query `,` $key `,` $value (`mask` $mask^ `:` "
+      "type($mask))? attr-dict `:` type($query) `,` type($key) `,` "
+      "type($value)";
+  let hasVerifier = 1;
+}
+
 def Kiln_LayerNormOp : Kiln_Op<"layer_norm", [Pure,
     AllTypesMatch<["input", "result"]>]> {
   let summary = "layer normalization over the trailing dimensions";

@@ -4,7 +4,7 @@
 // the gradient `g` of its result. The rules cover the core ops that
 // kiln-decompose leaves (softmax, normalizations and losses are
 // differentiated through their decompositions); those of convolutions,
-// pools and cumulative sums are in KilnVJPNN.cpp.
+// pools, cumulative sums and attention are in KilnVJPNN.cpp.
 //
 //===----------------------------------------------------------------------===//
 

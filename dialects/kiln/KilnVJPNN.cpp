@@ -1,9 +1,10 @@
-//===- KilnVJPNN.cpp - vector-Jacobian products of convolutions and pools -===//
+//===- KilnVJPNN.cpp - vector-Jacobian products of neural network ops -----===//
 //
-// Rules for kiln.conv, kiln.conv_transpose, kiln.max_pool, kiln.avg_pool and
-// kiln.cumsum, built from kiln ops: a convolution's gradients are a
-// transposed convolution and a convolution with the batch and channel roles
-// swapped; a pool's gradient goes back through the windows it read.
+// Rules for kiln.conv, kiln.conv_transpose, kiln.max_pool, kiln.avg_pool,
+// kiln.cumsum and kiln.attention, built from kiln ops: a convolution's
+// gradients are a transposed convolution and a convolution with the batch and
+// channel roles swapped; a pool's gradient goes back through the windows it
+// read; attention recomputes its probabilities from the query and key.
 //
 //===----------------------------------------------------------------------===//
 
@@ -301,8 +302,39 @@ LogicalResult rule(CumsumOp op, RuleBuilder &k, ArrayRef<Value> grads,
   return success();
 }
 
+template <>
+LogicalResult rule(AttentionOp op, RuleBuilder &k, ArrayRef<Value> grads,
+                   SmallVectorImpl<Value> &out) {
+  // With S = q kᵀ scale + mask, P = softmax(S) and O = P v:
+  // dv = Pᵀ dO, dP = dO vᵀ, dS = P (dP - rowsum(dP P)), dq = dS k scale,
+  // dk = dSᵀ q scale, and dmask = dS summed over the broadcast dimensions.
+  // P is recomputed here, so the forward keeps only q, k and v.
+  Value g = grads[0], q = op.getQuery(), key = op.getKey(),
+        value = op.getValue(), mask = op.getMask();
+  double scale = op.getScale().convertToDouble();
+  Value scores = k.matmul(q, key, false, true);
+  ArrayRef<int64_t> shape = RuleBuilder::typeOf(scores).getShape();
+  int64_t last = shape.size() - 1;
+  if (scale != 1.0)
+    scores = k.mul(scores, k.like(scores, scale));
+  if (mask)
+    scores = k.add(scores, k.broadcast(mask, shape));
+  Value p = SoftmaxOp::create(k.b, k.loc, scores, k.b.getI64IntegerAttr(last));
+  Value dv = k.matmul(p, g, true, false);
+  Value dp = k.matmul(g, value, false, true);
+  Value rowSum = k.broadcast(k.sum(k.mul(dp, p), {last}, true), shape);
+  Value ds = k.mul(p, k.sub(dp, rowSum));
+  Value dsScaled = scale != 1.0 ? k.mul(ds, k.like(ds, scale)) : ds;
+  out.append({k.matmul(dsScaled, key, false, false),
+              k.matmul(dsScaled, q, true, false), dv});
+  if (mask)
+    out.push_back(k.unbroadcast(ds, RuleBuilder::typeOf(mask).getShape()));
+  return success();
+}
+
 void attachNNRules(MLIRContext *context) {
-  attach<ConvOp, ConvTransposeOp, MaxPoolOp, AvgPoolOp, CumsumOp>(context);
+  attach<ConvOp, ConvTransposeOp, MaxPoolOp, AvgPoolOp, CumsumOp, AttentionOp>(
+      context);
 }
 
 } // namespace kiln::vjp

@@ -96,7 +96,8 @@ template <typename... Ops> void attach(mlir::MLIRContext *context) {
   (Ops::template attachInterface<Model<Ops>>(*context), ...);
 }
 
-/// The rules of convolutions, pooling and cumulative sums (KilnVJPNN.cpp).
+/// The rules of convolutions, pooling, cumulative sums and attention
+/// (KilnVJPNN.cpp).
 void attachNNRules(mlir::MLIRContext *context);
 
 } // namespace kiln::vjp

@@ -120,6 +120,27 @@ struct DecomposeSoftmax : OpRewritePattern<SoftmaxOp> {
   }
 };
 
+struct DecomposeAttention : OpRewritePattern<AttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AttentionOp op,
+                                PatternRewriter &r) const override {
+    Builder b{r, op.getLoc()};
+    Value scores = MatmulOp::create(r, op.getLoc(), op.getQuery(), op.getKey(),
+                                    /*transpose_lhs=*/false,
+                                    /*transpose_rhs=*/true);
+    ArrayRef<int64_t> shape = b.typeOf(scores).getShape();
+    double scale = op.getScale().convertToDouble();
+    if (scale != 1.0)
+      scores = b.binary<MulOp>(scores, b.splat(b.typeOf(scores), scale));
+    if (Value mask = op.getMask())
+      scores = b.binary<AddOp>(scores, b.bcast(mask, shape));
+    Value probs = SoftmaxOp::create(r, op.getLoc(), scores,
+                                    r.getI64IntegerAttr(shape.size() - 1));
+    r.replaceOpWithNewOp<MatmulOp>(op, probs, op.getValue(), false, false);
+    return success();
+  }
+};
+
 struct DecomposeLogSoftmax : OpRewritePattern<LogSoftmaxOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(LogSoftmaxOp op,
@@ -362,12 +383,16 @@ struct DecomposeCrossEntropy : OpRewritePattern<CrossEntropyOp> {
 
 struct KilnDecomposePass
     : kiln::impl::KilnDecomposeBase<KilnDecomposePass> {
+  using KilnDecomposeBase::KilnDecomposeBase;
+
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<DecomposeSoftmax, DecomposeLogSoftmax, DecomposeReduceMean,
                  DecomposeReduceL2, DecomposeLogSumExp, DecomposeLayerNorm,
                  DecomposeBatchNorm, DecomposeBatchNormTrain, DecomposeNllLoss,
                  DecomposeCrossEntropy>(&getContext());
+    if (!keepAttention)
+      patterns.add<DecomposeAttention>(&getContext());
     GreedyRewriteConfig config;
     config.enableFolding(false);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),

@@ -1,4 +1,5 @@
 // RUN: kiln-opt %s --kiln-decompose | FileCheck %s
+// RUN: kiln-opt %s --kiln-decompose=keep-attention | FileCheck %s --check-prefix=KEEP
 
 // The composite kiln ops become core ops. The formulas are PyTorch's:
 // softmax(x) = exp(x - max) / sum(exp(x - max)), log_softmax = (x - max) -
@@ -36,6 +37,29 @@ func.func @softmax(%x: tensor<4x10xf32>) -> tensor<4x10xf32> {
 func.func @log_softmax(%x: tensor<2x3x4xf16>) -> tensor<2x3x4xf16> {
   %y = kiln.log_softmax %x {axis = 0 : i64} : tensor<2x3x4xf16>
   return %y : tensor<2x3x4xf16>
+}
+
+// softmax(q kᵀ scale + mask) v, the mask broadcast to the scores; the
+// softmax decomposes further. With keep-attention the op stays.
+// CHECK-LABEL: func.func @attention(
+// CHECK-SAME: %[[Q:.*]]: tensor<2x3x4xf32>, %[[K:.*]]: tensor<2x5x4xf32>, %[[V:.*]]: tensor<2x5x6xf32>, %[[M:.*]]: tensor<3x5xf32>
+// CHECK-DAG: %[[SCALE:.*]] = kiln.constant dense<5.000000e-01> : tensor<2x3x5xf32>
+// CHECK: %[[QK:.*]] = kiln.matmul %[[Q]], %[[K]] {transpose_rhs} : tensor<2x3x4xf32>, tensor<2x5x4xf32>
+// CHECK: %[[SCALED:.*]] = kiln.mul %[[QK]], %[[SCALE]] : tensor<2x3x5xf32>
+// CHECK: %[[MB:.*]] = kiln.broadcast %[[M]] : tensor<3x5xf32> to tensor<2x3x5xf32>
+// CHECK: %[[S:.*]] = kiln.add %[[SCALED]], %[[MB]] : tensor<2x3x5xf32>
+// CHECK: kiln.reduce_max %[[S]] {dimensions = array<i64: 2>, keepdims}
+// CHECK: %[[P:.*]] = kiln.div
+// CHECK: %[[O:.*]] = kiln.matmul %[[P]], %[[V]] : tensor<2x3x5xf32>, tensor<2x5x6xf32>
+// CHECK: return %[[O]]
+// KEEP-LABEL: func.func @attention(
+// KEEP-NEXT: kiln.attention
+// KEEP-NEXT: return
+func.func @attention(%q: tensor<2x3x4xf32>, %k: tensor<2x5x4xf32>, %v: tensor<2x5x6xf32>,
+                     %m: tensor<3x5xf32>) -> tensor<2x3x6xf32> {
+  %o = kiln.attention %q, %k, %v mask %m : tensor<3x5xf32> {scale = 0.5 : f64}
+      : tensor<2x3x4xf32>, tensor<2x5x4xf32>, tensor<2x5x6xf32>
+  return %o : tensor<2x3x6xf32>
 }
 
 // The divisor is the number of reduced elements: 4 for dimension 1, 3 * 5

@@ -29,18 +29,44 @@ TOLERANCE = 1e-6
 DOUBLE = TensorProto.DOUBLE
 
 
-def case(name, op, params, out_shape, attrs=None, extra_inputs=(), extra_nodes=(),
+def case(name, op, params, out_shape, attrs=None, extra_inputs=(), nodes=(),
          torch_reference=None):
     """torch_reference(torch, *params) computes the op in PyTorch: the
-    gradient is then checked against torch.autograd, not finite differences."""
+    gradient is then checked against torch.autograd, not finite differences.
+    With op None, nodes compute the output y from the parameters instead."""
     return dict(name=name, op=op, params=params, out_shape=out_shape,
                 attrs=attrs or {}, extra_inputs=list(extra_inputs),
-                extra_nodes=list(extra_nodes), torch_reference=torch_reference)
+                nodes=list(nodes), torch_reference=torch_reference)
 
 
 def output_weights(shape):
     """R, the fixed weights of the op's output in the loss."""
     return np.random.default_rng(3).standard_normal(shape)
+
+
+def attention_nodes(scale_op=None, mask=None):
+    """softmax(q kᵀ [scale_op c] [+ mask]) v over the last two dimensions of
+    the parameters q, k and v, as torch.onnx exports it; kilnc forms one
+    kiln.attention of it. mask is "add" (the parameter m added) or "causal"
+    (masked_fill of the scores above the diagonal with -inf, a Where)."""
+    make = helper.make_node
+    scalar = lambda name, value: make("Constant", [], [name], value=helper.make_tensor(
+        name, DOUBLE, [], [value]))
+    nodes = [make("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+             make("MatMul", ["q", "kt"], ["scores"])]
+    if scale_op:
+        nodes += [scalar("c", 0.5 if scale_op == "Mul" else 2.0),
+                  make(scale_op, ["scores", "c"], ["scaled"])]
+    if mask == "add":
+        nodes.append(make("Add", [nodes[-1].output[0], "m"], ["masked"]))
+    elif mask == "causal":
+        above = np.triu(np.ones((3, 4), dtype=bool), 1)
+        nodes += [make("Constant", [], ["above"],
+                       value=numpy_helper.from_array(above, "above")),
+                  scalar("ninf", -np.inf),
+                  make("Where", ["above", "ninf", nodes[-1].output[0]], ["masked"])]
+    return nodes + [make("Softmax", [nodes[-1].output[0]], ["p"], axis=-1),
+                    make("MatMul", ["p", "v"], ["y"])]
 
 
 def cases():
@@ -151,6 +177,17 @@ def cases():
         case("batch_norm_train", "BatchNormalization",
              {"x": r(3, 2, 2, 2), "s": r(2), "b": r(2)}, (3, 2, 2, 2), {"training_mode": 1},
              extra_inputs=[numpy_helper.from_array(r(2)), numpy_helper.from_array(pos(2))]),
+        # Attention, batched over two dimensions, recognised as one
+        # kiln.attention and differentiated with its own rule.
+        case("attention", None,
+             {"q": r(2, 2, 3, 2), "k": r(2, 2, 4, 2), "v": r(2, 2, 4, 2)},
+             (2, 2, 3, 2), nodes=attention_nodes("Div")),
+        case("attention_mask", None,
+             {"q": r(1, 2, 3, 2), "k": r(1, 2, 4, 2), "v": r(1, 2, 4, 3),
+              "m": r(3, 4)}, (1, 2, 3, 3), nodes=attention_nodes("Mul", "add")),
+        case("attention_causal", None,
+             {"q": r(2, 1, 3, 2), "k": r(2, 1, 4, 2), "v": r(2, 1, 4, 2)},
+             (2, 1, 3, 2), nodes=attention_nodes("Mul", "causal")),
     ]
 
 
@@ -166,8 +203,9 @@ def build_model(spec, path):
     weights = output_weights(spec["out_shape"])
     inits.append(numpy_helper.from_array(weights.astype(np.float64), "R"))
     # R is a float initializer too; freeze it so it gets no gradient.
-    nodes = [helper.make_node(spec["op"], op_inputs, ["y"], **spec["attrs"]),
-             helper.make_node("Mul", ["y", "R"], ["weighted"]),
+    nodes = spec["nodes"] or [
+        helper.make_node(spec["op"], op_inputs, ["y"], **spec["attrs"])]
+    nodes = nodes + [helper.make_node("Mul", ["y", "R"], ["weighted"]),
              helper.make_node("ReduceSum", ["weighted"], ["loss"], keepdims=0)]
     graph = helper.make_graph(nodes, spec["name"], [],
                               [helper.make_tensor_value_info("loss", DOUBLE, [])],

@@ -226,7 +226,13 @@ void kilnc::addTrainingPasses(mlir::PassManager &pm) {
     add.labelSmoothing = labelSmoothing;
     pm.addPass(kiln::createKilnAddLoss(add));
   }
-  pm.addPass(kiln::createKilnDecompose());
+  // Attention keeps its own op through autodiff, whose rule recomputes the
+  // probabilities instead of keeping the softmax's intermediates; compiling
+  // the bundle decomposes it afterwards.
+  pm.addPass(kiln::createKilnFuseAttention());
+  kiln::KilnDecomposeOptions decompose;
+  decompose.keepAttention = true;
+  pm.addPass(kiln::createKilnDecompose(decompose));
   // Folded first, so autodiff differentiates the simplified graph (matrix
   // products with their transposes absorbed, constants folded).
   pm.addPass(mlir::createCanonicalizerPass());

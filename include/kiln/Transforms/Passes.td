@@ -8,10 +8,34 @@ include "mlir/Pass/PassBase.td"
 def KilnDecompose : Pass<"kiln-decompose", "mlir::ModuleOp"> {
   let summary = "Expands composite kiln ops into the core ops";
   let description = [{
-    Rewrites softmax, log-softmax, layer and batch normalization, the losses
-    and reduce_mean / reduce_l2 / reduce_logsumexp into elementwise ops,
-    broadcasts, reductions and gathers. Activations defined by formulas (gelu,
-    sigmoid, softplus...) stay: code generation computes them directly.
+    Rewrites softmax, log-softmax, attention, layer and batch normalization,
+    the losses and reduce_mean / reduce_l2 / reduce_logsumexp into
+    elementwise ops, matrix products, broadcasts, reductions and gathers.
+    Activations defined by formulas (gelu, sigmoid, softplus...) stay: code
+    generation computes them directly.
+  }];
+  let options = [
+    Option<"keepAttention", "keep-attention", "bool", "false",
+           "Leave kiln.attention as it is (kilnc does until kiln-autodiff "
+           "has used its own gradient)">
+  ];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
+def KilnFuseAttention : Pass<"kiln-fuse-attention", "mlir::ModuleOp"> {
+  let summary = "Recognises attention and forms kiln.attention";
+  let description = [{
+    Rewrites the chain
+    `matmul(q, kᵀ) [* c | / c] [+ mask | masked by select] -> softmax -> matmul(·, v)`
+    into one `kiln.attention`, so that kiln-autodiff differentiates it with
+    its own rule instead of through the softmax's decomposition. `c` is a
+    splat constant (the scale is `c` or `1 / c`); the softmax is along the
+    last dimension. The mask is an added tensor (a broadcast one is taken
+    before the broadcast), or a `select` that puts -inf where a condition
+    holds, which becomes the additive mask `select(cond, -inf, 0)`. The
+    transposes of q, k and v, as matmul flags or as transpose ops, become
+    transposes of the operands. A chain fuses only when each of its
+    intermediate values has no other user.
   }];
   let dependentDialects = ["::kiln::KilnDialect"];
 }

@@ -1001,6 +1001,70 @@ func.func @log_softmax_axis(%x: tensor<4x10xf32>) -> tensor<4x10xf32> {
 
 // -----
 
+func.func @attention_rank(%q: tensor<2x8x4xf32>, %k: tensor<6x4xf32>) {
+  // expected-error @+1 {{query, key and value need the same rank, 2 or more (got 3, 2 and 2)}}
+  %y = kiln.attention %q, %k, %k : tensor<2x8x4xf32>, tensor<6x4xf32>, tensor<6x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_element_type(%q: tensor<8x4xf32>, %k: tensor<6x4xf32>, %v: tensor<6x4xf16>) {
+  // expected-error @+1 {{query, key and value differ in element type}}
+  %y = kiln.attention %q, %k, %v : tensor<8x4xf32>, tensor<6x4xf32>, tensor<6x4xf16>
+  return
+}
+
+// -----
+
+func.func @attention_batch(%q: tensor<2x8x4xf32>, %k: tensor<3x6x4xf32>) {
+  // expected-error @+1 {{batch dimensions differ}}
+  %y = kiln.attention %q, %k, %k : tensor<2x8x4xf32>, tensor<3x6x4xf32>, tensor<3x6x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_depth(%q: tensor<8x4xf32>, %k: tensor<6x5xf32>) {
+  // expected-error @+1 {{query and key rows differ in size: 4 and 5}}
+  %y = kiln.attention %q, %k, %k : tensor<8x4xf32>, tensor<6x5xf32>, tensor<6x5xf32>
+  return
+}
+
+// -----
+
+func.func @attention_sequence(%q: tensor<8x4xf32>, %k: tensor<6x4xf32>, %v: tensor<5x4xf32>) {
+  // expected-error @+1 {{key and value differ in sequence length: 6 and 5}}
+  %y = kiln.attention %q, %k, %v : tensor<8x4xf32>, tensor<6x4xf32>, tensor<5x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_mask_element_type(%q: tensor<8x4xf32>, %k: tensor<6x4xf32>, %m: tensor<8x6xf16>) {
+  // expected-error @+1 {{'kiln.attention' op mask element type 'f16' differs from the query's 'f32'}}
+  %y = kiln.attention %q, %k, %k mask %m : tensor<8x6xf16> : tensor<8x4xf32>, tensor<6x4xf32>, tensor<6x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_mask_rank(%q: tensor<8x4xf32>, %k: tensor<6x4xf32>, %m: tensor<1x8x6xf32>) {
+  // expected-error @+1 {{'kiln.attention' op mask rank 3 exceeds the scores' rank 2}}
+  %y = kiln.attention %q, %k, %k mask %m : tensor<1x8x6xf32> : tensor<8x4xf32>, tensor<6x4xf32>, tensor<6x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_mask_shape(%q: tensor<8x4xf32>, %k: tensor<6x4xf32>, %m: tensor<8x4xf32>) {
+  // expected-error @+1 {{'kiln.attention' op mask dimension 1 of size 4 cannot broadcast to 6}}
+  %y = kiln.attention %q, %k, %k mask %m : tensor<8x4xf32> : tensor<8x4xf32>, tensor<6x4xf32>, tensor<6x4xf32>
+  return
+}
+
+// -----
+
 func.func @layer_norm_axis(%x: tensor<4x16xf32>, %g: tensor<16xf32>) -> tensor<4x16xf32> {
   // expected-error @+1 {{axis 2 is out of range for rank 2}}
   %y = kiln.layer_norm %x, %g {axis = 2 : i64} : tensor<4x16xf32>, tensor<16xf32>

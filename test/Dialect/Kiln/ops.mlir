@@ -865,6 +865,20 @@ func.func @log_softmax(%x: tensor<2x3x4xf16>) -> tensor<2x3x4xf16> {
   return %y : tensor<2x3x4xf16>
 }
 
+// CHECK-LABEL: func.func @attention(
+// CHECK-SAME: %[[Q:.*]]: tensor<2x4x8x16xf32>, %[[K:.*]]: tensor<2x4x6x16xf32>, %[[V:.*]]: tensor<2x4x6x5xf32>, %[[M:.*]]: tensor<8x1xf32>, %[[Q2:.*]]: tensor<3x2xf64>
+// CHECK: %[[A:.*]] = kiln.attention %[[Q]], %[[K]], %[[V]] mask %[[M]] : tensor<8x1xf32> {scale = 2.500000e-01 : f64} : tensor<2x4x8x16xf32>, tensor<2x4x6x16xf32>, tensor<2x4x6x5xf32>
+// CHECK: %[[B:.*]] = kiln.attention %[[Q2]], %[[Q2]], %[[Q2]] : tensor<3x2xf64>, tensor<3x2xf64>, tensor<3x2xf64>
+// CHECK: return %[[A]], %[[B]] : tensor<2x4x8x5xf32>, tensor<3x2xf64>
+func.func @attention(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x6x16xf32>, %v: tensor<2x4x6x5xf32>,
+                     %m: tensor<8x1xf32>, %x: tensor<3x2xf64>)
+    -> (tensor<2x4x8x5xf32>, tensor<3x2xf64>) {
+  %a = kiln.attention %q, %k, %v mask %m : tensor<8x1xf32> {scale = 0.25 : f64}
+      : tensor<2x4x8x16xf32>, tensor<2x4x6x16xf32>, tensor<2x4x6x5xf32>
+  %b = kiln.attention %x, %x, %x : tensor<3x2xf64>, tensor<3x2xf64>, tensor<3x2xf64>
+  return %a, %b : tensor<2x4x8x5xf32>, tensor<3x2xf64>
+}
+
 // CHECK-LABEL: func.func @layer_norm(
 // CHECK-SAME: %[[X:.*]]: tensor<4x16xf32>, %[[G:.*]]: tensor<16xf32>, %[[B:.*]]: tensor<16xf32>, %[[Y:.*]]: tensor<2x3x4xf32>, %[[S:.*]]: tensor<3x4xf32>
 // CHECK: %[[P:.*]] = kiln.layer_norm %[[X]], %[[G]] bias %[[B]] : tensor<16xf32> {axis = 1 : i64} : tensor<4x16xf32>, tensor<16xf32>

@@ -1,0 +1,136 @@
+// RUN: kiln-opt %s --kiln-fuse-attention | FileCheck %s
+
+// matmul(q, kᵀ) [scaled] [masked] -> softmax over the last dimension ->
+// matmul with v becomes one kiln.attention; the transposes move onto the
+// operands, folded into the transposes that produce them. A chain with a
+// value used elsewhere stays as it is.
+
+// CHECK-LABEL: func.func @plain(
+// CHECK-SAME: %[[Q:.*]]: tensor<2x8x4xf32>, %[[K:.*]]: tensor<2x6x4xf32>, %[[V:.*]]: tensor<2x6x5xf32>
+// CHECK-NEXT: %[[O:.*]] = kiln.attention %[[Q]], %[[K]], %[[V]] : tensor<2x8x4xf32>, tensor<2x6x4xf32>, tensor<2x6x5xf32>
+// CHECK-NEXT: return %[[O]]
+func.func @plain(%q: tensor<2x8x4xf32>, %k: tensor<2x6x4xf32>, %v: tensor<2x6x5xf32>) -> tensor<2x8x5xf32> {
+  %s = kiln.matmul %q, %k {transpose_rhs} : tensor<2x8x4xf32>, tensor<2x6x4xf32>
+  %p = kiln.softmax %s {axis = 2 : i64} : tensor<2x8x6xf32>
+  %o = kiln.matmul %p, %v : tensor<2x8x6xf32>, tensor<2x6x5xf32>
+  return %o : tensor<2x8x5xf32>
+}
+
+// The BERT form: key heads split by a transpose that also swaps the last two
+// dimensions (folded into one transpose of k), scores divided by a constant,
+// a broadcast padding mask added (taken before its broadcast).
+// CHECK-LABEL: func.func @div_add_mask(
+// CHECK-SAME: %[[Q:.*]]: tensor<2x2x8x4xf32>, %[[KH:.*]]: tensor<2x8x2x4xf32>, %[[V:.*]]: tensor<2x2x8x4xf32>, %[[M:.*]]: tensor<2x1x1x8xf32>
+// CHECK: %[[K:.*]] = kiln.transpose %[[KH]] {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x8x2x4xf32>
+// CHECK-NEXT: %[[O:.*]] = kiln.attention %[[Q]], %[[K]], %[[V]] mask %[[M]] : tensor<2x1x1x8xf32> {scale = 5.000000e-01 : f64} : tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>
+// CHECK-NOT: kiln.softmax
+// CHECK: return %[[O]]
+func.func @div_add_mask(%q: tensor<2x2x8x4xf32>, %kh: tensor<2x8x2x4xf32>, %v: tensor<2x2x8x4xf32>,
+                        %m: tensor<2x1x1x8xf32>) -> tensor<2x2x8x4xf32> {
+  %kt = kiln.transpose %kh {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x8x2x4xf32>
+  %s = kiln.matmul %q, %kt : tensor<2x2x8x4xf32>, tensor<2x2x4x8xf32>
+  %c = kiln.constant dense<2.0> : tensor<2x2x8x8xf32>
+  %scaled = kiln.div %s, %c : tensor<2x2x8x8xf32>
+  %mb = kiln.broadcast %m : tensor<2x1x1x8xf32> to tensor<2x2x8x8xf32>
+  %masked = kiln.add %scaled, %mb : tensor<2x2x8x8xf32>
+  %p = kiln.softmax %masked {axis = 3 : i64} : tensor<2x2x8x8xf32>
+  %o = kiln.matmul %p, %v : tensor<2x2x8x8xf32>, tensor<2x2x8x4xf32>
+  return %o : tensor<2x2x8x4xf32>
+}
+
+// The GPT-2 form: scores multiplied by a constant (on either side), then
+// masked_fill(cond, -inf) as a select, which becomes the additive mask
+// select(cond, -inf, 0) on the condition before its broadcast. A k that is
+// no transpose gets one.
+// CHECK-LABEL: func.func @mul_select_mask(
+// CHECK-SAME: %[[Q:.*]]: tensor<2x8x4xf32>, %[[KT:.*]]: tensor<2x4x8xf32>, %[[V:.*]]: tensor<2x8x4xf32>, %[[C:.*]]: tensor<8x8xi1>
+// CHECK-DAG: %[[NEGINF:.*]] = kiln.constant dense<0xFF800000> : tensor<8x8xf32>
+// CHECK-DAG: %[[ZERO:.*]] = kiln.constant dense<0.000000e+00> : tensor<8x8xf32>
+// CHECK-DAG: %[[K:.*]] = kiln.transpose %[[KT]] {permutation = array<i64: 0, 2, 1>} : tensor<2x4x8xf32>
+// CHECK: %[[M:.*]] = kiln.select %[[C]], %[[NEGINF]], %[[ZERO]] : tensor<8x8xi1>, tensor<8x8xf32>
+// CHECK-NEXT: %[[O:.*]] = kiln.attention %[[Q]], %[[K]], %[[V]] mask %[[M]] : tensor<8x8xf32> {scale = 2.500000e-01 : f64} : tensor<2x8x4xf32>, tensor<2x8x4xf32>, tensor<2x8x4xf32>
+// CHECK-NOT: kiln.softmax
+// CHECK: return %[[O]]
+func.func @mul_select_mask(%q: tensor<2x8x4xf32>, %kt: tensor<2x4x8xf32>, %v: tensor<2x8x4xf32>,
+                           %cond: tensor<8x8xi1>) -> tensor<2x8x4xf32> {
+  %s = kiln.matmul %q, %kt : tensor<2x8x4xf32>, tensor<2x4x8xf32>
+  %c = kiln.constant dense<0.25> : tensor<2x8x8xf32>
+  %scaled = kiln.mul %c, %s : tensor<2x8x8xf32>
+  %cb = kiln.broadcast %cond : tensor<8x8xi1> to tensor<2x8x8xi1>
+  %ninf = kiln.constant dense<0xFF800000> : tensor<2x8x8xf32>
+  %masked = kiln.select %cb, %ninf, %scaled : tensor<2x8x8xi1>, tensor<2x8x8xf32>
+  %p = kiln.softmax %masked {axis = 2 : i64} : tensor<2x8x8xf32>
+  %o = kiln.matmul %p, %v : tensor<2x8x8xf32>, tensor<2x8x4xf32>
+  return %o : tensor<2x8x4xf32>
+}
+
+// A select that keeps the scores where the condition holds drops them where
+// it does not; q and v given transposed to the matmuls are transposed back.
+// CHECK-LABEL: func.func @keep_where_true(
+// CHECK-SAME: %[[QT:.*]]: tensor<4x8xf32>, %[[K:.*]]: tensor<6x4xf32>, %[[VT:.*]]: tensor<3x6xf32>, %[[C:.*]]: tensor<8x6xi1>
+// CHECK-DAG: %[[NEGINF:.*]] = kiln.constant dense<0xFF800000> : tensor<8x6xf32>
+// CHECK-DAG: %[[ZERO:.*]] = kiln.constant dense<0.000000e+00> : tensor<8x6xf32>
+// CHECK-DAG: %[[Q:.*]] = kiln.transpose %[[QT]] {permutation = array<i64: 1, 0>} : tensor<4x8xf32>
+// CHECK-DAG: %[[V:.*]] = kiln.transpose %[[VT]] {permutation = array<i64: 1, 0>} : tensor<3x6xf32>
+// CHECK: %[[M:.*]] = kiln.select %[[C]], %[[ZERO]], %[[NEGINF]] : tensor<8x6xi1>, tensor<8x6xf32>
+// CHECK-NEXT: %[[O:.*]] = kiln.attention %[[Q]], %[[K]], %[[V]] mask %[[M]] : tensor<8x6xf32> : tensor<8x4xf32>, tensor<6x4xf32>, tensor<6x3xf32>
+func.func @keep_where_true(%qt: tensor<4x8xf32>, %k: tensor<6x4xf32>, %vt: tensor<3x6xf32>,
+                           %cond: tensor<8x6xi1>) -> tensor<8x3xf32> {
+  %s = kiln.matmul %qt, %k {transpose_lhs, transpose_rhs} : tensor<4x8xf32>, tensor<6x4xf32>
+  %ninf = kiln.constant dense<0xFF800000> : tensor<8x6xf32>
+  %masked = kiln.select %cond, %s, %ninf : tensor<8x6xi1>, tensor<8x6xf32>
+  %p = kiln.softmax %masked {axis = 1 : i64} : tensor<8x6xf32>
+  %o = kiln.matmul %p, %vt {transpose_rhs} : tensor<8x6xf32>, tensor<3x6xf32>
+  return %o : tensor<8x3xf32>
+}
+
+// The probabilities are returned too: no fusion.
+// CHECK-LABEL: func.func @softmax_used_twice(
+// CHECK-NOT: kiln.attention
+// CHECK: kiln.softmax
+// CHECK: kiln.matmul
+// CHECK-NOT: kiln.attention
+func.func @softmax_used_twice(%q: tensor<8x4xf32>, %k: tensor<6x4xf32>, %v: tensor<6x5xf32>)
+    -> (tensor<8x5xf32>, tensor<8x6xf32>) {
+  %s = kiln.matmul %q, %k {transpose_rhs} : tensor<8x4xf32>, tensor<6x4xf32>
+  %p = kiln.softmax %s {axis = 1 : i64} : tensor<8x6xf32>
+  %o = kiln.matmul %p, %v : tensor<8x6xf32>, tensor<6x5xf32>
+  return %o, %p : tensor<8x5xf32>, tensor<8x6xf32>
+}
+
+// The scaled scores feed something else as well: no fusion.
+// CHECK-LABEL: func.func @scores_used_twice(
+// CHECK-NOT: kiln.attention
+// CHECK: kiln.softmax
+// CHECK-NOT: kiln.attention
+func.func @scores_used_twice(%q: tensor<8x4xf32>, %k: tensor<6x4xf32>, %v: tensor<6x5xf32>)
+    -> (tensor<8x5xf32>, tensor<8x6xf32>) {
+  %s = kiln.matmul %q, %k {transpose_rhs} : tensor<8x4xf32>, tensor<6x4xf32>
+  %c = kiln.constant dense<0.5> : tensor<8x6xf32>
+  %scaled = kiln.mul %s, %c : tensor<8x6xf32>
+  %p = kiln.softmax %scaled {axis = 1 : i64} : tensor<8x6xf32>
+  %o = kiln.matmul %p, %v : tensor<8x6xf32>, tensor<6x5xf32>
+  return %o, %scaled : tensor<8x5xf32>, tensor<8x6xf32>
+}
+
+// A softmax over the queries, a scale that is no constant, or a mask filled
+// with a finite value is no attention this pass knows.
+// CHECK-LABEL: func.func @not_attention(
+// CHECK-NOT: kiln.attention
+func.func @not_attention(%q: tensor<8x4xf32>, %k: tensor<8x4xf32>, %v: tensor<8x5xf32>,
+                         %scale: tensor<8x8xf32>, %cond: tensor<8x8xi1>)
+    -> (tensor<8x5xf32>, tensor<8x5xf32>, tensor<8x5xf32>) {
+  %s0 = kiln.matmul %q, %k {transpose_rhs} : tensor<8x4xf32>, tensor<8x4xf32>
+  %p0 = kiln.softmax %s0 {axis = 0 : i64} : tensor<8x8xf32>
+  %o0 = kiln.matmul %p0, %v : tensor<8x8xf32>, tensor<8x5xf32>
+  %s1 = kiln.matmul %q, %k {transpose_rhs} : tensor<8x4xf32>, tensor<8x4xf32>
+  %scaled = kiln.mul %s1, %scale : tensor<8x8xf32>
+  %p1 = kiln.softmax %scaled {axis = 1 : i64} : tensor<8x8xf32>
+  %o1 = kiln.matmul %p1, %v : tensor<8x8xf32>, tensor<8x5xf32>
+  %s2 = kiln.matmul %q, %k {transpose_rhs} : tensor<8x4xf32>, tensor<8x4xf32>
+  %fill = kiln.constant dense<-1.0e+04> : tensor<8x8xf32>
+  %masked = kiln.select %cond, %fill, %s2 : tensor<8x8xi1>, tensor<8x8xf32>
+  %p2 = kiln.softmax %masked {axis = 1 : i64} : tensor<8x8xf32>
+  %o2 = kiln.matmul %p2, %v : tensor<8x8xf32>, tensor<8x5xf32>
+  return %o0, %o1, %o2 : tensor<8x5xf32>, tensor<8x5xf32>, tensor<8x5xf32>
+}
