@@ -35,6 +35,20 @@ kiln::buildGradients(OpBuilder &b, Location loc, ArrayRef<Operation *> ops,
           active.insert(result);
   }
 
+  // Everything built below lands between these two points; it is marked
+  // as the backward pass once built.
+  Block *block = b.getInsertionBlock();
+  Operation *before = b.getInsertionPoint() == block->begin()
+                          ? nullptr
+                          : &*std::prev(b.getInsertionPoint());
+  auto markBackward = [&] {
+    Block::iterator end = b.getInsertionPoint();
+    Block::iterator it = before ? std::next(Block::iterator(before))
+                               : block->begin();
+    for (; it != end; ++it)
+      it->setLoc(withPhase(it->getLoc(), StepPhase::Backward));
+  };
+
   DenseMap<Value, Value> grads;
   auto accumulate = [&](Value v, Value g) {
     Value &slot = grads[v];
@@ -69,8 +83,39 @@ kiln::buildGradients(OpBuilder &b, Location loc, ArrayRef<Operation *> ops,
         accumulate(operand, g);
   }
 
+  markBackward();
   SmallVector<Value> result;
   for (Value v : wrt)
     result.push_back(grads.lookup(v));
   return result;
+}
+
+static constexpr llvm::StringLiteral kBackwardMark = "kiln.backward";
+static constexpr llvm::StringLiteral kOptimizerMark = "kiln.optimizer";
+
+Location kiln::withPhase(Location loc, StepPhase phase) {
+  if (phase == StepPhase::Forward || phaseOf(loc) == phase)
+    return loc;
+  StringRef mark = phase == StepPhase::Backward ? kBackwardMark : kOptimizerMark;
+  return FusedLoc::get({loc}, StringAttr::get(loc.getContext(), mark),
+                       loc.getContext());
+}
+
+StepPhase kiln::phaseOf(Location loc) {
+  // The outermost mark wins: an optimizer op built from a cloned backward
+  // op is part of the update.
+  StepPhase phase = StepPhase::Forward;
+  loc->walk([&](Location inner) {
+    auto fused = dyn_cast<FusedLoc>(inner);
+    auto mark = fused ? dyn_cast_or_null<StringAttr>(fused.getMetadata())
+                      : StringAttr();
+    if (mark && (mark.getValue() == kBackwardMark ||
+                 mark.getValue() == kOptimizerMark)) {
+      phase = mark.getValue() == kBackwardMark ? StepPhase::Backward
+                                               : StepPhase::Optimizer;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return phase;
 }

@@ -24,6 +24,19 @@ buildGradients(mlir::OpBuilder &b, mlir::Location loc,
                llvm::ArrayRef<mlir::Operation *> ops,
                llvm::ArrayRef<mlir::Value> wrt,
                llvm::ArrayRef<std::pair<mlir::Value, mlir::Value>> seeds);
+
+/// The part of a training step an op belongs to. buildGradients marks the
+/// ops it builds as Backward and kiln-train-step its update as Optimizer, in
+/// their locations (a FusedLoc whose metadata names the phase), which every
+/// op lowered from them inherits; kiln-plan-memory reads it back to say what
+/// the arena holds. Unmarked ops are Forward.
+enum class StepPhase { Forward, Backward, Optimizer };
+
+/// `loc`, marked as belonging to `phase`.
+mlir::Location withPhase(mlir::Location loc, StepPhase phase);
+
+/// The phase `loc` is marked with, or Forward.
+StepPhase phaseOf(mlir::Location loc);
 } // namespace kiln
 
 #endif // KILN_KILNINTERFACES_H

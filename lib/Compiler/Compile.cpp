@@ -257,6 +257,14 @@ llvm::Error collectArguments(ModuleOp module,
                        "' has an unexpected signature after bufferization");
     if (auto bytes = function->getAttrOfType<IntegerAttr>("kiln.arena_bytes"))
       entry.arenaBytes = bytes.getInt();
+    if (auto peak = function->getAttrOfType<DictionaryAttr>("kiln.arena_peak")) {
+      auto read = [&](StringRef key) {
+        auto value = peak.getAs<IntegerAttr>(key);
+        return value ? value.getInt() : 0;
+      };
+      entry.arenaPeak = {read("live"), read("activations"), read("gradients"),
+                         read("workspace")};
+    }
   }
   return llvm::Error::success();
 }

@@ -1,5 +1,6 @@
 //===- PlanMemory.cpp - one arena for every transient buffer --------------===//
 
+#include "kiln/KilnInterfaces.h"
 #include "kiln/Transforms/Passes.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -22,6 +23,7 @@ struct Buffer {
   int64_t bytes = 0;
   int64_t first = 0, last = 0; // live interval, in entry-block op positions
   int64_t offset = 0;
+  kiln::StepPhase phase = kiln::StepPhase::Forward; // of its first writer
 };
 
 int64_t alignTo(int64_t value) {
@@ -43,10 +45,12 @@ int64_t positionIn(Block &block, Operation *op,
   return top ? position.lookup(top) : -1;
 }
 
-/// The last position where `value` or any view of it is used.
+/// The last position where `value` or any view of it is used, and the first
+/// op that uses it (the one that writes it first).
 LogicalResult lastUse(Block &block, Value value,
                       const DenseMap<Operation *, int64_t> &position,
-                      int64_t &last) {
+                      int64_t &last, Operation *&firstUser) {
+  int64_t firstPosition = INT64_MAX;
   SmallVector<Value> worklist{value};
   DenseSet<Value> visited{value};
   while (!worklist.empty()) {
@@ -55,7 +59,12 @@ LogicalResult lastUse(Block &block, Value value,
       if (isa<func::ReturnOp>(user))
         return user->emitError("kiln-plan-memory: a transient buffer escapes "
                                "through the return value");
-      last = std::max(last, positionIn(block, user, position));
+      int64_t at = positionIn(block, user, position);
+      last = std::max(last, at);
+      if (at < firstPosition && !isa<ViewLikeOpInterface>(user)) {
+        firstPosition = at;
+        firstUser = user;
+      }
       // Conservatively, any buffer an op returns may alias the buffer it
       // takes: views, casts, and scf.if / scf.for results that yield it.
       Operation *producer = user;
@@ -70,9 +79,10 @@ LogicalResult lastUse(Block &block, Value value,
   return success();
 }
 
-/// Largest first; each at the lowest aligned offset that does not collide
-/// with an already placed buffer alive at the same time.
-int64_t place(MutableArrayRef<Buffer> buffers) {
+/// Places `buffers` in size order, largest first, each in a free gap of the
+/// buffers already placed that are alive at the same time: with `bestFit`,
+/// the smallest gap it fits in, otherwise the lowest. Returns the arena size.
+int64_t place(MutableArrayRef<Buffer> buffers, bool bestFit) {
   SmallVector<Buffer *> order;
   for (Buffer &b : buffers)
     order.push_back(&b);
@@ -85,17 +95,62 @@ int64_t place(MutableArrayRef<Buffer> buffers) {
       if (other->first <= buffer->last && buffer->first <= other->last)
         busy.push_back({other->offset, other->offset + alignTo(other->bytes)});
     llvm::sort(busy);
-    int64_t offset = 0;
+    // The gaps between busy ranges, then the unbounded space after them.
+    int64_t size = alignTo(buffer->bytes);
+    int64_t chosen = -1, chosenGap = INT64_MAX, free = 0;
     for (auto [begin, end] : busy) {
-      if (offset + buffer->bytes <= begin)
-        break;
-      offset = std::max(offset, end);
+      int64_t gap = begin - free;
+      if (gap >= size && (bestFit ? gap < chosenGap : chosen < 0)) {
+        chosen = free;
+        chosenGap = gap;
+      }
+      free = std::max(free, end);
     }
-    buffer->offset = offset;
-    total = std::max(total, offset + alignTo(buffer->bytes));
+    buffer->offset = chosen >= 0 ? chosen : free;
+    total = std::max(total, buffer->offset + size);
     placed.push_back(buffer);
   }
   return total;
+}
+
+/// What the arena holds where the live buffers are largest: the attributes
+/// kiln-plan-memory records on each function (see Passes.td).
+struct Peak {
+  int64_t live = 0, activations = 0, gradients = 0, workspace = 0;
+};
+
+/// The largest sum of the sizes of the buffers alive at one position, and
+/// what they are: forward values (activations), values of the backward pass
+/// still alive when the optimizer update starts (gradients), and the rest.
+Peak findPeak(ArrayRef<Buffer> buffers, Block &block) {
+  int64_t optimizerStart = INT64_MAX, index = 0;
+  for (Operation &op : block) {
+    if (kiln::phaseOf(op.getLoc()) == kiln::StepPhase::Optimizer) {
+      optimizerStart = index;
+      break;
+    }
+    ++index;
+  }
+  // Sizes change only where a buffer starts; the peak is at one of those.
+  Peak peak;
+  for (const Buffer &at : buffers) {
+    Peak here;
+    for (const Buffer &b : buffers) {
+      if (b.first > at.first || b.last < at.first)
+        continue;
+      int64_t size = alignTo(b.bytes);
+      here.live += size;
+      if (b.phase == kiln::StepPhase::Forward)
+        here.activations += size;
+      else if (b.phase == kiln::StepPhase::Backward && b.last >= optimizerStart)
+        here.gradients += size;
+      else
+        here.workspace += size;
+    }
+    if (here.live > peak.live)
+      peak = here;
+  }
+  return peak;
 }
 
 struct KilnPlanMemoryPass
@@ -136,15 +191,32 @@ struct KilnPlanMemoryPass
       buffer.alloc = alloc;
       buffer.bytes = type.getNumElements() * elementBytes(type.getElementType());
       buffer.first = buffer.last = position[alloc];
-      if (failed(lastUse(block, alloc.getResult(), position, buffer.last)))
+      Operation *writer = nullptr;
+      if (failed(lastUse(block, alloc.getResult(), position, buffer.last,
+                         writer)))
         return WalkResult::interrupt();
+      buffer.phase = kiln::phaseOf(writer ? writer->getLoc() : alloc.getLoc());
       buffers.push_back(buffer);
       return WalkResult::advance();
     });
     if (walk.wasInterrupted())
       return failure();
 
-    int64_t arenaBytes = place(buffers);
+    // Best fit usually packs tighter; where first fit happens to do better,
+    // it is kept.
+    int64_t arenaBytes = place(buffers, /*bestFit=*/false);
+    SmallVector<int64_t> firstFit;
+    for (Buffer &buffer : buffers)
+      firstFit.push_back(buffer.offset);
+    if (place(buffers, /*bestFit=*/true) <= arenaBytes) {
+      arenaBytes = 0;
+      for (Buffer &buffer : buffers)
+        arenaBytes = std::max(arenaBytes, buffer.offset + alignTo(buffer.bytes));
+    } else {
+      for (auto [buffer, offset] : llvm::zip(buffers, firstFit))
+        buffer.offset = offset;
+    }
+    Peak peak = findPeak(buffers, block);
     OpBuilder b(function.getContext());
     auto arenaType = MemRefType::get({arenaBytes}, b.getI8Type());
     unsigned arenaIndex = function.getNumArguments();
@@ -153,6 +225,16 @@ struct KilnPlanMemoryPass
       return failure();
     function.setArgAttr(arenaIndex, "kiln.arena", b.getUnitAttr());
     function->setAttr("kiln.arena_bytes", b.getI64IntegerAttr(arenaBytes));
+    if (!buffers.empty())
+      function->setAttr(
+          "kiln.arena_peak",
+          b.getDictionaryAttr(
+              {b.getNamedAttr("activations",
+                              b.getI64IntegerAttr(peak.activations)),
+               b.getNamedAttr("gradients", b.getI64IntegerAttr(peak.gradients)),
+               b.getNamedAttr("live", b.getI64IntegerAttr(peak.live)),
+               b.getNamedAttr("workspace",
+                              b.getI64IntegerAttr(peak.workspace))}));
     Value arena = block.getArgument(arenaIndex);
     for (Buffer &buffer : buffers) {
       b.setInsertionPoint(buffer.alloc);

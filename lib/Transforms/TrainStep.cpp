@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/KilnInterfaces.h"
 #include "kiln/KilnOps.h"
 #include "kiln/Transforms/Passes.h"
 
@@ -359,7 +360,7 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
       return signalPassFailure();
     if (eps < 0)
       eps = optimizer == "adagrad" ? 1e-10 : 1e-8;
-    Location loc = grad.getLoc();
+    Location loc = withPhase(grad.getLoc(), StepPhase::Optimizer);
 
     Operation *last = grad;
     if (gradAccum > 1) {

@@ -393,6 +393,16 @@ kiln_status_t kiln_session_run(kiln_session_t *session, const char *entry_point,
   });
 }
 
+kiln_status_t kiln_session_get_arena_bytes(const kiln_session_t *session,
+                                           uint64_t *out_bytes) {
+  KILN_REQUIRE(session);
+  KILN_REQUIRE(out_bytes);
+  return guarded([&]() -> Status {
+    *out_bytes = session->session->arenaBytes();
+    return Status();
+  });
+}
+
 kiln_status_t kiln_session_get_parameter(kiln_session_t *session,
                                          const char *name, void *data,
                                          size_t byte_size) {

@@ -32,6 +32,9 @@ public:
              size_t inputCount, const kiln_tensor_t *outputs,
              size_t outputCount);
 
+  /// The bytes of the arena this session allocated.
+  uint64_t arenaBytes() const { return arena.size(); }
+
   Status getParameter(const std::string &name, void *data, size_t byteSize);
   Status setParameter(const std::string &name, const void *data,
                       size_t byteSize);

@@ -3,13 +3,15 @@
 // Every static top-level memref.alloc becomes a memref.view into a trailing
 // memref<Nxi8> {kiln.arena} argument. Live intervals run from the alloc to
 // the last use of the buffer or of a view of it; buffers are placed largest
-// first at the lowest 64-byte aligned offset free for their interval.
+// first, each in the smallest 64-byte aligned gap free for its interval
+// (best fit), unless placing each at the lowest free offset (first fit)
+// makes a smaller arena.
 
 // The 64-byte buffer is dead (and its dealloc dropped) before the 32-byte one
 // is allocated: both at offset 0 of a 64-byte arena.
 // CHECK-LABEL: func.func @disjoint(
 // CHECK-SAME: %[[X:[^:]*]]: memref<16xf32>, %[[OUT:[^:]*]]: memref<16xf32>, %[[ARENA:[^:]*]]: memref<64xi8> {kiln.arena})
-// CHECK-SAME: attributes {kiln.arena_bytes = 64 : i64}
+// CHECK-SAME: attributes {kiln.arena_bytes = 64 : i64, kiln.arena_peak
 // CHECK-NOT: memref.alloc
 // CHECK: %[[OFF_A:.*]] = arith.constant 0 : index
 // CHECK: %[[A:.*]] = memref.view %[[ARENA]][%[[OFF_A]]][] : memref<64xi8> to memref<16xf32>
@@ -40,7 +42,7 @@ func.func @disjoint(%x: memref<16xf32>, %out: memref<16xf32>) {
 // next 64-byte boundary after it, 128; the arena is 128 + 64 bytes.
 // CHECK-LABEL: func.func @overlapping(
 // CHECK-SAME: %[[ARENA:[^:]*]]: memref<192xi8> {kiln.arena})
-// CHECK-SAME: attributes {kiln.arena_bytes = 192 : i64}
+// CHECK-SAME: attributes {kiln.arena_bytes = 192 : i64, kiln.arena_peak
 // CHECK: %[[OFF_S:.*]] = arith.constant 128 : index
 // CHECK: %[[S:.*]] = memref.view %[[ARENA]][%[[OFF_S]]][] : memref<192xi8> to memref<3xf32>
 // CHECK: %[[OFF_L:.*]] = arith.constant 0 : index
@@ -63,7 +65,7 @@ func.func @overlapping(%x: memref<3xf32>, %y: memref<20xf32>) {
 // collapsed view after %b is written, so %b may not reuse %a's bytes.
 // CHECK-LABEL: func.func @alive_through_view(
 // CHECK-SAME: %[[ARENA:[^:]*]]: memref<128xi8> {kiln.arena})
-// CHECK-SAME: attributes {kiln.arena_bytes = 128 : i64}
+// CHECK-SAME: attributes {kiln.arena_bytes = 128 : i64, kiln.arena_peak
 // CHECK: %[[OFF_A:.*]] = arith.constant 0 : index
 // CHECK: memref.view %[[ARENA]][%[[OFF_A]]][] : memref<128xi8> to memref<2x8xf32>
 // CHECK: %[[OFF_B:.*]] = arith.constant 64 : index
@@ -81,12 +83,12 @@ func.func @alive_through_view(%x: memref<2x8xf32>, %out: memref<16xf32>) {
 
 // -----
 
-// Largest first, each at the lowest free offset: %big (256 bytes, alive
+// Largest first: %big (256 bytes, alive
 // throughout) at 0; %mid (128 bytes) and %late (64 bytes) never live at
 // the same time, so both go to 256.
 // CHECK-LABEL: func.func @reuse(
 // CHECK-SAME: %[[ARENA:[^:]*]]: memref<384xi8> {kiln.arena})
-// CHECK-SAME: attributes {kiln.arena_bytes = 384 : i64}
+// CHECK-SAME: attributes {kiln.arena_bytes = 384 : i64, kiln.arena_peak
 // CHECK: %[[C0:.*]] = arith.constant 0 : index
 // CHECK: memref.view %[[ARENA]][%[[C0]]][] : memref<384xi8> to memref<64xf32>
 // CHECK: %[[C256:.*]] = arith.constant 256 : index
@@ -110,7 +112,7 @@ func.func @reuse(%x: memref<64xf32>, %y: memref<32xf32>, %z: memref<16xf32>) {
 
 // A buffer used inside a loop is alive for the whole loop.
 // CHECK-LABEL: func.func @used_in_loop(
-// CHECK-SAME: attributes {kiln.arena_bytes = 128 : i64}
+// CHECK-SAME: attributes {kiln.arena_bytes = 128 : i64, kiln.arena_peak
 // CHECK: arith.constant 0 : index
 // CHECK: memref.view
 // CHECK: arith.constant 64 : index
@@ -172,7 +174,7 @@ func.func @returned_through_view() -> memref<4xf32, strided<[1]>> {
 // A buffer yielded out of an scf.if stays alive as long as the result does:
 // %t must not reuse the memory of %a or %b.
 // CHECK-LABEL: func.func @through_if(
-// CHECK-SAME: memref<192xi8> {kiln.arena}) attributes {kiln.arena_bytes = 192 : i64}
+// CHECK-SAME: memref<192xi8> {kiln.arena}) attributes {kiln.arena_bytes = 192 : i64, kiln.arena_peak
 // CHECK-DAG: memref.view %{{.*}}[%c0{{.*}}][]
 // CHECK-DAG: memref.view %{{.*}}[%c64{{.*}}][]
 // CHECK-DAG: memref.view %{{.*}}[%c128{{.*}}][]
@@ -197,9 +199,66 @@ func.func @through_if(%c: i1, %x: memref<16xf32>, %out: memref<16xf32>) {
 
 // index elements take 8 bytes.
 // CHECK-LABEL: func.func @index_elements(
-// CHECK-SAME: attributes {kiln.arena_bytes = 64 : i64}
+// CHECK-SAME: attributes {kiln.arena_bytes = 64 : i64, kiln.arena_peak
 func.func @index_elements(%out: memref<4xindex>) {
   %a = memref.alloc() : memref<4xindex>
   memref.copy %a, %out : memref<4xindex> to memref<4xindex>
+  return
+}
+
+// -----
+
+// Best fit: when %d is placed, %a and %c are dead; the buffers alive with it
+// (%b at 128, %e at 256) leave the gaps [0, 128) and [192, 256). First fit
+// would take 0; best fit takes the 64-byte gap at 192, which %d fills
+// exactly, and the arena is no larger (320 bytes either way).
+// CHECK-LABEL: func.func @best_fit(
+// CHECK-SAME: attributes {kiln.arena_bytes = 320 : i64, kiln.arena_peak = {activations = 320 : i64, gradients = 0 : i64, live = 320 : i64, workspace = 0 : i64}}
+// CHECK: %[[A:.*]] = arith.constant 0 : index
+// CHECK: memref.view %{{.*}}[%[[A]]][] : memref<320xi8> to memref<32xf32>
+// CHECK: %[[B:.*]] = arith.constant 128 : index
+// CHECK: memref.view %{{.*}}[%[[B]]][] : memref<320xi8> to memref<16xf32>
+// CHECK: %[[C:.*]] = arith.constant 192 : index
+// CHECK: memref.view %{{.*}}[%[[C]]][] : memref<320xi8> to memref<16xf32>
+// CHECK: %[[E:.*]] = arith.constant 256 : index
+// CHECK: memref.view %{{.*}}[%[[E]]][] : memref<320xi8> to memref<16xf32>
+// CHECK: %[[D:.*]] = arith.constant 192 : index
+// CHECK: memref.view %{{.*}}[%[[D]]][] : memref<320xi8> to memref<16xf32>
+func.func @best_fit(%x: memref<16xf32>, %big: memref<32xf32>) {
+  %a = memref.alloc() : memref<32xf32>
+  %b = memref.alloc() : memref<16xf32>
+  %c = memref.alloc() : memref<16xf32>
+  %e = memref.alloc() : memref<16xf32>
+  memref.copy %big, %a : memref<32xf32> to memref<32xf32>
+  memref.copy %x, %c : memref<16xf32> to memref<16xf32>
+  memref.copy %x, %b : memref<16xf32> to memref<16xf32>
+  memref.copy %x, %e : memref<16xf32> to memref<16xf32>
+  %d = memref.alloc() : memref<16xf32>
+  memref.copy %x, %d : memref<16xf32> to memref<16xf32>
+  memref.copy %b, %x : memref<16xf32> to memref<16xf32>
+  memref.copy %e, %x : memref<16xf32> to memref<16xf32>
+  memref.copy %d, %x : memref<16xf32> to memref<16xf32>
+  return
+}
+
+// -----
+
+// What the arena holds at its peak, by the phase of each buffer's first
+// writer (kiln-train-step marks the phases in locations): %act is a forward
+// value still read by the backward pass, %g a backward value the optimizer
+// update reads (a gradient), %w a backward temporary. The live buffers are
+// largest once %w is written: 64 + 64 + 128 bytes.
+// CHECK-LABEL: func.func @phases(
+// CHECK-SAME: kiln.arena_peak = {activations = 64 : i64, gradients = 64 : i64, live = 256 : i64, workspace = 128 : i64}
+func.func @phases(%x: memref<16xf32>, %y: memref<32xf32>, %out: memref<16xf32>) {
+  %act = memref.alloc() : memref<16xf32>
+  memref.copy %x, %act : memref<16xf32> to memref<16xf32>
+  %g = memref.alloc() : memref<16xf32>
+  memref.copy %act, %g : memref<16xf32> to memref<16xf32> loc(fused<"kiln.backward">[unknown])
+  %w = memref.alloc() : memref<32xf32>
+  memref.copy %y, %w : memref<32xf32> to memref<32xf32> loc(fused<"kiln.backward">[unknown])
+  memref.copy %act, %out : memref<16xf32> to memref<16xf32> loc(fused<"kiln.backward">[unknown])
+  memref.copy %w, %y : memref<32xf32> to memref<32xf32> loc(fused<"kiln.backward">[unknown])
+  memref.copy %g, %out : memref<16xf32> to memref<16xf32> loc(fused<"kiln.optimizer">[unknown])
   return
 }

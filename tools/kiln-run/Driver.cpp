@@ -120,6 +120,15 @@ bool openSession(const Options &options, const kiln_bundle_t *bundle,
           kiln_session_create(bundle, options.target.c_str(), &rawSession))
     return failed(status);
   session.reset(rawSession);
+  if (options.printMemory) {
+    uint64_t arenaBytes = 0;
+    if (kiln_status_t status =
+            kiln_session_get_arena_bytes(session.get(), &arenaBytes))
+      return failed(status);
+    std::printf("session arena: %llu bytes allocated\n",
+                static_cast<unsigned long long>(arenaBytes));
+    std::fflush(stdout);
+  }
   return loadParameters(options, bundle, session.get());
 }
 

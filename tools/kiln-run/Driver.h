@@ -45,6 +45,7 @@ struct Options {
   bool compress = false;
   std::string target = "cpu";
   long repeat = 1;
+  bool printMemory = false;
   bool help = false;
 };
 

@@ -55,6 +55,8 @@ options:
   --repeat N        run the entry point N times (default 1) and print the mean
                     and fastest time of one run; the outputs are those of the
                     last run
+  --print-memory    once the session is open, print the bytes of the arena it
+                    allocated (what kilnc --report=memory calls the peak arena)
   -h, --help        print this message
 
 Arrays must match the entry point exactly: every input present once, no extra
@@ -119,6 +121,8 @@ bool *switchFor(Options &options, const std::string &flag) {
     return &options.help;
   if (flag == "--info")
     return &options.info;
+  if (flag == "--print-memory")
+    return &options.printMemory;
   if (flag == "--compress")
     return &options.compress;
   if (flag == "--no-shuffle")

@@ -70,4 +70,17 @@ void kilnc::printMemoryReport(const kiln::CompiledModel &model,
   os << format("  peak arena        %14lld  (one per session, shared by the "
                "entry points)\n",
                static_cast<long long>(arena));
+  os << "arena contents where the live buffers peak (bytes)\n";
+  os << format("  %-18s %14s %14s %14s %14s\n", "entry point", "activations",
+               "gradients", "workspace", "live");
+  for (const kiln::CompiledEntry &entry : model.entries)
+    os << format("  %-18s %14lld %14lld %14lld %14lld\n", entry.name.c_str(),
+                 static_cast<long long>(entry.arenaPeak.activations),
+                 static_cast<long long>(entry.arenaPeak.gradients),
+                 static_cast<long long>(entry.arenaPeak.workspace),
+                 static_cast<long long>(entry.arenaPeak.live));
+  os << "  (activations: forward values kept for the backward pass; "
+        "gradients: parameter\n   gradients waiting for the update; "
+        "workspace: temporaries; live: their sum,\n   the least any "
+        "placement needs, against the arena above)\n";
 }

@@ -39,12 +39,21 @@ struct KernelCounts {
   int64_t afterFusion = 0;
 };
 
+/// What the arena holds where its live buffers are largest (recorded by
+/// kiln-plan-memory): `live` bytes in all, of which forward values
+/// (activations), parameter gradients waiting for the update (gradients) and
+/// temporaries (workspace).
+struct ArenaPeak {
+  int64_t live = 0, activations = 0, gradients = 0, workspace = 0;
+};
+
 struct CompiledEntry {
   std::string name;
   std::string kernel; // symbol in the target code
   std::vector<TensorInfo> inputs, outputs;
   std::vector<EntryArgument> arguments;
   int64_t arenaBytes = 0;
+  ArenaPeak arenaPeak;
   KernelCounts kernels;
 };
 

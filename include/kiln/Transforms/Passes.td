@@ -215,10 +215,19 @@ def KilnPlanMemory : Pass<"kiln-plan-memory", "mlir::ModuleOp"> {
     function becomes a `memref.view` into one `memref<Nxi8>` arena argument
     appended to the function (marked `kiln.arena`), at an offset chosen from
     the buffers' live intervals: buffers whose intervals do not overlap share
-    memory; buffers are placed largest first, each at the lowest 64-byte
-    aligned offset where it fits (first fit in size order). The arena size
-    is recorded as
-    the `kiln.arena_bytes` function attribute.
+    memory. Buffers are placed largest first, each at a 64-byte aligned
+    offset in a gap left by the buffers alive at the same time: the smallest
+    gap it fits in (best fit), or, where that packs worse for the function,
+    the lowest (first fit). The arena size is recorded as the
+    `kiln.arena_bytes` function attribute.
+
+    At the position where the buffers alive at once are largest (`live`,
+    the least any placement could need), `kiln.arena_peak` records what
+    they hold, by the phase of the op that first writes each buffer (see
+    `kiln-train-step`): `activations`, values of the forward pass;
+    `gradients`, values of the backward pass still alive when the optimizer
+    update begins; `workspace`, everything else (temporaries of the backward
+    pass and of the update). The sizes are rounded up to the alignment.
   }];
   let dependentDialects = ["::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect"];

@@ -268,6 +268,13 @@ KILN_API kiln_status_t kiln_session_run(kiln_session_t *session,
                                         const kiln_tensor_t *outputs,
                                         size_t output_count);
 
+/* Stores in `*out_bytes` the size of the arena the session allocated when it
+ * was created: the largest arena of its entry points (kilnc --report=memory
+ * prints the same figure as the peak arena). Runs allocate nothing more.
+ * Thread safety: safe from any thread. */
+KILN_API kiln_status_t kiln_session_get_arena_bytes(const kiln_session_t *session,
+                                                    uint64_t *out_bytes);
+
 /* Copies the current value of the parameter called `name` into `data`
  * (`byte_size` bytes, exactly the parameter's size); see
  * kiln_bundle_get_parameter for its type and shape.
