@@ -55,7 +55,8 @@ def KilnAutodiff : Pass<"kiln-autodiff", "mlir::ModuleOp"> {
     path to the loss (a mask, running statistics) is a buffer: it gets no
     gradient result, so no optimizer updates it. Run kiln-decompose first: softmax,
     normalizations and losses are differentiated through their
-    decompositions.
+    decompositions; kiln.attention (kiln-decompose with keep-attention
+    leaves it) has its own rule.
   }];
   let options = [
     Option<"function", "function", "std::string", "\"forward\"",
