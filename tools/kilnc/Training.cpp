@@ -229,6 +229,7 @@ void kilnc::addTrainingPasses(mlir::PassManager &pm) {
   // Attention keeps its own op through autodiff, whose rule recomputes the
   // probabilities instead of keeping the softmax's intermediates; compiling
   // the bundle decomposes it afterwards.
+  pm.addPass(kiln::createKilnFuseGelu());
   pm.addPass(kiln::createKilnFuseAttention());
   kiln::KilnDecomposeOptions decompose;
   decompose.keepAttention = true;

@@ -209,6 +209,22 @@ def KilnUpdateInPlace : Pass<"kiln-update-in-place", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
+def KilnFuseGelu : Pass<"kiln-fuse-gelu", "mlir::ModuleOp"> {
+  let summary = "Recognises GELU written out as elementwise ops";
+  let description = [{
+    Rewrites `0.5 * x * (1 + erf(x / sqrt(2)))` into `kiln.gelu` and
+    `0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))` into
+    `kiln.gelu {approximate = tanh}`, as exporters write GELU where the
+    opset has no Gelu operator (ONNX before opset 20). The products and sums
+    may be grouped in any order, division by a constant counts as
+    multiplication by its reciprocal, `x^3` may be `pow(x, 3)` or products,
+    and constants may be broadcast splats (matched to a relative 1e-5).
+    Every intermediate value must have no other user. A training step then
+    keeps `x` for the backward pass instead of the intermediates.
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def KilnPlanMemory : Pass<"kiln-plan-memory", "mlir::ModuleOp"> {
   let summary = "Places every transient buffer in one arena";
   let description = [{
