@@ -1,12 +1,14 @@
 """Training-step throughput of the GPT-2-style and BERT-style models on the
 CPU: Kiln (kilnc --optimizer=adamw, kiln-run --data --steps) against PyTorch
-eager with torch.optim.AdamW, in one run, printed as a table of ratios.
+eager with torch.optim.AdamW and, where it is installed, JAX/XLA (the same
+models in jax.numpy, the whole step under jax.jit), in one run, printed as a
+table of ratios.
 
     /usr/bin/python3 bench/train_throughput.py [--threads N] [--batch 16]
         [--seq 128] [--seconds 10 | --steps R] [--trials 3]
         [--models gpt2,bert] [--lr 1e-4] [--weight-decay 0.01]
         [--check-steps 3] [--no-memory] [--openblas-coretype NAME]
-        [--bin build/bin] [--keep DIR]
+        [--jax-python PATH | --no-jax] [--bin build/bin] [--keep DIR]
 
 The models are those of bench/forward_latency.py (test/lib/kiln_onnx_models.py
 eval_model: d_model 256, 4 layers, 4 heads, vocab 1000, --seq tokens), each
@@ -55,6 +57,29 @@ planned for train_step and the bytes of parameters and optimizer state
 (kiln-run --info). PyTorch's peak grows over the first steps (gradients and
 AdamW's state are allocated on first use, then the allocator's cache), so
 --memory-steps defaults to 5.
+
+JAX/XLA: bench/train_jax.py, run by a Python that has JAX (--jax-python;
+default /opt/kiln-jax/bin/python, the virtual environment bench/README.md
+installs, where it exists; without one the script says so and measures Kiln
+and PyTorch alone). It writes the two models in jax.numpy after
+kiln_onnx_models.py (eval mode, the same loss), starts from the PyTorch
+model's initial parameters (an .npz of named_parameters: the tied GPT-2
+embedding once), trains on the same data file as kiln-run, and updates with
+an AdamW written as torch.optim.AdamW's (decoupled decay p *= 1 - lr * wd,
+bias corrections, eps outside the square root). The step (forward,
+jax.value_and_grad, AdamW) is one jax.jit function with the parameters and
+the optimizer state donated, lowered and compiled ahead of time: "jax jit s".
+Its losses over the first --check-steps steps must agree with PyTorch's
+within --rtol too, or JAX is not timed and the script exits 1 (it also exits
+1 when the JAX worker fails; Kiln and PyTorch are still measured). Only a
+model whose Kiln losses agreed is run on JAX. The worker is one process that
+times R steps when asked, so that its trials interleave with Kiln's and
+PyTorch's: the mean of R steps, each waited for with block_until_ready and
+its loss read as a float, as PyTorch's .item(). Threads: NPROC=--threads,
+which sizes the XLA CPU client's thread pool (XLA_FLAGS
+--xla_cpu_multi_thread_eigen=false does not limit it; bench/README.md).
+Peak memory: a fresh worker process through the same launcher, its resident
+set before the first step (after compiling) printed beside it.
 """
 import argparse
 import copy
@@ -62,6 +87,7 @@ import json
 import math
 import os
 import re
+import select
 import shlex
 import statistics
 import subprocess
@@ -74,6 +100,11 @@ from common import (ROOT, SIZES, add_common_arguments, ms, print_columns,
 
 MODELS = ("gpt2", "bert")
 WORKER_FLAG = "--torch-memory-worker"
+JAX_WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                          "train_jax.py")
+# Where bench/README.md installs JAX: a virtual environment of its own, so
+# that the system Python's NumPy and torch stay as they are.
+DEFAULT_JAX_PYTHON = "/opt/kiln-jax/bin/python"
 # Runs argv[2:] as a child and writes its ru_maxrss (KiB) to argv[1]. Linux
 # carries a process's peak resident set across execve, and a child spawned
 # straight from this (large) process would report this process's peak; a
@@ -123,6 +154,12 @@ def parse_args(argv):
                         help="skip the peak-memory measurement")
     parser.add_argument("--memory-steps", type=int, default=5,
                         help="steps of each peak-memory process")
+    jax = parser.add_mutually_exclusive_group()
+    jax.add_argument("--jax-python", metavar="PATH",
+                     help="a Python with JAX, for the JAX/XLA side (default: "
+                     "%s if it exists)" % DEFAULT_JAX_PYTHON)
+    jax.add_argument("--no-jax", action="store_true",
+                     help="leave the JAX/XLA side out")
     args = parser.parse_args(argv[1:])
     args.models = args.models.split(",")
     for name in args.models:
@@ -138,6 +175,11 @@ def parse_args(argv):
     for tool in ("kilnc", "kiln-run"):
         if not os.access(os.path.join(args.bin, tool), os.X_OK):
             parser.error("no executable %s in %s (--bin)" % (tool, args.bin))
+    if args.jax_python and not os.access(args.jax_python, os.X_OK):
+        parser.error("no executable %s (--jax-python)" % args.jax_python)
+    if args.jax_python is None and not args.no_jax and os.access(
+            DEFAULT_JAX_PYTHON, os.X_OK):
+        args.jax_python = DEFAULT_JAX_PYTHON
     return args
 
 
@@ -397,6 +439,130 @@ class KilnTrainer:
 
 
 #===-----------------------------------------------------------------------===#
+# The JAX/XLA side: bench/train_jax.py under --jax-python.
+#===-----------------------------------------------------------------------===#
+
+def jax_environment(args):
+    """XLA's CPU client sizes its thread pool from NPROC (bench/README.md
+    says what else was tried)."""
+    env = dict(os.environ)
+    env["NPROC"] = str(args.threads)
+    return env
+
+
+def jax_versions(args):
+    """'JAX x (jaxlib y)' of --jax-python; None and the reason when it
+    cannot import jax."""
+    try:
+        _, code, stdout, stderr = run_process(
+            [args.jax_python, "-c", "import jax, jaxlib.version as v; "
+             "print('JAX %s (jaxlib %s), devices %s' % (jax.__version__, "
+             "v.__version__, jax.devices('cpu')))"],
+            jax_environment(args), timeout=300)
+    except (OSError, RuntimeError) as error:
+        return None, str(error)
+    if code:
+        lines = stderr.strip().splitlines()
+        return None, lines[-1] if lines else "exit %d" % code
+    return stdout.strip(), None
+
+
+def jax_config(args, name, workdir, data, data_path, mode):
+    """Writes the worker's configuration; returns its path."""
+    path = os.path.join(workdir, "%s-jax-%s.json" % (name, mode))
+    with open(path, "w") as f:
+        json.dump({"mode": mode, "model": name,
+                   "params": os.path.join(workdir, name + "-params.npz"),
+                   "data": data_path, "inputs": list(data),
+                   "batch": args.batch, "heads": SIZES["heads"],
+                   "layers": SIZES["layers"], "lr": args.lr,
+                   "weight_decay": args.weight_decay,
+                   "check_steps": args.check_steps,
+                   "memory_steps": args.memory_steps}, f)
+    return path
+
+
+def save_parameters(model, path):
+    """The initial weights for the JAX side: named_parameters (tied weights
+    once), without WithLoss's "net." prefix."""
+    from kiln_test_io import save_npz
+    save_npz(path, {key[len("net."):]: value.detach().numpy()
+                    for key, value in model.named_parameters()})
+
+
+class JaxError(RuntimeError):
+    """The JAX side failed; the others go on."""
+
+
+class JaxTrainer:
+    """A train_jax.py process: compiles and checks on start, then times
+    steps on request, so that its trials interleave with the others'."""
+
+    def __init__(self, args, config_path, workdir, name):
+        self.stderr_path = os.path.join(workdir, name + "-jax.err")
+        with open(self.stderr_path, "w") as stderr:
+            self.process = subprocess.Popen(
+                [args.jax_python, JAX_WORKER, config_path],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+                env=jax_environment(args), text=True)
+        first = self.read(args.compile_timeout)
+        self.compile_s, self.losses = first["compile_s"], first["losses"]
+
+    def read(self, timeout=None):
+        ready, _, _ = select.select([self.process.stdout], [], [], timeout)
+        line = self.process.stdout.readline() if ready else ""
+        if not line:
+            self.close()
+            with open(self.stderr_path) as stderr:
+                lines = stderr.read().strip().splitlines()
+            raise JaxError("the JAX worker %s: %s" % (
+                "did not answer in %.0f s" % timeout if not ready else
+                "failed (exit %s)" % self.process.returncode,
+                lines[-1] if lines else "no message"))
+        try:
+            record = json.loads(line)
+        except ValueError:
+            raise JaxError("the JAX worker printed %r" % line.strip())
+        if "error" in record:
+            raise JaxError("the JAX worker: " + record["error"])
+        return record
+
+    def time(self, count):
+        """Mean wall seconds of one of count steps."""
+        try:
+            self.process.stdin.write("time %d\n" % count)
+            self.process.stdin.flush()
+        except BrokenPipeError:
+            pass  # It has ended: read() says how.
+        return self.read()["seconds_per_step"]
+
+    def close(self):
+        if self.process.poll() is None:
+            try:
+                self.process.stdin.write("quit\n")
+                self.process.stdin.close()
+            except BrokenPipeError:
+                pass
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def jax_memory(args, config_path, workdir):
+    """(peak KiB, KiB before the first step) of a fresh JAX process."""
+    try:
+        peak, stdout = peak_resident_kib(
+            [args.jax_python, JAX_WORKER, config_path], jax_environment(args),
+            workdir)
+    except RuntimeError as error:
+        raise JaxError("the JAX memory worker: %s" % error)
+    report = json.loads(stdout.strip().splitlines()[-1])
+    return peak, report["rss_before_first_step_kib"]
+
+
+#===-----------------------------------------------------------------------===#
 # One model.
 #===-----------------------------------------------------------------------===#
 
@@ -453,6 +619,10 @@ def measure(args, name, workdir):
     row["diff"], row["close"] = check_losses(kiln_losses, torch_losses,
                                              args.rtol)
     row["losses"] = list(zip(kiln_losses, torch_losses))
+    jax = None
+    if args.jax_python and row["close"]:
+        jax = start_jax(args, name, workdir, initial, data, data_path,
+                        torch_losses, row)
     if not row["close"]:
         return row
 
@@ -460,28 +630,83 @@ def measure(args, name, workdir):
     trainer.steps(2)
     torch_steps = steps_per_trial(trainer.time(2), args)
     kiln_steps = steps_per_trial(check_seconds / args.check_steps, args)
+    jax_steps = None
+    if jax:
+        try:
+            jax_steps = steps_per_trial(jax.time(2), args)
+        except JaxError as error:
+            jax = drop_jax(row, jax, error)
 
-    torch_times, kiln_times, kiln_own = [], [], []
+    torch_times, kiln_times, kiln_own, jax_times = [], [], [], []
     try:
         for _ in range(args.trials):
             torch_times.append(trainer.time(torch_steps))
             per_step, own = kiln.trial(kiln_steps)
             kiln_times.append(per_step)
             kiln_own += own
+            if jax:
+                try:
+                    jax_times.append(jax.time(jax_steps))
+                except JaxError as error:
+                    jax = drop_jax(row, jax, error)
+        if jax:
+            jax.close()  # Its memory and threads go before the peak runs.
         if not args.no_memory:
             row["torch_peak_kib"], row["torch_before_kib"] = torch_memory(
                 args, name, workdir, data_path)
             row["kiln_peak_kib"] = kiln.peak_kib(args.memory_steps)
             row["kiln_arena"], row["kiln_param_bytes"] = kiln.info()
+            if jax:
+                try:
+                    row["jax_peak_kib"], row["jax_before_kib"] = jax_memory(
+                        args, jax_config(args, name, workdir, data,
+                                         data_path, "memory"), workdir)
+                except JaxError as error:
+                    row["jax_error"] = str(error)
     except RuntimeError as error:
         row["error"] = str(error)
         return row
+    finally:
+        if jax:
+            jax.close()
     row["load"] = os.getloadavg()[0]
     row["torch"] = statistics.median(torch_times)
     row["kiln"] = statistics.median(kiln_times)
     row["kiln_own"] = statistics.median(kiln_own) if kiln_own else None
-    row["steps"] = (torch_steps, kiln_steps)
+    if jax and "jax_error" not in row:
+        row["jax"] = statistics.median(jax_times)
+    row["steps"] = (torch_steps, kiln_steps, jax_steps)
     return row
+
+
+def start_jax(args, name, workdir, initial, data, data_path, torch_losses,
+              row):
+    """The JAX worker, compiled and checked against PyTorch's losses; None,
+    with row["jax_error"] or a false row["jax_close"], when it is not to be
+    timed."""
+    save_parameters(initial, os.path.join(workdir, name + "-params.npz"))
+    config = jax_config(args, name, workdir, data, data_path, "train")
+    try:
+        jax = JaxTrainer(args, config, workdir, name)
+    except JaxError as error:
+        return drop_jax(row, None, error)
+    row["jax_compile_s"] = jax.compile_s
+    row["jax_diff"], row["jax_close"] = check_losses(jax.losses, torch_losses,
+                                                     args.rtol)
+    row["jax_losses"] = list(zip(jax.losses, torch_losses))
+    if not row["jax_close"]:
+        jax.close()
+        return None
+    return jax
+
+
+def drop_jax(row, jax, error):
+    """Records why the JAX side stopped and ends its worker; the other sides
+    go on without it. Returns None, the JAX side from now on."""
+    row["jax_error"] = str(error)
+    if jax:
+        jax.close()
+    return None
 
 
 #===-----------------------------------------------------------------------===#
@@ -492,28 +717,53 @@ def mib(kib):
     return "%.0f" % (kib / 1024.0) if kib is not None else "-"
 
 
+def ratio(numerator, denominator):
+    return "%.2f" % (numerator / denominator) if numerator and denominator \
+        else "-"
+
+
 def print_table(rows, args):
+    with_jax = bool(args.jax_python)
     header = ["model", "params", "torch ms/step", "kiln ms/step",
-              "kiln-run own ms", "torch/kiln", "samples/s torch/kiln"]
+              "kiln-run own ms"]
+    header += ["jax ms/step"] if with_jax else []
+    header += ["torch/kiln"]
+    header += ["torch/jax", "jax/kiln"] if with_jax else []
+    header += ["samples/s torch/kiln" + ("/jax" if with_jax else "")]
     if not args.no_memory:
-        header += ["peak MiB torch/kiln"]
-    header += ["kilnc s", "loss rel diff", "steps torch/kiln", "load"]
+        header += ["peak MiB torch/kiln" + ("/jax" if with_jax else "")]
+    header += ["kilnc s"] + (["jax jit s"] if with_jax else [])
+    header += ["loss rel diff" + (" kiln/jax" if with_jax else ""),
+               "steps torch/kiln" + ("/jax" if with_jax else ""), "load"]
     table = [header]
     for row in rows:
-        kiln, torch_s = row.get("kiln"), row.get("torch")
+        kiln, torch_s, jax = row.get("kiln"), row.get("torch"), row.get("jax")
+        sides = [torch_s, kiln] + ([jax] if with_jax else [])
         line = [row["model"], "{:,}".format(row["params"]), ms(torch_s),
-                ms(kiln), ms(row.get("kiln_own")),
-                "%.2f" % (torch_s / kiln) if kiln else "-",
-                "%.1f/%.1f" % (args.batch / torch_s, args.batch / kiln)
-                if kiln else "-"]
+                ms(kiln), ms(row.get("kiln_own"))]
+        line += [ms(jax)] if with_jax else []
+        line += [ratio(torch_s, kiln)]
+        line += [ratio(torch_s, jax), ratio(jax, kiln)] if with_jax else []
+        line += ["/".join("%.1f" % (args.batch / t) if t else "-"
+                          for t in sides) if kiln else "-"]
         if not args.no_memory:
-            line += ["%s/%s" % (mib(row.get("torch_peak_kib")),
-                                mib(row.get("kiln_peak_kib")))
+            peaks = ["torch_peak_kib", "kiln_peak_kib"]
+            peaks += ["jax_peak_kib"] if with_jax else []
+            line += ["/".join(mib(row.get(key)) for key in peaks)
                      if "kiln_peak_kib" in row else "-"]
-        line += ["%.1f" % row["compile_s"] if "compile_s" in row else "-",
-                 "%.2g%s" % (row["diff"], "" if row["close"] else " WRONG")
-                 if "diff" in row else "-",
-                 "%d/%d" % row["steps"] if "steps" in row else "-",
+        line += ["%.1f" % row["compile_s"] if "compile_s" in row else "-"]
+        if with_jax:
+            line += ["%.1f" % row["jax_compile_s"]
+                     if "jax_compile_s" in row else "-"]
+        diffs = [("diff", "close")]
+        diffs += [("jax_diff", "jax_close")] if with_jax else []
+        line += ["/".join("%.2g%s" % (row[diff], "" if row[close] else
+                                      " WRONG") if diff in row else "-"
+                          for diff, close in diffs)
+                 if "diff" in row else "-"]
+        line += ["/".join("%d" % n if n else "-"
+                          for n in row["steps"][:len(sides)])
+                 if "steps" in row else "-",
                  "%.2f" % row["load"] if "load" in row else "-"]
         table.append(line)
     print_columns(table)
@@ -527,21 +777,35 @@ def print_table(rows, args):
           "load average after the model's trials (this benchmark's own "
           "threads add up to %d; more means other processes competed)."
           % (args.trials, args.check_steps, args.rtol, args.threads))
+    if with_jax:
+        print("jax ms/step: mean of R warm calls of the jax.jit-compiled "
+              "step (forward, jax.grad, AdamW), each waited for "
+              "(block_until_ready) and its loss read; torch/jax > 1: JAX is "
+              "faster than PyTorch, jax/kiln > 1: Kiln is faster than JAX. "
+              "jax jit s: lowering and compiling the step. Its loss rel diff "
+              "is against PyTorch too.")
     if not args.no_memory:
         print("peak MiB: ru_maxrss of separate processes training on the same "
               "data, %d steps each: a fresh PyTorch process and a kiln-run "
-              "--steps process." % args.memory_steps)
+              "--steps process%s." % (args.memory_steps,
+                                      ", and a fresh JAX process" if with_jax
+                                      else ""))
         for row in rows:
             if "kiln_peak_kib" in row:
                 print("  %s: PyTorch process resident before its first step "
                       "%s MiB (interpreter, libtorch, model, optimizer, "
                       "data); Kiln train_step arena %s MiB, parameters and "
-                      "optimizer state %s MiB (kiln-run --info)" % (
+                      "optimizer state %s MiB (kiln-run --info)%s" % (
                           row["model"], mib(row["torch_before_kib"]),
                           mib(row["kiln_arena"] / 1024.0)
                           if row["kiln_arena"] else "-",
                           mib(row["kiln_param_bytes"] / 1024.0)
-                          if row["kiln_param_bytes"] else "-"))
+                          if row["kiln_param_bytes"] else "-",
+                          "; JAX process resident before its first step %s "
+                          "MiB (interpreter, jaxlib, compiled step, "
+                          "parameters, AdamW state, data)"
+                          % mib(row["jax_before_kib"])
+                          if "jax_before_kib" in row else ""))
     failed = False
     for row in rows:
         if "error" in row:
@@ -553,7 +817,37 @@ def print_table(rows, args):
                   "rtol %g:" % (row["model"], args.rtol))
             for step, (got, want) in enumerate(row["losses"], 1):
                 print("  step %d: kiln %.7g torch %.7g" % (step, got, want))
+        if "jax_error" in row:
+            failed = True
+            print("%s: JAX side failed: %s" % (row["model"], row["jax_error"]))
+        elif not row.get("jax_close", True):
+            failed = True
+            print("%s: JAX not timed: its losses differ from PyTorch's beyond "
+                  "rtol %g:" % (row["model"], args.rtol))
+            for step, (got, want) in enumerate(row["jax_losses"], 1):
+                print("  step %d: jax %.7g torch %.7g" % (step, got, want))
     return failed
+
+
+def print_jax_setup(args):
+    """What the JAX side runs, or why there is none (args.jax_python is then
+    None)."""
+    if args.no_jax:
+        print("JAX/XLA: left out (--no-jax)")
+        return
+    if not args.jax_python:
+        print("JAX/XLA: not available: no %s and no --jax-python (bench/"
+              "README.md says how to install it); Kiln and PyTorch only"
+              % DEFAULT_JAX_PYTHON)
+        return
+    versions, why = jax_versions(args)
+    if not versions:
+        print("JAX/XLA: not available: %s cannot import jax (%s); Kiln and "
+              "PyTorch only" % (args.jax_python, why))
+        args.jax_python = None
+        return
+    print("JAX/XLA on the CPU: %s, %s; NPROC=%d (the size of XLA's CPU "
+          "thread pool)" % (versions, args.jax_python, args.threads))
 
 
 def main(argv):
@@ -574,6 +868,7 @@ def main(argv):
               SIZES["d_model"], SIZES["layers"], SIZES["heads"],
               SIZES["vocab"]))
     print_setup(args, torch)
+    print_jax_setup(args)
     print()
     with tempfile.TemporaryDirectory(prefix="kiln-bench-") as scratch:
         workdir = args.keep or scratch
