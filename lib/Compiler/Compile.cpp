@@ -147,7 +147,7 @@ struct CountKernelsPass
   llvm::StringMap<kiln::KernelCounts> &counts;
 };
 
-void buildTensorPipeline(PassManager &pm,
+void buildTensorPipeline(PassManager &pm, const kiln::CompileOptions &options,
                          llvm::StringMap<kiln::KernelCounts> &counts) {
   pm.addPass(kiln::createKilnExternalizeParams());
   pm.addPass(kiln::createKilnDecompose());
@@ -157,6 +157,8 @@ void buildTensorPipeline(PassManager &pm,
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(std::make_unique<CountKernelsPass>(Stage::BeforeFusion, counts));
+  if (options.rematerialize)
+    pm.addPass(kiln::createKilnRematerialize());
   pm.addPass(std::make_unique<FuseElementwisePass>());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(std::make_unique<SplitSharedFillsPass>());
@@ -294,7 +296,7 @@ kiln::compileModel(ModuleOp module, const CompileOptions &options) {
     pm.enableIRPrinting();
   }
   llvm::StringMap<KernelCounts> counts;
-  buildTensorPipeline(pm, counts);
+  buildTensorPipeline(pm, options, counts);
   buildBufferPipeline(pm);
   pm.addPass(std::make_unique<CountKernelsPass>(Stage::AfterFusion, counts));
   if (llvm::Error error = run(pm, module, "compiling the model"))
@@ -303,6 +305,8 @@ kiln::compileModel(ModuleOp module, const CompileOptions &options) {
     entry.kernels = counts.lookup(entry.name);
   if (llvm::Error error = collectArguments(module, model.entries, paramIndex))
     return std::move(error);
+  if (options.planOnly)
+    return model;
 
   // Parameters live in the bundle, not in the code.
   for (auto param : llvm::make_early_inc_range(module.getOps<ParamOp>()))
@@ -312,4 +316,27 @@ kiln::compileModel(ModuleOp module, const CompileOptions &options) {
     return code.takeError();
   model.cpu = std::move(*code);
   return model;
+}
+
+int64_t kiln::tensorBytes(RankedTensorType type) {
+  Type element = type.getElementType();
+  int64_t bits = element.isInteger(1) ? 8 : element.getIntOrFloatBitWidth();
+  return type.getNumElements() * ((bits + 7) / 8);
+}
+
+int64_t kiln::sessionBytes(const CompiledModel &model) {
+  int64_t params = 0, arena = 0, io = 0;
+  for (const CompiledParam &param : model.params)
+    params += tensorBytes(param.type);
+  for (const CompiledEntry &entry : model.entries) {
+    int64_t bytes = 0;
+    for (const TensorInfo &input : entry.inputs)
+      bytes += tensorBytes(input.type);
+    for (const TensorInfo &output : entry.outputs)
+      if (output.updates.empty())
+        bytes += tensorBytes(output.type);
+    io = std::max(io, bytes);
+    arena = std::max(arena, entry.arenaBytes);
+  }
+  return params + arena + io;
 }

@@ -8,17 +8,10 @@ using namespace llvm;
 
 namespace {
 
-int64_t bytesOf(mlir::RankedTensorType type) {
-  int64_t bits = type.getElementType().isInteger(1)
-                     ? 8
-                     : type.getElementType().getIntOrFloatBitWidth();
-  return type.getNumElements() * ((bits + 7) / 8);
-}
-
 template <typename Range> int64_t totalBytes(const Range &tensors) {
   int64_t total = 0;
   for (const auto &t : tensors)
-    total += bytesOf(t.type);
+    total += kiln::tensorBytes(t.type);
   return total;
 }
 
@@ -42,7 +35,7 @@ void kilnc::printMemoryReport(const kiln::CompiledModel &model,
                               raw_ostream &os) {
   int64_t trainable = 0, state = 0, trainableCount = 0, stateCount = 0;
   for (const kiln::CompiledParam &param : model.params) {
-    (param.trainable ? trainable : state) += bytesOf(param.type);
+    (param.trainable ? trainable : state) += kiln::tensorBytes(param.type);
     ++(param.trainable ? trainableCount : stateCount);
   }
   int64_t arena = 0;
@@ -60,7 +53,7 @@ void kilnc::printMemoryReport(const kiln::CompiledModel &model,
     int64_t outputs = 0;
     for (const kiln::TensorInfo &output : entry.outputs)
       if (output.updates.empty())
-        outputs += bytesOf(output.type);
+        outputs += kiln::tensorBytes(output.type);
     os << format("  %-18s %14lld %14lld %14lld\n", entry.name.c_str(),
                  static_cast<long long>(totalBytes(entry.inputs)),
                  static_cast<long long>(outputs),
@@ -70,6 +63,9 @@ void kilnc::printMemoryReport(const kiln::CompiledModel &model,
   os << format("  peak arena        %14lld  (one per session, shared by the "
                "entry points)\n",
                static_cast<long long>(arena));
+  os << format("  session total     %14lld  (parameters, optimizer state, "
+               "arena, and the largest\n%34sentry point's inputs and outputs)\n",
+               static_cast<long long>(kiln::sessionBytes(model)), "");
   os << "arena contents where the live buffers peak (bytes)\n";
   os << format("  %-18s %14s %14s %14s %14s\n", "entry point", "activations",
                "gradients", "workspace", "live");

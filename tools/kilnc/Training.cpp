@@ -226,7 +226,8 @@ void kilnc::addTrainingPasses(mlir::PassManager &pm) {
     add.labelSmoothing = labelSmoothing;
     pm.addPass(kiln::createKilnAddLoss(add));
   }
-  // Attention keeps its own op through autodiff, whose rule recomputes the
+  // GELU as one op keeps only its input for the backward pass. Attention
+  // keeps its own op through autodiff, whose rule recomputes the
   // probabilities instead of keeping the softmax's intermediates; compiling
   // the bundle decomposes it afterwards.
   pm.addPass(kiln::createKilnFuseGelu());

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Budget.h"
 #include "Report.h"
 #include "Training.h"
 
@@ -120,7 +121,8 @@ int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
-  cl::HideUnrelatedOptions({&kilncCategory, &kilnc::trainingCategory()});
+  cl::HideUnrelatedOptions({&kilncCategory, &kilnc::trainingCategory(),
+                            &kilnc::memoryCategory()});
   cl::ParseCommandLineOptions(
       argc, argv,
       "kilnc: compiles ONNX models with Kiln\n\n"
@@ -131,12 +133,21 @@ int main(int argc, char **argv) {
     return fail(toString(std::move(error)));
   if (auto error = kilnc::checkTrainingFlags(gradients))
     return fail(toString(std::move(error)));
+  if (auto error = kilnc::checkMemoryFlags(batchSize.getNumOccurrences()))
+    return fail(toString(std::move(error)));
   bool training = kilnc::trainingRequested();
   bool bundle = emit == EmitKind::Bundle ||
                 ((inference || training) && emit.getNumOccurrences() == 0);
+  std::optional<int64_t> maxBatchFor = kilnc::maxBatchFor();
   if (!reports.empty() && !bundle)
     return fail("--report needs a bundle (--inference or a training spec)");
-  if (bundle && outputFile == "-")
+  if ((maxBatchFor || kilnc::memoryBudget()) && !bundle)
+    return fail(std::string(maxBatchFor ? "--max-batch-for" : "--memory-budget") +
+                " needs a bundle (--inference or a training spec)");
+  if (maxBatchFor && !reports.empty())
+    return fail("--max-batch-for compiles nothing to report on; leave out "
+                "--report");
+  if (bundle && !maxBatchFor && outputFile == "-")
     return fail("a bundle is binary: name the output file with -o FILE.kiln");
   if (target != "cpu")
     return fail("--target=" + target +
@@ -166,44 +177,74 @@ int main(int argc, char **argv) {
   mlir::MLIRContext context(registry);
   context.printOpOnDiagnostic(false);
 
-  auto module = kiln::importONNXFile(context, inputFile, options);
+  // The imported model, with the training passes run when a step or
+  // gradients were asked for.
+  auto prepare =
+      [&](const kiln::ImportOptions &importOptions)
+      -> Expected<mlir::OwningOpRef<mlir::ModuleOp>> {
+    auto module = kiln::importONNXFile(context, inputFile, importOptions);
+    if (!module)
+      return module.takeError();
+    // A model with ONNX training_info brings its own training step, which
+    // the importer made the function train_step.
+    bool ownStep = (*module)->lookupSymbol("train_step") != nullptr;
+    if (ownStep && (training || kilnc::lossRequested()))
+      return createStringError(
+          inconvertibleErrorCode(),
+          inputFile + ": the model defines its training step (ONNX "
+                      "training_info); --optimizer, --loss and the flags "
+                      "that configure them do not apply to it");
+    if (bundle && !inference && !training && !ownStep)
+      return createStringError(
+          inconvertibleErrorCode(),
+          "--emit=bundle needs --inference, a training spec "
+          "(--optimizer=sgd|adam|adamw|adagrad) or a model with "
+          "training_info");
+    if (gradients && !bundle)
+      return createStringError(inconvertibleErrorCode(),
+                               "--gradients needs --inference");
+    if (gradients || training) {
+      mlir::PassManager pm(&context);
+      kilnc::addTrainingPasses(pm);
+      std::string diagnostic;
+      mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
+        if (diagnostic.empty())
+          diagnostic = d.str();
+        return mlir::success();
+      });
+      if (mlir::failed(pm.run(**module)))
+        return createStringError(inconvertibleErrorCode(),
+                                 inputFile + ": " + diagnostic);
+      // A training bundle holds forward_grad only when asked for.
+      if (!gradients)
+        if (mlir::Operation *grad = (*module)->lookupSymbol("forward_grad"))
+          grad->erase();
+    }
+    return std::move(*module);
+  };
+
+  kiln::CompileOptions compileOptions;
+  compileOptions.cpu.cpu = cpu;
+  compileOptions.printIRAfterAll = debugIR;
+  if (maxBatchFor) {
+    auto atBatch = [&](int64_t batch) {
+      kiln::ImportOptions batched = options;
+      batched.batchSize = batch;
+      return prepare(batched);
+    };
+    if (auto error = kilnc::printMaxBatch(atBatch, *maxBatchFor,
+                                          compileOptions, outs()))
+      return fail(inputFile + ": " + toString(std::move(error)));
+    return 0;
+  }
+
+  auto module = prepare(options);
   if (!module)
     return fail(toString(module.takeError()));
-
-  // A model with ONNX training_info brings its own training step, which the
-  // importer made the function train_step.
-  bool ownStep = (*module)->lookupSymbol("train_step") != nullptr;
-  if (ownStep && (training || kilnc::lossRequested()))
-    return fail(inputFile +
-                ": the model defines its training step (ONNX training_info); "
-                "--optimizer, --loss and the flags that configure them do not "
-                "apply to it");
-  if (bundle && !inference && !training && !ownStep)
-    return fail("--emit=bundle needs --inference, a training spec "
-                "(--optimizer=sgd|adam|adamw|adagrad) or a model with "
-                "training_info");
-  if (gradients && !bundle)
-    return fail("--gradients needs --inference");
-  if (gradients || training) {
-    mlir::PassManager pm(&context);
-    kilnc::addTrainingPasses(pm);
-    std::string diagnostic;
-    mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
-      if (diagnostic.empty())
-        diagnostic = d.str();
-      return mlir::success();
-    });
-    if (mlir::failed(pm.run(**module)))
-      return fail(inputFile + ": " + diagnostic);
-    // A training bundle holds forward_grad only when asked for.
-    if (!gradients)
-      if (mlir::Operation *grad = (*module)->lookupSymbol("forward_grad"))
-        grad->erase();
-  }
+  if (std::optional<int64_t> budget = kilnc::memoryBudget())
+    if (auto error = kilnc::fitMemoryBudget(**module, *budget, compileOptions))
+      return fail(inputFile + ": " + toString(std::move(error)));
   if (bundle) {
-    kiln::CompileOptions compileOptions;
-    compileOptions.cpu.cpu = cpu;
-    compileOptions.printIRAfterAll = debugIR;
     auto compiled = kiln::compileModel(**module, compileOptions);
     if (!compiled)
       return fail(inputFile + ": " + toString(compiled.takeError()));

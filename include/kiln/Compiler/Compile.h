@@ -78,7 +78,23 @@ struct CompileOptions {
   CPUTargetOptions cpu;
   /// Prints the IR after every pass to stderr (the debug switch).
   bool printIRAfterAll = false;
+  /// Recomputes cheap activations in the backward pass instead of keeping
+  /// them (kiln-rematerialize).
+  bool rematerialize = false;
+  /// Stops once memory is planned: the result has its entries (with their
+  /// arenas) and parameters but no code. For kilnc's memory searches.
+  bool planOnly = false;
 };
+
+/// The bytes of a tensor of `type` (a bool takes a byte).
+int64_t tensorBytes(mlir::RankedTensorType type);
+
+/// The bytes a session of `model` holds while it runs a step: parameters
+/// and optimizer state, the arena (the largest entry point's), and the
+/// inputs and outputs of the entry point that has the most (outputs that
+/// update a parameter in place take none). Code and the runtime's own
+/// memory are not counted.
+int64_t sessionBytes(const CompiledModel &model);
 
 /// Compiles the entry functions of an imported module (consumed).
 llvm::Expected<CompiledModel> compileModel(mlir::ModuleOp module,

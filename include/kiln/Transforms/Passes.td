@@ -225,6 +225,32 @@ def KilnFuseGelu : Pass<"kiln-fuse-gelu", "mlir::ModuleOp"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def KilnRematerialize : Pass<"kiln-rematerialize", "mlir::ModuleOp"> {
+  let summary = "Recomputes cheap activations in the backward pass";
+  let description = [{
+    Runs on linalg on tensors, after CSE (which would merge the copies back)
+    and before elementwise fusion. A forward value that the backward pass
+    reads, computed by a loop nest with only parallel loops into a
+    `tensor.empty` (an elementwise op, a broadcast, a transposition) from
+    values the backward pass has at hand anyway (arguments, which include
+    the parameters, constants, and values it reads itself), is computed
+    again just before the first backward op that reads it, and the backward
+    pass reads the copy. The forward buffer then dies after its last forward
+    use instead of living until the backward pass: less memory for one more
+    loop, which fusion folds into its consumer when that is elementwise.
+    Ops are taken last first, so a recomputed value no longer counts as kept
+    for the ops that compute its operands. The phases are those
+    `kiln-autodiff` marks in locations. `kilnc --memory-budget` turns it on
+    when the step does not fit otherwise.
+  }];
+  let statistics = [
+    Statistic<"numRecomputed", "recomputed",
+              "Forward ops recomputed for the backward pass">
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def KilnPlanMemory : Pass<"kiln-plan-memory", "mlir::ModuleOp"> {
   let summary = "Places every transient buffer in one arena";
   let description = [{
