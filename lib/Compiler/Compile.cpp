@@ -13,12 +13,8 @@
 #include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "mlir/IR/IRMapping.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
@@ -29,88 +25,6 @@ namespace {
 llvm::Error makeError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
-
-/// Whether the payload of `op` only forwards its inputs (a broadcast or a
-/// transposition): it costs nothing to recompute.
-bool onlyMovesData(linalg::GenericOp op) {
-  return op.getBody()->without_terminator().empty();
-}
-
-/// Fuses elementwise producers into consumers, except
-/// - into matrix products, which must stay plain contractions to become BLAS
-///   calls;
-/// - a producer whose value the function returns: it is materialized anyway,
-///   and reading it beats recomputing it (and lets an optimizer update write
-///   its state in place, kiln-update-in-place);
-/// - a producer that computes into a consumer that broadcasts it: that would
-///   redo the producer's work for every element of the broadcast (a 0-d
-///   bias correction computed per parameter element);
-/// - a producer that computes and has several users: each would redo it.
-/// Producers that only move data (broadcasts, transpositions) always fuse.
-struct FuseElementwisePass
-    : PassWrapper<FuseElementwisePass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(FuseElementwisePass)
-  StringRef getArgument() const override { return "kiln-fuse-elementwise"; }
-  void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    linalg::populateElementwiseOpsFusionPatterns(
-        patterns, [](OpOperand *operand) {
-          Operation *consumer = operand->getOwner();
-          if (consumer->hasAttr("kiln.matmul"))
-            return false;
-          Value value = operand->get();
-          if (llvm::any_of(value.getUsers(), [](Operation *user) {
-                return isa<func::ReturnOp>(user);
-              }))
-            return false;
-          auto producer = value.getDefiningOp<linalg::GenericOp>();
-          if (!producer || onlyMovesData(producer))
-            return true;
-          // A computing producer with several users is materialized anyway
-          // (a training step keeps forward values for the backward pass):
-          // fusing it would only recompute it in each user, and grow the
-          // fused kernels without bound.
-          if (!value.hasOneUse())
-            return false;
-          auto fused = dyn_cast<linalg::GenericOp>(consumer);
-          return !fused || fused.getMatchingIndexingMap(operand).isPermutation();
-        });
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
-      signalPassFailure();
-  }
-};
-
-/// Gives each user of a tensor fill its own fill. CSE merges the identical
-/// zero inits of reductions and products into one; bufferizing that shared
-/// value would allocate it once and copy it into a fresh buffer for every
-/// user that writes it, where a fill per user writes each buffer once.
-struct SplitSharedFillsPass
-    : PassWrapper<SplitSharedFillsPass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(SplitSharedFillsPass)
-  StringRef getArgument() const override { return "kiln-split-shared-fills"; }
-  void runOnOperation() override {
-    SmallVector<linalg::FillOp> fills;
-    getOperation().walk([&](linalg::FillOp fill) {
-      if (fill.hasPureTensorSemantics() && !fill->getResult(0).hasOneUse())
-        fills.push_back(fill);
-    });
-    for (linalg::FillOp fill : fills) {
-      auto empty = fill.getDpsInits()[0].getDefiningOp<tensor::EmptyOp>();
-      if (!empty)
-        continue;
-      SmallVector<OpOperand *> uses;
-      for (OpOperand &use : fill->getResult(0).getUses())
-        uses.push_back(&use);
-      for (OpOperand *use : llvm::drop_begin(uses)) {
-        OpBuilder b(use->getOwner());
-        Operation *init = b.clone(*empty);
-        IRMapping mapping;
-        mapping.map(empty.getResult(), init->getResult(0));
-        use->set(b.clone(*fill, mapping)->getResult(0));
-      }
-    }
-  }
-};
 
 /// Which count a CountKernelsPass records.
 enum class Stage { KilnOps, BeforeFusion, AfterFusion };
@@ -159,9 +73,9 @@ void buildTensorPipeline(PassManager &pm, const kiln::CompileOptions &options,
   pm.addPass(std::make_unique<CountKernelsPass>(Stage::BeforeFusion, counts));
   if (options.rematerialize)
     pm.addPass(kiln::createKilnRematerialize());
-  pm.addPass(std::make_unique<FuseElementwisePass>());
+  pm.addPass(kiln::createKilnFuseElementwise());
   pm.addPass(createCanonicalizerPass());
-  pm.addPass(std::make_unique<SplitSharedFillsPass>());
+  pm.addPass(kiln::createKilnSplitSharedFills());
 }
 
 void buildBufferPipeline(PassManager &pm) {

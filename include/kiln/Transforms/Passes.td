@@ -251,6 +251,47 @@ def KilnRematerialize : Pass<"kiln-rematerialize", "mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def KilnFuseElementwise : Pass<"kiln-fuse-elementwise", "mlir::ModuleOp"> {
+  let summary = "Fuses elementwise linalg ops into their consumers, within limits";
+  let description = [{
+    Runs on linalg on tensors, after convert-kiln-to-linalg and CSE. Applies
+    linalg's elementwise fusion patterns (those of
+    `linalg-fuse-elementwise-ops`: an all-parallel `linalg.generic` whose
+    result another reads is merged into that reader), fusing a producer
+    into the consumer that reads it unless:
+    - the consumer is marked `kiln.matmul`: matrix products stay plain
+      contractions, which kiln-lower-gemm-to-blas turns into BLAS calls;
+    - the value is returned by the function (a `func.return` operand): it is
+      materialized anyway, reading it beats recomputing it, and an optimizer
+      update can then write it in place (kiln-update-in-place).
+
+    Otherwise a producer whose payload only yields its inputs (a broadcast, a
+    transposition) always fuses. A producer that computes something does
+    not fuse when its value has several users (each would recompute it; a
+    training step keeps forward values for the backward pass anyway), nor
+    into a `linalg.generic` that reads it through an indexing map that is
+    not a permutation (one that broadcasts it, as a contraction does its
+    operands: the producer's work would be redone for every element of the
+    broadcast, a 0-d bias correction computed per parameter element).
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def KilnSplitSharedFills : Pass<"kiln-split-shared-fills", "mlir::ModuleOp"> {
+  let summary = "Gives each user of a tensor fill its own fill";
+  let description = [{
+    Runs on linalg on tensors, just before bufferization. A `linalg.fill` on
+    tensors of a `tensor.empty` whose result has several uses (CSE merges the
+    identical zero inits of reductions and matrix products into one) stays
+    with one of them; every other use gets a copy of the `tensor.empty` and
+    the fill, placed just before its user. Bufferized, the shared value would be
+    allocated once and copied into a fresh buffer for every user that writes
+    it; a fill per user writes each buffer once. Fills of anything but a
+    `tensor.empty` stay shared.
+  }];
+}
+
 def KilnPlanMemory : Pass<"kiln-plan-memory", "mlir::ModuleOp"> {
   let summary = "Places every transient buffer in one arena";
   let description = [{
@@ -305,6 +346,26 @@ def ConvertKilnToLinalg : Pass<"convert-kiln-to-linalg", "mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::scf::SCFDialect"];
+}
+
+def KilnOutlineKernels : Pass<"kiln-outline-kernels", "mlir::ModuleOp"> {
+  let summary = "Moves each kernel into a private function of its own";
+  let description = [{
+    Runs on bufferized, memory-planned IR, as the CPU target's first step to
+    loops. In every function with a body, each op of the entry block that is
+    a linalg op or a `memref.copy` (a kernel) becomes a call of a new private
+    function `<function>_kernel<N>` (N counts from 0 per function) marked
+    `passthrough = ["noinline"]`, whose body is the kernel. The function's
+    arguments are the kernel's operands and the values its regions use from
+    outside, in that order; constants among them are cloned into the body
+    instead. A kernel that would need an argument other than a statically
+    shaped memref with the identity layout or a scalar (the bare-pointer
+    calling convention entry functions use) stays where it is. LLVM's
+    optimizer and scheduler grow faster than linearly with a function's
+    size: many small functions compile much faster than one training step
+    with hundreds of kernels.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
 #endif // KILN_TRANSFORMS_PASSES_TD

@@ -2,8 +2,7 @@
 
 #include "kiln/Target/CPU.h"
 
-#include "OutlineKernels.h"
-
+#include "kiln/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -154,7 +153,7 @@ struct ApproximateMathPass
 
 /// memref IR -> LLVM dialect.
 void buildLLVMLowering(PassManager &pm) {
-  pm.addPass(kiln::createOutlineKernelsPass());
+  pm.addPass(kiln::createKilnOutlineKernels());
   pm.addPass(std::make_unique<CopyToLinalgPass>());
   pm.addPass(createConvertLinalgToParallelLoopsPass());
   pm.addPass(std::make_unique<ChooseParallelLoopsPass>());

@@ -10,14 +10,18 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "OutlineKernels.h"
+#include "kiln/Transforms/Passes.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/RegionUtils.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNOUTLINEKERNELS
+#include "kiln/Transforms/Passes.h.inc"
+} // namespace kiln
 
 using namespace mlir;
 
@@ -32,11 +36,8 @@ bool passable(Value v) {
   return v.getType().isIntOrIndexOrFloat();
 }
 
-struct OutlineKernelsPass
-    : PassWrapper<OutlineKernelsPass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(OutlineKernelsPass)
-  StringRef getArgument() const override { return "kiln-outline-kernels"; }
-
+struct KilnOutlineKernelsPass
+    : kiln::impl::KilnOutlineKernelsBase<KilnOutlineKernelsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<func::FuncOp> entries;
@@ -100,7 +101,3 @@ struct OutlineKernelsPass
 };
 
 } // namespace
-
-std::unique_ptr<Pass> kiln::createOutlineKernelsPass() {
-  return std::make_unique<OutlineKernelsPass>();
-}

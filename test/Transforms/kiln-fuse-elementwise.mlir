@@ -1,0 +1,196 @@
+// RUN: kiln-opt %s --kiln-fuse-elementwise | FileCheck %s
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+#id1 = affine_map<(d0) -> (d0)>
+#scalar = affine_map<() -> ()>
+#bcast = affine_map<(d0) -> ()>
+#lhs = affine_map<(m, n, k) -> (m, k)>
+#rhs = affine_map<(m, n, k) -> (k, n)>
+#out = affine_map<(m, n, k) -> (m, n)>
+
+// A computing producer with one user fuses into it.
+// CHECK-LABEL: func.func @single_user(
+// CHECK-SAME: %[[X:.*]]: tensor<4xf32>, %[[Y:.*]]: tensor<4xf32>
+// CHECK: linalg.generic {{.*}} ins(%[[X]], %[[Y]] :
+// CHECK: math.exp
+// CHECK: arith.addf
+// CHECK-NOT: linalg.generic
+func.func @single_user(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
+  %e = tensor.empty() : tensor<4xf32>
+  %a = linalg.generic {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]}
+      ins(%x : tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %r = math.exp %in : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  %b = linalg.generic {indexing_maps = [#id1, #id1, #id1], iterator_types = ["parallel"]}
+      ins(%a, %y : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%in: f32, %in2: f32, %o: f32):
+    %r = arith.addf %in, %in2 : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  return %b : tensor<4xf32>
+}
+
+// A computing producer with two users stays a kernel of its own: each user
+// would recompute it.
+// CHECK-LABEL: func.func @several_users(
+// CHECK-SAME: %[[X:.*]]: tensor<4xf32>, %[[Y:.*]]: tensor<4xf32>
+// CHECK: %[[A:.*]] = linalg.generic {{.*}} ins(%[[X]] :
+// CHECK: math.exp
+// CHECK: linalg.generic {{.*}} ins(%[[A]], %[[Y]] :
+// CHECK: linalg.generic {{.*}} ins(%[[A]], %[[Y]] :
+func.func @several_users(%x: tensor<4xf32>, %y: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %e = tensor.empty() : tensor<4xf32>
+  %a = linalg.generic {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]}
+      ins(%x : tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %r = math.exp %in : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  %b = linalg.generic {indexing_maps = [#id1, #id1, #id1], iterator_types = ["parallel"]}
+      ins(%a, %y : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%in: f32, %in2: f32, %o: f32):
+    %r = arith.addf %in, %in2 : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  %c = linalg.generic {indexing_maps = [#id1, #id1, #id1], iterator_types = ["parallel"]}
+      ins(%a, %y : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%in: f32, %in2: f32, %o: f32):
+    %r = arith.mulf %in, %in2 : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  return %b, %c : tensor<4xf32>, tensor<4xf32>
+}
+
+// A transposition only moves data: it fuses into both of its users, which
+// then read %x through the transposed map, and it disappears.
+// CHECK-LABEL: func.func @transpose_several_users(
+// CHECK-SAME: %[[X:.*]]: tensor<3x4xf32>, %[[Y:.*]]: tensor<4x3xf32>
+// CHECK: linalg.generic {{.*}} ins(%[[X]], %[[Y]] :
+// CHECK: arith.addf
+// CHECK: linalg.generic {{.*}} ins(%[[X]], %[[Y]] :
+// CHECK: arith.mulf
+// CHECK-NOT: linalg.generic
+func.func @transpose_several_users(%x: tensor<3x4xf32>, %y: tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<4x3xf32>) {
+  %e = tensor.empty() : tensor<4x3xf32>
+  %t = linalg.generic {indexing_maps = [#tr, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<3x4xf32>) outs(%e : tensor<4x3xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    linalg.yield %in : f32
+  } -> tensor<4x3xf32>
+  %b = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%t, %y : tensor<4x3xf32>, tensor<4x3xf32>) outs(%e : tensor<4x3xf32>) {
+  ^bb0(%in: f32, %in2: f32, %o: f32):
+    %r = arith.addf %in, %in2 : f32
+    linalg.yield %r : f32
+  } -> tensor<4x3xf32>
+  %c = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%t, %y : tensor<4x3xf32>, tensor<4x3xf32>) outs(%e : tensor<4x3xf32>) {
+  ^bb0(%in: f32, %in2: f32, %o: f32):
+    %r = arith.mulf %in, %in2 : f32
+    linalg.yield %r : f32
+  } -> tensor<4x3xf32>
+  return %b, %c : tensor<4x3xf32>, tensor<4x3xf32>
+}
+
+// A returned value is not fused, even one that only moves data: the
+// consumer reads the materialized transposition.
+// CHECK-LABEL: func.func @returned(
+// CHECK-SAME: %[[X:.*]]: tensor<3x4xf32>
+// CHECK: %[[T:.*]] = linalg.generic {{.*}} ins(%[[X]] :
+// CHECK: %[[B:.*]] = linalg.generic {{.*}} ins(%[[T]] :
+// CHECK: math.exp
+// CHECK: return %[[T]], %[[B]]
+func.func @returned(%x: tensor<3x4xf32>) -> (tensor<4x3xf32>, tensor<4x3xf32>) {
+  %e = tensor.empty() : tensor<4x3xf32>
+  %t = linalg.generic {indexing_maps = [#tr, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<3x4xf32>) outs(%e : tensor<4x3xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    linalg.yield %in : f32
+  } -> tensor<4x3xf32>
+  %b = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%t : tensor<4x3xf32>) outs(%e : tensor<4x3xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %r = math.exp %in : f32
+    linalg.yield %r : f32
+  } -> tensor<4x3xf32>
+  return %t, %b : tensor<4x3xf32>, tensor<4x3xf32>
+}
+
+// A 0-d value computed once (a bias correction) is not fused into a
+// consumer that broadcasts it over every element.
+// CHECK-LABEL: func.func @broadcasting_consumer(
+// CHECK-SAME: %[[S:.*]]: tensor<f32>, %[[X:.*]]: tensor<4xf32>
+// CHECK: %[[C:.*]] = linalg.generic {{.*}} ins(%[[S]] : tensor<f32>)
+// CHECK: math.sqrt
+// CHECK: linalg.generic {{.*}} ins(%[[C]], %[[X]] :
+// CHECK-NOT: math.sqrt
+func.func @broadcasting_consumer(%s: tensor<f32>, %x: tensor<4xf32>) -> tensor<4xf32> {
+  %e0 = tensor.empty() : tensor<f32>
+  %c = linalg.generic {indexing_maps = [#scalar, #scalar], iterator_types = []}
+      ins(%s : tensor<f32>) outs(%e0 : tensor<f32>) {
+  ^bb0(%in: f32, %o: f32):
+    %r = math.sqrt %in : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  %e = tensor.empty() : tensor<4xf32>
+  %b = linalg.generic {indexing_maps = [#bcast, #id1, #id1], iterator_types = ["parallel"]}
+      ins(%c, %x : tensor<f32>, tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%in: f32, %in2: f32, %o: f32):
+    %r = arith.mulf %in, %in2 : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  return %b : tensor<4xf32>
+}
+
+// Nothing fuses into a matrix product marked kiln.matmul, not even a
+// transposition: it must stay a plain contraction for the BLAS lowering.
+// CHECK-LABEL: func.func @into_matmul(
+// CHECK-SAME: %[[X:.*]]: tensor<3x2xf32>, %[[W:.*]]: tensor<3x4xf32>
+// CHECK: %[[A:.*]] = linalg.generic {{.*}} ins(%[[X]] :
+// CHECK: linalg.generic {{.*}} ins(%[[A]], %[[W]] :
+// CHECK-SAME: kiln.matmul
+func.func @into_matmul(%x: tensor<3x2xf32>, %w: tensor<3x4xf32>, %acc: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %e = tensor.empty() : tensor<2x3xf32>
+  %a = linalg.generic {indexing_maps = [#tr, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<3x2xf32>) outs(%e : tensor<2x3xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    linalg.yield %in : f32
+  } -> tensor<2x3xf32>
+  %p = linalg.generic {indexing_maps = [#lhs, #rhs, #out],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %w : tensor<2x3xf32>, tensor<3x4xf32>) outs(%acc : tensor<2x4xf32>)
+      attrs = {kiln.matmul = {}} {
+  ^bb0(%l: f32, %r: f32, %o: f32):
+    %m = arith.mulf %l, %r : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<2x4xf32>
+  return %p : tensor<2x4xf32>
+}
+
+// The same contraction without the mark reads %x through the transposed
+// map.
+// CHECK-LABEL: func.func @into_unmarked_contraction(
+// CHECK-SAME: %[[X:.*]]: tensor<3x2xf32>, %[[W:.*]]: tensor<3x4xf32>
+// CHECK-NOT: linalg.generic
+// CHECK: linalg.generic {{.*}} ins(%[[X]], %[[W]] :
+func.func @into_unmarked_contraction(%x: tensor<3x2xf32>, %w: tensor<3x4xf32>, %acc: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %e = tensor.empty() : tensor<2x3xf32>
+  %a = linalg.generic {indexing_maps = [#tr, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<3x2xf32>) outs(%e : tensor<2x3xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    linalg.yield %in : f32
+  } -> tensor<2x3xf32>
+  %p = linalg.generic {indexing_maps = [#lhs, #rhs, #out],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %w : tensor<2x3xf32>, tensor<3x4xf32>) outs(%acc : tensor<2x4xf32>) {
+  ^bb0(%l: f32, %r: f32, %o: f32):
+    %m = arith.mulf %l, %r : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<2x4xf32>
+  return %p : tensor<2x4xf32>
+}
