@@ -83,7 +83,8 @@ struct KilnOutlineKernelsPass
     std::string name = (entry.getName() + "_kernel" + Twine(next++)).str();
     auto function = func::FuncOp::create(b, kernel->getLoc(), name, type);
     function.setPrivate();
-    function->setAttr("passthrough", b.getArrayAttr({b.getStringAttr("noinline")}));
+    function->setAttr("passthrough",
+                      b.getArrayAttr({b.getStringAttr("noinline")}));
     Block *body = function.addEntryBlock();
     OpBuilder kb = OpBuilder::atBlockBegin(body);
     IRMapping mapping;
