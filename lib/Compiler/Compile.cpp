@@ -71,6 +71,7 @@ void buildTensorPipeline(PassManager &pm, const kiln::CompileOptions &options,
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(std::make_unique<CountKernelsPass>(Stage::BeforeFusion, counts));
+  pm.addPass(kiln::createKilnMatmulAccumulate());
   if (options.rematerialize)
     pm.addPass(kiln::createKilnRematerialize());
   pm.addPass(kiln::createKilnFuseElementwise());

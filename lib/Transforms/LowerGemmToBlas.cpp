@@ -79,8 +79,8 @@ LogicalResult lowerGemm(linalg::GenericOp op, ModuleOp module) {
     batch *= outType.getDimSize(d);
   int64_t elementBytes = element.getIntOrFloatBitWidth() / 8;
 
-  // beta is 0: the product overwrites C, so a zero fill just before it (the
-  // init of the linalg contraction) is dead.
+  // The contraction accumulates into C. When C was just zero-filled (the
+  // usual init), beta is 0 and the fill is dead; otherwise beta is 1.
   linalg::FillOp deadFill;
   Value init = op.getDpsInits()[0];
   for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
@@ -114,12 +114,13 @@ LogicalResult lowerGemm(linalg::GenericOp op, ModuleOp module) {
     Value bm = pointerTo(nb, loc, rhs, offset(k * n), elementBytes);
     Value c = pointerTo(nb, loc, out, offset(m * n), elementBytes);
     Value one = arith::ConstantOp::create(nb, loc, nb.getFloatAttr(element, 1.0));
-    Value zero = arith::ConstantOp::create(nb, loc, nb.getFloatAttr(element, 0.0));
+    Value beta = arith::ConstantOp::create(
+        nb, loc, nb.getFloatAttr(element, deadFill ? 0.0 : 1.0));
     func::CallOp::create(
         nb, loc, gemm,
         ValueRange{i32(kRowMajor), i32(transLhs ? kTrans : kNoTrans),
                    i32(transRhs ? kTrans : kNoTrans), i32(m), i32(n), i32(k), one,
-                   a, i32(transLhs ? m : k), bm, i32(transRhs ? k : n), zero, c,
+                   a, i32(transLhs ? m : k), bm, i32(transRhs ? k : n), beta, c,
                    i32(n)});
   };
   if (batch == 1) {

@@ -1,7 +1,8 @@
 // RUN: kiln-opt %s --kiln-lower-gemm-to-blas | FileCheck %s
 
 // Bufferized matrix products as convert-kiln-to-linalg marks them become
-// row-major cblas_?gemm calls: C = 1 * op(A) op(B) + 0 * C, with
+// row-major cblas_?gemm calls: C = 1 * op(A) op(B) + beta * C (beta 0 after a
+// zero fill of C, which goes, and 1 otherwise), with
 // CblasRowMajor = 101, CblasNoTrans = 111, CblasTrans = 112, and the leading
 // dimensions the row lengths of A, B and C as stored.
 
@@ -85,7 +86,8 @@ func.func @sgemm_transpose_lhs(%a: memref<5x4xf32>, %b: memref<5x6xf32>, %c: mem
 
 // f64, batch [2, 3]: one cblas_dgemm per batch element in an scf.for over
 // 2 * 3 = 6, each operand advanced by its matrix size (M * K = 20,
-// K * N = 30, M * N = 24 elements) times 8 bytes.
+// K * N = 30, M * N = 24 elements) times 8 bytes. No zero fill comes first:
+// the product adds to what C holds, beta 1.
 // CHECK-LABEL: func.func @dgemm_batched(
 // CHECK-SAME: %[[A:[^:]*]]: memref<2x3x5x4xf64>, %[[B:[^:]*]]: memref<2x3x5x6xf64>, %[[C:[^:]*]]: memref<2x3x4x6xf64>
 // CHECK-DAG: %[[LB:.*]] = arith.constant 0 : index
@@ -105,7 +107,7 @@ func.func @sgemm_transpose_lhs(%a: memref<5x4xf32>, %b: memref<5x6xf32>, %c: mem
 // CHECK: arith.muli %[[IV]], %[[CMAT]] : index
 // CHECK: memref.extract_aligned_pointer_as_index %[[C]]
 // CHECK: %[[ALPHA:.*]] = arith.constant 1.000000e+00 : f64
-// CHECK: %[[BETA:.*]] = arith.constant 0.000000e+00 : f64
+// CHECK: %[[BETA:.*]] = arith.constant 1.000000e+00 : f64
 // CHECK: %[[TA:.*]] = arith.constant 112 : i32
 // CHECK: %[[TB:.*]] = arith.constant 111 : i32
 // CHECK: %[[M:.*]] = arith.constant 4 : i32

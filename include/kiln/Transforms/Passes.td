@@ -317,12 +317,37 @@ def KilnPlanMemory : Pass<"kiln-plan-memory", "mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def KilnMatmulAccumulate : Pass<"kiln-matmul-accumulate", "mlir::ModuleOp"> {
+  let summary = "Folds an addition into the matrix product that feeds it";
+  let description = [{
+    Runs on linalg on tensors, before elementwise fusion. A matrix product
+    (a contraction marked `kiln.matmul`) accumulates into its output, so an
+    elementwise `x + y` of two same-shaped tensors (identity indexing, one
+    `arith.addf`) where one operand is a product into a zero fill that
+    nothing else reads (possibly through a `tensor.expand_shape`, the other
+    operand then collapsed to the product's shape) becomes that product
+    accumulating into the other operand, when that operand is computed (not
+    an argument, a broadcast or a transposition) and read by nothing else:
+    typically two gradient contributions to one value, the later product
+    accumulating into the earlier. The addition's loop and buffer go, and
+    `kiln-lower-gemm-to-blas` calls gemm with beta = 1. A broadcast bias is
+    left to elementwise fusion, which reads it in the consumer's pass.
+  }];
+  let statistics = [
+    Statistic<"numFolded", "folded", "Additions folded into matrix products">
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def KilnLowerGemmToBlas : Pass<"kiln-lower-gemm-to-blas", "mlir::ModuleOp"> {
   let summary = "Calls BLAS for f32 and f64 matrix products on buffers";
   let description = [{
     Rewrites the bufferized matrix products that convert-kiln-to-linalg marks
     with `kiln.matmul` into calls of `cblas_sgemm` / `cblas_dgemm`, one per
-    batch element, passing the transposes as BLAS flags.
+    batch element, passing the transposes as BLAS flags. A product whose
+    output was just zero-filled overwrites it (beta = 0, and the fill goes);
+    any other accumulates into it (beta = 1), as the contraction does.
   }];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::LLVM::LLVMDialect",
