@@ -13,6 +13,15 @@ LIBBLAS = "/usr/lib/x86_64-linux-gnu/libblas.so.3"
 LIBOPENBLAS = "libopenblas.so.0"
 
 
+def resident_kib():
+    """This process's resident set now, in KiB (VmRSS)."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
 def add_common_arguments(parser):
     """The flags both benchmarks take: threads, OpenBLAS core type, trials,
     where the tools are and where to keep the files."""

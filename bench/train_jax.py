@@ -28,13 +28,7 @@ import json
 import sys
 import time
 
-
-def resident_kib():
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
+from common import resident_kib
 
 
 def load_npz(path):

@@ -96,7 +96,7 @@ import tempfile
 import time
 
 from common import (ROOT, SIZES, add_common_arguments, ms, print_columns,
-                    print_setup, thread_environment)
+                    print_setup, resident_kib, thread_environment)
 
 MODELS = ("gpt2", "bert")
 WORKER_FLAG = "--torch-memory-worker"
@@ -270,14 +270,6 @@ class TorchTrainer:
         start = time.perf_counter()
         self.steps(count)
         return (time.perf_counter() - start) / count
-
-
-def resident_kib():
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 def torch_memory_worker(config_path):
