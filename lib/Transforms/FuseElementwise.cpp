@@ -9,11 +9,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/KilnInterfaces.h"
 #include "kiln/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace kiln {
@@ -60,13 +62,123 @@ bool shouldFuse(OpOperand *operand) {
   return !fused || fused.getMatchingIndexingMap(operand).isPermutation();
 }
 
+/// An elementwise loop of the optimizer update: only parallel loops, every
+/// operand and result indexed by the identity.
+bool isIdentityOptimizerLoop(linalg::GenericOp op) {
+  return op && op.hasPureTensorSemantics() &&
+         op.getNumLoops() == op.getNumParallelLoops() &&
+         kiln::phaseOf(op->getLoc()) == kiln::StepPhase::Optimizer;
+}
+
+/// The operand of `update` whose producer writes a new optimizer state it
+/// reads element for element, when that state is read by nothing else but
+/// the return: Adam's moments, read by the parameter's update.
+OpOperand *mergeableState(linalg::GenericOp update) {
+  if (!isIdentityOptimizerLoop(update))
+    return nullptr;
+  for (OpOperand *operand : update.getDpsInputOperands()) {
+    auto state = operand->get().getDefiningOp<linalg::GenericOp>();
+    if (!isIdentityOptimizerLoop(state) || state.getNumResults() != 1 ||
+        state.getNumLoops() != update.getNumLoops() ||
+        !update.getMatchingIndexingMap(operand).isIdentity() ||
+        !state.getIndexingMapMatchingResult(state->getResult(0)).isIdentity())
+      continue;
+    bool onlyReturned = llvm::all_of(operand->get().getUses(), [&](OpOperand &use) {
+      return &use == operand || isa<func::ReturnOp>(use.getOwner());
+    });
+    if (onlyReturned && operand->get().getNumUses() == 2)
+      return operand;
+  }
+  return nullptr;
+}
+
+/// Merges the loop that computes `operand` (a new state) into `update`, its
+/// reader: one loop computes the state once, writes it as the first result
+/// and uses it for the others.
+void mergeState(linalg::GenericOp update, OpOperand *operand) {
+  auto state = operand->get().getDefiningOp<linalg::GenericOp>();
+  SmallVector<Value> inputs(state.getDpsInputs());
+  SmallVector<AffineMap> maps;
+  for (OpOperand *input : state.getDpsInputOperands())
+    maps.push_back(state.getMatchingIndexingMap(input));
+  for (OpOperand *input : update.getDpsInputOperands())
+    if (input != operand) {
+      inputs.push_back(input->get());
+      maps.push_back(update.getMatchingIndexingMap(input));
+    }
+  SmallVector<Value> outputs{state.getDpsInits()[0]};
+  maps.push_back(state.getMatchingIndexingMap(&state.getDpsInitsMutable()[0]));
+  for (OpOperand &init : update.getDpsInitsMutable()) {
+    outputs.push_back(init.get());
+    maps.push_back(update.getMatchingIndexingMap(&init));
+  }
+  SmallVector<Type> types{state->getResult(0).getType()};
+  llvm::append_range(types, update->getResultTypes());
+
+  OpBuilder b(update);
+  auto merged = linalg::GenericOp::create(
+      b, update.getLoc(), types, inputs, outputs, maps,
+      update.getIteratorTypesArray(),
+      [&](OpBuilder &nb, Location loc, ValueRange args) {
+        // Block arguments: the state's inputs, the update's other inputs,
+        // the state's output, the update's outputs.
+        unsigned stateInputs = state.getNumDpsInputs();
+        unsigned updateInputs = update.getNumDpsInputs() - 1;
+        IRMapping mapping;
+        Block *stateBody = state.getBody();
+        for (unsigned i = 0; i < stateInputs; ++i)
+          mapping.map(stateBody->getArgument(i), args[i]);
+        mapping.map(stateBody->getArgument(stateInputs),
+                    args[stateInputs + updateInputs]);
+        for (Operation &op : stateBody->without_terminator())
+          nb.clone(op, mapping);
+        Value newState = mapping.lookupOrDefault(
+            cast<linalg::YieldOp>(stateBody->getTerminator()).getValues()[0]);
+        Block *updateBody = update.getBody();
+        unsigned next = stateInputs;
+        for (OpOperand *input : update.getDpsInputOperands()) {
+          BlockArgument arg = updateBody->getArgument(input->getOperandNumber());
+          mapping.map(arg, input == operand ? newState : args[next++]);
+        }
+        for (unsigned i = 0; i < update.getNumDpsInits(); ++i)
+          mapping.map(updateBody->getArgument(update.getNumDpsInputs() + i),
+                      args[stateInputs + updateInputs + 1 + i]);
+        for (Operation &op : updateBody->without_terminator())
+          nb.clone(op, mapping);
+        SmallVector<Value> yields{newState};
+        for (Value v :
+             cast<linalg::YieldOp>(updateBody->getTerminator()).getValues())
+          yields.push_back(mapping.lookupOrDefault(v));
+        linalg::YieldOp::create(nb, loc, yields);
+      });
+  state->getResult(0).replaceAllUsesWith(merged->getResult(0));
+  for (unsigned i = 0; i < update->getNumResults(); ++i)
+    update->getResult(i).replaceAllUsesWith(merged->getResult(i + 1));
+  update.erase();
+  state.erase();
+}
+
 struct KilnFuseElementwisePass
     : kiln::impl::KilnFuseElementwiseBase<KilnFuseElementwisePass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     linalg::populateElementwiseOpsFusionPatterns(patterns, shouldFuse);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
-      signalPassFailure();
+      return signalPassFailure();
+    // Then each parameter's update takes in the new optimizer states it
+    // reads, so that one loop per parameter writes all of them.
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      SmallVector<linalg::GenericOp> updates;
+      getOperation().walk([&](linalg::GenericOp op) { updates.push_back(op); });
+      for (linalg::GenericOp update : updates)
+        if (OpOperand *operand = mergeableState(update)) {
+          mergeState(update, operand);
+          changed = true;
+          break;
+        }
+    }
   }
 };
 

@@ -184,10 +184,17 @@ struct KilnUpdateInPlacePass
     if (writerAt < 0)
       return failure();
     auto writer = dyn_cast<linalg::GenericOp>(ops[writerAt]);
-    if (!writer || writer.getNumDpsInits() != 1 ||
-        writer.getNumParallelLoops() != writer.getNumLoops())
+    if (!writer || writer.getNumParallelLoops() != writer.getNumLoops())
       return failure();
-    OpOperand &init = writer.getDpsInitsMutable()[0];
+    // The output that holds the new value (an optimizer update may write the
+    // parameter and its states in one loop).
+    OpOperand *written = nullptr;
+    for (OpOperand &candidate : writer.getDpsInitsMutable())
+      if (candidate.get() == source)
+        written = &candidate;
+    if (!written)
+      return failure();
+    OpOperand &init = *written;
     AffineMap initMap = writer.getMatchingIndexingMap(&init);
     if (init.get() != source || !initMap.isPermutation() ||
         writer.payloadUsesValueFromOperand(&init))

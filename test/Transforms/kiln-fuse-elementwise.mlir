@@ -194,3 +194,59 @@ func.func @into_unmarked_contraction(%x: tensor<3x2xf32>, %w: tensor<3x4xf32>, %
   } -> tensor<2x4xf32>
   return %p : tensor<2x4xf32>
 }
+
+// An optimizer update (its ops carry the kiln.optimizer phase): the new
+// momentum %m2 is returned and read by the parameter's update. After
+// fusion, the update takes the momentum's loop in: one loop computes %m2
+// once, yields it first, and uses it for the new parameter.
+// CHECK-LABEL: func.func @optimizer_state_merged(
+// CHECK-SAME: %[[M:[^:]*]]: tensor<8xf32>, %[[G:[^:]*]]: tensor<8xf32>, %[[P:[^:]*]]: tensor<8xf32>
+// CHECK: %[[U:.*]]:2 = linalg.generic {{.*}} ins(%[[M]], %[[G]], %[[P]] : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) outs(%{{.*}}, %{{.*}} : tensor<8xf32>, tensor<8xf32>)
+// CHECK-NEXT: ^bb0(%[[A:.*]]: f32, %[[B:.*]]: f32, %[[C:.*]]: f32, %{{.*}}: f32, %{{.*}}: f32):
+// CHECK-NEXT: %[[S:.*]] = arith.addf %[[A]], %[[B]] : f32
+// CHECK-NEXT: %[[Q:.*]] = arith.subf %[[C]], %[[S]] : f32
+// CHECK-NEXT: linalg.yield %[[S]], %[[Q]] : f32, f32
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[U]]#0, %[[U]]#1
+func.func @optimizer_state_merged(%m: tensor<8xf32>, %g: tensor<8xf32>, %p: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %e = tensor.empty() : tensor<8xf32> loc(fused<"kiln.optimizer">[unknown])
+  %m2 = linalg.generic {indexing_maps = [#id1, #id1, #id1], iterator_types = ["parallel"]}
+      ins(%m, %g : tensor<8xf32>, tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32> loc(fused<"kiln.optimizer">[unknown])
+  %e2 = tensor.empty() : tensor<8xf32> loc(fused<"kiln.optimizer">[unknown])
+  %p2 = linalg.generic {indexing_maps = [#id1, #id1, #id1], iterator_types = ["parallel"]}
+      ins(%p, %m2 : tensor<8xf32>, tensor<8xf32>) outs(%e2 : tensor<8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    linalg.yield %d : f32
+  } -> tensor<8xf32> loc(fused<"kiln.optimizer">[unknown])
+  return %m2, %p2 : tensor<8xf32>, tensor<8xf32>
+}
+
+// The same loops outside the optimizer phase stay apart: the returned %m2
+// is read, not recomputed or merged.
+// CHECK-LABEL: func.func @forward_state_not_merged(
+// CHECK: linalg.generic
+// CHECK: arith.addf
+// CHECK: linalg.generic
+// CHECK: arith.subf
+func.func @forward_state_not_merged(%m: tensor<8xf32>, %g: tensor<8xf32>, %p: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %e = tensor.empty() : tensor<8xf32>
+  %m2 = linalg.generic {indexing_maps = [#id1, #id1, #id1], iterator_types = ["parallel"]}
+      ins(%m, %g : tensor<8xf32>, tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32>
+  %e2 = tensor.empty() : tensor<8xf32>
+  %p2 = linalg.generic {indexing_maps = [#id1, #id1, #id1], iterator_types = ["parallel"]}
+      ins(%p, %m2 : tensor<8xf32>, tensor<8xf32>) outs(%e2 : tensor<8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    linalg.yield %d : f32
+  } -> tensor<8xf32>
+  return %m2, %p2 : tensor<8xf32>, tensor<8xf32>
+}

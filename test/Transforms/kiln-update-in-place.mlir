@@ -139,3 +139,34 @@ func.func @each_needs_the_other(%g: memref<8xf32>,
   memref.copy %newp, %outp : memref<8xf32> to memref<8xf32>
   return
 }
+
+// -----
+
+#id = affine_map<(d0) -> (d0)>
+
+// One loop writes both the new momentum and the new parameter (as
+// kiln-fuse-elementwise merges an optimizer update): each output goes
+// straight to its own storage.
+// CHECK-LABEL: func.func @state_and_param(
+// CHECK-SAME: %[[G:[^:]*]]: memref<8xf32>, %[[M:[^:]*]]: memref<8xf32> {kiln.param = "m"}, %[[P:[^:]*]]: memref<8xf32> {kiln.param = "w"}, %[[MOUT:[^:]*]]: memref<8xf32> {kiln.update = "m"}, %[[POUT:[^:]*]]: memref<8xf32> {kiln.update = "w"})
+// CHECK-NOT: memref.alloc
+// CHECK: linalg.generic {{.*}} ins(%[[M]], %[[G]], %[[P]] : memref<8xf32>, memref<8xf32>, memref<8xf32>) outs(%[[MOUT]], %[[POUT]] : memref<8xf32>, memref<8xf32>)
+// CHECK-NOT: memref.copy
+// CHECK: return
+func.func @state_and_param(%g: memref<8xf32>, %m: memref<8xf32> {kiln.param = "m"},
+                           %p: memref<8xf32> {kiln.param = "w"},
+                           %mout: memref<8xf32> {kiln.update = "m"},
+                           %pout: memref<8xf32> {kiln.update = "w"}) {
+  %newm = memref.alloc() : memref<8xf32>
+  %newp = memref.alloc() : memref<8xf32>
+  linalg.generic {indexing_maps = [#id, #id, #id, #id, #id], iterator_types = ["parallel"]}
+      ins(%m, %g, %p : memref<8xf32>, memref<8xf32>, memref<8xf32>) outs(%newm, %newp : memref<8xf32>, memref<8xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32, %d: f32, %e: f32):
+    %s = arith.addf %a, %b : f32
+    %q = arith.subf %c, %s : f32
+    linalg.yield %s, %q : f32, f32
+  }
+  memref.copy %newm, %mout : memref<8xf32> to memref<8xf32>
+  memref.copy %newp, %pout : memref<8xf32> to memref<8xf32>
+  return
+}

@@ -204,7 +204,8 @@ def KilnUpdateInPlace : Pass<"kiln-update-in-place", "mlir::ModuleOp"> {
     before the kernel (the kernel moves down past the last one when nothing
     in between touches what it reads or writes), and the kernel reads the old
     value only at the element it writes (same permutation indexing map, all
-    loops parallel). Otherwise the copy stays.
+    loops parallel). A kernel with several outputs (a parameter and its
+    optimizer states) is handled output by output. Otherwise the copy stays.
   }];
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
@@ -273,6 +274,15 @@ def KilnFuseElementwise : Pass<"kiln-fuse-elementwise", "mlir::ModuleOp"> {
     not a permutation (one that broadcasts it, as a contraction does its
     operands: the producer's work would be redone for every element of the
     broadcast, a 0-d bias correction computed per parameter element).
+
+    Then, in the optimizer update (ops marked with the optimizer phase, see
+    `kiln-train-step`), a loop that computes a new state which only the
+    return and one update loop read (Adam's moments, read by the new
+    parameter), with the same iteration space and identity indexing on both
+    sides, is merged into that update loop: the merged loop computes the
+    state once, yields it as an extra result and uses it for the others. An
+    AdamW step then takes one loop per parameter instead of three, and
+    `kiln-update-in-place` writes each of its results into its own storage.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect"];
