@@ -18,6 +18,8 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include <map>
+
 namespace kiln {
 #define GEN_PASS_DEF_KILNFUSEELEMENTWISE
 #include "kiln/Transforms/Passes.h.inc"
@@ -158,6 +160,109 @@ void mergeState(linalg::GenericOp update, OpOperand *operand) {
   state.erase();
 }
 
+/// Whether `op` is a finished optimizer update: a loop of the optimizer
+/// with only parallel loops, identity-indexed outputs, and results only the
+/// return reads (the new parameters and states).
+bool isFinishedUpdate(linalg::GenericOp op) {
+  if (!isIdentityOptimizerLoop(op))
+    return false;
+  for (OpOperand &init : op.getDpsInitsMutable())
+    if (!op.getMatchingIndexingMap(&init).isIdentity())
+      return false;
+  return llvm::all_of(op->getUsers(),
+                      [](Operation *user) { return isa<func::ReturnOp>(user); });
+}
+
+/// Merges `first` into `second`, a later loop over the same iteration space
+/// that shares nothing with it: one loop computes both.
+linalg::GenericOp mergeSideBySide(linalg::GenericOp first,
+                                  linalg::GenericOp second) {
+  SmallVector<Value> inputs(first.getDpsInputs());
+  llvm::append_range(inputs, second.getDpsInputs());
+  SmallVector<Value> outputs(first.getDpsInits());
+  llvm::append_range(outputs, second.getDpsInits());
+  SmallVector<AffineMap> maps;
+  for (OpOperand *input : first.getDpsInputOperands())
+    maps.push_back(first.getMatchingIndexingMap(input));
+  for (OpOperand *input : second.getDpsInputOperands())
+    maps.push_back(second.getMatchingIndexingMap(input));
+  for (OpOperand &init : first.getDpsInitsMutable())
+    maps.push_back(first.getMatchingIndexingMap(&init));
+  for (OpOperand &init : second.getDpsInitsMutable())
+    maps.push_back(second.getMatchingIndexingMap(&init));
+  SmallVector<Type> types(first->getResultTypes());
+  llvm::append_range(types, second->getResultTypes());
+
+  OpBuilder b(second);
+  auto merged = linalg::GenericOp::create(
+      b, second.getLoc(), types, inputs, outputs, maps,
+      second.getIteratorTypesArray(),
+      [&](OpBuilder &nb, Location loc, ValueRange args) {
+        // Block arguments: first's inputs, second's inputs, first's
+        // outputs, second's outputs.
+        unsigned firstIn = first.getNumDpsInputs(),
+                 secondIn = second.getNumDpsInputs(),
+                 firstOut = first.getNumDpsInits();
+        IRMapping mapping;
+        Block *one = first.getBody(), *two = second.getBody();
+        for (unsigned i = 0; i < firstIn; ++i)
+          mapping.map(one->getArgument(i), args[i]);
+        for (unsigned i = 0; i < secondIn; ++i)
+          mapping.map(two->getArgument(i), args[firstIn + i]);
+        for (unsigned i = 0; i < firstOut; ++i)
+          mapping.map(one->getArgument(firstIn + i),
+                      args[firstIn + secondIn + i]);
+        for (unsigned i = 0; i < second.getNumDpsInits(); ++i)
+          mapping.map(two->getArgument(secondIn + i),
+                      args[firstIn + secondIn + firstOut + i]);
+        SmallVector<Value> yields;
+        for (Block *body : {one, two}) {
+          for (Operation &op : body->without_terminator())
+            nb.clone(op, mapping);
+          for (Value v : cast<linalg::YieldOp>(body->getTerminator()).getValues())
+            yields.push_back(mapping.lookupOrDefault(v));
+        }
+        linalg::YieldOp::create(nb, loc, yields);
+      });
+  unsigned firstResults = first->getNumResults();
+  for (unsigned i = 0; i < firstResults; ++i)
+    first->getResult(i).replaceAllUsesWith(merged->getResult(i));
+  for (unsigned i = 0; i < second->getNumResults(); ++i)
+    second->getResult(i).replaceAllUsesWith(merged->getResult(firstResults + i));
+  first.erase();
+  second.erase();
+  return merged;
+}
+
+/// How many parameters' updates one merged loop takes at most, to keep the
+/// kernels' argument lists reasonable.
+constexpr unsigned kUpdatesPerLoop = 8;
+
+/// Merges the finished updates of parameters of the same shape, up to
+/// kUpdatesPerLoop at a time, into one loop each: an optimizer step takes a
+/// few loops (one per shape) instead of one per parameter.
+void mergeUpdatesByShape(func::FuncOp function) {
+  // Loop ranges -> the merged loop being grown, and how many updates it has.
+  std::map<SmallVector<int64_t>, std::pair<linalg::GenericOp, unsigned>> open;
+  SmallVector<linalg::GenericOp> updates;
+  for (Operation &op : function.getBody().front())
+    if (auto generic = dyn_cast<linalg::GenericOp>(op))
+      if (isFinishedUpdate(generic))
+        updates.push_back(generic);
+  for (linalg::GenericOp update : updates) {
+    SmallVector<int64_t> ranges = update.getStaticLoopRanges();
+    if (llvm::any_of(ranges, ShapedType::isDynamic))
+      continue;
+    auto found = open.find(ranges);
+    if (found == open.end() || found->second.second == kUpdatesPerLoop) {
+      open[ranges] = {update, 1};
+      continue;
+    }
+    found->second = {mergeSideBySide(found->second.first, update),
+                     found->second.second + 1};
+  }
+}
+
 struct KilnFuseElementwisePass
     : kiln::impl::KilnFuseElementwiseBase<KilnFuseElementwisePass> {
   void runOnOperation() override {
@@ -179,6 +284,9 @@ struct KilnFuseElementwisePass
           break;
         }
     }
+    for (auto function : getOperation().getOps<func::FuncOp>())
+      if (!function.isExternal())
+        mergeUpdatesByShape(function);
   }
 };
 

@@ -250,3 +250,68 @@ func.func @forward_state_not_merged(%m: tensor<8xf32>, %g: tensor<8xf32>, %p: te
   } -> tensor<8xf32>
   return %m2, %p2 : tensor<8xf32>, tensor<8xf32>
 }
+
+// Finished updates of two parameters of the same shape (results only
+// returned) become one loop; the third, of another shape, stays its own.
+// CHECK-LABEL: func.func @updates_by_shape(
+// CHECK-SAME: %[[A:[^:]*]]: tensor<8xf32>, %[[GA:[^:]*]]: tensor<8xf32>, %[[B:[^:]*]]: tensor<8xf32>, %[[GB:[^:]*]]: tensor<8xf32>, %[[C:[^:]*]]: tensor<4xf32>, %[[GC:[^:]*]]: tensor<4xf32>
+// CHECK: %[[CC:.*]] = linalg.generic {{.*}} ins(%[[C]], %[[GC]] : tensor<4xf32>, tensor<4xf32>)
+// CHECK: %[[AB:.*]]:2 = linalg.generic {{.*}} ins(%[[A]], %[[GA]], %[[B]], %[[GB]] : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+// CHECK-NEXT: ^bb0(%[[X0:[^:]*]]: f32, %[[Y0:[^:]*]]: f32, %[[X1:[^:]*]]: f32, %[[Y1:[^:]*]]: f32, %{{.*}}: f32, %{{.*}}: f32):
+// CHECK-NEXT: %[[R0:.*]] = arith.subf %[[X0]], %[[Y0]] : f32
+// CHECK-NEXT: %[[R1:.*]] = arith.subf %[[X1]], %[[Y1]] : f32
+// CHECK-NEXT: linalg.yield %[[R0]], %[[R1]] : f32, f32
+// CHECK: return %[[AB]]#0, %[[AB]]#1, %[[CC]]
+func.func @updates_by_shape(%a: tensor<8xf32>, %ga: tensor<8xf32>, %b: tensor<8xf32>, %gb: tensor<8xf32>, %c: tensor<4xf32>, %gc: tensor<4xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<4xf32>) {
+  %e = tensor.empty() : tensor<8xf32> loc(fused<"kiln.optimizer">[unknown])
+  %a2 = linalg.generic {indexing_maps = [#id1, #id1, #id1], iterator_types = ["parallel"]}
+      ins(%a, %ga : tensor<8xf32>, tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %d = arith.subf %x, %y : f32
+    linalg.yield %d : f32
+  } -> tensor<8xf32> loc(fused<"kiln.optimizer">[unknown])
+  %e4 = tensor.empty() : tensor<4xf32> loc(fused<"kiln.optimizer">[unknown])
+  %c2 = linalg.generic {indexing_maps = [#id1, #id1, #id1], iterator_types = ["parallel"]}
+      ins(%c, %gc : tensor<4xf32>, tensor<4xf32>) outs(%e4 : tensor<4xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %d = arith.subf %x, %y : f32
+    linalg.yield %d : f32
+  } -> tensor<4xf32> loc(fused<"kiln.optimizer">[unknown])
+  %e2 = tensor.empty() : tensor<8xf32> loc(fused<"kiln.optimizer">[unknown])
+  %b2 = linalg.generic {indexing_maps = [#id1, #id1, #id1], iterator_types = ["parallel"]}
+      ins(%b, %gb : tensor<8xf32>, tensor<8xf32>) outs(%e2 : tensor<8xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %d = arith.subf %x, %y : f32
+    linalg.yield %d : f32
+  } -> tensor<8xf32> loc(fused<"kiln.optimizer">[unknown])
+  return %a2, %b2, %c2 : tensor<8xf32>, tensor<8xf32>, tensor<4xf32>
+}
+
+// An update whose result something else reads is not finished: it stays.
+// CHECK-LABEL: func.func @update_read_again(
+// CHECK: linalg.generic {{.*}} ins(%arg0, %arg1 :
+// CHECK: linalg.generic {{.*}} ins(%arg2, %arg3 :
+func.func @update_read_again(%a: tensor<8xf32>, %ga: tensor<8xf32>, %b: tensor<8xf32>, %gb: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) {
+  %e = tensor.empty() : tensor<8xf32> loc(fused<"kiln.optimizer">[unknown])
+  %a2 = linalg.generic {indexing_maps = [#id1, #id1, #id1], iterator_types = ["parallel"]}
+      ins(%a, %ga : tensor<8xf32>, tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %d = arith.subf %x, %y : f32
+    linalg.yield %d : f32
+  } -> tensor<8xf32> loc(fused<"kiln.optimizer">[unknown])
+  %r = tensor.empty() : tensor<8xf32>
+  %e2 = tensor.empty() : tensor<8xf32> loc(fused<"kiln.optimizer">[unknown])
+  %b2 = linalg.generic {indexing_maps = [#id1, #id1, #id1], iterator_types = ["parallel"]}
+      ins(%b, %gb : tensor<8xf32>, tensor<8xf32>) outs(%e2 : tensor<8xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %d = arith.subf %x, %y : f32
+    linalg.yield %d : f32
+  } -> tensor<8xf32> loc(fused<"kiln.optimizer">[unknown])
+  %s = linalg.generic {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]}
+      ins(%a2 : tensor<8xf32>) outs(%r : tensor<8xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %d = arith.mulf %x, %x : f32
+    linalg.yield %d : f32
+  } -> tensor<8xf32>
+  return %a2, %b2, %s : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
+}

@@ -283,6 +283,9 @@ def KilnFuseElementwise : Pass<"kiln-fuse-elementwise", "mlir::ModuleOp"> {
     state once, yields it as an extra result and uses it for the others. An
     AdamW step then takes one loop per parameter instead of three, and
     `kiln-update-in-place` writes each of its results into its own storage.
+    Last, the finished updates (results only returned) of parameters with
+    the same iteration space are merged side by side, up to 8 parameters a
+    loop: the update of all parameters takes one loop per distinct shape.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect"];
