@@ -64,9 +64,9 @@ bool shouldFuse(OpOperand *operand) {
   return !fused || fused.getMatchingIndexingMap(operand).isPermutation();
 }
 
-/// An elementwise loop of the optimizer update: only parallel loops, every
-/// operand and result indexed by the identity.
-bool isIdentityOptimizerLoop(linalg::GenericOp op) {
+/// A loop of the optimizer update (marked with its phase) on tensors, with
+/// only parallel loops.
+bool isOptimizerLoop(linalg::GenericOp op) {
   return op && op.hasPureTensorSemantics() &&
          op.getNumLoops() == op.getNumParallelLoops() &&
          kiln::phaseOf(op->getLoc()) == kiln::StepPhase::Optimizer;
@@ -76,11 +76,11 @@ bool isIdentityOptimizerLoop(linalg::GenericOp op) {
 /// reads element for element, when that state is read by nothing else but
 /// the return: Adam's moments, read by the parameter's update.
 OpOperand *mergeableState(linalg::GenericOp update) {
-  if (!isIdentityOptimizerLoop(update))
+  if (!isOptimizerLoop(update))
     return nullptr;
   for (OpOperand *operand : update.getDpsInputOperands()) {
     auto state = operand->get().getDefiningOp<linalg::GenericOp>();
-    if (!isIdentityOptimizerLoop(state) || state.getNumResults() != 1 ||
+    if (!isOptimizerLoop(state) || state.getNumResults() != 1 ||
         state.getNumLoops() != update.getNumLoops() ||
         !update.getMatchingIndexingMap(operand).isIdentity() ||
         !state.getIndexingMapMatchingResult(state->getResult(0)).isIdentity())
@@ -94,77 +94,11 @@ OpOperand *mergeableState(linalg::GenericOp update) {
   return nullptr;
 }
 
-/// Merges the loop that computes `operand` (a new state) into `update`, its
-/// reader: one loop computes the state once, writes it as the first result
-/// and uses it for the others.
-void mergeState(linalg::GenericOp update, OpOperand *operand) {
-  auto state = operand->get().getDefiningOp<linalg::GenericOp>();
-  SmallVector<Value> inputs(state.getDpsInputs());
-  SmallVector<AffineMap> maps;
-  for (OpOperand *input : state.getDpsInputOperands())
-    maps.push_back(state.getMatchingIndexingMap(input));
-  for (OpOperand *input : update.getDpsInputOperands())
-    if (input != operand) {
-      inputs.push_back(input->get());
-      maps.push_back(update.getMatchingIndexingMap(input));
-    }
-  SmallVector<Value> outputs{state.getDpsInits()[0]};
-  maps.push_back(state.getMatchingIndexingMap(&state.getDpsInitsMutable()[0]));
-  for (OpOperand &init : update.getDpsInitsMutable()) {
-    outputs.push_back(init.get());
-    maps.push_back(update.getMatchingIndexingMap(&init));
-  }
-  SmallVector<Type> types{state->getResult(0).getType()};
-  llvm::append_range(types, update->getResultTypes());
-
-  OpBuilder b(update);
-  auto merged = linalg::GenericOp::create(
-      b, update.getLoc(), types, inputs, outputs, maps,
-      update.getIteratorTypesArray(),
-      [&](OpBuilder &nb, Location loc, ValueRange args) {
-        // Block arguments: the state's inputs, the update's other inputs,
-        // the state's output, the update's outputs.
-        unsigned stateInputs = state.getNumDpsInputs();
-        unsigned updateInputs = update.getNumDpsInputs() - 1;
-        IRMapping mapping;
-        Block *stateBody = state.getBody();
-        for (unsigned i = 0; i < stateInputs; ++i)
-          mapping.map(stateBody->getArgument(i), args[i]);
-        mapping.map(stateBody->getArgument(stateInputs),
-                    args[stateInputs + updateInputs]);
-        for (Operation &op : stateBody->without_terminator())
-          nb.clone(op, mapping);
-        Value newState = mapping.lookupOrDefault(
-            cast<linalg::YieldOp>(stateBody->getTerminator()).getValues()[0]);
-        Block *updateBody = update.getBody();
-        unsigned next = stateInputs;
-        for (OpOperand *input : update.getDpsInputOperands()) {
-          BlockArgument arg = updateBody->getArgument(input->getOperandNumber());
-          mapping.map(arg, input == operand ? newState : args[next++]);
-        }
-        for (unsigned i = 0; i < update.getNumDpsInits(); ++i)
-          mapping.map(updateBody->getArgument(update.getNumDpsInputs() + i),
-                      args[stateInputs + updateInputs + 1 + i]);
-        for (Operation &op : updateBody->without_terminator())
-          nb.clone(op, mapping);
-        SmallVector<Value> yields{newState};
-        for (Value v :
-             cast<linalg::YieldOp>(updateBody->getTerminator()).getValues())
-          yields.push_back(mapping.lookupOrDefault(v));
-        linalg::YieldOp::create(nb, loc, yields);
-      });
-  state->getResult(0).replaceAllUsesWith(merged->getResult(0));
-  for (unsigned i = 0; i < update->getNumResults(); ++i)
-    update->getResult(i).replaceAllUsesWith(merged->getResult(i + 1));
-  update.erase();
-  state.erase();
-}
-
 /// Whether `op` is a finished optimizer update: a loop of the optimizer
 /// with only parallel loops, identity-indexed outputs, and results only the
 /// return reads (the new parameters and states).
 bool isFinishedUpdate(linalg::GenericOp op) {
-  if (!isIdentityOptimizerLoop(op))
+  if (!isOptimizerLoop(op))
     return false;
   for (OpOperand &init : op.getDpsInitsMutable())
     if (!op.getMatchingIndexingMap(&init).isIdentity())
@@ -173,23 +107,29 @@ bool isFinishedUpdate(linalg::GenericOp op) {
                       [](Operation *user) { return isa<func::ReturnOp>(user); });
 }
 
-/// Merges `first` into `second`, a later loop over the same iteration space
-/// that shares nothing with it: one loop computes both.
-linalg::GenericOp mergeSideBySide(linalg::GenericOp first,
-                                  linalg::GenericOp second) {
-  SmallVector<Value> inputs(first.getDpsInputs());
-  llvm::append_range(inputs, second.getDpsInputs());
-  SmallVector<Value> outputs(first.getDpsInits());
-  llvm::append_range(outputs, second.getDpsInits());
+/// Merges `first` into `second`, a later loop over the same iteration
+/// space: one loop computes both and yields first's results, then second's.
+/// With `feed`, an input of `second` that reads first's (only) result, that
+/// input takes the value the loop just computed instead of reading it back.
+linalg::GenericOp mergeLoops(linalg::GenericOp first,
+                             linalg::GenericOp second,
+                             OpOperand *feed = nullptr) {
+  SmallVector<Value> inputs, outputs;
   SmallVector<AffineMap> maps;
-  for (OpOperand *input : first.getDpsInputOperands())
+  for (OpOperand *input : first.getDpsInputOperands()) {
+    inputs.push_back(input->get());
     maps.push_back(first.getMatchingIndexingMap(input));
+  }
   for (OpOperand *input : second.getDpsInputOperands())
-    maps.push_back(second.getMatchingIndexingMap(input));
-  for (OpOperand &init : first.getDpsInitsMutable())
-    maps.push_back(first.getMatchingIndexingMap(&init));
-  for (OpOperand &init : second.getDpsInitsMutable())
-    maps.push_back(second.getMatchingIndexingMap(&init));
+    if (input != feed) {
+      inputs.push_back(input->get());
+      maps.push_back(second.getMatchingIndexingMap(input));
+    }
+  for (linalg::GenericOp loop : {first, second})
+    for (OpOperand &init : loop.getDpsInitsMutable()) {
+      outputs.push_back(init.get());
+      maps.push_back(loop.getMatchingIndexingMap(&init));
+    }
   SmallVector<Type> types(first->getResultTypes());
   llvm::append_range(types, second->getResultTypes());
 
@@ -198,25 +138,18 @@ linalg::GenericOp mergeSideBySide(linalg::GenericOp first,
       b, second.getLoc(), types, inputs, outputs, maps,
       second.getIteratorTypesArray(),
       [&](OpBuilder &nb, Location loc, ValueRange args) {
-        // Block arguments: first's inputs, second's inputs, first's
-        // outputs, second's outputs.
-        unsigned firstIn = first.getNumDpsInputs(),
-                 secondIn = second.getNumDpsInputs(),
-                 firstOut = first.getNumDpsInits();
+        // Block arguments in the order of `inputs`, then of `outputs`.
+        unsigned nextInput = 0, nextOutput = inputs.size();
         IRMapping mapping;
-        Block *one = first.getBody(), *two = second.getBody();
-        for (unsigned i = 0; i < firstIn; ++i)
-          mapping.map(one->getArgument(i), args[i]);
-        for (unsigned i = 0; i < secondIn; ++i)
-          mapping.map(two->getArgument(i), args[firstIn + i]);
-        for (unsigned i = 0; i < firstOut; ++i)
-          mapping.map(one->getArgument(firstIn + i),
-                      args[firstIn + secondIn + i]);
-        for (unsigned i = 0; i < second.getNumDpsInits(); ++i)
-          mapping.map(two->getArgument(secondIn + i),
-                      args[firstIn + secondIn + firstOut + i]);
         SmallVector<Value> yields;
-        for (Block *body : {one, two}) {
+        for (linalg::GenericOp loop : {first, second}) {
+          Block *body = loop.getBody();
+          for (OpOperand *input : loop.getDpsInputOperands())
+            mapping.map(body->getArgument(input->getOperandNumber()),
+                        input == feed ? yields.front() : args[nextInput++]);
+          for (OpOperand &init : loop.getDpsInitsMutable())
+            mapping.map(body->getArgument(init.getOperandNumber()),
+                        args[nextOutput++]);
           for (Operation &op : body->without_terminator())
             nb.clone(op, mapping);
           for (Value v : cast<linalg::YieldOp>(body->getTerminator()).getValues())
@@ -229,8 +162,8 @@ linalg::GenericOp mergeSideBySide(linalg::GenericOp first,
     first->getResult(i).replaceAllUsesWith(merged->getResult(i));
   for (unsigned i = 0; i < second->getNumResults(); ++i)
     second->getResult(i).replaceAllUsesWith(merged->getResult(firstResults + i));
-  first.erase();
   second.erase();
+  first.erase();
   return merged;
 }
 
@@ -258,8 +191,8 @@ void mergeUpdatesByShape(func::FuncOp function) {
       open[ranges] = {update, 1};
       continue;
     }
-    found->second = {mergeSideBySide(found->second.first, update),
-                     found->second.second + 1};
+    found->second = {mergeLoops(found->second.first, update),
+                      found->second.second + 1};
   }
 }
 
@@ -279,7 +212,8 @@ struct KilnFuseElementwisePass
       getOperation().walk([&](linalg::GenericOp op) { updates.push_back(op); });
       for (linalg::GenericOp update : updates)
         if (OpOperand *operand = mergeableState(update)) {
-          mergeState(update, operand);
+          mergeLoops(operand->get().getDefiningOp<linalg::GenericOp>(),
+                     update, operand);
           changed = true;
           break;
         }
