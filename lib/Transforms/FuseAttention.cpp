@@ -3,6 +3,8 @@
 #include "kiln/KilnOps.h"
 #include "kiln/Transforms/Passes.h"
 
+#include "Splat.h"
+
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -18,19 +20,8 @@ using namespace kiln;
 
 namespace {
 
-/// The value of a float splat constant, if `v` is one.
-std::optional<double> splatValue(Value v) {
-  auto constant = v.getDefiningOp<ConstantOp>();
-  if (!constant)
-    return std::nullopt;
-  auto dense = dyn_cast<DenseFPElementsAttr>(constant.getValue());
-  if (!dense || !dense.isSplat())
-    return std::nullopt;
-  return dense.getSplatValue<APFloat>().convertToDouble();
-}
-
 bool isMinusInfinity(Value v) {
-  std::optional<double> value = splatValue(v);
+  std::optional<double> value = floatSplatValue(v);
   return value && std::isinf(*value) && *value < 0;
 }
 
@@ -67,7 +58,7 @@ bool matchScaledScores(Value v, Chain &chain) {
   if (auto mul = singleUse<MulOp>(v)) {
     for (auto [factor, other] : {std::pair(mul.getLhs(), mul.getRhs()),
                                  std::pair(mul.getRhs(), mul.getLhs())}) {
-      std::optional<double> c = splatValue(factor);
+      std::optional<double> c = floatSplatValue(factor);
       if (c && (chain.scores = singleUse<MatmulOp>(other))) {
         chain.scale = *c;
         return true;
@@ -76,7 +67,7 @@ bool matchScaledScores(Value v, Chain &chain) {
     return false;
   }
   if (auto div = singleUse<DivOp>(v)) {
-    std::optional<double> c = splatValue(div.getRhs());
+    std::optional<double> c = floatSplatValue(div.getRhs());
     if (c && *c != 0 && (chain.scores = singleUse<MatmulOp>(div.getLhs()))) {
       chain.scale = 1.0 / *c;
       return true;

@@ -12,7 +12,7 @@
 #include "kiln/KilnOps.h"
 #include "kiln/Transforms/Passes.h"
 
-#include "mlir/IR/Matchers.h"
+#include "Splat.h"
 
 #include <cmath>
 
@@ -26,15 +26,11 @@ using namespace kiln;
 
 namespace {
 
-/// The value of a splat float constant (possibly broadcast), if `v` is one.
+/// The value of a splat float constant, possibly broadcast, if `v` is one.
 std::optional<double> splatValue(Value v) {
   if (auto broadcast = v.getDefiningOp<BroadcastOp>())
     v = broadcast.getInput();
-  DenseElementsAttr attr;
-  if (!matchPattern(v, m_Constant(&attr)) || !attr.isSplat() ||
-      !isa<FloatType>(attr.getElementType()))
-    return std::nullopt;
-  return attr.getSplatValue<APFloat>().convertToDouble();
+  return floatSplatValue(v);
 }
 
 bool near(double value, double expected) {
