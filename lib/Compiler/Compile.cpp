@@ -239,18 +239,27 @@ int64_t kiln::tensorBytes(RankedTensorType type) {
   return type.getNumElements() * ((bits + 7) / 8);
 }
 
+int64_t kiln::inputBytes(const CompiledEntry &entry) {
+  int64_t bytes = 0;
+  for (const TensorInfo &input : entry.inputs)
+    bytes += tensorBytes(input.type);
+  return bytes;
+}
+
+int64_t kiln::outputBytes(const CompiledEntry &entry) {
+  int64_t bytes = 0;
+  for (const TensorInfo &output : entry.outputs)
+    if (output.updates.empty())
+      bytes += tensorBytes(output.type);
+  return bytes;
+}
+
 int64_t kiln::sessionBytes(const CompiledModel &model) {
   int64_t params = 0, arena = 0, io = 0;
   for (const CompiledParam &param : model.params)
     params += tensorBytes(param.type);
   for (const CompiledEntry &entry : model.entries) {
-    int64_t bytes = 0;
-    for (const TensorInfo &input : entry.inputs)
-      bytes += tensorBytes(input.type);
-    for (const TensorInfo &output : entry.outputs)
-      if (output.updates.empty())
-        bytes += tensorBytes(output.type);
-    io = std::max(io, bytes);
+    io = std::max(io, inputBytes(entry) + outputBytes(entry));
     arena = std::max(arena, entry.arenaBytes);
   }
   return params + arena + io;

@@ -208,14 +208,12 @@ struct KilnPlanMemoryPass
     SmallVector<int64_t> firstFit;
     for (Buffer &buffer : buffers)
       firstFit.push_back(buffer.offset);
-    if (place(buffers, /*bestFit=*/true) <= arenaBytes) {
-      arenaBytes = 0;
-      for (Buffer &buffer : buffers)
-        arenaBytes = std::max(arenaBytes, buffer.offset + alignTo(buffer.bytes));
-    } else {
+    int64_t bestFitBytes = place(buffers, /*bestFit=*/true);
+    if (bestFitBytes <= arenaBytes)
+      arenaBytes = bestFitBytes;
+    else
       for (auto [buffer, offset] : llvm::zip(buffers, firstFit))
         buffer.offset = offset;
-    }
     Peak peak = findPeak(buffers, block);
     OpBuilder b(function.getContext());
     auto arenaType = MemRefType::get({arenaBytes}, b.getI8Type());

@@ -6,17 +6,6 @@
 
 using namespace llvm;
 
-namespace {
-
-template <typename Range> int64_t totalBytes(const Range &tensors) {
-  int64_t total = 0;
-  for (const auto &t : tensors)
-    total += kiln::tensorBytes(t.type);
-  return total;
-}
-
-} // namespace
-
 void kilnc::printFusionReport(const kiln::CompiledModel &model,
                               raw_ostream &os) {
   os << "fusion report: kernels per entry point\n";
@@ -49,14 +38,9 @@ void kilnc::printMemoryReport(const kiln::CompiledModel &model,
   os << format("  %-18s %14s %14s %14s\n", "entry point", "inputs", "outputs",
                "arena");
   for (const kiln::CompiledEntry &entry : model.entries) {
-    // Outputs that update a parameter in place take no memory of their own.
-    int64_t outputs = 0;
-    for (const kiln::TensorInfo &output : entry.outputs)
-      if (output.updates.empty())
-        outputs += kiln::tensorBytes(output.type);
     os << format("  %-18s %14lld %14lld %14lld\n", entry.name.c_str(),
-                 static_cast<long long>(totalBytes(entry.inputs)),
-                 static_cast<long long>(outputs),
+                 static_cast<long long>(kiln::inputBytes(entry)),
+                 static_cast<long long>(kiln::outputBytes(entry)),
                  static_cast<long long>(entry.arenaBytes));
     arena = std::max(arena, entry.arenaBytes);
   }

@@ -89,6 +89,11 @@ struct CompileOptions {
 /// The bytes of a tensor of `type` (a bool takes a byte).
 int64_t tensorBytes(mlir::RankedTensorType type);
 
+/// The bytes of an entry point's inputs, and of its outputs that do not
+/// update a parameter in place (those take no memory of their own).
+int64_t inputBytes(const CompiledEntry &entry);
+int64_t outputBytes(const CompiledEntry &entry);
+
 /// The bytes a session of `model` holds while it runs a step: parameters
 /// and optimizer state, the arena (the largest entry point's), and the
 /// inputs and outputs of the entry point that has the most (outputs that
