@@ -5,6 +5,8 @@ import ctypes
 import os
 import re
 import subprocess
+import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The benchmark sizes of the GPT-2- and BERT-style models (issue 3, item 9).
@@ -20,6 +22,19 @@ def resident_kib():
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     return 0
+
+
+def measure_models(args, measure):
+    """measure(name, workdir) for each of args.models, in a scratch
+    directory (args.keep instead, which is kept); returns their rows."""
+    with tempfile.TemporaryDirectory(prefix="kiln-bench-") as scratch:
+        workdir = args.keep or scratch
+        os.makedirs(workdir, exist_ok=True)
+        rows = []
+        for name in args.models:
+            print("measuring %s ..." % name, file=sys.stderr, flush=True)
+            rows.append(measure(name, workdir))
+        return rows
 
 
 def add_common_arguments(parser):

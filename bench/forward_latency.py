@@ -27,11 +27,10 @@ import re
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
-from common import (ROOT, SIZES, add_common_arguments, ms, print_columns,
-                    print_setup, thread_environment)
+from common import (ROOT, SIZES, add_common_arguments, measure_models, ms,
+                    print_columns, print_setup, thread_environment)
 
 MODELS = ("mlp", "cnn", "gpt2", "bert")
 
@@ -277,13 +276,8 @@ def main(argv):
         "onnxruntime %s, intra-op threads %d" % (ort.__version__, args.threads)
         if ort else "not installed (import onnxruntime fails): not measured"))
     print()
-    with tempfile.TemporaryDirectory(prefix="kiln-bench-") as scratch:
-        workdir = args.keep or scratch
-        os.makedirs(workdir, exist_ok=True)
-        rows = []
-        for name in args.models:
-            print("measuring %s ..." % name, file=sys.stderr, flush=True)
-            rows.append(measure(args, name, workdir, ort))
+    rows = measure_models(
+        args, lambda name, workdir: measure(args, name, workdir, ort))
     print_table(rows, ort)
     return 0
 

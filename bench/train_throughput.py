@@ -96,7 +96,8 @@ import tempfile
 import time
 
 from common import (ROOT, SIZES, add_common_arguments, ms, print_columns,
-                    print_setup, resident_kib, thread_environment)
+                    measure_models, print_setup, resident_kib,
+                    thread_environment)
 
 MODELS = ("gpt2", "bert")
 WORKER_FLAG = "--torch-memory-worker"
@@ -862,13 +863,8 @@ def main(argv):
     print_setup(args, torch)
     print_jax_setup(args)
     print()
-    with tempfile.TemporaryDirectory(prefix="kiln-bench-") as scratch:
-        workdir = args.keep or scratch
-        os.makedirs(workdir, exist_ok=True)
-        rows = []
-        for name in args.models:
-            print("measuring %s ..." % name, file=sys.stderr, flush=True)
-            rows.append(measure(args, name, workdir))
+    rows = measure_models(
+        args, lambda name, workdir: measure(args, name, workdir))
     failed = print_table(rows, args)
     print("load average at the end: %.2f" % os.getloadavg()[0])
     return 1 if failed else 0
