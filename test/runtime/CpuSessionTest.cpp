@@ -299,6 +299,20 @@ TEST_F(CpuSession, NullArgumentsAreInvalid) {
   kiln_bundle_release(nullptr);
 }
 
+TEST_F(CpuSession, ReportsTheArenaItAllocated) {
+  // The multi bundle's largest arena is affine's 128 bytes.
+  uint64_t bytes = 0;
+  ASSERT_EQ(kiln_session_get_arena_bytes(session, &bytes), KILN_OK)
+      << kiln_status_message();
+  EXPECT_EQ(bytes, 128u);
+  expectStatus(kiln_session_get_arena_bytes(session, nullptr),
+               KILN_STATUS_INVALID_ARGUMENT,
+               "kiln_session_get_arena_bytes: out_bytes is NULL");
+  expectStatus(kiln_session_get_arena_bytes(nullptr, &bytes),
+               KILN_STATUS_INVALID_ARGUMENT,
+               "kiln_session_get_arena_bytes: session is NULL");
+}
+
 TEST_F(CpuSession, RunsAddOne) {
   float x[4] = {1, 2, 3, 4.5f}, y[4] = {};
   kiln_tensor_t input = f32Tensor("x", x, kShape4, 1);
