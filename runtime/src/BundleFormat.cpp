@@ -17,12 +17,18 @@ const char *sectionKindName(uint32_t kind) {
     return "weights";
   case SectionKind::CpuCode:
     return "cpu code";
+  case SectionKind::CudaCubin:
+    return "cuda cubin";
+  case SectionKind::CudaPtx:
+    return "cuda ptx";
   }
   return nullptr;
 }
 
 bool isCodeSection(uint32_t kind) {
-  return kind == static_cast<uint32_t>(SectionKind::CpuCode);
+  return kind == static_cast<uint32_t>(SectionKind::CpuCode) ||
+         kind == static_cast<uint32_t>(SectionKind::CudaCubin) ||
+         kind == static_cast<uint32_t>(SectionKind::CudaPtx);
 }
 
 uint32_t crc32(ByteSpan bytes) {

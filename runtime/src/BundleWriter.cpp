@@ -95,6 +95,29 @@ uint32_t BundleWriter::addTarget(const bp::Target &target, std::string code,
   return static_cast<uint32_t>(manifestProto.targets_size() - 1);
 }
 
+uint32_t BundleWriter::addTarget(const bp::Target &target,
+                                 std::vector<Image> images) {
+  bp::Target *added = manifestProto.add_targets();
+  *added = target;
+  added->clear_images();
+  uint32_t first = kFirstCodeSectionIndex +
+                   static_cast<uint32_t>(codeSections.size());
+  added->set_code_section(first);
+  for (Image &image : images) {
+    bp::CodeImage *entry = added->add_images();
+    entry->set_format(image.format);
+    entry->set_arch(image.arch);
+    entry->set_section(kFirstCodeSectionIndex +
+                       static_cast<uint32_t>(codeSections.size()));
+    bool cubin = image.format == bp::CodeImage::CUBIN;
+    codeSections.push_back(
+        {cubin ? SectionKind::CudaCubin : SectionKind::CudaPtx,
+         codeSectionName(target.name() + "." + image.arch),
+         std::move(image.bytes)});
+  }
+  return static_cast<uint32_t>(manifestProto.targets_size() - 1);
+}
+
 Status BundleWriter::prepare(std::string &manifestBytes,
                              std::vector<SectionContent> &sections,
                              std::vector<SectionEntry> &entries,

@@ -14,6 +14,9 @@ namespace {
 
 /// Sizes above this are refused, so sums of sizes and offsets cannot wrap.
 constexpr uint64_t kMaxByteSize = uint64_t(1) << 62;
+/// The largest gemm size, leading dimension or batch stride (in elements):
+/// below 2^31, so a product of two fits in 62 bits.
+constexpr int64_t kMaxGemmDim = (int64_t(1) << 31) - 1;
 
 /// Whether [offset, offset + size) lies inside [0, extent).
 bool rangeInside(uint64_t offset, uint64_t size, uint64_t extent) {
@@ -207,6 +210,15 @@ private:
       return formatError("code_section ", index,
                          " is not a code section of the ", sections.size(),
                          "-section table");
+    bool cpu = isCpuTarget(target);
+    if (cpu && target.images_size() > 0)
+      return formatError("holds CPU code and also lists CUDA images");
+    if (!cpu && target.images_size() == 0)
+      return formatError("lists no code images");
+    std::set<std::string> images;
+    for (int i = 0; i < target.images_size(); ++i)
+      KILN_RETURN_IF_ERROR(validateImage(target.images(i), images)
+                               .withContext(strCat("image ", i)));
     if (target.kernels_size() == 0)
       return formatError("lists no kernels");
     std::set<std::string> kernels;
@@ -216,23 +228,92 @@ private:
     return Status();
   }
 
-  Status validateEntryPoint(const bp::EntryPoint &entry) {
-    uint32_t alignment = entry.arena_alignment();
+  /// A CUDA image: a known format, an architecture named once per format,
+  /// and a section of the matching kind.
+  Status validateImage(const bp::CodeImage &image,
+                       std::set<std::string> &seen) {
+    SectionKind kind;
+    if (image.format() == bp::CodeImage::CUBIN)
+      kind = SectionKind::CudaCubin;
+    else if (image.format() == bp::CodeImage::PTX)
+      kind = SectionKind::CudaPtx;
+    else
+      return formatError("has unknown format ",
+                         static_cast<int>(image.format()));
+    KILN_RETURN_IF_ERROR(validateName(
+        strCat(sectionKindName(static_cast<uint32_t>(kind)), " ",
+               image.arch()),
+        "its architecture", seen));
+    if (image.arch().empty() || hasNul(image.arch()))
+      return formatError("has an empty or malformed architecture");
+    uint32_t index = image.section();
+    if (index >= sections.size() ||
+        sections[index].kind != static_cast<uint32_t>(kind))
+      return formatError("section ", index, " is not a ",
+                         sectionKindName(static_cast<uint32_t>(kind)),
+                         " section of the ", sections.size(),
+                         "-section table");
+    return Status();
+  }
+
+  bool isCpuTarget(const bp::Target &target) const {
+    uint32_t index = target.code_section();
+    return index < sections.size() &&
+           sections[index].kind == static_cast<uint32_t>(SectionKind::CpuCode);
+  }
+
+  const bp::Target *findTarget(const std::string &name) const {
+    for (const bp::Target &target : manifest.targets())
+      if (target.name() == name)
+        return &target;
+    return nullptr;
+  }
+
+  static Status validateArena(uint32_t alignment, uint64_t bytes) {
     if (alignment != 0 &&
         ((alignment & (alignment - 1)) != 0 || alignment > kMaxArenaAlignment))
       return formatError("arena_alignment ", alignment,
                          " is not a power of two up to ", kMaxArenaAlignment);
-    if (entry.arena_bytes() > kMaxByteSize)
-      return formatError("arena of ", entry.arena_bytes(),
+    if (bytes > kMaxByteSize)
+      return formatError("arena of ", bytes,
                          " bytes is larger than 2^62 bytes");
-    std::vector<uint64_t> inputBytes, outputBytes;
-    KILN_RETURN_IF_ERROR(validateTensors(entry.inputs(), "input", inputBytes));
+    return Status();
+  }
+
+  Status validateEntryPoint(const bp::EntryPoint &entry) {
     KILN_RETURN_IF_ERROR(
-        validateTensors(entry.outputs(), "output", outputBytes));
+        validateArena(entry.arena_alignment(), entry.arena_bytes()));
+    Buffers buffers;
+    KILN_RETURN_IF_ERROR(
+        validateTensors(entry.inputs(), "input", buffers.inputBytes));
+    KILN_RETURN_IF_ERROR(
+        validateTensors(entry.outputs(), "output", buffers.outputBytes));
+    buffers.arenaBytes = entry.arena_bytes();
     for (int c = 0; c < entry.commands_size(); ++c)
+      KILN_RETURN_IF_ERROR(validateCpuCommand(entry.commands(c), buffers)
+                               .withContext(strCat("command ", c)));
+    std::set<std::string> programs;
+    for (int p = 0; p < entry.programs_size(); ++p) {
+      const bp::Program &program = entry.programs(p);
+      std::string what = strCat("program ", p, " (target '", program.target(),
+                                "')");
+      const bp::Target *target = findTarget(program.target());
+      if (!target || isCpuTarget(*target))
+        return formatError(what, " does not name a CUDA target");
+      if (!programs.insert(program.target()).second)
+        return formatError(what, ": the target has two programs");
       KILN_RETURN_IF_ERROR(
-          validateCommand(entry.commands(c), entry, inputBytes, outputBytes)
-              .withContext(strCat("command ", c)));
+          validateArena(program.arena_alignment(), program.arena_bytes())
+              .withContext(what));
+      buffers.arenaBytes = program.arena_bytes();
+      for (int c = 0; c < program.commands_size(); ++c)
+        KILN_RETURN_IF_ERROR(
+            validateCudaCommand(program.commands(c), *target, buffers)
+                .withContext(strCat(what, " command ", c)));
+    }
+    for (const bp::Target &target : manifest.targets())
+      if (!isCpuTarget(target) && !programs.count(target.name()))
+        return formatError("has no program for target '", target.name(), "'");
     return Status();
   }
 
@@ -249,36 +330,137 @@ private:
     return Status();
   }
 
-  Status validateCommand(const bp::Command &command,
-                         const bp::EntryPoint &entry,
-                         const std::vector<uint64_t> &inputBytes,
-                         const std::vector<uint64_t> &outputBytes) {
+  /// The sizes of what a command's buffers may refer to.
+  struct Buffers {
+    std::vector<uint64_t> inputBytes, outputBytes;
+    uint64_t arenaBytes = 0;
+  };
+
+  Status validateCpuCommand(const bp::Command &command,
+                            const Buffers &buffers) {
     if (command.command_case() != bp::Command::kKernel)
-      return formatError("is empty or of a kind this runtime does not know");
+      return formatError("is not a kernel call (the CPU program runs only "
+                         "kernel calls)");
     const bp::KernelCall &call = command.kernel();
     if (call.symbol().empty() || hasNul(call.symbol()))
       return formatError("has an empty or malformed kernel symbol");
+    bool cpuTargets = false;
     for (const bp::Target &target : manifest.targets()) {
+      if (!isCpuTarget(target))
+        continue;
+      cpuTargets = true;
       const auto &kernels = target.kernels();
       if (std::find(kernels.begin(), kernels.end(), call.symbol()) ==
           kernels.end())
         return formatError("calls kernel '", call.symbol(), "', which target '",
                            target.name(), "' does not list");
     }
+    if (!cpuTargets)
+      return formatError("is a CPU kernel call, but the bundle has no CPU "
+                         "target");
     for (int b = 0; b < call.buffers_size(); ++b)
       KILN_RETURN_IF_ERROR(
-          validateBuffer(call.buffers(b), entry, inputBytes, outputBytes)
+          validateBuffer(call.buffers(b), buffers)
               .withContext(
                   strCat("(kernel '", call.symbol(), "') buffer ", b)));
     return Status();
   }
 
+  Status validateCudaCommand(const bp::Command &command,
+                             const bp::Target &target,
+                             const Buffers &buffers) {
+    if (command.command_case() == bp::Command::kLaunch)
+      return validateLaunch(command.launch(), target, buffers);
+    if (command.command_case() == bp::Command::kGemm)
+      return validateGemm(command.gemm(), buffers);
+    return formatError("is not a kernel launch or a gemm");
+  }
+
+  Status validateLaunch(const bp::KernelLaunch &launch,
+                        const bp::Target &target, const Buffers &buffers) {
+    if (launch.kernel() >= static_cast<uint32_t>(target.kernels_size()))
+      return formatError("launches kernel ", launch.kernel(), " of ",
+                         target.kernels_size());
+    const std::string &name = target.kernels(static_cast<int>(launch.kernel()));
+    if (launch.grid_size() != 3 || launch.block_size() != 3)
+      return formatError("(kernel '", name,
+                         "') needs three grid and three block dimensions");
+    uint64_t threads = 1;
+    for (int d = 0; d < 3; ++d) {
+      if (launch.grid(d) == 0 || launch.block(d) == 0)
+        return formatError("(kernel '", name, "') has an empty grid or block");
+      threads *= launch.block(d);
+    }
+    if (threads > 1024)
+      return formatError("(kernel '", name, "') has blocks of ", threads,
+                         " threads, more than 1024");
+    for (int b = 0; b < launch.buffers_size(); ++b)
+      KILN_RETURN_IF_ERROR(validateBuffer(launch.buffers(b), buffers)
+                               .withContext(strCat("(kernel '", name,
+                                                   "') buffer ", b)));
+    return Status();
+  }
+
+  /// A gemm's sizes are positive and its matrices, with their leading
+  /// dimensions and batch strides, lie inside the buffers they refer to.
+  Status validateGemm(const bp::Gemm &gemm, const Buffers &buffers) {
+    int64_t batch = gemm.batch() == 0 ? 1 : gemm.batch();
+    if (gemm.m() <= 0 || gemm.n() <= 0 || gemm.k() <= 0 || batch <= 0 ||
+        gemm.m() > kMaxGemmDim || gemm.n() > kMaxGemmDim ||
+        gemm.k() > kMaxGemmDim || batch > kMaxGemmDim)
+      return formatError("gemm has sizes m ", gemm.m(), ", n ", gemm.n(),
+                         ", k ", gemm.k(), ", batch ", batch,
+                         " (each must be 1 to ", kMaxGemmDim, ")");
+    struct Matrix {
+      const char *name;
+      int elementType;
+      int64_t rows, cols, ld, stride;
+      const bp::BufferRef &buffer;
+    };
+    Matrix matrices[] = {
+        {"A", gemm.a_type(), gemm.transpose_a() ? gemm.k() : gemm.m(),
+         gemm.transpose_a() ? gemm.m() : gemm.k(), gemm.lda(), gemm.stride_a(),
+         gemm.a()},
+        {"B", gemm.b_type(), gemm.transpose_b() ? gemm.n() : gemm.k(),
+         gemm.transpose_b() ? gemm.k() : gemm.n(), gemm.ldb(), gemm.stride_b(),
+         gemm.b()},
+        {"C", gemm.c_type(), gemm.m(), gemm.n(), gemm.ldc(), gemm.stride_c(),
+         gemm.c()}};
+    for (const Matrix &matrix : matrices) {
+      uint64_t elementBytes = elementTypeSize(matrix.elementType);
+      if (elementBytes == 0 || elementBytes > 4)
+        return formatError("gemm matrix ", matrix.name,
+                           " has element type ", matrix.elementType,
+                           " (f32, f16 or bf16 expected)");
+      if (matrix.ld < matrix.cols || matrix.ld > kMaxGemmDim ||
+          matrix.stride < 0 || matrix.stride > kMaxGemmDim)
+        return formatError("gemm matrix ", matrix.name, " (", matrix.rows,
+                           " x ", matrix.cols, ") has leading dimension ",
+                           matrix.ld, " and batch stride ", matrix.stride);
+      // Elements from the first to one past the last the gemm touches.
+      uint64_t span = static_cast<uint64_t>(batch - 1) *
+                          static_cast<uint64_t>(matrix.stride) +
+                      static_cast<uint64_t>(matrix.rows - 1) *
+                          static_cast<uint64_t>(matrix.ld) +
+                      static_cast<uint64_t>(matrix.cols);
+      if (span > kMaxByteSize / elementBytes ||
+          matrix.buffer.size() < span * elementBytes)
+        return formatError("gemm matrix ", matrix.name, " needs ", span,
+                           " elements, but its buffer has ",
+                           matrix.buffer.size(), " bytes");
+      KILN_RETURN_IF_ERROR(validateBuffer(matrix.buffer, buffers)
+                               .withContext(strCat("gemm matrix ",
+                                                   matrix.name)));
+    }
+    return Status();
+  }
+
   /// The extent of what `buffer` points into: an input, an output, a
   /// parameter or the arena.
-  Status bufferExtent(const bp::BufferRef &buffer, const bp::EntryPoint &entry,
-                      const std::vector<uint64_t> &inputBytes,
-                      const std::vector<uint64_t> &outputBytes,
+  Status bufferExtent(const bp::BufferRef &buffer, const Buffers &buffers,
                       uint64_t &extent) {
+    const std::vector<uint64_t> &inputBytes = buffers.inputBytes;
+    const std::vector<uint64_t> &outputBytes = buffers.outputBytes;
     uint32_t index = buffer.index();
     switch (buffer.kind()) {
     case bp::BufferRef::INPUT:
@@ -300,20 +482,16 @@ private:
       extent = manifest.parameters(static_cast<int>(index)).size_bytes();
       return Status();
     case bp::BufferRef::ARENA:
-      extent = entry.arena_bytes();
+      extent = buffers.arenaBytes;
       return Status();
     default:
       return formatError("has unknown kind ", static_cast<int>(buffer.kind()));
     }
   }
 
-  Status validateBuffer(const bp::BufferRef &buffer,
-                        const bp::EntryPoint &entry,
-                        const std::vector<uint64_t> &inputBytes,
-                        const std::vector<uint64_t> &outputBytes) {
+  Status validateBuffer(const bp::BufferRef &buffer, const Buffers &buffers) {
     uint64_t extent = 0;
-    KILN_RETURN_IF_ERROR(
-        bufferExtent(buffer, entry, inputBytes, outputBytes, extent));
+    KILN_RETURN_IF_ERROR(bufferExtent(buffer, buffers, extent));
     if (!rangeInside(buffer.offset(), buffer.size(), extent))
       return formatError("bytes [", buffer.offset(), ", +", buffer.size(),
                          ") lie outside the ", extent, " bytes it refers to");

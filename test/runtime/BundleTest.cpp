@@ -509,8 +509,8 @@ TEST(BundleReader, RejectsEachBrokenManifestRule) {
        "'cpu' does not list"},
       {"empty command",
        [](bp::Manifest &m) { m.mutable_entry_points(3)->add_commands(); },
-       "entry point 'accumulate': command 1: is empty or of a kind this "
-       "runtime does not know"},
+       "entry point 'accumulate': command 1: is not a kernel call (the CPU "
+       "program runs only kernel calls)"},
       {"input index", [](bp::Manifest &m) { firstBuffer(m, 0)->set_index(1); },
        "entry point 'add_one': command 0: (kernel 'add_one') buffer 0: "
        "refers to input 1 of 1"},

@@ -58,9 +58,13 @@ enum class SectionKind : uint32_t {
   Weights = 2,
   /// An ELF shared object of the host's architecture.
   CpuCode = 3,
+  /// A CUDA cubin (an ELF image for one GPU architecture).
+  CudaCubin = 4,
+  /// CUDA PTX text, which the driver compiles for the GPU at load time.
+  CudaPtx = 5,
 };
 
-/// "manifest", "weights", "cpu code"; nullptr for a kind this version does
+/// "manifest", "weights", "cpu code", "cuda cubin", "cuda ptx"; nullptr for a kind this version does
 /// not know.
 const char *sectionKindName(uint32_t kind);
 

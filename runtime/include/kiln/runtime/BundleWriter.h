@@ -44,6 +44,19 @@ public:
   uint32_t addTarget(const bundle::Target &target, std::string code,
                      SectionKind codeKind = SectionKind::CpuCode);
 
+  /// One CUDA code image of a target: a cubin for `arch` ("sm_90a") or PTX
+  /// for a virtual architecture ("compute_90a").
+  struct Image {
+    bundle::CodeImage::Format format;
+    std::string arch;
+    std::string bytes;
+  };
+
+  /// Adds a CUDA `target` with one section per image; sets target.images
+  /// and target.code_section (the first image's section). Returns its index
+  /// in manifest().targets().
+  uint32_t addTarget(const bundle::Target &target, std::vector<Image> images);
+
   /// The whole bundle as bytes, after validating the manifest.
   Status serialize(std::string &out) const;
 
