@@ -8,6 +8,8 @@
 
 #include "kiln/runtime.h"
 
+#include "BackendLoader.h"
+#include "CudaImages.h"
 #include "Session.h"
 #include "kiln/runtime/BundleReader.h"
 #include "kiln/runtime/Manifest.h"
@@ -15,16 +17,19 @@
 #include <exception>
 #include <new>
 #include <string>
+#include <vector>
 
 using namespace kiln::runtime;
 namespace bp = kiln::bundle;
 
 struct kiln_bundle_t {
   std::shared_ptr<const BundleReader> reader;
+  /// kiln_target_info_t.images of each target, kept as long as the bundle.
+  std::vector<std::string> targetImages;
 };
 
 struct kiln_session_t {
-  std::unique_ptr<Session> session;
+  std::unique_ptr<Backend> session;
 };
 
 constexpr bool sameValue(int a, int b) { return a == b; }
@@ -152,6 +157,31 @@ uint64_t bundleFingerprint(const BundleReader &reader) {
   return hash;
 }
 
+/// Bytes of a target's code: the shared object, or all CUDA images.
+uint64_t codeBytes(const BundleReader &reader, const bp::Target &target) {
+  if (target.images_size() == 0)
+    return reader.sections()[target.code_section()].size;
+  uint64_t bytes = 0;
+  for (const bp::CodeImage &image : target.images())
+    bytes += reader.sections()[image.section()].size;
+  return bytes;
+}
+
+/// A session of the backend that runs target `targetName`: CUDA targets
+/// (those with code images) in libkilnrt-cuda, everything else here.
+Status createSession(const std::shared_ptr<const BundleReader> &reader,
+                     const std::string &targetName,
+                     std::unique_ptr<Backend> &out) {
+  int index = reader->findTarget(targetName);
+  if (index >= 0 && reader->manifest().targets(index).images_size() > 0)
+    return createCudaSession(*reader, targetName, out)
+        .withContext(reader->name());
+  std::unique_ptr<CpuSession> session;
+  KILN_RETURN_IF_ERROR(CpuSession::create(reader, targetName, session));
+  out = std::move(session);
+  return Status();
+}
+
 } // namespace
 
 extern "C" {
@@ -194,7 +224,10 @@ kiln_status_t kiln_bundle_open(const char *path, kiln_bundle_t **out_bundle) {
   return guarded([&]() -> Status {
     std::unique_ptr<BundleReader> reader;
     KILN_RETURN_IF_ERROR(BundleReader::open(path, reader));
-    *out_bundle = new kiln_bundle_t{std::move(reader)};
+    std::vector<std::string> images;
+    for (const bp::Target &target : reader->manifest().targets())
+      images.push_back(describeCudaImages(target));
+    *out_bundle = new kiln_bundle_t{std::move(reader), std::move(images)};
     return Status();
   });
 }
@@ -296,7 +329,8 @@ kiln_status_t kiln_bundle_get_target(const kiln_bundle_t *bundle, size_t index,
     info.triple = target.triple().c_str();
     info.cpu = target.cpu().c_str();
     info.kernel_count = static_cast<size_t>(target.kernels_size());
-    info.code_bytes = bundle->reader->sections()[target.code_section()].size;
+    info.code_bytes = codeBytes(*bundle->reader, target);
+    info.images = bundle->targetImages[index].c_str();
     *out_info = info;
     return Status();
   });
@@ -371,8 +405,8 @@ kiln_status_t kiln_session_create(const kiln_bundle_t *bundle,
   KILN_REQUIRE(bundle);
   KILN_REQUIRE(out_session);
   return guarded([&]() -> Status {
-    std::unique_ptr<Session> session;
-    KILN_RETURN_IF_ERROR(Session::create(
+    std::unique_ptr<Backend> session;
+    KILN_RETURN_IF_ERROR(createSession(
         bundle->reader, target_name ? target_name : "cpu", session));
     *out_session = new kiln_session_t{std::move(session)};
     return Status();

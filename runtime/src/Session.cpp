@@ -11,72 +11,10 @@ namespace kiln::runtime {
 
 namespace bp = kiln::bundle;
 
-namespace {
-
-/// "a, b, c": the names of `items`, for messages.
-template <typename Range, typename NameOf>
-std::string joinNames(const Range &items, NameOf nameOf) {
-  std::string text;
-  for (const auto &item : items) {
-    if (!text.empty())
-      text += ", ";
-    text += nameOf(item);
-  }
-  return text;
-}
-
-std::string
-tensorNames(const google::protobuf::RepeatedPtrField<bp::TensorSpec> &specs) {
-  std::string names = joinNames(specs, [](const bp::TensorSpec &spec) {
-    return "'" + spec.name() + "'";
-  });
-  return names.empty() ? "none" : names;
-}
-
-bool sameShape(const kiln_tensor_t &tensor, const bp::TensorSpec &spec) {
-  return tensor.rank == spec.shape_size() &&
-         std::equal(spec.shape().begin(), spec.shape().end(), tensor.shape);
-}
-
-/// Checks one caller tensor against the spec it names.
-Status checkTensor(const char *kind, const kiln_tensor_t &tensor,
-                   const bp::TensorSpec &spec) {
-  std::string what = strCat(kind, " '", spec.name(), "'");
-  std::string expected = describeTensorType(spec);
-  if (tensor.rank < 0 || tensor.rank > kMaxRank ||
-      (tensor.rank > 0 && !tensor.shape))
-    return invalidArgument(what, " has an invalid rank ", tensor.rank,
-                           " or no shape; expected ", expected);
-  std::string given = describeTensorType(tensor.element_type, tensor.shape,
-                                         static_cast<size_t>(tensor.rank));
-  if (static_cast<int>(tensor.element_type) != spec.element_type())
-    return invalidArgument(what, " has element type ",
-                           elementTypeName(tensor.element_type), ", expected ",
-                           expected);
-  if (!sameShape(tensor, spec))
-    return invalidArgument(what, " has type ", given, ", expected ", expected);
-  uint64_t bytes = 0;
-  tensorByteSize(spec, bytes);
-  if (tensor.byte_size != bytes)
-    return invalidArgument(what, " has byte_size ", tensor.byte_size, ", but ",
-                           expected, " needs ", bytes);
-  if (bytes > 0 && !tensor.data)
-    return invalidArgument(what, " has no data");
-  if (reinterpret_cast<uintptr_t>(tensor.data) %
-          elementTypeSize(spec.element_type()) !=
-      0)
-    return invalidArgument(what, ": data is not aligned to its ",
-                           elementTypeSize(spec.element_type()),
-                           "-byte elements");
-  return Status();
-}
-
-} // namespace
-
-Status Session::create(std::shared_ptr<const BundleReader> bundle,
-                       const std::string &targetName,
-                       std::unique_ptr<Session> &out) {
-  std::unique_ptr<Session> session(new Session());
+Status CpuSession::create(std::shared_ptr<const BundleReader> bundle,
+                          const std::string &targetName,
+                          std::unique_ptr<CpuSession> &out) {
+  std::unique_ptr<CpuSession> session(new CpuSession());
   session->bundle = std::move(bundle);
   const BundleReader &reader = *session->bundle;
   KILN_RETURN_IF_ERROR(
@@ -84,11 +22,12 @@ Status Session::create(std::shared_ptr<const BundleReader> bundle,
   KILN_RETURN_IF_ERROR(session->allocateArena().withContext(reader.name()));
   KILN_RETURN_IF_ERROR(session->mapParameters().withContext(reader.name()));
   const bp::Manifest &manifest = reader.manifest();
-  session->plans.resize(static_cast<size_t>(manifest.entry_points_size()));
+  session->plans.reserve(static_cast<size_t>(manifest.entry_points_size()));
   for (int i = 0; i < manifest.entry_points_size(); ++i) {
     const bp::EntryPoint &entry = manifest.entry_points(i);
+    session->plans.emplace_back(entry);
     KILN_RETURN_IF_ERROR(
-        session->planEntryPoint(entry, session->plans[static_cast<size_t>(i)])
+        session->planEntryPoint(entry, session->plans.back())
             .withContext(
                 strCat(reader.name(), ": entry point '", entry.name(), "'")));
     session->planIndex[entry.name()] = static_cast<size_t>(i);
@@ -97,15 +36,12 @@ Status Session::create(std::shared_ptr<const BundleReader> bundle,
   return Status();
 }
 
-Status Session::loadCode(const std::string &targetName) {
+Status CpuSession::loadCode(const std::string &targetName) {
   const bp::Manifest &manifest = bundle->manifest();
   int targetIndex = bundle->findTarget(targetName);
   if (targetIndex < 0)
-    return notFound(
-        "no target '", targetName, "' (targets: ",
-        joinNames(manifest.targets(),
-                  [](const bp::Target &t) { return "'" + t.name() + "'"; }),
-        ")");
+    return notFound("no target '", targetName,
+                    "' (targets: ", targetNames(manifest), ")");
   const bp::Target &target = manifest.targets(targetIndex);
   uint32_t sectionIndex = target.code_section();
   if (bundle->sections()[sectionIndex].kind !=
@@ -121,7 +57,7 @@ Status Session::loadCode(const std::string &targetName) {
   return Status();
 }
 
-Status Session::allocateArena() {
+Status CpuSession::allocateArena() {
   uint64_t bytes = 0;
   uint32_t alignment = static_cast<uint32_t>(kTensorAlignment);
   for (const bp::EntryPoint &entry : bundle->manifest().entry_points()) {
@@ -134,7 +70,7 @@ Status Session::allocateArena() {
       .withContext("arena");
 }
 
-Status Session::mapParameters() {
+Status CpuSession::mapParameters() {
   const bp::Manifest &manifest = bundle->manifest();
   if (manifest.parameters_size() == 0)
     return Status();
@@ -162,16 +98,8 @@ Status Session::mapParameters() {
   return Status();
 }
 
-Status Session::planEntryPoint(const bp::EntryPoint &entry, EntryPlan &plan) {
-  plan.entry = &entry;
-  for (int i = 0; i < entry.inputs_size(); ++i)
-    plan.inputIndex[entry.inputs(i).name()] = static_cast<uint32_t>(i);
-  for (int i = 0; i < entry.outputs_size(); ++i)
-    plan.outputIndex[entry.outputs(i).name()] = static_cast<uint32_t>(i);
-  plan.inputData.resize(static_cast<size_t>(entry.inputs_size()));
-  plan.outputData.resize(static_cast<size_t>(entry.outputs_size()));
-  plan.inputSeen.resize(plan.inputData.size());
-  plan.outputSeen.resize(plan.outputData.size());
+Status CpuSession::planEntryPoint(const bp::EntryPoint &entry,
+                                  EntryPlan &plan) {
   for (const bp::Command &command : entry.commands()) {
     const bp::KernelCall &call = command.kernel();
     // The reader checked that the target lists every kernel a command calls.
@@ -204,64 +132,22 @@ Status Session::planEntryPoint(const bp::EntryPoint &entry, EntryPlan &plan) {
   return Status();
 }
 
-Status Session::bindTensors(
-    const char *kind,
-    const google::protobuf::RepeatedPtrField<bp::TensorSpec> &specs,
-    const std::unordered_map<std::string, uint32_t> &index,
-    const kiln_tensor_t *tensors, size_t count, std::vector<void *> &data,
-    std::vector<char> &seen) {
-  std::fill(seen.begin(), seen.end(), 0);
-  if (count > 0 && !tensors)
-    return invalidArgument("the ", kind, " array is NULL but its count is ",
-                           count);
-  for (size_t i = 0; i < count; ++i) {
-    const kiln_tensor_t &tensor = tensors[i];
-    if (!tensor.name)
-      return invalidArgument(kind, " ", i, " has no name");
-    auto found = index.find(tensor.name);
-    if (found == index.end())
-      return invalidArgument("unexpected ", kind, " '", tensor.name, "' (",
-                             kind, "s: ", tensorNames(specs), ")");
-    uint32_t k = found->second;
-    if (seen[k])
-      return invalidArgument(kind, " '", tensor.name, "' is given twice");
-    KILN_RETURN_IF_ERROR(checkTensor(kind, tensor, specs[static_cast<int>(k)]));
-    seen[k] = 1;
-    data[k] = tensor.data;
-  }
-  for (size_t k = 0; k < seen.size(); ++k)
-    if (!seen[k])
-      return invalidArgument(
-          "missing ", kind, " '", specs[static_cast<int>(k)].name(), "' (",
-          describeTensorType(specs[static_cast<int>(k)]), ")");
-  return Status();
-}
-
-Status Session::run(const std::string &entryName, const kiln_tensor_t *inputs,
-                    size_t inputCount, const kiln_tensor_t *outputs,
-                    size_t outputCount) {
+Status CpuSession::run(const std::string &entryName,
+                       const kiln_tensor_t *inputs, size_t inputCount,
+                       const kiln_tensor_t *outputs, size_t outputCount) {
   auto found = planIndex.find(entryName);
   if (found == planIndex.end())
-    return notFound(
-        bundle->name(), ": no entry point '", entryName, "' (entry points: ",
-        joinNames(bundle->manifest().entry_points(),
-                  [](const bp::EntryPoint &e) { return "'" + e.name() + "'"; }),
-        ")");
+    return entryPointNotFound(bundle->name(), bundle->manifest(), entryName);
   std::lock_guard<std::mutex> lock(mutex);
   EntryPlan &plan = plans[found->second];
-  std::string context = strCat("entry point '", entryName, "'");
-  KILN_RETURN_IF_ERROR(bindTensors("input", plan.entry->inputs(),
-                                   plan.inputIndex, inputs, inputCount,
-                                   plan.inputData, plan.inputSeen)
-                           .withContext(context));
-  KILN_RETURN_IF_ERROR(bindTensors("output", plan.entry->outputs(),
-                                   plan.outputIndex, outputs, outputCount,
-                                   plan.outputData, plan.outputSeen)
-                           .withContext(context));
+  KILN_RETURN_IF_ERROR(
+      plan.tensors.bind(inputs, inputCount, outputs, outputCount));
+  const std::vector<void *> &inputData = plan.tensors.inputData();
+  const std::vector<void *> &outputData = plan.tensors.outputData();
   for (KernelInvocation &invocation : plan.invocations) {
     for (const CallerBuffer &buffer : invocation.callerBuffers) {
-      void *base = buffer.isOutput ? plan.outputData[buffer.index]
-                                   : plan.inputData[buffer.index];
+      void *base =
+          buffer.isOutput ? outputData[buffer.index] : inputData[buffer.index];
       invocation.buffers[buffer.slot] =
           static_cast<uint8_t *>(base) + buffer.offset;
     }
@@ -270,8 +156,8 @@ Status Session::run(const std::string &entryName, const kiln_tensor_t *inputs,
   return Status();
 }
 
-Status Session::findParameter(const std::string &name, size_t byteSize,
-                              uint8_t *&storage) {
+Status CpuSession::findParameter(const std::string &name, size_t byteSize,
+                                 uint8_t *&storage) {
   auto found = parameterIndex.find(name);
   if (found == parameterIndex.end())
     return notFound(bundle->name(), ": no parameter '", name, "'");
@@ -285,8 +171,8 @@ Status Session::findParameter(const std::string &name, size_t byteSize,
   return Status();
 }
 
-Status Session::getParameter(const std::string &name, void *data,
-                             size_t byteSize) {
+Status CpuSession::getParameter(const std::string &name, void *data,
+                                size_t byteSize) {
   std::lock_guard<std::mutex> lock(mutex);
   uint8_t *storage = nullptr;
   KILN_RETURN_IF_ERROR(findParameter(name, byteSize, storage));
@@ -297,8 +183,8 @@ Status Session::getParameter(const std::string &name, void *data,
   return Status();
 }
 
-Status Session::setParameter(const std::string &name, const void *data,
-                             size_t byteSize) {
+Status CpuSession::setParameter(const std::string &name, const void *data,
+                                size_t byteSize) {
   std::lock_guard<std::mutex> lock(mutex);
   uint8_t *storage = nullptr;
   KILN_RETURN_IF_ERROR(findParameter(name, byteSize, storage));

@@ -3,8 +3,10 @@
 #ifndef KILN_RUNTIME_SRC_SESSION_H
 #define KILN_RUNTIME_SRC_SESSION_H
 
+#include "Backend.h"
 #include "CpuCode.h"
 #include "MappedFile.h"
+#include "TensorBinding.h"
 #include "kiln/runtime.h"
 #include "kiln/runtime/BundleReader.h"
 #include "kiln/runtime/Bytes.h"
@@ -19,25 +21,26 @@ namespace kiln::runtime {
 
 /// Loads a bundle's CPU code, owns the arena and the parameters, and runs
 /// entry points by executing their command lists.
-class Session {
+class CpuSession : public Backend {
 public:
   /// Prepares `bundle` to run on the target called `targetName`.
   static Status create(std::shared_ptr<const BundleReader> bundle,
                        const std::string &targetName,
-                       std::unique_ptr<Session> &out);
+                       std::unique_ptr<CpuSession> &out);
 
   /// Validates the caller's tensors against entry point `entryName` and runs
   /// its commands. Serialized with every other call on this session.
   Status run(const std::string &entryName, const kiln_tensor_t *inputs,
              size_t inputCount, const kiln_tensor_t *outputs,
-             size_t outputCount);
+             size_t outputCount) override;
 
   /// The bytes of the arena this session allocated.
-  uint64_t arenaBytes() const { return arena.size(); }
+  uint64_t arenaBytes() const override { return arena.size(); }
 
-  Status getParameter(const std::string &name, void *data, size_t byteSize);
+  Status getParameter(const std::string &name, void *data,
+                      size_t byteSize) override;
   Status setParameter(const std::string &name, const void *data,
-                      size_t byteSize);
+                      size_t byteSize) override;
 
 private:
   /// One buffer pointer a kernel call takes from the caller's tensors, filled
@@ -54,25 +57,16 @@ private:
     std::vector<CallerBuffer> callerBuffers;
   };
   struct EntryPlan {
-    const bundle::EntryPoint *entry;
-    std::unordered_map<std::string, uint32_t> inputIndex, outputIndex;
+    explicit EntryPlan(const bundle::EntryPoint &entry) : tensors(entry) {}
+    EntryTensors tensors;
     std::vector<KernelInvocation> invocations;
-    /// Scratch for binding a run's tensors, sized once.
-    std::vector<void *> inputData, outputData;
-    std::vector<char> inputSeen, outputSeen;
   };
 
-  Session() = default;
+  CpuSession() = default;
   Status loadCode(const std::string &targetName);
   Status allocateArena();
   Status mapParameters();
   Status planEntryPoint(const bundle::EntryPoint &entry, EntryPlan &plan);
-  Status bindTensors(
-      const char *kind,
-      const google::protobuf::RepeatedPtrField<bundle::TensorSpec> &specs,
-      const std::unordered_map<std::string, uint32_t> &index,
-      const kiln_tensor_t *tensors, size_t count, std::vector<void *> &data,
-      std::vector<char> &seen);
   Status findParameter(const std::string &name, size_t byteSize,
                        uint8_t *&storage);
 

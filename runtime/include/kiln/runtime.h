@@ -145,8 +145,12 @@ typedef struct kiln_target_info_t {
   const char *triple; /* e.g. "x86_64-unknown-linux-gnu" */
   const char *cpu;    /* e.g. "haswell"; may be "" */
   size_t kernel_count;
-  /* Bytes of the target's code section. */
+  /* Bytes of the target's code: the CPU's shared object, or all of a CUDA
+   * target's images together. */
   uint64_t code_bytes;
+  /* The architectures of a CUDA target's code images by format, e.g.
+   * "sm_80 sm_90a cubin, compute_90a ptx"; "" for the CPU. */
+  const char *images;
 } kiln_target_info_t;
 
 typedef struct kiln_parameter_info_t {
@@ -235,9 +239,15 @@ typedef struct kiln_session_t kiln_session_t;
  * point), and maps the parameters from the weights section copy-on-write, so
  * they cost no memory until written and the file never changes. The session
  * keeps what it needs of the bundle; the bundle may be released first.
+ * A CUDA target (one with code images) runs in libkilnrt-cuda.so, loaded
+ * from libkilnrt.so's directory on first use: the session loads the image
+ * for the device (KILN_CUDA_DEVICE, default 0), allocates the arena and the
+ * parameters in device memory and uploads the parameters; see
+ * docs/runtime.md.
  * Errors: KILN_STATUS_NOT_FOUND for an unknown target or a kernel the code
  * does not export, KILN_STATUS_UNSUPPORTED for a target this runtime cannot
- * run (only "cpu" today) or code for another architecture.
+ * run (a CUDA target without an NVIDIA driver, a device or the CUDA backend
+ * library, naming what is missing) or code for another architecture.
  * Thread safety: safe from any thread; sessions are independent of each
  * other, each with its own arena, parameters and copy of the code. */
 KILN_API kiln_status_t kiln_session_create(const kiln_bundle_t *bundle,

@@ -1,0 +1,28 @@
+//===- CudaErrors.h - driver and cuBLASLt results as Status -----*- C++ -*-===//
+//
+// Every driver and cuBLASLt call of the CUDA backend is checked; a failure
+// becomes a Status naming the call, the error's name and its description,
+// e.g. "cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY (out of memory)". Callers add
+// what they were doing (command, kernel, gemm, entry point) as context.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_SRC_CUDA_CUDAERRORS_H
+#define KILN_RUNTIME_SRC_CUDA_CUDAERRORS_H
+
+#include "kiln/runtime/Status.h"
+
+#include <cublasLt.h>
+#include <cuda.h>
+
+namespace kiln::runtime::cuda {
+
+/// Success, or the failure of the driver call `call`.
+Status checkCu(CUresult result, const char *call);
+
+/// Success, or the failure of the cuBLASLt call `call`.
+Status checkCublas(cublasStatus_t result, const char *call);
+
+} // namespace kiln::runtime::cuda
+
+#endif // KILN_RUNTIME_SRC_CUDA_CUDAERRORS_H

@@ -1,0 +1,620 @@
+//===- CudaSession.cpp - a bundle made ready to run on a CUDA GPU ---------===//
+
+#include "CudaSession.h"
+
+#include "CudaErrors.h"
+#include "CudaImages.h"
+#include "kiln/runtime/BundleFormat.h"
+#include "kiln/runtime/Manifest.h"
+
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+
+namespace kiln::runtime::cuda {
+
+namespace bp = kiln::bundle;
+
+namespace {
+
+/// cuBLASLt's scratch, shared by every gemm of a session; 32 MiB is what
+/// its heuristics use for the largest kernels on Hopper.
+constexpr size_t kGemmWorkspaceBytes = size_t(32) << 20;
+/// Staged tensors start at this alignment, which every cuBLASLt kernel and
+/// vectorized access is content with.
+constexpr uint64_t kStagingAlignment = 256;
+/// cuMemAlloc's own alignment; arenas asking for more are over-allocated.
+constexpr uint64_t kAllocationAlignment = 256;
+
+/// Makes the session's context current on the calling thread for the scope
+/// of one API call, which may come from any thread.
+class ContextScope {
+public:
+  explicit ContextScope(CUcontext context)
+      : status(checkCu(cuCtxPushCurrent(context), "cuCtxPushCurrent")) {}
+  ~ContextScope() {
+    if (status.ok()) {
+      CUcontext popped = nullptr;
+      cuCtxPopCurrent(&popped);
+    }
+  }
+  ContextScope(const ContextScope &) = delete;
+  ContextScope &operator=(const ContextScope &) = delete;
+  Status status;
+};
+
+Status parseFlag(const char *variable, bool &out) {
+  const char *value = std::getenv(variable);
+  if (!value || !*value)
+    return Status();
+  if (std::strcmp(value, "0") == 0 || std::strcmp(value, "1") == 0) {
+    out = *value == '1';
+    return Status();
+  }
+  return invalidArgument(variable, "='", value, "' is not 0 or 1");
+}
+
+Status parseOrdinal(const char *variable, int &out) {
+  const char *value = std::getenv(variable);
+  if (!value || !*value)
+    return Status();
+  char *end = nullptr;
+  long number = std::strtol(value, &end, 10);
+  if (*end != '\0' || number < 0 || number > INT_MAX)
+    return invalidArgument(variable, "='", value,
+                           "' is not a device number (0, 1, ...)");
+  out = static_cast<int>(number);
+  return Status();
+}
+
+const bp::Program *programFor(const bp::EntryPoint &entry,
+                              const std::string &targetName) {
+  for (const bp::Program &program : entry.programs())
+    if (program.target() == targetName)
+      return &program;
+  return nullptr;
+}
+
+/// Where `kind` tensors of `specs` go in a staging area that starts at
+/// `offset`; returns the end.
+uint64_t layOut(const google::protobuf::RepeatedPtrField<bp::TensorSpec> &specs,
+                uint64_t offset, std::vector<uint64_t> &offsets,
+                std::vector<uint64_t> &sizes) {
+  for (const bp::TensorSpec &spec : specs) {
+    uint64_t bytes = 0;
+    tensorByteSize(spec, bytes);
+    offset = alignUp(offset, kStagingAlignment);
+    offsets.push_back(offset);
+    sizes.push_back(bytes);
+    offset += bytes;
+  }
+  return offset;
+}
+
+} // namespace
+
+Status CudaOptions::fromEnvironment(CudaOptions &out) {
+  CudaOptions options;
+  KILN_RETURN_IF_ERROR(parseOrdinal("KILN_CUDA_DEVICE", options.device));
+  KILN_RETURN_IF_ERROR(parseFlag("KILN_CUDA_GRAPHS", options.graphs));
+  out = options;
+  return Status();
+}
+
+Status CudaSession::create(const BackendBundle &bundle,
+                           const std::string &targetName,
+                           const CudaOptions &options,
+                           std::unique_ptr<CudaSession> &out) {
+  std::unique_ptr<CudaSession> session(new CudaSession());
+  KILN_RETURN_IF_ERROR(session->initialize(bundle, targetName, options)
+                           .withContext(bundle.name));
+  out = std::move(session);
+  return Status();
+}
+
+Status CudaSession::initialize(const BackendBundle &bundle,
+                               const std::string &name,
+                               const CudaOptions &sessionOptions) {
+  bundleName = bundle.name;
+  targetName = name;
+  options = sessionOptions;
+  KILN_RETURN_IF_ERROR(parseManifest(bundle, name));
+  KILN_RETURN_IF_ERROR(openDevice());
+  ContextScope current(context);
+  KILN_RETURN_IF_ERROR(current.status);
+  KILN_RETURN_IF_ERROR(checkCu(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING),
+                               "cuStreamCreate"));
+  KILN_RETURN_IF_ERROR(loadModule(bundle));
+  KILN_RETURN_IF_ERROR(allocateArena());
+  KILN_RETURN_IF_ERROR(uploadParameters(bundle));
+  KILN_RETURN_IF_ERROR(checkCublas(cublasLtCreate(&blasLt), "cublasLtCreate"));
+  workspace.bytes = kGemmWorkspaceBytes;
+  KILN_RETURN_IF_ERROR(
+      checkCu(cuMemAlloc(&workspace.pointer, workspace.bytes), "cuMemAlloc")
+          .withContext("the gemm workspace"));
+  plans.reserve(static_cast<size_t>(manifest.entry_points_size()));
+  for (const bp::EntryPoint &entry : manifest.entry_points()) {
+    plans.emplace_back(entry);
+    KILN_RETURN_IF_ERROR(
+        planEntryPoint(entry, plans.back())
+            .withContext(strCat("entry point '", entry.name(), "'")));
+    planIndex[entry.name()] = plans.size() - 1;
+  }
+  return Status();
+}
+
+/// The backend parses its own copy of the manifest (the bytes libkilnrt
+/// validated) and checks it again, which costs little and keeps this
+/// library from trusting anything it has not checked itself.
+Status CudaSession::parseManifest(const BackendBundle &bundle,
+                                  const std::string &name) {
+  if (!bundle.manifest || bundle.manifestSize > static_cast<size_t>(INT_MAX) ||
+      !manifest.ParseFromArray(bundle.manifest,
+                               static_cast<int>(bundle.manifestSize)))
+    return internalError("the manifest handed to the CUDA backend does not "
+                         "parse");
+  std::vector<SectionEntry> sections(bundle.sectionCount);
+  for (size_t i = 0; i < bundle.sectionCount; ++i) {
+    sections[i].kind = bundle.sections[i].kind;
+    sections[i].size = bundle.sections[i].size;
+  }
+  KILN_RETURN_IF_ERROR(
+      validateManifest(manifest, sections).withContext("manifest"));
+  for (const bp::Target &candidate : manifest.targets())
+    if (candidate.name() == name)
+      target = &candidate;
+  if (!target)
+    return notFound("no target '", name, "' (targets: ", targetNames(manifest),
+                    ")");
+  if (target->images_size() == 0)
+    return invalidArgument("target '", name, "' holds no CUDA code images");
+  return Status();
+}
+
+Status CudaSession::openDevice() {
+  KILN_RETURN_IF_ERROR(
+      checkCu(cuInit(0), "cuInit")
+          .withContext(strCat("target '", targetName, "' has no usable GPU")));
+  int count = 0;
+  KILN_RETURN_IF_ERROR(checkCu(cuDeviceGetCount(&count), "cuDeviceGetCount"));
+  if (count == 0)
+    return unsupported("target '", targetName,
+                       "' needs a CUDA device, and there is none");
+  if (options.device >= count)
+    return invalidArgument("KILN_CUDA_DEVICE=", options.device,
+                           ", but there are ", count, " CUDA devices");
+  KILN_RETURN_IF_ERROR(
+      checkCu(cuDeviceGet(&device, options.device), "cuDeviceGet"));
+  char name[256] = {};
+  KILN_RETURN_IF_ERROR(checkCu(cuDeviceGetName(name, sizeof(name) - 1, device),
+                               "cuDeviceGetName"));
+  deviceName = name;
+  KILN_RETURN_IF_ERROR(checkCu(
+      cuDeviceGetAttribute(
+          &computeMajor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device),
+      "cuDeviceGetAttribute"));
+  KILN_RETURN_IF_ERROR(checkCu(
+      cuDeviceGetAttribute(
+          &computeMinor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device),
+      "cuDeviceGetAttribute"));
+  // The primary context is the one cuBLASLt (through the runtime API) uses
+  // for the device, so both work in the same context.
+  return checkCu(cuDevicePrimaryCtxRetain(&context, device),
+                 "cuDevicePrimaryCtxRetain");
+}
+
+Status CudaSession::loadModule(const BackendBundle &bundle) {
+  int index = selectCudaImage(*target, computeMajor, computeMinor);
+  if (index < 0)
+    return unsupported("target '", targetName, "' has no code image for ",
+                       deviceName, " (compute capability ", computeMajor, ".",
+                       computeMinor, "); it holds ",
+                       describeCudaImages(*target));
+  const bp::CodeImage &image = target->images(index);
+  const BackendSection &section = bundle.sections[image.section()];
+  bool ptx = image.format() == bp::CodeImage::PTX;
+  std::string what =
+      strCat("the ", image.arch(), ptx ? " PTX" : " cubin", " of target '",
+             targetName, "' (section ", image.section(), ")");
+  // PTX is text the driver reads up to a NUL, which a section need not end
+  // with; a cubin is an ELF image whose header gives its size.
+  std::string ptxText;
+  const void *data = section.data;
+  if (ptx) {
+    ptxText.assign(reinterpret_cast<const char *>(section.data), section.size);
+    data = ptxText.c_str();
+  }
+  char errorLog[16384] = {};
+  CUjit_option keys[] = {CU_JIT_ERROR_LOG_BUFFER,
+                         CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *values[] = {errorLog,
+                    reinterpret_cast<void *>(uintptr_t(sizeof(errorLog) - 1))};
+  CUresult loaded = cuModuleLoadDataEx(&module, data, 2, keys, values);
+  if (loaded != CUDA_SUCCESS) {
+    module = nullptr;
+    Status status = checkCu(loaded, "cuModuleLoadDataEx").withContext(what);
+    if (errorLog[0] == '\0')
+      return status;
+    return Status(status.code(),
+                  strCat(status.message(), "; JIT log:\n", errorLog));
+  }
+  for (const std::string &kernel : target->kernels()) {
+    CUfunction function = nullptr;
+    CUresult found = cuModuleGetFunction(&function, module, kernel.c_str());
+    if (found == CUDA_ERROR_NOT_FOUND)
+      return notFound(what, " does not define kernel '", kernel, "'");
+    KILN_RETURN_IF_ERROR(
+        checkCu(found, "cuModuleGetFunction")
+            .withContext(strCat(what, ": kernel '", kernel, "'")));
+    functions.push_back(function);
+  }
+  return Status();
+}
+
+Status CudaSession::allocateArena() {
+  uint64_t alignment = kAllocationAlignment;
+  for (const bp::EntryPoint &entry : manifest.entry_points()) {
+    const bp::Program &program = *programFor(entry, targetName);
+    arenaSize = std::max<uint64_t>(arenaSize, program.arena_bytes());
+    uint64_t wanted =
+        program.arena_alignment() == 0 ? 64 : program.arena_alignment();
+    alignment = std::max(alignment, wanted);
+  }
+  if (arenaSize == 0)
+    return Status();
+  uint64_t bytes =
+      arenaSize + (alignment > kAllocationAlignment ? alignment : 0);
+  KILN_RETURN_IF_ERROR(
+      checkCu(cuMemAlloc(&arenaAllocation, bytes), "cuMemAlloc")
+          .withContext(strCat("the arena of ", arenaSize, " bytes")));
+  arenaBase = alignUp(arenaAllocation, alignment);
+  return Status();
+}
+
+/// The parameters keep their weights-section layout in one allocation, so
+/// one copy uploads them all.
+Status CudaSession::uploadParameters(const BackendBundle &bundle) {
+  for (int i = 0; i < manifest.parameters_size(); ++i)
+    parameterIndex[manifest.parameters(i).tensor().name()] =
+        static_cast<uint32_t>(i);
+  if (manifest.parameters_size() == 0)
+    return Status();
+  const BackendSection &weights = bundle.sections[manifest.weights_section()];
+  if (weights.size == 0)
+    return Status();
+  KILN_RETURN_IF_ERROR(
+      checkCu(cuMemAlloc(&parameterBase, weights.size), "cuMemAlloc")
+          .withContext(strCat("the parameters (", weights.size, " bytes)")));
+  return checkCu(cuMemcpyHtoD(parameterBase, weights.data, weights.size),
+                 "cuMemcpyHtoD")
+      .withContext("uploading the parameters");
+}
+
+Status CudaSession::allocateStaging(const bp::EntryPoint &entry,
+                                    Staging &staging) {
+  staging.inputEnd =
+      layOut(entry.inputs(), 0, staging.inputOffsets, staging.inputBytes);
+  staging.outputBegin = alignUp(staging.inputEnd, kStagingAlignment);
+  staging.outputEnd = layOut(entry.outputs(), staging.outputBegin,
+                             staging.outputOffsets, staging.outputBytes);
+  if (staging.outputEnd == 0)
+    return Status();
+  KILN_RETURN_IF_ERROR(
+      checkCu(cuMemAlloc(&staging.device, staging.outputEnd), "cuMemAlloc")
+          .withContext("the staging buffers of the inputs and outputs"));
+  void *host = nullptr;
+  KILN_RETURN_IF_ERROR(
+      checkCu(cuMemHostAlloc(&host, staging.outputEnd, 0), "cuMemHostAlloc")
+          .withContext("the pinned copies of the inputs and outputs"));
+  staging.host = static_cast<uint8_t *>(host);
+  return Status();
+}
+
+CUdeviceptr CudaSession::deviceAddress(const bp::BufferRef &buffer,
+                                       const EntryPlan &plan) const {
+  const Staging &staging = plan.staging;
+  switch (buffer.kind()) {
+  case bp::BufferRef::INPUT:
+    return staging.device + staging.inputOffsets[buffer.index()] +
+           buffer.offset();
+  case bp::BufferRef::OUTPUT:
+    return staging.device + staging.outputOffsets[buffer.index()] +
+           buffer.offset();
+  case bp::BufferRef::PARAM:
+    return parameterBase +
+           manifest.parameters(static_cast<int>(buffer.index()))
+               .weights_offset() +
+           buffer.offset();
+  default:
+    return arenaBase + buffer.offset();
+  }
+}
+
+Status CudaSession::planLaunch(const bp::KernelLaunch &command,
+                               const EntryPlan &plan, Step &step) {
+  auto launch = std::make_unique<Launch>();
+  launch->function = functions[command.kernel()];
+  for (int d = 0; d < 3; ++d) {
+    launch->grid[d] = command.grid(d);
+    launch->block[d] = command.block(d);
+  }
+  // Limits the manifest cannot know: what this kernel, compiled for this
+  // device, allows per block, and the device's grid.
+  int maxThreads = 0;
+  KILN_RETURN_IF_ERROR(checkCu(
+      cuFuncGetAttribute(&maxThreads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                         launch->function),
+      "cuFuncGetAttribute"));
+  uint64_t threads =
+      uint64_t(launch->block[0]) * launch->block[1] * launch->block[2];
+  if (threads > static_cast<uint64_t>(maxThreads))
+    return invalidArgument("blocks of ", threads,
+                           " threads, but the kernel "
+                           "allows at most ",
+                           maxThreads, " on ", deviceName);
+  const CUdevice_attribute gridLimits[] = {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X,
+                                           CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y,
+                                           CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z};
+  for (int d = 0; d < 3; ++d) {
+    int limit = 0;
+    KILN_RETURN_IF_ERROR(
+        checkCu(cuDeviceGetAttribute(&limit, gridLimits[d], device),
+                "cuDeviceGetAttribute"));
+    if (launch->grid[d] > static_cast<unsigned>(limit))
+      return invalidArgument("grid dimension ", d, " is ", launch->grid[d],
+                             ", more than ", deviceName, "'s ", limit);
+  }
+  for (const bp::BufferRef &buffer : command.buffers())
+    launch->pointers.push_back(deviceAddress(buffer, plan));
+  // cuLaunchKernel takes the address of each argument; the pointers live in
+  // the launch itself, which never moves.
+  for (CUdeviceptr &pointer : launch->pointers)
+    launch->arguments.push_back(&pointer);
+  step.launch = std::move(launch);
+  return Status();
+}
+
+Status CudaSession::planEntryPoint(const bp::EntryPoint &entry,
+                                   EntryPlan &plan) {
+  KILN_RETURN_IF_ERROR(allocateStaging(entry, plan.staging));
+  const bp::Program &program = *programFor(entry, targetName);
+  for (int c = 0; c < program.commands_size(); ++c) {
+    const bp::Command &command = program.commands(c);
+    Step step;
+    if (command.command_case() == bp::Command::kLaunch) {
+      const std::string &kernel =
+          target->kernels(static_cast<int>(command.launch().kernel()));
+      step.description = strCat("command ", c, " (kernel '", kernel, "')");
+      KILN_RETURN_IF_ERROR(planLaunch(command.launch(), plan, step)
+                               .withContext(step.description));
+    } else {
+      const bp::Gemm &gemm = command.gemm();
+      std::unique_ptr<GemmPlan> gemmPlan;
+      KILN_RETURN_IF_ERROR(
+          GemmPlan::create(blasLt, gemm, deviceAddress(gemm.a(), plan),
+                           deviceAddress(gemm.b(), plan),
+                           deviceAddress(gemm.c(), plan), workspace, gemmPlan)
+              .withContext(strCat("command ", c)));
+      step.description =
+          strCat("command ", c, " (", gemmPlan->description(), ")");
+      step.gemm = std::move(gemmPlan);
+    }
+    plan.steps.push_back(std::move(step));
+  }
+  return Status();
+}
+
+Status CudaSession::enqueueSteps(const EntryPlan &plan) {
+  for (const Step &step : plan.steps) {
+    if (step.gemm) {
+      KILN_RETURN_IF_ERROR(step.gemm->enqueue(blasLt, workspace, stream)
+                               .withContext(step.description));
+      continue;
+    }
+    const Launch &launch = *step.launch;
+    void **arguments = launch.arguments.empty()
+                           ? nullptr
+                           : const_cast<void **>(launch.arguments.data());
+    KILN_RETURN_IF_ERROR(
+        checkCu(cuLaunchKernel(launch.function, launch.grid[0], launch.grid[1],
+                               launch.grid[2], launch.block[0], launch.block[1],
+                               launch.block[2], 0, stream, arguments, nullptr),
+                "cuLaunchKernel")
+            .withContext(step.description));
+  }
+  return Status();
+}
+
+/// Records the steps as a graph. Capturing runs nothing, so the caller
+/// launches the graph afterwards, this run included.
+Status CudaSession::captureGraph(EntryPlan &plan) {
+  // Thread-local mode: other threads' sessions may allocate meanwhile.
+  KILN_RETURN_IF_ERROR(
+      checkCu(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+              "cuStreamBeginCapture"));
+  Status enqueued = enqueueSteps(plan);
+  CUgraph graph = nullptr;
+  // Ending the capture is needed even after a failure, to leave capture
+  // mode.
+  CUresult ended = cuStreamEndCapture(stream, &graph);
+  if (!enqueued.ok() || ended != CUDA_SUCCESS) {
+    if (graph)
+      cuGraphDestroy(graph);
+    KILN_RETURN_IF_ERROR(
+        enqueued.withContext("capturing a CUDA graph (KILN_CUDA_GRAPHS=0 "
+                             "runs without graphs)"));
+    return checkCu(ended, "cuStreamEndCapture");
+  }
+  CUgraphExec exec = nullptr;
+  CUresult instantiated = cuGraphInstantiate(&exec, graph, 0);
+  if (instantiated != CUDA_SUCCESS) {
+    cuGraphDestroy(graph);
+    return checkCu(instantiated, "cuGraphInstantiate");
+  }
+  plan.graph = graph;
+  plan.graphExec = exec;
+  return Status();
+}
+
+/// The first run warms up what loads lazily (the module's kernels on first
+/// launch, cuBLASLt's kernels), which must not happen inside a capture.
+Status CudaSession::executeSteps(EntryPlan &plan) {
+  if (plan.steps.empty())
+    return Status();
+  if (!options.graphs || plan.runs == 0)
+    return enqueueSteps(plan);
+  if (!plan.graphExec)
+    KILN_RETURN_IF_ERROR(captureGraph(plan));
+  return checkCu(cuGraphLaunch(plan.graphExec, stream), "cuGraphLaunch");
+}
+
+Status CudaSession::runLocked(EntryPlan &plan, const kiln_tensor_t *inputs,
+                              size_t inputCount, const kiln_tensor_t *outputs,
+                              size_t outputCount) {
+  KILN_RETURN_IF_ERROR(
+      plan.tensors.bind(inputs, inputCount, outputs, outputCount));
+  ContextScope current(context);
+  KILN_RETURN_IF_ERROR(current.status);
+  Staging &staging = plan.staging;
+  const std::vector<void *> &inputData = plan.tensors.inputData();
+  for (size_t i = 0; i < inputData.size(); ++i)
+    if (staging.inputBytes[i] > 0)
+      std::memcpy(staging.host + staging.inputOffsets[i], inputData[i],
+                  staging.inputBytes[i]);
+  Status status;
+  if (staging.inputEnd > 0)
+    status = checkCu(cuMemcpyHtoDAsync(staging.device, staging.host,
+                                       staging.inputEnd, stream),
+                     "cuMemcpyHtoDAsync")
+                 .withContext("copying the inputs");
+  if (status.ok())
+    status = executeSteps(plan);
+  if (status.ok() && staging.outputEnd > staging.outputBegin)
+    status = checkCu(cuMemcpyDtoHAsync(staging.host + staging.outputBegin,
+                                       staging.device + staging.outputBegin,
+                                       staging.outputEnd - staging.outputBegin,
+                                       stream),
+                     "cuMemcpyDtoHAsync")
+                 .withContext("copying the outputs");
+  // Wait even after a failure, so nothing still in flight touches the
+  // pinned buffers when the next run fills them. Faults inside kernels
+  // surface here.
+  Status synchronized =
+      checkCu(cuStreamSynchronize(stream), "cuStreamSynchronize")
+          .withContext("finishing the run (a kernel or gemm failed on the "
+                       "device)");
+  KILN_RETURN_IF_ERROR(status);
+  KILN_RETURN_IF_ERROR(synchronized);
+  const std::vector<void *> &outputData = plan.tensors.outputData();
+  for (size_t i = 0; i < outputData.size(); ++i)
+    if (staging.outputBytes[i] > 0)
+      std::memcpy(outputData[i], staging.host + staging.outputOffsets[i],
+                  staging.outputBytes[i]);
+  ++plan.runs;
+  return Status();
+}
+
+Status CudaSession::run(const std::string &entryName,
+                        const kiln_tensor_t *inputs, size_t inputCount,
+                        const kiln_tensor_t *outputs, size_t outputCount) {
+  auto found = planIndex.find(entryName);
+  if (found == planIndex.end())
+    return entryPointNotFound(bundleName, manifest, entryName);
+  std::lock_guard<std::mutex> lock(mutex);
+  return runLocked(plans[found->second], inputs, inputCount, outputs,
+                   outputCount)
+      .withContext(strCat(bundleName, ": target '", targetName,
+                          "': entry point '", entryName, "'"));
+}
+
+Status CudaSession::findParameter(const std::string &name, size_t byteSize,
+                                  const void *data, CUdeviceptr &address) {
+  auto found = parameterIndex.find(name);
+  if (found == parameterIndex.end())
+    return notFound(bundleName, ": no parameter '", name, "'");
+  const bp::Parameter &parameter =
+      manifest.parameters(static_cast<int>(found->second));
+  if (byteSize != parameter.size_bytes())
+    return invalidArgument("parameter '", name, "' (",
+                           describeTensorType(parameter.tensor()), ") has ",
+                           parameter.size_bytes(), " bytes, not ", byteSize);
+  if (byteSize > 0 && !data)
+    return invalidArgument("parameter '", name, "': data is NULL");
+  address = parameterBase + parameter.weights_offset();
+  return Status();
+}
+
+/// Parameter copies go through the session's stream, ordered after the
+/// runs (which are already finished: every run synchronizes).
+Status CudaSession::getParameter(const std::string &name, void *data,
+                                 size_t byteSize) {
+  std::lock_guard<std::mutex> lock(mutex);
+  CUdeviceptr address = 0;
+  KILN_RETURN_IF_ERROR(findParameter(name, byteSize, data, address));
+  if (byteSize == 0)
+    return Status();
+  ContextScope current(context);
+  KILN_RETURN_IF_ERROR(current.status);
+  KILN_RETURN_IF_ERROR(
+      checkCu(cuMemcpyDtoHAsync(data, address, byteSize, stream),
+              "cuMemcpyDtoHAsync")
+          .withContext(strCat("parameter '", name, "'")));
+  return checkCu(cuStreamSynchronize(stream), "cuStreamSynchronize")
+      .withContext(strCat("parameter '", name, "'"));
+}
+
+Status CudaSession::setParameter(const std::string &name, const void *data,
+                                 size_t byteSize) {
+  std::lock_guard<std::mutex> lock(mutex);
+  CUdeviceptr address = 0;
+  KILN_RETURN_IF_ERROR(findParameter(name, byteSize, data, address));
+  if (byteSize == 0)
+    return Status();
+  ContextScope current(context);
+  KILN_RETURN_IF_ERROR(current.status);
+  KILN_RETURN_IF_ERROR(
+      checkCu(cuMemcpyHtoDAsync(address, data, byteSize, stream),
+              "cuMemcpyHtoDAsync")
+          .withContext(strCat("parameter '", name, "'")));
+  return checkCu(cuStreamSynchronize(stream), "cuStreamSynchronize")
+      .withContext(strCat("parameter '", name, "'"));
+}
+
+/// Releases in reverse order of creation; failures cannot be reported from
+/// here, and each release is independent of the others' success.
+CudaSession::~CudaSession() {
+  if (!context)
+    return;
+  if (cuCtxPushCurrent(context) == CUDA_SUCCESS) {
+    if (stream)
+      cuStreamSynchronize(stream);
+    for (EntryPlan &plan : plans) {
+      if (plan.graphExec)
+        cuGraphExecDestroy(plan.graphExec);
+      if (plan.graph)
+        cuGraphDestroy(plan.graph);
+      plan.steps.clear();
+      if (plan.staging.host)
+        cuMemFreeHost(plan.staging.host);
+      if (plan.staging.device)
+        cuMemFree(plan.staging.device);
+    }
+    if (blasLt)
+      cublasLtDestroy(blasLt);
+    if (workspace.pointer)
+      cuMemFree(workspace.pointer);
+    if (parameterBase)
+      cuMemFree(parameterBase);
+    if (arenaAllocation)
+      cuMemFree(arenaAllocation);
+    if (module)
+      cuModuleUnload(module);
+    if (stream)
+      cuStreamDestroy(stream);
+    CUcontext popped = nullptr;
+    cuCtxPopCurrent(&popped);
+  }
+  cuDevicePrimaryCtxRelease(device);
+}
+
+} // namespace kiln::runtime::cuda

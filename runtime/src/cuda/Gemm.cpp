@@ -1,0 +1,198 @@
+//===- Gemm.cpp - a manifest gemm as a planned cuBLASLt matmul ------------===//
+
+#include "Gemm.h"
+
+#include "CudaErrors.h"
+#include "kiln/runtime/ElementType.h"
+
+#include <algorithm>
+
+namespace kiln::runtime::cuda {
+
+namespace bp = kiln::bundle;
+
+namespace {
+
+Status dataType(const char *matrix, int elementType, cudaDataType_t &out) {
+  switch (elementType) {
+  case bp::F32:
+    out = CUDA_R_32F;
+    return Status();
+  case bp::F16:
+    out = CUDA_R_16F;
+    return Status();
+  case bp::BF16:
+    out = CUDA_R_16BF;
+    return Status();
+  default:
+    return unsupported("matrix ", matrix, " has element type ",
+                       elementTypeName(elementType),
+                       "; gemms take f32, f16 or bf16");
+  }
+}
+
+/// The largest power of two, up to 256, that divides `address`: what the
+/// heuristic may assume about a pointer's alignment.
+uint32_t alignmentOf(CUdeviceptr address) {
+  if (address == 0)
+    return 256;
+  return static_cast<uint32_t>(std::min<CUdeviceptr>(256, address & -address));
+}
+
+/// A column-major layout for row-major storage of `rows` x `cols` with
+/// leading dimension `ld`: the same bytes read as its transpose.
+Status rowMajorLayout(cudaDataType_t type, int64_t rows, int64_t cols,
+                      int64_t ld, int64_t batch, int64_t stride,
+                      cublasLtMatrixLayout_t &out) {
+  KILN_RETURN_IF_ERROR(checkCublas(
+      cublasLtMatrixLayoutCreate(&out, type, static_cast<uint64_t>(cols),
+                                 static_cast<uint64_t>(rows), ld),
+      "cublasLtMatrixLayoutCreate"));
+  if (batch <= 1)
+    return Status();
+  int32_t count = static_cast<int32_t>(batch);
+  KILN_RETURN_IF_ERROR(checkCublas(
+      cublasLtMatrixLayoutSetAttribute(out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                       &count, sizeof(count)),
+      "cublasLtMatrixLayoutSetAttribute(BATCH_COUNT)"));
+  return checkCublas(cublasLtMatrixLayoutSetAttribute(
+                         out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                         &stride, sizeof(stride)),
+                     "cublasLtMatrixLayoutSetAttribute(STRIDED_BATCH_OFFSET)");
+}
+
+Status setOperation(cublasLtMatmulDesc_t desc,
+                    cublasLtMatmulDescAttributes_t attribute, bool transpose) {
+  cublasOperation_t operation = transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
+  return checkCublas(cublasLtMatmulDescSetAttribute(desc, attribute, &operation,
+                                                    sizeof(operation)),
+                     "cublasLtMatmulDescSetAttribute(TRANS)");
+}
+
+/// Owns a matmul preference for the heuristic's one call.
+struct Preference {
+  ~Preference() {
+    if (handle)
+      cublasLtMatmulPreferenceDestroy(handle);
+  }
+  Status set(cublasLtMatmulPreferenceAttributes_t attribute, const void *value,
+             size_t size) {
+    return checkCublas(
+        cublasLtMatmulPreferenceSetAttribute(handle, attribute, value, size),
+        "cublasLtMatmulPreferenceSetAttribute");
+  }
+  cublasLtMatmulPreference_t handle = nullptr;
+};
+
+} // namespace
+
+Status GemmPlan::create(cublasLtHandle_t handle, const bp::Gemm &gemm,
+                        CUdeviceptr a, CUdeviceptr b, CUdeviceptr c,
+                        const GemmWorkspace &workspace,
+                        std::unique_ptr<GemmPlan> &out) {
+  std::unique_ptr<GemmPlan> plan(new GemmPlan());
+  plan->a = a;
+  plan->b = b;
+  plan->c = c;
+  plan->alpha = gemm.alpha();
+  plan->beta = gemm.beta();
+  plan->text = strCat("gemm (m ", gemm.m(), ", n ", gemm.n(), ", k ", gemm.k(),
+                      ", batch ", gemm.batch() == 0 ? 1 : gemm.batch(), ", ",
+                      elementTypeName(gemm.a_type()), " x ",
+                      elementTypeName(gemm.b_type()), " -> ",
+                      elementTypeName(gemm.c_type()), ")");
+  KILN_RETURN_IF_ERROR(
+      plan->plan(handle, gemm, workspace).withContext(plan->text));
+  out = std::move(plan);
+  return Status();
+}
+
+Status GemmPlan::plan(cublasLtHandle_t handle, const bp::Gemm &gemm,
+                      const GemmWorkspace &workspace) {
+  cudaDataType_t aType, bType, cType;
+  KILN_RETURN_IF_ERROR(dataType("A", gemm.a_type(), aType));
+  KILN_RETURN_IF_ERROR(dataType("B", gemm.b_type(), bType));
+  KILN_RETURN_IF_ERROR(dataType("C", gemm.c_type(), cType));
+  int64_t batch = gemm.batch() == 0 ? 1 : gemm.batch();
+
+  // Row-major C (m x n) is column-major C^T (n x m), and
+  // C^T = op(B)^T op(A)^T: cuBLASLt's first operand is B's storage, read
+  // column-major (the transpose of B as stored), transposed once more
+  // exactly when the command transposes B; likewise A second.
+  KILN_RETURN_IF_ERROR(checkCublas(
+      cublasLtMatmulDescCreate(&operation, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+      "cublasLtMatmulDescCreate"));
+  KILN_RETURN_IF_ERROR(
+      setOperation(operation, CUBLASLT_MATMUL_DESC_TRANSA, gemm.transpose_b()));
+  KILN_RETURN_IF_ERROR(
+      setOperation(operation, CUBLASLT_MATMUL_DESC_TRANSB, gemm.transpose_a()));
+  int64_t bRows = gemm.transpose_b() ? gemm.n() : gemm.k();
+  int64_t bCols = gemm.transpose_b() ? gemm.k() : gemm.n();
+  int64_t aRows = gemm.transpose_a() ? gemm.k() : gemm.m();
+  int64_t aCols = gemm.transpose_a() ? gemm.m() : gemm.k();
+  KILN_RETURN_IF_ERROR(rowMajorLayout(bType, bRows, bCols, gemm.ldb(), batch,
+                                      gemm.stride_b(), first));
+  KILN_RETURN_IF_ERROR(rowMajorLayout(aType, aRows, aCols, gemm.lda(), batch,
+                                      gemm.stride_a(), second));
+  KILN_RETURN_IF_ERROR(rowMajorLayout(cType, gemm.m(), gemm.n(), gemm.ldc(),
+                                      batch, gemm.stride_c(), result));
+
+  Preference preference;
+  KILN_RETURN_IF_ERROR(
+      checkCublas(cublasLtMatmulPreferenceCreate(&preference.handle),
+                  "cublasLtMatmulPreferenceCreate"));
+  uint64_t workspaceBytes = workspace.bytes;
+  KILN_RETURN_IF_ERROR(preference.set(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                      &workspaceBytes, sizeof(workspaceBytes)));
+  // The addresses are fixed, so the heuristic may count on exactly their
+  // alignment; it must not pick a kernel that needs more.
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, CUdeviceptr>
+      alignments[] = {{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, b},
+                      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, a},
+                      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, c},
+                      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, c}};
+  for (const auto &[attribute, address] : alignments) {
+    uint32_t bytes = alignmentOf(address);
+    KILN_RETURN_IF_ERROR(preference.set(attribute, &bytes, sizeof(bytes)));
+  }
+  cublasLtMatmulHeuristicResult_t heuristic = {};
+  int found = 0;
+  KILN_RETURN_IF_ERROR(checkCublas(
+      cublasLtMatmulAlgoGetHeuristic(handle, operation, first, second, result,
+                                     result, preference.handle, 1, &heuristic,
+                                     &found),
+      "cublasLtMatmulAlgoGetHeuristic"));
+  if (found == 0)
+    return unsupported("cuBLASLt has no algorithm for it (element types, "
+                       "layouts or alignment)");
+  algorithm = heuristic.algo;
+  return Status();
+}
+
+GemmPlan::~GemmPlan() {
+  if (result)
+    cublasLtMatrixLayoutDestroy(result);
+  if (second)
+    cublasLtMatrixLayoutDestroy(second);
+  if (first)
+    cublasLtMatrixLayoutDestroy(first);
+  if (operation)
+    cublasLtMatmulDescDestroy(operation);
+}
+
+Status GemmPlan::enqueue(cublasLtHandle_t handle,
+                         const GemmWorkspace &workspace,
+                         CUstream stream) const {
+  // C is read (beta) and written in place: cuBLASLt allows D == C when their
+  // layouts are the same.
+  auto *cPointer = reinterpret_cast<void *>(c);
+  return checkCublas(
+      cublasLtMatmul(handle, operation, &alpha, reinterpret_cast<void *>(b),
+                     first, reinterpret_cast<void *>(a), second, &beta,
+                     cPointer, result, cPointer, result, &algorithm,
+                     reinterpret_cast<void *>(workspace.pointer),
+                     workspace.bytes, stream),
+      "cublasLtMatmul");
+}
+
+} // namespace kiln::runtime::cuda
