@@ -113,12 +113,62 @@ std::vector<kiln_tensor_t> tensorsOf(std::vector<NamedArray> &arrays) {
   return tensors;
 }
 
+namespace {
+
+/// The first CUDA target (one with code images) and the first CPU target of
+/// `bundle`; "" where there is none.
+bool findTargets(const kiln_bundle_t *bundle, std::string &cuda,
+                 std::string &cpu) {
+  kiln_bundle_info_t info;
+  if (kiln_status_t status = kiln_bundle_get_info(bundle, &info))
+    return failed(status);
+  for (size_t i = 0; i < info.target_count; ++i) {
+    kiln_target_info_t target;
+    if (kiln_status_t status = kiln_bundle_get_target(bundle, i, &target))
+      return failed(status);
+    std::string &slot = *target.images ? cuda : cpu;
+    if (slot.empty())
+      slot = target.name;
+  }
+  return true;
+}
+
+/// --target auto: the CUDA target if a session on it can be created; when
+/// that fails only because this machine cannot run CUDA (no driver, device
+/// or backend library) and there is a CPU target, the CPU.
+bool createAutoSession(const kiln_bundle_t *bundle,
+                       kiln_session_t **rawSession) {
+  std::string cuda, cpu;
+  if (!findTargets(bundle, cuda, cpu))
+    return false;
+  if (!cuda.empty()) {
+    kiln_status_t status =
+        kiln_session_create(bundle, cuda.c_str(), rawSession);
+    if (status == KILN_OK)
+      return true;
+    if (status != KILN_STATUS_UNSUPPORTED || cpu.empty())
+      return failed(status);
+    std::fprintf(stderr, "kiln-run: note: running on target '%s': %s\n",
+                 cpu.c_str(), kiln_status_message());
+  }
+  if (kiln_status_t status = kiln_session_create(
+          bundle, cpu.empty() ? nullptr : cpu.c_str(), rawSession))
+    return failed(status);
+  return true;
+}
+
+} // namespace
+
 bool openSession(const Options &options, const kiln_bundle_t *bundle,
                  Session &session) {
   kiln_session_t *rawSession = nullptr;
-  if (kiln_status_t status =
-          kiln_session_create(bundle, options.target.c_str(), &rawSession))
+  if (options.target == "auto") {
+    if (!createAutoSession(bundle, &rawSession))
+      return false;
+  } else if (kiln_status_t status = kiln_session_create(
+                 bundle, options.target.c_str(), &rawSession)) {
     return failed(status);
+  }
   session.reset(rawSession);
   if (options.printMemory) {
     uint64_t arenaBytes = 0;

@@ -43,7 +43,9 @@ struct Options {
   long checkpointEvery = 0; // 0: only at the end
   bool resume = false;
   bool compress = false;
-  std::string target = "cpu";
+  /// A target name, or "auto": the CUDA target where it can run, else the
+  /// CPU (see openSession).
+  std::string target = "auto";
   long repeat = 1;
   bool printMemory = false;
   bool help = false;
@@ -81,7 +83,9 @@ std::vector<kiln_tensor_t> tensorsOf(std::vector<NamedArray> &arrays);
 
 using Session = std::unique_ptr<kiln_session_t, void (*)(kiln_session_t *)>;
 
-/// A session on --target with the --params values loaded.
+/// A session on --target with the --params values loaded. --target auto
+/// picks the bundle's CUDA target when the CUDA backend loads and finds a
+/// device, else its CPU target; a named target that cannot run is an error.
 bool openSession(const Options &options, const kiln_bundle_t *bundle,
                  Session &session);
 

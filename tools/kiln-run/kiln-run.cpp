@@ -36,8 +36,9 @@ Runs a compiled Kiln bundle (written by kilnc) with libkilnrt.
 options:
   --info            print the bundle's entry points with their input and output
                     names, types and shapes, its targets with their kernel
-                    counts, the arena size of each entry point, the parameter
-                    count and bytes, its metadata and its fingerprint
+                    counts (and a CUDA target's architectures), the arena size
+                    of each entry point, the parameter count and bytes, its
+                    metadata and its fingerprint
   --entry NAME      the entry point to run (e.g. forward); may be left out when
                     the bundle has only one
   --inputs FILE     an .npz archive (numpy.savez or numpy.savez_compressed) with
@@ -51,7 +52,9 @@ options:
                     optimizer state tensor to the safetensors file F
   --compress        deflate-compress the --outputs archive (like
                     numpy.savez_compressed)
-  --target NAME     the target to run on (default: cpu)
+  --target NAME     the target to run on: cpu, cuda, or auto (the default):
+                    cuda when the bundle has a CUDA target and this machine
+                    can run it (NVIDIA driver and GPU), else cpu
   --repeat N        run the entry point N times (default 1) and print the mean
                     and fastest time of one run; the outputs are those of the
                     last run
@@ -91,7 +94,9 @@ train_step, each on the next batch, and its loss is the mean of the K losses.
                     refused for a checkpoint of another bundle or data order
 
 The compiled kernels use all cores; OMP_NUM_THREADS and OPENBLAS_NUM_THREADS
-limit them. Exit status: 0 on success, 1 on any error.
+limit them. On CUDA, KILN_CUDA_DEVICE picks the GPU (default 0) and
+KILN_CUDA_GRAPHS=0 runs every command directly instead of replaying a CUDA
+graph. Exit status: 0 on success, 1 on any error.
 )";
 
 /// Splits "--flag=value" into flag and value.
@@ -343,10 +348,16 @@ bool printTargets(const kiln_bundle_t *bundle, const kiln_bundle_info_t &info) {
     kiln_target_info_t target;
     if (kiln_status_t status = kiln_bundle_get_target(bundle, i, &target))
       return failed(status);
-    std::printf("  %s: triple %s, cpu %s, %zu kernels, code %s\n", target.name,
-                *target.triple ? target.triple : "unspecified",
-                *target.cpu ? target.cpu : "generic", target.kernel_count,
-                describeBytes(target.code_bytes).c_str());
+    if (*target.images)
+      std::printf("  %s: triple %s, architectures %s, %zu kernels, code %s\n",
+                  target.name, *target.triple ? target.triple : "unspecified",
+                  target.images, target.kernel_count,
+                  describeBytes(target.code_bytes).c_str());
+    else
+      std::printf("  %s: triple %s, cpu %s, %zu kernels, code %s\n",
+                  target.name, *target.triple ? target.triple : "unspecified",
+                  *target.cpu ? target.cpu : "generic", target.kernel_count,
+                  describeBytes(target.code_bytes).c_str());
   }
   return true;
 }
