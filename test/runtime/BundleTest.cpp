@@ -575,6 +575,164 @@ TEST(BundleReader, RejectsEachBrokenManifestRule) {
   }
 }
 
+/// The CUDA-only test bundle with a stand-in PTX image, and the same with a
+/// CPU target added (the hybrid rules need both).
+std::string cudaBundleBytes(bool withCpuTarget) {
+  BundleWriter writer;
+  if (withCpuTarget) {
+    buildHybridBundle(writer, standInCode(), "// stand-in PTX");
+  } else {
+    buildCudaBundle(writer,
+                    {{bp::CodeImage::PTX, "compute_80", "// stand-in PTX"}});
+  }
+  std::string bytes;
+  Status status = writer.serialize(bytes);
+  EXPECT_TRUE(status.ok()) << status.message();
+  return bytes;
+}
+
+/// `bytes` with its manifest changed by `change` and every section as it
+/// was, checksums recomputed.
+std::string withManifest(const std::string &bytes,
+                         const std::function<void(bp::Manifest &)> &change) {
+  std::unique_ptr<BundleReader> reader;
+  Status status = BundleReader::fromBuffer(ByteSpan(bytes), "in.kiln", reader);
+  EXPECT_TRUE(status.ok()) << status.message();
+  bp::Manifest manifest = reader->manifest();
+  change(manifest);
+  std::string manifestBytes = manifest.SerializeAsString();
+  std::vector<SectionContent> sections;
+  for (uint32_t i = 0; i < reader->sections().size(); ++i) {
+    const SectionEntry &entry = reader->sections()[i];
+    bool isManifest =
+        entry.kind == static_cast<uint32_t>(SectionKind::Manifest);
+    sections.push_back(
+        {static_cast<SectionKind>(entry.kind), entry.name,
+         isManifest ? ByteSpan(manifestBytes) : reader->sectionBytes(i)});
+  }
+  return encodeBundle(sections);
+}
+
+bp::Program &program(bp::Manifest &m, int entry, int index = 0) {
+  return *m.mutable_entry_points(entry)->mutable_programs(index);
+}
+
+bp::KernelLaunch &launch(bp::Manifest &m, int entry, int command) {
+  return *program(m, entry).mutable_commands(command)->mutable_launch();
+}
+
+bp::Gemm &gemm(bp::Manifest &m, int entry, int command) {
+  return *program(m, entry).mutable_commands(command)->mutable_gemm();
+}
+
+TEST(BundleReader, AcceptsTheCudaBundles) {
+  EXPECT_TRUE(readBytes(cudaBundleBytes(false)).ok());
+  EXPECT_TRUE(readBytes(cudaBundleBytes(true)).ok());
+}
+
+TEST(BundleReader, RejectsEachBrokenCudaRule) {
+  struct CudaCase {
+    const char *name;
+    bool withCpuTarget;
+    std::function<void(bp::Manifest &)> change;
+    std::string fragment;
+  };
+  const std::vector<CudaCase> cases = {
+      {"launch of a kernel out of range", false,
+       [](bp::Manifest &m) { launch(m, 0, 1).set_kernel(7); },
+       "entry point 'affine': program 0 (target 'cuda') command 1: launches "
+       "kernel 7 of 4"},
+      {"block over 1024 threads", false,
+       [](bp::Manifest &m) {
+         launch(m, 1, 0).set_block(0, 64);
+         launch(m, 1, 0).set_block(1, 32);
+       },
+       "(kernel 'accumulate') has blocks of 2048 threads, more than 1024"},
+      {"grid of rank 2", false,
+       [](bp::Manifest &m) { launch(m, 0, 1).mutable_grid()->RemoveLast(); },
+       "(kernel 'add_bias') needs three grid and three block dimensions"},
+      {"empty block", false,
+       [](bp::Manifest &m) { launch(m, 0, 1).set_block(2, 0); },
+       "(kernel 'add_bias') has an empty grid or block"},
+      {"gemm buffer too small for its leading dimension", false,
+       [](bp::Manifest &m) { gemm(m, 0, 0).set_ldb(4); },
+       "command 0: gemm matrix B needs 15 elements, but its buffer has 48 "
+       "bytes"},
+      {"gemm buffer too small for its batch stride", false,
+       [](bp::Manifest &m) { gemm(m, 2, 0).set_stride_b(30); },
+       "gemm matrix B needs 50 elements, but its buffer has 160 bytes"},
+      {"gemm leading dimension below the width", false,
+       [](bp::Manifest &m) { gemm(m, 2, 0).set_lda(2); },
+       "gemm matrix A (5 x 3) has leading dimension 2"},
+      {"unknown gemm element type", false,
+       [](bp::Manifest &m) {
+         gemm(m, 0, 0).set_a_type(static_cast<bp::ElementType>(42));
+       },
+       "gemm matrix A has element type 42 (f32, f16 or bf16 expected)"},
+      {"gemm of f64", false,
+       [](bp::Manifest &m) { gemm(m, 0, 0).set_c_type(bp::F64); },
+       "gemm matrix C has element type 4 (f32, f16 or bf16 expected)"},
+      {"empty gemm", false, [](bp::Manifest &m) { gemm(m, 2, 0).set_k(0); },
+       "gemm has sizes m 3, n 4, k 0, batch 2"},
+      {"program for an unknown target", false,
+       [](bp::Manifest &m) { program(m, 1).set_target("tpu"); },
+       "entry point 'accumulate': program 0 (target 'tpu') does not name a "
+       "CUDA target"},
+      {"program for the CPU target", true,
+       [](bp::Manifest &m) { program(m, 0).set_target("cpu"); },
+       "program 0 (target 'cpu') does not name a CUDA target"},
+      {"two programs for one target", false,
+       [](bp::Manifest &m) {
+         bp::EntryPoint &entry = *m.mutable_entry_points(3);
+         *entry.add_programs() = entry.programs(0);
+       },
+       "entry point 'add_one': program 1 (target 'cuda'): the target has two "
+       "programs"},
+      {"entry point without a program for the CUDA target", true,
+       [](bp::Manifest &m) { m.mutable_entry_points(0)->clear_programs(); },
+       "entry point 'add_one': has no program for target 'cuda'"},
+      {"image in a section of the wrong kind", false,
+       [](bp::Manifest &m) {
+         m.mutable_targets(0)->mutable_images(0)->set_section(1);
+       },
+       "target 'cuda': image 0: section 1 is not a cuda ptx section"},
+      {"PTX image in a cubin section", false,
+       [](bp::Manifest &m) {
+         m.mutable_targets(0)->mutable_images(0)->set_format(
+             bp::CodeImage::CUBIN);
+       },
+       "section 2 is not a cuda cubin section"},
+      {"CUDA target without images", false,
+       [](bp::Manifest &m) { m.mutable_targets(0)->clear_images(); },
+       "target 'cuda': lists no code images"},
+      {"CPU kernel call in a bundle with only a CUDA target", false,
+       [](bp::Manifest &m) {
+         bp::KernelCall *call =
+             m.mutable_entry_points(3)->add_commands()->mutable_kernel();
+         call->set_symbol("add_one");
+       },
+       "entry point 'add_one': command 0: is a CPU kernel call, but the "
+       "bundle has no CPU target"},
+      {"launch in the CPU command list", true,
+       [](bp::Manifest &m) {
+         *m.mutable_entry_points(0)->add_commands() = program(m, 0).commands(0);
+       },
+       "command 1: is not a kernel call"},
+      {"kernel call in a CUDA program", true,
+       [](bp::Manifest &m) {
+         *program(m, 0).add_commands() = m.entry_points(0).commands(0);
+       },
+       "program 0 (target 'cuda') command 1: is not a kernel launch or a "
+       "gemm"},
+  };
+  for (const CudaCase &test : cases) {
+    SCOPED_TRACE(test.name);
+    Status status = readBytes(
+        withManifest(cudaBundleBytes(test.withCpuTarget), test.change));
+    expectError(status, StatusCode::FormatError, test.fragment);
+  }
+}
+
 TEST(BundleReader, AcceptsWhatTheRulesAllow) {
   Parts parts = multiBundleParts();
   // An arena alignment of 0 means the default, 64; a scalar is rank 0; an

@@ -142,7 +142,146 @@ void addCpuTarget(BundleWriter &writer, std::string code,
   writer.addTarget(target, std::move(code));
 }
 
+void addLaunch(bp::Program &program, uint32_t kernel, uint32_t threads,
+               std::initializer_list<bp::BufferRef> buffers) {
+  bp::KernelLaunch *launch = program.add_commands()->mutable_launch();
+  launch->set_kernel(kernel);
+  for (uint32_t size : {1u, 1u, 1u})
+    launch->add_grid(size);
+  for (uint32_t size : {threads, 1u, 1u})
+    launch->add_block(size);
+  for (const bp::BufferRef &ref : buffers)
+    *launch->add_buffers() = ref;
+}
+
+bp::Program &addProgram(bp::EntryPoint &entry, uint64_t arenaBytes = 0) {
+  bp::Program &program = *entry.add_programs();
+  program.set_target("cuda");
+  program.set_arena_bytes(arenaBytes);
+  return program;
+}
+
+/// The kernels of kernels.ptx, in the order launches index them.
+enum CudaKernel : uint32_t { AddOne, AddBias, Accumulate, Copy24 };
+
+void addCudaTarget(BundleWriter &writer,
+                   std::vector<BundleWriter::Image> images) {
+  bp::Target target;
+  target.set_name("cuda");
+  target.set_triple("nvptx64-nvidia-cuda");
+  for (const char *kernel : {"add_one", "add_bias", "accumulate", "copy24"})
+    target.add_kernels(kernel);
+  writer.addTarget(target, std::move(images));
+}
+
+void addCudaAddOne(bp::EntryPoint &entry) {
+  addLaunch(addProgram(entry), AddOne, 32,
+            {buffer(bp::BufferRef::INPUT, 0, 0, 16),
+             buffer(bp::BufferRef::OUTPUT, 0, 0, 16)});
+}
+
+/// A row-major f32 gemm without batches: C = A B, leading dimensions the
+/// widths.
+bp::Gemm &addGemm(bp::Program &program, int64_t m, int64_t n, int64_t k) {
+  bp::Gemm &gemm = *program.add_commands()->mutable_gemm();
+  gemm.set_a_type(bp::F32);
+  gemm.set_b_type(bp::F32);
+  gemm.set_c_type(bp::F32);
+  gemm.set_m(m);
+  gemm.set_n(n);
+  gemm.set_k(k);
+  gemm.set_lda(k);
+  gemm.set_ldb(n);
+  gemm.set_ldc(n);
+  gemm.set_alpha(1);
+  gemm.set_beta(0);
+  return gemm;
+}
+
 } // namespace
+
+void buildHybridBundle(BundleWriter &writer, std::string code,
+                       std::string ptx) {
+  buildSingleBundle(writer, std::move(code));
+  writer.manifest().set_model_name("hybrid");
+  addCudaAddOne(*writer.manifest().mutable_entry_points(0));
+  addCudaTarget(writer, {{bp::CodeImage::PTX, "compute_80", std::move(ptx)}});
+}
+
+void buildCudaBundle(BundleWriter &writer,
+                     std::vector<BundleWriter::Image> images) {
+  bp::Manifest &manifest = writer.manifest();
+  manifest.set_producer("kiln runtime tests");
+  manifest.set_model_name("cuda");
+  uint32_t w = writer.addParameter(tensor("w", bp::F32, {4, 3}), kCudaW,
+                                   sizeof(kCudaW), true);
+  uint32_t bias = writer.addParameter(tensor("bias", bp::F32, {3}), kCudaBias,
+                                      sizeof(kCudaBias), true);
+  uint32_t acc = writer.addParameter(tensor("acc", bp::F32, {4}), kWeightAcc,
+                                     sizeof(kWeightAcc), false);
+  std::vector<float> g(24, kCudaG);
+  uint32_t gIndex =
+      writer.addParameter(tensor("g", bp::F32, {2, 3, 4}), g.data(),
+                          g.size() * sizeof(float), false);
+
+  bp::EntryPoint &affine = *manifest.add_entry_points();
+  affine.set_name("affine");
+  *affine.add_inputs() = tensor("x", bp::F32, {2, 4});
+  *affine.add_outputs() = tensor("y", bp::F32, {2, 3});
+  // The product sits at offset 256 of the arena, so a wrong arena base
+  // would show.
+  bp::Program &affineProgram = addProgram(affine, 512);
+  bp::Gemm &product = addGemm(affineProgram, 2, 3, 4);
+  *product.mutable_a() = buffer(bp::BufferRef::INPUT, 0, 0, 32);
+  *product.mutable_b() = buffer(bp::BufferRef::PARAM, w, 0, 48);
+  *product.mutable_c() = buffer(bp::BufferRef::ARENA, 0, 256, 24);
+  addLaunch(affineProgram, AddBias, 64,
+            {buffer(bp::BufferRef::ARENA, 0, 256, 24),
+             buffer(bp::BufferRef::PARAM, bias, 0, 12),
+             buffer(bp::BufferRef::OUTPUT, 0, 0, 24)});
+
+  bp::EntryPoint &accumulate = *manifest.add_entry_points();
+  accumulate.set_name("accumulate");
+  *accumulate.add_inputs() = tensor("x", bp::F32, {4});
+  *accumulate.add_outputs() = tensor("y", bp::F32, {4});
+  addLaunch(addProgram(accumulate), Accumulate, 4,
+            {buffer(bp::BufferRef::INPUT, 0, 0, 16),
+             buffer(bp::BufferRef::PARAM, acc, 0, 16),
+             buffer(bp::BufferRef::OUTPUT, 0, 0, 16)});
+
+  bp::EntryPoint &batched = *manifest.add_entry_points();
+  batched.set_name("batched");
+  *batched.add_inputs() = tensor("a", bp::F32, {2, 5, 3});
+  *batched.add_inputs() = tensor("b", bp::F32, {2, 4, 5});
+  *batched.add_outputs() = tensor("c", bp::F32, {2, 3, 4});
+  bp::Program &batchedProgram = addProgram(batched);
+  bp::Gemm &gemm = addGemm(batchedProgram, 3, 4, 5);
+  gemm.set_transpose_a(true);
+  gemm.set_transpose_b(true);
+  gemm.set_batch(2);
+  gemm.set_lda(3);
+  gemm.set_ldb(5);
+  gemm.set_ldc(4);
+  gemm.set_stride_a(15);
+  gemm.set_stride_b(20);
+  gemm.set_stride_c(12);
+  gemm.set_alpha(0.5f);
+  gemm.set_beta(1);
+  *gemm.mutable_a() = buffer(bp::BufferRef::INPUT, 0, 0, 120);
+  *gemm.mutable_b() = buffer(bp::BufferRef::INPUT, 1, 0, 160);
+  *gemm.mutable_c() = buffer(bp::BufferRef::PARAM, gIndex, 0, 96);
+  addLaunch(batchedProgram, Copy24, 32,
+            {buffer(bp::BufferRef::PARAM, gIndex, 0, 96),
+             buffer(bp::BufferRef::OUTPUT, 0, 0, 96)});
+
+  bp::EntryPoint &addOne = *manifest.add_entry_points();
+  addOne.set_name("add_one");
+  *addOne.add_inputs() = tensor("x", bp::F32, {4});
+  *addOne.add_outputs() = tensor("y", bp::F32, {4});
+  addCudaAddOne(addOne);
+
+  addCudaTarget(writer, std::move(images));
+}
 
 void buildMultiBundle(BundleWriter &writer, std::string code) {
   bp::Manifest &manifest = writer.manifest();

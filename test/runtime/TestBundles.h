@@ -24,6 +24,20 @@
 // (loss: f32[]), acc += sum(x); loss = sum(x), and the metadata
 // training.grad_accum = "3").
 //
+// The CUDA bundles run the kernels of kernels.ptx. The "hybrid" bundle is
+// the single bundle plus a CUDA target "cuda" whose add_one program launches
+// the PTX add_one. The "cuda" bundle has only a CUDA target and four entry
+// points (row-major matrices):
+//   affine(x: f32[2,4]) -> (y: f32[2,3])   y = x w + bias: a gemm into the
+//                                           arena, then add_bias
+//   accumulate(x: f32[4]) -> (y: f32[4])   acc += x; y = acc
+//   batched(a: f32[2,5,3], b: f32[2,4,5]) -> (c: f32[2,3,4])
+//       g[i] = 0.5 a[i]^T b[i]^T + g[i] for both i (a gemm with transposes,
+//       batch strides and beta 1 into the parameter g), then c = g (copy24)
+//   add_one(x: f32[4]) -> (y: f32[4])      y = x + 1
+// with the parameters w (f32[4,3], kCudaW), bias (f32[3], kCudaBias), acc
+// (f32[4], kWeightAcc) and g (f32[2,3,4], 0.25 each).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef KILN_TEST_RUNTIME_TESTBUNDLES_H
@@ -32,6 +46,7 @@
 #include "kiln/runtime/BundleWriter.h"
 
 #include <string>
+#include <vector>
 
 namespace kiln::runtime::testing {
 
@@ -49,6 +64,20 @@ enum class ToyTraining { TrainWithLr, TrainLossOnly, TrainAccumulating };
 
 /// Fills `writer` with a "train" bundle of the given kind.
 void buildTrainBundle(BundleWriter &writer, std::string code, ToyTraining kind);
+
+inline constexpr float kCudaW[12] = {1,  -2, 0.5f, 3,     0,  1,
+                                     -1, 2,  4,    0.25f, -3, 1};
+inline constexpr float kCudaBias[3] = {0.5f, -1, 2};
+inline constexpr float kCudaG = 0.25f;
+
+/// Fills `writer` with the hybrid bundle: the single bundle's CPU code and
+/// the CUDA target with `ptx` (kernels.ptx) as its compute_80 image.
+void buildHybridBundle(BundleWriter &writer, std::string code, std::string ptx);
+
+/// Fills `writer` with the CUDA-only bundle; `images` hold kernels.ptx or
+/// cubins assembled from it.
+void buildCudaBundle(BundleWriter &writer,
+                     std::vector<BundleWriter::Image> images);
 
 /// Bytes that stand in for CPU code where nothing loads it.
 std::string standInCode();

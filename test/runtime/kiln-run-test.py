@@ -151,6 +151,38 @@ def test_single_entry_is_the_default(t):
     t.check(np.array_equal(out["y"], x + 1), f"y = {out['y']}, expected {x + 1}")
 
 
+def test_hybrid_bundle_targets(t):
+    """A bundle with CPU and CUDA code: --info shows the CUDA architectures;
+    --target auto runs it where it can (the GPU, else the CPU, with a note);
+    --target cuda runs on the GPU or fails naming what is missing."""
+    bundle = t.path("hybrid.kiln")
+    result = t.expect_ok(bundle, "--info")
+    line = "cuda: triple nvptx64-nvidia-cuda, architectures compute_80 ptx, " \
+           "4 kernels"
+    t.check(line in result.stdout, f"--info lacks {line!r}:\n{result.stdout}")
+    x = np.array([1, 2, 3, 4.25], dtype=np.float32)
+    inputs = t.save("hybrid-in.npz", x=x)
+    for target in ["auto", "cpu", "cuda"]:
+        outputs = t.path(f"hybrid-{target}-out.npz")
+        command = [bundle, "--inputs", inputs, "--outputs", outputs]
+        if target != "auto":
+            command += ["--target", target]
+        result = t.run(*command)
+        if result.returncode != 0:
+            t.check(target == "cuda" and result.stderr.startswith(
+                f"kiln-run: error: {bundle}: target 'cuda' "),
+                f"--target {target}: exit {result.returncode}: {result.stderr!r}")
+            continue
+        if target == "auto" and result.stderr:
+            t.check(result.stderr.startswith(
+                "kiln-run: note: running on target 'cpu': ") and
+                "target 'cuda'" in result.stderr,
+                f"--target auto note: {result.stderr!r}")
+        y = np.load(outputs)["y"]
+        t.check(np.array_equal(y, x + 1),
+                f"--target {target}: y = {y}, expected {x + 1}")
+
+
 def test_affine_from_compressed_inputs(t):
     x = np.array([[1, -1], [0.5, 2]], dtype=np.float32)
     inputs = t.save("affine-in.npz", compressed=True, x=x)
@@ -589,6 +621,7 @@ def main():
     np.savez(t.path("multi-in-disguise.npz"), x=np.zeros(3))
     save_npz(t.path("toy7.npz"), dict(x=(2.0 ** np.arange(7)).astype(np.float32)))
     tests = [test_help, test_info, test_single_entry_is_the_default,
+             test_hybrid_bundle_targets,
              test_affine_from_compressed_inputs, test_mixed_types,
              test_repeat_reports_timing, test_array_errors,
              test_unsupported_npy, test_command_line_errors,

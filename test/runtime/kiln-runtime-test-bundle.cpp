@@ -3,7 +3,8 @@
 //   kiln-runtime-test-bundle --code KERNELS.so --out DIR
 //     writes DIR/multi.kiln, DIR/single.kiln and the training bundles
 //     DIR/train.kiln, DIR/train-loss-only.kiln and DIR/train-accum.kiln
-//     around compiled kernels.c
+//     around compiled kernels.c, and DIR/hybrid.kiln, which adds a CUDA
+//     target with kernels.ptx
 //   kiln-runtime-test-bundle --seeds DIR
 //     writes valid bundles (with stand-in code) as the fuzzer's seed corpus
 //
@@ -27,11 +28,13 @@ int fail(const Status &status) {
   return 1;
 }
 
-/// Writes DIR/multi.kiln, DIR/single.kiln and the training bundles around
-/// `code`.
-int writeBundles(const std::string &code, const std::string &dir) {
-  BundleWriter multi, single, train, lossOnly, accumulating;
+/// Writes DIR/multi.kiln, DIR/single.kiln, the training bundles and the
+/// hybrid bundle around `code` and `ptx`.
+int writeBundles(const std::string &code, const std::string &ptx,
+                 const std::string &dir) {
+  BundleWriter multi, single, train, lossOnly, accumulating, hybrid;
   buildMultiBundle(multi, code);
+  buildHybridBundle(hybrid, code, ptx);
   buildSingleBundle(single, code);
   buildTrainBundle(train, code, ToyTraining::TrainWithLr);
   buildTrainBundle(lossOnly, code, ToyTraining::TrainLossOnly);
@@ -41,7 +44,8 @@ int writeBundles(const std::string &code, const std::string &dir) {
       {&single, "single.kiln"},
       {&train, "train.kiln"},
       {&lossOnly, "train-loss-only.kiln"},
-      {&accumulating, "train-accum.kiln"}};
+      {&accumulating, "train-accum.kiln"},
+      {&hybrid, "hybrid.kiln"}};
   for (const auto &[writer, name] : bundles) {
     Status status = writer->write(dir + "/" + name);
     if (!status.ok())
@@ -54,12 +58,14 @@ int writeBundles(const std::string &code, const std::string &dir) {
 
 int main(int argc, char **argv) {
   if (argc == 3 && std::strcmp(argv[1], "--seeds") == 0)
-    return writeBundles(standInCode(), argv[2]);
+    return writeBundles(standInCode(), "// stand-in PTX", argv[2]);
   if (argc == 5 && std::strcmp(argv[1], "--code") == 0 &&
       std::strcmp(argv[3], "--out") == 0) {
-    std::string code;
+    std::string code, ptx;
     Status status = readFile(argv[2], code);
-    return status.ok() ? writeBundles(code, argv[4]) : fail(status);
+    if (status.ok())
+      status = readFile(KILN_TEST_PTX_SOURCE, ptx);
+    return status.ok() ? writeBundles(code, ptx, argv[4]) : fail(status);
   }
   std::fprintf(stderr, "usage: kiln-runtime-test-bundle --code KERNELS.so "
                        "--out DIR | --seeds DIR\n");
