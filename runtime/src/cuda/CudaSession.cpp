@@ -468,11 +468,7 @@ Status CudaSession::executeSteps(EntryPlan &plan) {
   return checkCu(cuGraphLaunch(plan.graphExec, stream), "cuGraphLaunch");
 }
 
-Status CudaSession::runLocked(EntryPlan &plan, const kiln_tensor_t *inputs,
-                              size_t inputCount, const kiln_tensor_t *outputs,
-                              size_t outputCount) {
-  KILN_RETURN_IF_ERROR(
-      plan.tensors.bind(inputs, inputCount, outputs, outputCount));
+Status CudaSession::runBound(EntryPlan &plan) {
   ContextScope current(context);
   KILN_RETURN_IF_ERROR(current.status);
   Staging &staging = plan.staging;
@@ -521,10 +517,11 @@ Status CudaSession::run(const std::string &entryName,
   if (found == planIndex.end())
     return entryPointNotFound(bundleName, manifest, entryName);
   std::lock_guard<std::mutex> lock(mutex);
-  return runLocked(plans[found->second], inputs, inputCount, outputs,
-                   outputCount)
-      .withContext(strCat(bundleName, ": target '", targetName,
-                          "': entry point '", entryName, "'"));
+  EntryPlan &plan = plans[found->second];
+  KILN_RETURN_IF_ERROR(
+      plan.tensors.bind(inputs, inputCount, outputs, outputCount));
+  return runBound(plan).withContext(strCat(bundleName, ": target '", targetName,
+                                           "': entry point '", entryName, "'"));
 }
 
 Status CudaSession::findParameter(const std::string &name, size_t byteSize,

@@ -87,9 +87,7 @@ private:
     uint8_t *host = nullptr;
   };
   struct EntryPlan {
-    explicit EntryPlan(const bundle::EntryPoint &entry)
-        : entry(&entry), tensors(entry) {}
-    const bundle::EntryPoint *entry;
+    explicit EntryPlan(const bundle::EntryPoint &entry) : tensors(entry) {}
     EntryTensors tensors;
     Staging staging;
     std::vector<Step> steps;
@@ -115,9 +113,8 @@ private:
                     Step &step);
   CUdeviceptr deviceAddress(const bundle::BufferRef &buffer,
                             const EntryPlan &plan) const;
-  Status runLocked(EntryPlan &plan, const kiln_tensor_t *inputs,
-                   size_t inputCount, const kiln_tensor_t *outputs,
-                   size_t outputCount);
+  /// Runs `plan` on the tensors its last bind() recorded.
+  Status runBound(EntryPlan &plan);
   Status executeSteps(EntryPlan &plan);
   Status enqueueSteps(const EntryPlan &plan);
   Status captureGraph(EntryPlan &plan);
