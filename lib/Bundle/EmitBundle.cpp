@@ -89,6 +89,107 @@ llvm::Error copyMetadata(Attribute metadata, bundle::Manifest &manifest) {
   return llvm::Error::success();
 }
 
+/// Where each argument of an entry function points: the bundle's inputs,
+/// outputs, parameters (outputs that update one are written into it) or the
+/// arena.
+class ArgumentBuffers {
+public:
+  ArgumentBuffers(const kiln::CompiledEntry &entry,
+                  const std::vector<int> &outputSlot,
+                  const llvm::StringMap<unsigned> &paramIndex)
+      : entry(entry), outputSlot(outputSlot), paramIndex(paramIndex) {}
+
+  /// Bytes [offset, offset + size) of argument `argument`.
+  void fill(bundle::BufferRef &buffer, unsigned argument, uint64_t offset,
+            uint64_t size) const {
+    const kiln::EntryArgument &arg = entry.arguments[argument];
+    buffer.set_index(arg.index);
+    buffer.set_offset(offset);
+    buffer.set_size(size);
+    switch (arg.kind) {
+    case kiln::EntryArgument::Input:
+      buffer.set_kind(bundle::BufferRef::INPUT);
+      break;
+    case kiln::EntryArgument::Output:
+      if (outputSlot[arg.index] < 0) {
+        buffer.set_kind(bundle::BufferRef::PARAM);
+        buffer.set_index(paramIndex.lookup(entry.outputs[arg.index].updates));
+      } else {
+        buffer.set_kind(bundle::BufferRef::OUTPUT);
+        buffer.set_index(outputSlot[arg.index]);
+      }
+      break;
+    case kiln::EntryArgument::Param:
+      buffer.set_kind(bundle::BufferRef::PARAM);
+      break;
+    case kiln::EntryArgument::Arena:
+      buffer.set_kind(bundle::BufferRef::ARENA);
+      buffer.set_index(0);
+      break;
+    }
+  }
+
+private:
+  const kiln::CompiledEntry &entry;
+  const std::vector<int> &outputSlot;
+  const llvm::StringMap<unsigned> &paramIndex;
+};
+
+/// The entry point's program on the CUDA target.
+llvm::Error fillCudaProgram(bundle::Program &program,
+                            const kiln::CudaProgram &compiled,
+                            const ArgumentBuffers &buffers) {
+  program.set_target("cuda");
+  program.set_arena_bytes(compiled.arenaBytes);
+  program.set_arena_alignment(256);
+  for (const kiln::CudaCommand &command : compiled.commands) {
+    bundle::Command *stored = program.add_commands();
+    if (auto *launch = std::get_if<kiln::CudaLaunch>(&command)) {
+      bundle::KernelLaunch *out = stored->mutable_launch();
+      out->set_kernel(launch->kernel);
+      for (int d = 0; d < 3; ++d) {
+        out->add_grid(launch->grid[d]);
+        out->add_block(launch->block[d]);
+      }
+      for (const kiln::CudaBuffer &buffer : launch->buffers)
+        buffers.fill(*out->add_buffers(), buffer.argument, buffer.offset,
+                     buffer.size);
+      continue;
+    }
+    const auto &gemm = std::get<kiln::CudaGemm>(command);
+    auto element = elementTypeOf(gemm.element);
+    if (!element)
+      return element.takeError();
+    bundle::Gemm *out = stored->mutable_gemm();
+    out->set_a_type(*element);
+    out->set_b_type(*element);
+    out->set_c_type(*element);
+    out->set_transpose_a(gemm.transposeA);
+    out->set_transpose_b(gemm.transposeB);
+    out->set_m(gemm.m);
+    out->set_n(gemm.n);
+    out->set_k(gemm.k);
+    out->set_batch(gemm.batch);
+    // Row-major and dense: a row of the stored matrix is its leading
+    // dimension.
+    out->set_lda(gemm.transposeA ? gemm.m : gemm.k);
+    out->set_ldb(gemm.transposeB ? gemm.k : gemm.n);
+    out->set_ldc(gemm.n);
+    out->set_stride_a(gemm.m * gemm.k);
+    out->set_stride_b(gemm.k * gemm.n);
+    out->set_stride_c(gemm.m * gemm.n);
+    out->set_alpha(1.0f);
+    out->set_beta(gemm.beta);
+    buffers.fill(*out->mutable_a(), gemm.a.argument, gemm.a.offset,
+                 gemm.a.size);
+    buffers.fill(*out->mutable_b(), gemm.b.argument, gemm.b.offset,
+                 gemm.b.size);
+    buffers.fill(*out->mutable_c(), gemm.c.argument, gemm.c.offset,
+                 gemm.c.size);
+  }
+  return llvm::Error::success();
+}
+
 } // namespace
 
 llvm::Error kiln::writeBundle(const CompiledModel &model, StringRef path,
@@ -137,43 +238,54 @@ llvm::Error kiln::writeBundle(const CompiledModel &model, StringRef path,
               fillSpec(*point->add_outputs(), output.name, output.type))
         return error;
     }
-    bundle::KernelCall *call = point->add_commands()->mutable_kernel();
-    call->set_symbol(entry.kernel);
-    for (const EntryArgument &argument : entry.arguments) {
-      bundle::BufferRef *buffer = call->add_buffers();
-      buffer->set_index(argument.index);
-      switch (argument.kind) {
-      case EntryArgument::Input:
-        buffer->set_kind(bundle::BufferRef::INPUT);
-        break;
-      case EntryArgument::Output:
-        if (outputSlot[argument.index] < 0) {
-          buffer->set_kind(bundle::BufferRef::PARAM);
-          buffer->set_index(paramIndex[entry.outputs[argument.index].updates]);
-        } else {
-          buffer->set_kind(bundle::BufferRef::OUTPUT);
-          buffer->set_index(outputSlot[argument.index]);
-        }
-        break;
-      case EntryArgument::Param:
-        buffer->set_kind(bundle::BufferRef::PARAM);
-        break;
-      case EntryArgument::Arena:
-        buffer->set_kind(bundle::BufferRef::ARENA);
-        buffer->set_offset(0);
-        buffer->set_size(entry.arenaBytes);
-        break;
-      }
+    ArgumentBuffers buffers(entry, outputSlot, paramIndex);
+    if (model.cpu) {
+      bundle::KernelCall *call = point->add_commands()->mutable_kernel();
+      call->set_symbol(entry.kernel);
+      for (auto [i, argument] : llvm::enumerate(entry.arguments))
+        buffers.fill(*call->add_buffers(), i, 0,
+                     argument.kind == EntryArgument::Arena ? entry.arenaBytes
+                                                           : 0);
+    } else {
+      point->set_arena_bytes(0);
+    }
+    if (model.cuda) {
+      auto program = llvm::find_if(model.cuda->programs,
+                                   [&](const CudaProgram &p) {
+                                     return p.entry == entry.name;
+                                   });
+      if (program == model.cuda->programs.end())
+        return makeError("entry point '" + entry.name +
+                         "' has no CUDA program");
+      if (llvm::Error error =
+              fillCudaProgram(*point->add_programs(), *program, buffers))
+        return error;
     }
   }
 
-  bundle::Target target;
-  target.set_name("cpu");
-  target.set_triple(model.cpu.triple);
-  target.set_cpu(model.cpu.cpu);
-  for (const std::string &kernel : model.cpu.kernels)
-    target.add_kernels(kernel);
-  writer.addTarget(target, model.cpu.sharedObject);
+  if (model.cpu) {
+    bundle::Target target;
+    target.set_name("cpu");
+    target.set_triple(model.cpu->triple);
+    target.set_cpu(model.cpu->cpu);
+    for (const std::string &kernel : model.cpu->kernels)
+      target.add_kernels(kernel);
+    writer.addTarget(target, model.cpu->sharedObject);
+  }
+  if (model.cuda) {
+    bundle::Target target;
+    target.set_name("cuda");
+    target.set_triple("nvptx64-nvidia-cuda");
+    for (const std::string &kernel : model.cuda->kernels)
+      target.add_kernels(kernel);
+    std::vector<runtime::BundleWriter::Image> images;
+    for (const CudaImage &image : model.cuda->images)
+      images.push_back({image.format == CudaImage::Cubin
+                            ? bundle::CodeImage::CUBIN
+                            : bundle::CodeImage::PTX,
+                        image.arch, image.bytes});
+    writer.addTarget(target, std::move(images));
+  }
 
   runtime::Status status = writer.write(path.str());
   if (!status.ok())

@@ -79,7 +79,10 @@ void buildTensorPipeline(PassManager &pm, const kiln::CompileOptions &options,
   pm.addPass(kiln::createKilnSplitSharedFills());
 }
 
-void buildBufferPipeline(PassManager &pm) {
+/// Bufferizes and plans memory; `blas` lowers products to CBLAS calls (the
+/// CPU target), otherwise they stay linalg ops for a library the target
+/// calls itself.
+void buildBufferPipeline(PassManager &pm, bool blas) {
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
@@ -93,7 +96,8 @@ void buildBufferPipeline(PassManager &pm) {
   outParams.modifyPublicFunctions = true;
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
   pm.addPass(createCanonicalizerPass());
-  pm.addPass(kiln::createKilnLowerGemmToBlas());
+  if (blas)
+    pm.addPass(kiln::createKilnLowerGemmToBlas());
   pm.addPass(kiln::createKilnUpdateInPlace());
   pm.addPass(kiln::createKilnPlanMemory());
 }
@@ -205,31 +209,82 @@ kiln::compileModel(ModuleOp module, const CompileOptions &options) {
   }
   model.entries = collectSignatures(module);
 
-  PassManager pm(module.getContext());
-  if (options.printIRAfterAll) {
+  if (!options.cpuTarget && !options.cudaTarget)
+    return makeError("no target to compile for");
+  if (options.printIRAfterAll)
     module.getContext()->disableMultithreading();
-    pm.enableIRPrinting();
-  }
+  auto makePassManager = [&] {
+    auto pm = std::make_unique<PassManager>(module.getContext());
+    if (options.printIRAfterAll)
+      pm->enableIRPrinting();
+    return pm;
+  };
   llvm::StringMap<KernelCounts> counts;
-  buildTensorPipeline(pm, options, counts);
-  buildBufferPipeline(pm);
-  pm.addPass(std::make_unique<CountKernelsPass>(Stage::AfterFusion, counts));
-  if (llvm::Error error = run(pm, module, "compiling the model"))
-    return std::move(error);
+  {
+    auto pm = makePassManager();
+    buildTensorPipeline(*pm, options, counts);
+    if (llvm::Error error = run(*pm, module, "compiling the model"))
+      return std::move(error);
+  }
+  // From here on the targets part: each bufferizes and plans its own copy.
+  bool cpu = options.cpuTarget, cuda = options.cudaTarget && !options.planOnly;
+  OwningOpRef<ModuleOp> cudaModule;
+  if (cpu && cuda)
+    cudaModule = module.clone();
+  ModuleOp first = cpu ? module : (cudaModule ? *cudaModule : module);
+  {
+    auto pm = makePassManager();
+    buildBufferPipeline(*pm, /*blas=*/cpu);
+    pm->addPass(std::make_unique<CountKernelsPass>(Stage::AfterFusion, counts));
+    if (llvm::Error error = run(*pm, first, "compiling the model"))
+      return std::move(error);
+  }
   for (CompiledEntry &entry : model.entries)
     entry.kernels = counts.lookup(entry.name);
-  if (llvm::Error error = collectArguments(module, model.entries, paramIndex))
+  if (llvm::Error error = collectArguments(first, model.entries, paramIndex))
     return std::move(error);
   if (options.planOnly)
     return model;
 
-  // Parameters live in the bundle, not in the code.
-  for (auto param : llvm::make_early_inc_range(module.getOps<ParamOp>()))
-    param.erase();
-  auto code = compileForCPU(module, options.cpu);
-  if (!code)
-    return code.takeError();
-  model.cpu = std::move(*code);
+  if (cpu) {
+    // Parameters live in the bundle, not in the code.
+    for (auto param : llvm::make_early_inc_range(module.getOps<ParamOp>()))
+      param.erase();
+    auto code = compileForCPU(module, options.cpu);
+    if (!code)
+      return code.takeError();
+    model.cpu = std::move(*code);
+  }
+  if (cuda) {
+    ModuleOp target = cudaModule ? *cudaModule : module;
+    if (cudaModule) {
+      auto pm = makePassManager();
+      buildBufferPipeline(*pm, /*blas=*/false);
+      if (llvm::Error error = run(*pm, target, "compiling the model for CUDA"))
+        return std::move(error);
+      // Both targets' entry points take the same arguments in the same
+      // order: the bundle describes them once.
+      std::vector<CompiledEntry> entries = model.entries;
+      for (CompiledEntry &entry : entries)
+        entry.arguments.clear();
+      if (llvm::Error error = collectArguments(target, entries, paramIndex))
+        return std::move(error);
+      for (auto [cpuEntry, cudaEntry] : llvm::zip(model.entries, entries))
+        if (!llvm::equal(cpuEntry.arguments, cudaEntry.arguments,
+                         [](const EntryArgument &x, const EntryArgument &y) {
+                           return x.kind == y.kind && x.index == y.index;
+                         }))
+          return makeError("entry point '" + cpuEntry.name +
+                           "' takes its arguments in another order on CUDA "
+                           "than on the CPU");
+    }
+    for (auto param : llvm::make_early_inc_range(target.getOps<ParamOp>()))
+      param.erase();
+    auto code = compileForCUDA(target, options.cuda);
+    if (!code)
+      return code.takeError();
+    model.cuda = std::move(*code);
+  }
   return model;
 }
 

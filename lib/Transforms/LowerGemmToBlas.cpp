@@ -1,10 +1,9 @@
 //===- LowerGemmToBlas.cpp - matrix products as cblas_?gemm calls ---------===//
 
+#include "kiln/Transforms/Gemm.h"
 #include "kiln/Transforms/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/IR/Matchers.h"
-#include "mlir/Interfaces/CallInterfaces.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNLOWERGEMMTOBLAS
@@ -18,10 +17,6 @@ namespace {
 
 // CBLAS enumerators.
 constexpr int32_t kRowMajor = 101, kNoTrans = 111, kTrans = 112;
-
-bool isContiguous(MemRefType type) {
-  return type.hasStaticShape() && type.getLayout().isIdentity();
-}
 
 /// Declares `name` with the CBLAS gemm signature for `element`.
 func::FuncOp declareGemm(ModuleOp module, StringRef name, Type element) {
@@ -51,17 +46,11 @@ Value pointerTo(OpBuilder &b, Location loc, Value buffer, Value elementOffset,
 }
 
 LogicalResult lowerGemm(linalg::GenericOp op, ModuleOp module) {
-  auto flags = op->getAttrOfType<DictionaryAttr>("kiln.matmul");
-  if (!flags || !op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
-      op.getNumDpsInits() != 1)
+  std::optional<GemmDescription> described = describeGemm(op);
+  if (!described)
     return failure();
-  auto lhsType = dyn_cast<MemRefType>(op.getDpsInputs()[0].getType());
-  auto rhsType = dyn_cast<MemRefType>(op.getDpsInputs()[1].getType());
-  auto outType = dyn_cast<MemRefType>(op.getDpsInits()[0].getType());
-  if (!lhsType || !rhsType || !outType || !isContiguous(lhsType) ||
-      !isContiguous(rhsType) || !isContiguous(outType))
-    return failure();
-  Type element = outType.getElementType();
+  const GemmDescription &g = *described;
+  Type element = cast<MemRefType>(g.out.getType()).getElementType();
   StringRef name;
   if (element.isF32())
     name = "cblas_sgemm";
@@ -69,32 +58,12 @@ LogicalResult lowerGemm(linalg::GenericOp op, ModuleOp module) {
     name = "cblas_dgemm";
   else
     return failure();
-  bool transLhs = flags.contains("transpose_lhs");
-  bool transRhs = flags.contains("transpose_rhs");
-  int64_t rank = outType.getRank();
-  int64_t m = outType.getDimSize(rank - 2), n = outType.getDimSize(rank - 1);
-  int64_t k = lhsType.getDimSize(rank - (transLhs ? 2 : 1));
-  int64_t batch = 1;
-  for (int64_t d = 0; d < rank - 2; ++d)
-    batch *= outType.getDimSize(d);
+  bool transLhs = g.transposeLhs, transRhs = g.transposeRhs;
+  int64_t m = g.m, n = g.n, k = g.k, batch = g.batch;
   int64_t elementBytes = element.getIntOrFloatBitWidth() / 8;
-
   // The contraction accumulates into C. When C was just zero-filled (the
   // usual init), beta is 0 and the fill is dead; otherwise beta is 1.
-  linalg::FillOp deadFill;
-  Value init = op.getDpsInits()[0];
-  for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
-    auto fill = dyn_cast<linalg::FillOp>(prev);
-    if (fill && fill.hasPureBufferSemantics() && fill.getDpsInits()[0] == init) {
-      if (matchPattern(fill.getDpsInputs()[0], m_AnyZeroFloat()))
-        deadFill = fill;
-      break;
-    }
-    // Anything else that may touch the output ends the search.
-    if (llvm::is_contained(prev->getOperands(), init) ||
-        prev->getNumRegions() > 0 || isa<CallOpInterface>(prev))
-      break;
-  }
+  linalg::FillOp deadFill = g.zeroFill;
 
   func::FuncOp gemm = declareGemm(module, name, element);
   OpBuilder b(op);
@@ -102,8 +71,7 @@ LogicalResult lowerGemm(linalg::GenericOp op, ModuleOp module) {
   auto i32 = [&](int64_t v) {
     return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v)).getResult();
   };
-  Value lhs = op.getDpsInputs()[0], rhs = op.getDpsInputs()[1],
-        out = op.getDpsInits()[0];
+  Value lhs = g.lhs, rhs = g.rhs, out = g.out;
   auto emitCall = [&](OpBuilder &nb, Value batchIndex) {
     auto offset = [&](int64_t matrixElements) {
       return arith::MulIOp::create(
@@ -115,7 +83,7 @@ LogicalResult lowerGemm(linalg::GenericOp op, ModuleOp module) {
     Value c = pointerTo(nb, loc, out, offset(m * n), elementBytes);
     Value one = arith::ConstantOp::create(nb, loc, nb.getFloatAttr(element, 1.0));
     Value beta = arith::ConstantOp::create(
-        nb, loc, nb.getFloatAttr(element, deadFill ? 0.0 : 1.0));
+        nb, loc, nb.getFloatAttr(element, deadFill || g.overwrite ? 0.0 : 1.0));
     func::CallOp::create(
         nb, loc, gemm,
         ValueRange{i32(kRowMajor), i32(transLhs ? kTrans : kNoTrans),

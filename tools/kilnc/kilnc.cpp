@@ -77,10 +77,23 @@ cl::opt<bool> gradients(
              "returning the loss and its gradient for every parameter"),
     cl::init(false), cl::cat(kilncCategory));
 
-cl::opt<std::string> target("target",
-                            cl::desc("Code generation target (cpu)"),
-                            cl::value_desc("target"), cl::init("cpu"),
-                            cl::cat(kilncCategory));
+cl::opt<std::string> target(
+    "target",
+    cl::desc("Targets to generate code for: cpu, cuda, or cpu,cuda for one "
+             "bundle that runs on either (default: cpu)"),
+    cl::value_desc("list"), cl::init("cpu"), cl::cat(kilncCategory));
+
+cl::list<std::string> cudaArchs(
+    "cuda-arch",
+    cl::desc("CUDA architectures to assemble cubins for (default: "
+             "sm_80,sm_90a); PTX for the first is kept for newer GPUs"),
+    cl::value_desc("list"), cl::CommaSeparated, cl::cat(kilncCategory));
+
+cl::opt<std::string> cudaPath(
+    "cuda-path",
+    cl::desc("The CUDA toolkit whose ptxas and libdevice --target=cuda uses "
+             "(default: the one Kiln was built with)"),
+    cl::value_desc("dir"), cl::init(""), cl::cat(kilncCategory));
 
 cl::opt<std::string>
     cpu("cpu",
@@ -149,9 +162,30 @@ int main(int argc, char **argv) {
                 "--report");
   if (bundle && !maxBatchFor && outputFile == "-")
     return fail("a bundle is binary: name the output file with -o FILE.kiln");
-  if (target != "cpu")
-    return fail("--target=" + target +
-                " is not supported yet; this release compiles for the cpu");
+  kiln::CompileOptions compileOptions;
+  compileOptions.cpuTarget = compileOptions.cudaTarget = false;
+  SmallVector<StringRef> targets;
+  StringRef(target).split(targets, ',');
+  for (StringRef name : targets) {
+    bool *enabled = name == "cpu"    ? &compileOptions.cpuTarget
+                     : name == "cuda" ? &compileOptions.cudaTarget
+                                      : nullptr;
+    if (!enabled)
+      return fail("--target: unknown target '" + name.str() +
+                  "' (expected cpu, cuda or cpu,cuda)");
+    if (*enabled)
+      return fail("--target: '" + name.str() + "' is named twice");
+    *enabled = true;
+  }
+  if (!cudaArchs.empty())
+    compileOptions.cuda.archs.assign(cudaArchs.begin(), cudaArchs.end());
+  if (auto error = kiln::checkCudaArchs(compileOptions.cuda.archs))
+    return fail("--cuda-arch: " + toString(std::move(error)));
+  if ((cudaArchs.getNumOccurrences() || cudaPath.getNumOccurrences()) &&
+      !compileOptions.cudaTarget)
+    return fail("--cuda-arch and --cuda-path need --target=cuda (or "
+                "cpu,cuda)");
+  compileOptions.cuda.toolkitPath = cudaPath;
 
   kiln::ImportOptions options;
   for (const std::string &binding : dims) {
@@ -223,7 +257,6 @@ int main(int argc, char **argv) {
     return std::move(*module);
   };
 
-  kiln::CompileOptions compileOptions;
   compileOptions.cpu.cpu = cpu;
   compileOptions.printIRAfterAll = debugIR;
   if (maxBatchFor) {

@@ -4,6 +4,9 @@
 #define KILN_COMPILER_COMPILE_H
 
 #include "kiln/Target/CPU.h"
+#include "kiln/Target/CUDA.h"
+
+#include <optional>
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -68,21 +71,28 @@ struct CompiledParam {
 struct CompiledModel {
   std::vector<CompiledParam> params;
   std::vector<CompiledEntry> entries;
-  CPUCode cpu;
+  /// The code for each target compiled for. Entry points take the same
+  /// arguments on every target.
+  std::optional<CPUCode> cpu;
+  std::optional<CUDACode> cuda;
   /// The module's `kiln.metadata` attribute (a dictionary of strings the
   /// bundle's manifest records), or null.
   mlir::Attribute metadata;
 };
 
 struct CompileOptions {
+  /// The targets to compile for (at least one).
+  bool cpuTarget = true, cudaTarget = false;
   CPUTargetOptions cpu;
+  CUDATargetOptions cuda;
   /// Prints the IR after every pass to stderr (the debug switch).
   bool printIRAfterAll = false;
   /// Recomputes cheap activations in the backward pass instead of keeping
   /// them (kiln-rematerialize).
   bool rematerialize = false;
   /// Stops once memory is planned: the result has its entries (with their
-  /// arenas) and parameters but no code. For kilnc's memory searches.
+  /// arenas) and parameters but no code. For kilnc's memory searches. The
+  /// plan is the CPU target's when it is one of the targets, else CUDA's.
   bool planOnly = false;
 };
 

@@ -406,4 +406,43 @@ def KilnOutlineKernels : Pass<"kiln-outline-kernels", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def KilnGPUOutlineKernels : Pass<"kiln-gpu-outline-kernels", "mlir::ModuleOp"> {
+  let summary = "Moves each kernel into a GPU kernel, one thread per point";
+  let description = [{
+    The CUDA target's first step from bufferized, memory-planned IR. In every
+    function with a body, each op of the entry block that is a linalg op
+    (other than a `kiln.matmul` product on contiguous buffers, which stays
+    for the target to hand to cuBLASLt) or a `memref.copy` (a kernel)
+    becomes a `gpu.launch_func` of a `gpu.func` in the module
+    `@kiln_kernels`.
+
+    The kernel's arguments are the buffers its operands are views of: an
+    argument of the function, or a `memref.view` of one at a constant offset
+    (an arena slot). The view ops between them and the operands (subviews,
+    reshapes) move into the kernel with the constants it uses, so only
+    contiguous, statically shaped buffers cross the launch (one pointer
+    each).
+
+    In the kernel the op becomes loops; the parallel ones collapse into one
+    index space of N points, one thread each: blocks of up to
+    `block-size` threads, `ceil(N / block-size)` blocks, and a guard for
+    the last block. Reductions stay sequential loops inside a thread. A
+    kernel with no parallel loop runs on one thread.
+
+    Kernels with the same body and argument types are emitted once and
+    launched on different buffers. A kernel that reads something other than
+    constants and such buffers is an error: it cannot run on the GPU yet.
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
+           "Threads per block (a multiple of 32, at most 1024)">,
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::affine::AffineDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 #endif // KILN_TRANSFORMS_PASSES_TD

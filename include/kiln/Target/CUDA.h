@@ -1,0 +1,92 @@
+//===- CUDA.h - compiling bufferized kiln modules for CUDA ------*- C++ -*-===//
+//
+// The CUDA target turns each entry function into a program the runtime
+// issues on a stream (kernel launches and cuBLASLt products over the
+// caller's tensors, the parameters and one arena) and its kernels into
+// cubins for the chosen architectures, plus PTX the driver can compile for
+// newer GPUs.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_TARGET_CUDA_H
+#define KILN_TARGET_CUDA_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/Error.h"
+
+#include <array>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace kiln {
+
+struct CUDATargetOptions {
+  /// Architectures to assemble cubins for, e.g. sm_80, sm_90a. The PTX kept
+  /// for JIT compilation is that of the first.
+  std::vector<std::string> archs = {"sm_80", "sm_90a"};
+  /// The CUDA toolkit whose ptxas assembles the cubins and whose libdevice
+  /// the kernels link; empty means the one Kiln was built with, if any,
+  /// else ptxas from PATH.
+  std::string toolkitPath;
+  /// Threads per block of the generated kernels.
+  int64_t blockSize = 256;
+};
+
+/// Bytes `offset` to `offset + size` of argument `argument` of the entry
+/// function (an input, output, parameter or the arena).
+struct CudaBuffer {
+  unsigned argument = 0;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+};
+
+struct CudaLaunch {
+  /// Index into CUDACode::kernels.
+  unsigned kernel = 0;
+  std::array<uint32_t, 3> grid{1, 1, 1}, block{1, 1, 1};
+  std::vector<CudaBuffer> buffers;
+};
+
+/// C = op(A) op(B) + beta C, row-major, `batch` times with dense strides.
+struct CudaGemm {
+  mlir::Type element;
+  bool transposeA = false, transposeB = false;
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  float beta = 0;
+  CudaBuffer a, b, c;
+};
+
+using CudaCommand = std::variant<CudaLaunch, CudaGemm>;
+
+struct CudaProgram {
+  std::string entry;
+  int64_t arenaBytes = 0;
+  std::vector<CudaCommand> commands;
+};
+
+struct CudaImage {
+  enum Format { Cubin, Ptx } format;
+  /// sm_90a for a cubin, compute_90a for PTX.
+  std::string arch;
+  std::string bytes;
+};
+
+struct CUDACode {
+  std::vector<std::string> kernels;
+  std::vector<CudaImage> images;
+  std::vector<CudaProgram> programs;
+};
+
+/// Validates `archs` (sm_<major><minor>[a], major 7.5 or later); the error
+/// names the first bad one.
+llvm::Error checkCudaArchs(const std::vector<std::string> &archs);
+
+/// Compiles a bufferized, memory-planned module (as compileForCPU takes it,
+/// but with its products still linalg ops) for CUDA.
+llvm::Expected<CUDACode> compileForCUDA(mlir::ModuleOp module,
+                                        const CUDATargetOptions &options);
+
+} // namespace kiln
+
+#endif // KILN_TARGET_CUDA_H

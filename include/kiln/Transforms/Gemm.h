@@ -1,0 +1,41 @@
+//===- Gemm.h - matrix products on buffers, described for libraries -*- C++ -*-===//
+//
+// After bufferization a matrix product is a linalg.generic marked
+// `kiln.matmul` (with its transpose flags) that accumulates into its output.
+// Each target hands it to its own library (OpenBLAS on the CPU, cuBLASLt on
+// CUDA); both read the same description.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_TRANSFORMS_GEMM_H
+#define KILN_TRANSFORMS_GEMM_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+
+#include <optional>
+
+namespace kiln {
+
+/// C[b] = op(A[b]) op(B[b]) + beta C[b] for b < batch, row-major. op(A) is
+/// m x k (A is stored k x m when transposeLhs), op(B) k x n.
+struct GemmDescription {
+  mlir::Value lhs, rhs, out;
+  bool transposeLhs = false, transposeRhs = false;
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  /// The zero fill of `out` the product makes dead (beta 0): the nearest
+  /// earlier write of `out` when nothing else touches it in between. Null
+  /// when the product accumulates into what `out` holds (beta 1).
+  mlir::linalg::FillOp zeroFill;
+  /// The product overwrites `out` (beta 0) although no fill precedes it:
+  /// `kiln.matmul` carries `overwrite`, which kiln-gpu-outline-kernels sets
+  /// when it erases the zero fill. Only library lowerings read it.
+  bool overwrite = false;
+};
+
+/// Describes `op` when it is a `kiln.matmul` on contiguous, statically
+/// shaped buffers of one element type; std::nullopt otherwise.
+std::optional<GemmDescription> describeGemm(mlir::linalg::GenericOp op);
+
+} // namespace kiln
+
+#endif // KILN_TRANSFORMS_GEMM_H

@@ -1,0 +1,385 @@
+//===- CUDATarget.cpp - kiln modules to CUDA programs and cubins ----------===//
+//
+// kiln-gpu-outline-kernels makes every kernel a gpu.launch_func; what is left
+// of an entry function is launches and products (kiln.matmul) on buffers
+// the runtime knows, which become the entry's program. The gpu.module goes
+// through NVVM to PTX with LLVM's NVPTX backend, one PTX per architecture,
+// and ptxas assembles each into a cubin.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Target/CUDA.h"
+
+#include "kiln/Transforms/Gemm.h"
+#include "kiln/Transforms/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/Regex.h"
+
+#include <unistd.h>
+
+using namespace mlir;
+using llvm::Expected;
+
+namespace {
+
+llvm::Error makeError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// Runs `pm` on `module`, returning its first diagnostic (with its location)
+/// as the error.
+llvm::Error runPipeline(PassManager &pm, ModuleOp module, StringRef what) {
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &diag) {
+    if (diagnostics.empty() && diag.getSeverity() == DiagnosticSeverity::Error) {
+      llvm::raw_string_ostream os(diagnostics);
+      diag.getLocation().print(os);
+      os << ": " << diag.str();
+    }
+    return success();
+  });
+  if (failed(pm.run(module)))
+    return makeError(what + " failed: " + diagnostics);
+  return llvm::Error::success();
+}
+
+uint64_t bufferBytes(MemRefType type) {
+  Type element = type.getElementType();
+  unsigned bits = element.isInteger(1) ? 8 : element.getIntOrFloatBitWidth();
+  return static_cast<uint64_t>(type.getNumElements()) * ((bits + 7) / 8);
+}
+
+/// Builds one entry function's program from what kiln-gpu-outline-kernels
+/// left of it.
+class ProgramBuilder {
+public:
+  ProgramBuilder(func::FuncOp entry,
+                 const llvm::StringMap<unsigned> &kernelIndex)
+      : entry(entry), kernelIndex(kernelIndex) {}
+
+  Expected<kiln::CudaProgram> build() {
+    kiln::CudaProgram program;
+    program.entry = entry.getName().str();
+    if (auto bytes = entry->getAttrOfType<IntegerAttr>("kiln.arena_bytes"))
+      program.arenaBytes = bytes.getInt();
+    for (Operation &op : entry.getBody().front()) {
+      if (auto launch = dyn_cast<gpu::LaunchFuncOp>(op)) {
+        auto command = buildLaunch(launch);
+        if (!command)
+          return command.takeError();
+        program.commands.push_back(std::move(*command));
+        continue;
+      }
+      if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
+        auto command = buildGemm(generic);
+        if (!command)
+          return command.takeError();
+        program.commands.push_back(std::move(*command));
+        continue;
+      }
+      // What remains must only compute addresses and constants.
+      if (op.hasTrait<OpTrait::IsTerminator>() ||
+          op.hasTrait<OpTrait::ConstantLike>() ||
+          isa<ViewLikeOpInterface, memref::GetGlobalOp>(op) ||
+          (isPure(&op) && op.getNumRegions() == 0))
+        continue;
+      return located(&op, "'" + op.getName().getStringRef() +
+                              "' cannot run on the CUDA target yet");
+    }
+    return program;
+  }
+
+private:
+  llvm::Error located(Operation *op, const llvm::Twine &message) {
+    std::string location;
+    llvm::raw_string_ostream os(location);
+    op->getLoc().print(os);
+    return makeError(location + ": " + message);
+  }
+
+  /// The buffer `v` is: an argument, or a constant-offset view of the arena
+  /// (or any argument).
+  Expected<kiln::CudaBuffer> rootBuffer(Operation *user, Value v) {
+    auto type = dyn_cast<MemRefType>(v.getType());
+    if (!type || !type.hasStaticShape() || !type.getLayout().isIdentity())
+      return located(user, "operand is not a contiguous buffer");
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      return kiln::CudaBuffer{arg.getArgNumber(), 0, bufferBytes(type)};
+    if (auto view = v.getDefiningOp<memref::ViewOp>()) {
+      auto arg = dyn_cast<BlockArgument>(view.getSource());
+      std::optional<int64_t> shift = getConstantIntValue(view.getByteShift());
+      if (arg && shift && *shift >= 0)
+        return kiln::CudaBuffer{arg.getArgNumber(),
+                                static_cast<uint64_t>(*shift),
+                                bufferBytes(type)};
+    }
+    return located(user, "operand is not an argument or a constant-offset "
+                         "view of one");
+  }
+
+  /// A product's operand: a reshape of a root buffer (reshapes of
+  /// contiguous buffers move no data).
+  Expected<kiln::CudaBuffer> matrixBuffer(Operation *user, Value v) {
+    uint64_t bytes = bufferBytes(cast<MemRefType>(v.getType()));
+    while (Operation *def = v.getDefiningOp()) {
+      if (!isa<memref::ExpandShapeOp, memref::CollapseShapeOp, memref::CastOp>(
+              def))
+        break;
+      v = def->getOperand(0);
+    }
+    auto buffer = rootBuffer(user, v);
+    if (buffer)
+      buffer->size = bytes;
+    return buffer;
+  }
+
+  Expected<kiln::CudaCommand> buildLaunch(gpu::LaunchFuncOp launch) {
+    kiln::CudaLaunch command;
+    auto found = kernelIndex.find(launch.getKernelName().getValue());
+    if (found == kernelIndex.end())
+      return located(launch, "launches an unknown kernel");
+    command.kernel = found->second;
+    gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
+    gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
+    Value dims[6] = {grid.x, grid.y, grid.z, block.x, block.y, block.z};
+    for (int d = 0; d < 6; ++d) {
+      std::optional<int64_t> size = getConstantIntValue(dims[d]);
+      if (!size || *size < 1 || *size > std::numeric_limits<int32_t>::max())
+        return located(launch, "launch dimensions must be positive constants");
+      (d < 3 ? command.grid[d] : command.block[d - 3]) =
+          static_cast<uint32_t>(*size);
+    }
+    for (Value operand : launch.getKernelOperands()) {
+      auto buffer = rootBuffer(launch, operand);
+      if (!buffer)
+        return buffer.takeError();
+      command.buffers.push_back(*buffer);
+    }
+    return command;
+  }
+
+  Expected<kiln::CudaCommand> buildGemm(linalg::GenericOp op) {
+    std::optional<kiln::GemmDescription> gemm = kiln::describeGemm(op);
+    if (!gemm)
+      return located(op, "linalg op left outside a kernel that is not a "
+                         "matrix product on contiguous buffers");
+    kiln::CudaGemm command;
+    command.element = cast<MemRefType>(gemm->out.getType()).getElementType();
+    command.transposeA = gemm->transposeLhs;
+    command.transposeB = gemm->transposeRhs;
+    command.m = gemm->m;
+    command.n = gemm->n;
+    command.k = gemm->k;
+    command.batch = gemm->batch;
+    command.beta = gemm->overwrite || gemm->zeroFill ? 0.0f : 1.0f;
+    if (gemm->zeroFill)
+      return located(op, "matrix product still has its zero fill (run "
+                         "kiln-gpu-outline-kernels first)");
+    for (auto [value, slot] :
+         {std::pair{gemm->lhs, &command.a}, std::pair{gemm->rhs, &command.b},
+          std::pair{gemm->out, &command.c}}) {
+      auto buffer = matrixBuffer(op, value);
+      if (!buffer)
+        return buffer.takeError();
+      *slot = *buffer;
+    }
+    return command;
+  }
+
+  func::FuncOp entry;
+  const llvm::StringMap<unsigned> &kernelIndex;
+};
+
+/// Runs `program args...`; on failure the error holds its output.
+llvm::Error runTool(StringRef program, ArrayRef<StringRef> args) {
+  SmallString<128> log;
+  int fd;
+  if (llvm::sys::fs::createTemporaryFile("kiln-ptxas", "log", fd, log))
+    return makeError("cannot create a temporary file");
+  ::close(fd);
+  std::optional<StringRef> redirects[] = {std::nullopt, log.str(), log.str()};
+  std::string message;
+  int status = llvm::sys::ExecuteAndWait(program, args, std::nullopt, redirects,
+                                         0, 0, &message);
+  auto output = llvm::MemoryBuffer::getFile(log);
+  llvm::sys::fs::remove(log);
+  if (status != 0)
+    return makeError(program + " failed" +
+                     (message.empty() ? "" : ": " + message) + "\n" +
+                     (output ? (*output)->getBuffer().str() : ""));
+  return llvm::Error::success();
+}
+
+/// Assembles `ptx` into a cubin for `arch` with the toolkit's ptxas.
+Expected<std::string> assemble(StringRef ptx, StringRef arch,
+                               StringRef ptxas) {
+  SmallString<128> input, output;
+  int fd;
+  if (llvm::sys::fs::createTemporaryFile("kiln-kernels", "ptx", fd, input))
+    return makeError("cannot create a temporary file");
+  {
+    llvm::raw_fd_ostream out(fd, /*shouldClose=*/true);
+    out << ptx;
+  }
+  if (llvm::sys::fs::createTemporaryFile("kiln-kernels", "cubin", fd, output)) {
+    llvm::sys::fs::remove(input);
+    return makeError("cannot create a temporary file");
+  }
+  ::close(fd);
+  std::string archFlag = ("-arch=" + arch).str();
+  llvm::Error assembled =
+      runTool(ptxas, {ptxas, archFlag, "-O3", input, "-o", output});
+  llvm::sys::fs::remove(input);
+  if (assembled) {
+    llvm::sys::fs::remove(output);
+    return std::move(assembled);
+  }
+  auto cubin = llvm::MemoryBuffer::getFile(output, /*IsText=*/false);
+  llvm::sys::fs::remove(output);
+  if (!cubin)
+    return makeError("cannot read the cubin ptxas wrote");
+  return (*cubin)->getBuffer().str();
+}
+
+/// Where ptxas is: in the toolkit, else on PATH.
+Expected<std::string> findPtxas(StringRef toolkit) {
+  if (!toolkit.empty()) {
+    SmallString<128> path(toolkit);
+    llvm::sys::path::append(path, "bin", "ptxas");
+    if (llvm::sys::fs::can_execute(path))
+      return path.str().str();
+  }
+  if (auto found = llvm::sys::findProgramByName("ptxas"))
+    return *found;
+  return makeError("ptxas not found" +
+                   (toolkit.empty() ? llvm::Twine("")
+                                    : " in " + toolkit + "/bin") +
+                   " or on PATH: the CUDA target needs the CUDA toolkit "
+                   "(pass its directory with --cuda-path)");
+}
+
+} // namespace
+
+llvm::Error kiln::checkCudaArchs(const std::vector<std::string> &archs) {
+  if (archs.empty())
+    return makeError("no CUDA architecture given");
+  llvm::Regex pattern("^sm_([0-9]+)a?$");
+  for (const std::string &arch : archs) {
+    SmallVector<StringRef> groups;
+    unsigned version = 0;
+    if (!pattern.match(arch, &groups) || groups[1].getAsInteger(10, version) ||
+        version < 75)
+      return makeError("unknown CUDA architecture '" + arch +
+                       "': expected sm_XY or sm_XYa with XY at least 75, "
+                       "e.g. sm_80, sm_90a");
+  }
+  return llvm::Error::success();
+}
+
+Expected<kiln::CUDACode> kiln::compileForCUDA(ModuleOp module,
+                                              const CUDATargetOptions &options) {
+  if (llvm::Error error = checkCudaArchs(options.archs))
+    return std::move(error);
+  std::string toolkit = options.toolkitPath.empty()
+                            ? std::string(KILN_DEFAULT_CUDA_TOOLKIT)
+                            : options.toolkitPath;
+  auto ptxas = findPtxas(toolkit);
+  if (!ptxas)
+    return ptxas.takeError();
+  MLIRContext *context = module.getContext();
+  context->loadDialect<gpu::GPUDialect, NVVM::NVVMDialect, LLVM::LLVMDialect>();
+  NVVM::registerNVVMTargetInterfaceExternalModels(*context);
+
+  {
+    PassManager pm(context);
+    KilnGPUOutlineKernelsOptions outline;
+    outline.blockSize = options.blockSize;
+    pm.addPass(createKilnGPUOutlineKernels(outline));
+    if (llvm::Error error = runPipeline(pm, module, "building GPU kernels"))
+      return std::move(error);
+  }
+
+  CUDACode code;
+  llvm::StringMap<unsigned> kernelIndex;
+  gpu::GPUModuleOp kernels;
+  for (auto gpuModule : module.getOps<gpu::GPUModuleOp>())
+    kernels = gpuModule;
+  if (kernels)
+    for (auto function : kernels.getOps<gpu::GPUFuncOp>()) {
+      kernelIndex[function.getName()] = code.kernels.size();
+      code.kernels.push_back(function.getName().str());
+    }
+  for (auto function : module.getOps<func::FuncOp>()) {
+    if (function.isExternal())
+      continue;
+    auto program = ProgramBuilder(function, kernelIndex).build();
+    if (!program)
+      return program.takeError();
+    code.programs.push_back(std::move(*program));
+  }
+  if (!kernels)
+    return makeError("the model has no kernels to compile for CUDA");
+
+  // One PTX per architecture, from LLVM's NVPTX backend.
+  SmallVector<Attribute> targets;
+  for (const std::string &arch : options.archs)
+    targets.push_back(NVVM::NVVMTargetAttr::get(context, /*optLevel=*/3,
+                                                "nvptx64-nvidia-cuda", arch));
+  kernels.setTargetsAttr(ArrayAttr::get(context, targets));
+  {
+    PassManager pm(context);
+    OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
+    device.addPass(createLowerAffinePass());
+    device.addPass(memref::createExpandStridedMetadataPass());
+    device.addPass(createLowerAffinePass());
+    device.addPass(createSCFToControlFlowPass());
+    ConvertGpuOpsToNVVMOpsOptions nvvm;
+    // Each kernel argument is one pointer, as the runtime passes it.
+    nvvm.useBarePtrCallConv = true;
+    device.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+    device.addPass(createCanonicalizerPass());
+    device.addPass(createReconcileUnrealizedCastsPass());
+    GpuModuleToBinaryPassOptions binary;
+    binary.compilationTarget = "isa";
+    binary.toolkitPath = toolkit;
+    pm.addPass(createGpuModuleToBinaryPass(binary));
+    if (llvm::Error error = runPipeline(pm, module, "generating PTX"))
+      return std::move(error);
+  }
+  gpu::BinaryOp binary;
+  for (auto op : module.getOps<gpu::BinaryOp>())
+    binary = op;
+  if (!binary || binary.getObjects().size() != options.archs.size())
+    return makeError("generating PTX gave no object per architecture");
+
+  for (auto [arch, object] :
+       llvm::zip(options.archs, binary.getObjects().getAsRange<gpu::ObjectAttr>())) {
+    StringRef ptx = object.getObject().getValue();
+    auto cubin = assemble(ptx, arch, *ptxas);
+    if (!cubin)
+      return makeError("assembling the kernels for " + arch + ": " +
+                       llvm::toString(cubin.takeError()));
+    code.images.push_back({CudaImage::Cubin, arch, std::move(*cubin)});
+  }
+  // The PTX of the first architecture, for GPUs none of the cubins fits.
+  StringRef firstPtx = cast<gpu::ObjectAttr>(binary.getObjects()[0])
+                           .getObject()
+                           .getValue();
+  std::string virtualArch = "compute_" + options.archs[0].substr(3);
+  // ptxas and the driver take PTX text with its terminating NUL.
+  code.images.push_back(
+      {CudaImage::Ptx, virtualArch, firstPtx.str() + std::string(1, '\0')});
+  return code;
+}

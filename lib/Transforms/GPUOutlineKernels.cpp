@@ -1,0 +1,373 @@
+//===- GPUOutlineKernels.cpp - kernels as GPU kernels, one thread per point ===//
+//
+// The CUDA target runs a step as a list of commands the runtime issues on a
+// stream: kernel launches and library calls, over buffers it knows (the
+// caller's tensors, the parameters, arena slots). This pass makes that list
+// explicit in the IR: every kernel of an entry function becomes a
+// gpu.launch_func on such buffers, and its body a gpu.func in which each
+// thread computes one point of the kernel's parallel loops.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Transforms/Gemm.h"
+#include "kiln/Transforms/Passes.h"
+
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Linalg/Utils/Utils.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/MapVector.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNGPUOUTLINEKERNELS
+#include "kiln/Transforms/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace {
+
+/// Whether `type` can cross a launch as one pointer.
+bool isPlainBuffer(Type type) {
+  auto memref = dyn_cast<MemRefType>(type);
+  return memref && memref.hasStaticShape() && memref.getLayout().isIdentity();
+}
+
+/// Whether `v` is a buffer the runtime knows: an argument of the function,
+/// or a constant-offset view of one (an arena slot).
+bool isRootBuffer(Value v, Block &body) {
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    return arg.getOwner() == &body && isPlainBuffer(v.getType());
+  auto view = v.getDefiningOp<memref::ViewOp>();
+  return view && isa<BlockArgument>(view.getSource()) &&
+         view.getSizes().empty() && isPlainBuffer(view.getType()) &&
+         getConstantIntValue(view.getByteShift()).has_value();
+}
+
+/// The root buffer `v` views, and the view ops from the root to `v` (root
+/// side first); failure when `v` is not a view of a root buffer.
+FailureOr<Value> traceToRoot(Value v, Block &body,
+                             SmallVectorImpl<Operation *> &chain) {
+  SmallVector<Operation *> reversed;
+  while (!isRootBuffer(v, body)) {
+    Operation *def = v.getDefiningOp();
+    auto view = dyn_cast_or_null<ViewLikeOpInterface>(def);
+    if (!view || def->getNumResults() != 1)
+      return failure();
+    reversed.push_back(def);
+    v = view.getViewSource();
+  }
+  chain.append(reversed.rbegin(), reversed.rend());
+  return v;
+}
+
+/// Replaces the top-level scf.parallel of `kernel` (if any) by one thread per
+/// point: thread `blockIdx.x * blockSize + threadIdx.x` computes the point of
+/// that linear index, when it is below the number of points. Returns the
+/// number of points (1 for a kernel without parallel loops).
+FailureOr<int64_t> mapToThreads(gpu::GPUFuncOp kernel, int64_t blockSize) {
+  SmallVector<scf::ParallelOp> loops;
+  for (Operation &op : kernel.getBody().front())
+    if (auto loop = dyn_cast<scf::ParallelOp>(op))
+      loops.push_back(loop);
+  if (loops.empty())
+    return 1;
+  if (loops.size() > 1)
+    return kernel.emitError("kernel has ") << loops.size()
+                                           << " parallel loop nests, not one";
+  scf::ParallelOp loop = loops.front();
+  SmallVector<int64_t> lower, counts, steps;
+  int64_t points = 1;
+  for (auto [lb, ub, step] :
+       llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
+    auto l = getConstantIntValue(lb), u = getConstantIntValue(ub),
+         s = getConstantIntValue(step);
+    if (!l || !u || !s || *s <= 0)
+      return loop.emitError("parallel loop with non-constant bounds");
+    int64_t count = std::max<int64_t>(0, (*u - *l + *s - 1) / *s);
+    lower.push_back(*l);
+    counts.push_back(count);
+    steps.push_back(*s);
+    points *= count;
+    if (points > (int64_t(1) << 40))
+      return loop.emitError("kernel of more than 2^40 points");
+  }
+
+  OpBuilder b(loop);
+  Location loc = loop.getLoc();
+  auto index = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v).getResult();
+  };
+  Value block = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value linear = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, block, index(blockSize)), thread);
+  Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                       linear, index(points));
+  auto guard = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
+  b.setInsertionPointToStart(guard.thenBlock());
+  // The last loop dimension varies fastest, so neighbouring threads touch
+  // neighbouring elements of row-major buffers.
+  IRMapping mapping;
+  Value rest = linear;
+  for (int64_t d = static_cast<int64_t>(counts.size()) - 1; d >= 0; --d) {
+    Value position = rest;
+    if (d > 0) {
+      position = arith::RemUIOp::create(b, loc, rest, index(counts[d]));
+      rest = arith::DivUIOp::create(b, loc, rest, index(counts[d]));
+    }
+    Value iv = position;
+    if (steps[d] != 1)
+      iv = arith::MulIOp::create(b, loc, iv, index(steps[d]));
+    if (lower[d] != 0)
+      iv = arith::AddIOp::create(b, loc, iv, index(lower[d]));
+    mapping.map(loop.getInductionVars()[d], iv);
+  }
+  for (Operation &op : loop.getBody()->without_terminator())
+    b.clone(op, mapping);
+  loop.erase();
+  return points;
+}
+
+struct KilnGPUOutlineKernelsPass
+    : kiln::impl::KilnGPUOutlineKernelsBase<KilnGPUOutlineKernelsPass> {
+  using KilnGPUOutlineKernelsBase::KilnGPUOutlineKernelsBase;
+
+  void runOnOperation() override {
+    if (blockSize < 32 || blockSize > 1024 || blockSize % 32 != 0) {
+      getOperation().emitError("block-size must be a multiple of 32 up to "
+                               "1024, not ")
+          << blockSize;
+      return signalPassFailure();
+    }
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> entries;
+    for (auto function : module.getOps<func::FuncOp>())
+      if (!function.isExternal())
+        entries.push_back(function);
+    for (func::FuncOp entry : entries) {
+      // Products first: preparing one erases its zero fill.
+      llvm::SmallPtrSet<Operation *, 16> gemms;
+      for (auto generic : llvm::make_early_inc_range(
+               entry.getBody().front().getOps<linalg::GenericOp>()))
+        if (prepareGemm(generic))
+          gemms.insert(generic);
+      SmallVector<Operation *> kernels;
+      for (Operation &op : entry.getBody().front())
+        if (isKernel(&op) && !gemms.contains(&op))
+          kernels.push_back(&op);
+      int64_t next = 0;
+      for (Operation *kernel : kernels)
+        if (failed(outline(entry, kernel, next)))
+          return signalPassFailure();
+    }
+    if (!gpuModule)
+      return;
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    UnitAttr::get(module.getContext()));
+    // Constant buffers the kernels read live in the device code.
+    OpBuilder b(gpuModule.getBodyRegion());
+    for (memref::GlobalOp global : globals)
+      b.clone(*global);
+  }
+
+  /// Whether `op` is a product the target hands to cuBLASLt. Its zero fill
+  /// (dead, since the library can overwrite instead of accumulating) is
+  /// erased and the product marked `overwrite`.
+  bool prepareGemm(linalg::GenericOp op) {
+    std::optional<kiln::GemmDescription> gemm = kiln::describeGemm(op);
+    if (!gemm)
+      return false;
+    Type element = cast<MemRefType>(gemm->out.getType()).getElementType();
+    if (!element.isF32() && !element.isF16() && !element.isBF16())
+      return false;
+    if (gemm->zeroFill) {
+      auto flags = op->getAttrOfType<DictionaryAttr>("kiln.matmul");
+      NamedAttrList entries(flags);
+      entries.set("overwrite", UnitAttr::get(op.getContext()));
+      op->setAttr("kiln.matmul", entries.getDictionary(op.getContext()));
+      gemm->zeroFill.erase();
+    }
+    return true;
+  }
+
+  /// Whether `op`, in an entry block, is work the device does: a linalg op,
+  /// a copy, a loop or anything else that writes memory. Constants, views
+  /// and scalar arithmetic only feed kernels, which clone what they use.
+  static bool isKernel(Operation *op) {
+    if (isa<linalg::LinalgOp, memref::CopyOp>(op))
+      return true;
+    if (op->hasTrait<OpTrait::IsTerminator>() ||
+        isa<ViewLikeOpInterface, memref::GetGlobalOp, gpu::LaunchFuncOp>(op))
+      return false;
+    return op->getNumRegions() > 0 || !isPure(op);
+  }
+
+  /// Whether `v` can be recomputed inside a kernel: a constant, a constant
+  /// global buffer, or pure scalar arithmetic on such values. Adds the ops
+  /// that compute it to `inside`.
+  bool addRecomputable(Value v, SetVector<Operation *> &inside) {
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return false;
+    if (auto global = dyn_cast<memref::GetGlobalOp>(def)) {
+      auto symbol = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(
+          def, global.getNameAttr());
+      if (!symbol || !symbol.getConstant())
+        return false;
+      globals.insert(symbol);
+      inside.insert(def);
+      return true;
+    }
+    if (!def->hasTrait<OpTrait::ConstantLike>() &&
+        (!isPure(def) || def->getNumRegions() > 0 ||
+         isa<MemRefType>(v.getType())))
+      return false;
+    for (Value operand : def->getOperands())
+      if (!addRecomputable(operand, inside))
+        return false;
+    inside.insert(def);
+    return true;
+  }
+
+  gpu::GPUModuleOp getOrCreateGPUModule() {
+    if (gpuModule)
+      return gpuModule;
+    ModuleOp module = getOperation();
+    OpBuilder b(module.getBodyRegion());
+    b.setInsertionPointToEnd(module.getBody());
+    gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "kiln_kernels");
+    return gpuModule;
+  }
+
+  LogicalResult outline(func::FuncOp entry, Operation *kernel, int64_t &next) {
+    Block &body = entry.getBody().front();
+    SetVector<Value> captured;
+    for (Value operand : kernel->getOperands())
+      captured.insert(operand);
+    for (Region &region : kernel->getRegions())
+      getUsedValuesDefinedAbove(region, captured);
+
+    // The buffers the kernel receives, and what it rebuilds inside.
+    llvm::MapVector<Value, unsigned> roots;
+    SetVector<Operation *> inside;
+    auto addConstant = [&](Value v) { return addRecomputable(v, inside); };
+    for (Value v : captured) {
+      if (addConstant(v))
+        continue;
+      SmallVector<Operation *> chain;
+      FailureOr<Value> root = traceToRoot(v, body, chain);
+      if (failed(root))
+        return kernel->emitError("reads a value that cannot be passed to a "
+                                 "GPU kernel (not a constant, nor a view of "
+                                 "an argument or arena buffer); not "
+                                 "supported on the CUDA target yet");
+      roots.insert({*root, roots.size()});
+      for (Operation *view : chain) {
+        for (Value operand : view->getOperands().drop_front())
+          if (!addConstant(operand))
+            return view->emitError("view with a non-constant operand cannot "
+                                   "move into a GPU kernel");
+        inside.insert(view);
+      }
+    }
+
+    SmallVector<Type> argumentTypes;
+    SmallVector<Value> arguments;
+    for (auto &[root, position] : roots) {
+      argumentTypes.push_back(root.getType());
+      arguments.push_back(root);
+    }
+    gpu::GPUModuleOp module = getOrCreateGPUModule();
+    OpBuilder b(module.getBodyRegion());
+    b.setInsertionPointToEnd(module.getBody());
+    std::string name =
+        (entry.getName() + "_k" + std::to_string(next++)).str();
+    auto function = gpu::GPUFuncOp::create(
+        b, kernel->getLoc(), name, b.getFunctionType(argumentTypes, {}));
+    function->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
+                      b.getUnitAttr());
+    Block &kernelBody = function.getBody().front();
+    b.setInsertionPointToStart(&kernelBody);
+    IRMapping mapping;
+    for (auto [i, root] : llvm::enumerate(arguments))
+      mapping.map(root, kernelBody.getArgument(i));
+    // In program order: every op comes after what it uses.
+    SmallVector<Operation *> ordered(inside.begin(), inside.end());
+    llvm::sort(ordered, [](Operation *x, Operation *y) {
+      return x->isBeforeInBlock(y);
+    });
+    for (Operation *op : ordered)
+      if (!mapping.contains(op->getResult(0)))
+        b.clone(*op, mapping);
+    Operation *cloned;
+    if (auto copy = dyn_cast<memref::CopyOp>(kernel))
+      cloned = linalg::makeMemRefCopyOp(b, kernel->getLoc(),
+                                        mapping.lookup(copy.getSource()),
+                                        mapping.lookup(copy.getTarget()));
+    else
+      cloned = b.clone(*kernel, mapping);
+    gpu::ReturnOp::create(b, kernel->getLoc());
+
+    // Anything else (a loop the lowering wrote, a scatter) runs as it is,
+    // on one thread: its iterations may depend on each other.
+    if (auto linalgOp = dyn_cast<linalg::LinalgOp>(cloned)) {
+      IRRewriter rewriter(b);
+      rewriter.setInsertionPoint(cloned);
+      if (failed(linalg::linalgOpToParallelLoops(rewriter, linalgOp)))
+        return kernel->emitError("cannot turn this kernel into loops");
+      rewriter.eraseOp(cloned);
+    }
+    FailureOr<int64_t> points = mapToThreads(function, blockSize);
+    if (failed(points))
+      return failure();
+    // Whole warps, except for kernels of fewer points (a kernel without
+    // parallel loops runs on exactly one thread).
+    int64_t threads =
+        *points < 32 ? *points
+                     : std::min<int64_t>(blockSize,
+                                         llvm::alignTo(*points, int64_t(32)));
+    int64_t blocks = llvm::divideCeil(*points, threads);
+    if (blocks > std::numeric_limits<int32_t>::max())
+      return kernel->emitError("kernel needs ")
+             << blocks << " blocks, more than a grid holds";
+
+    gpu::GPUFuncOp launched = deduplicate(function);
+    OpBuilder host(kernel);
+    Location loc = kernel->getLoc();
+    auto index = [&](int64_t v) {
+      return arith::ConstantIndexOp::create(host, loc, v).getResult();
+    };
+    Value one = index(1);
+    gpu::LaunchFuncOp::create(host, loc, launched,
+                              {index(blocks), one, one},
+                              {index(threads), one, one},
+                              /*dynamicSharedMemorySize=*/Value(), arguments);
+    kernel->erase();
+    return success();
+  }
+
+  /// Returns an earlier kernel with the same body and argument types as
+  /// `function` (erasing `function`), or `function` itself.
+  gpu::GPUFuncOp deduplicate(gpu::GPUFuncOp function) {
+    std::string key;
+    {
+      llvm::raw_string_ostream os(key);
+      os << function.getFunctionType();
+      function.getBody().front().print(os);
+    }
+    auto [it, inserted] = bodies.try_emplace(key, function);
+    if (inserted)
+      return function;
+    function.erase();
+    return it->second;
+  }
+
+  gpu::GPUModuleOp gpuModule;
+  llvm::StringMap<gpu::GPUFuncOp> bodies;
+  SetVector<memref::GlobalOp> globals;
+};
+
+} // namespace

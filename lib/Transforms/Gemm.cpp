@@ -1,0 +1,68 @@
+//===- Gemm.cpp - matrix products on buffers, described for libraries -----===//
+
+#include "kiln/Transforms/Gemm.h"
+
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/CallInterfaces.h"
+
+using namespace mlir;
+
+namespace {
+
+bool isContiguous(MemRefType type) {
+  return type && type.hasStaticShape() && type.getLayout().isIdentity();
+}
+
+/// The zero fill of `init` just before `op`, if nothing in between may touch
+/// `init`.
+linalg::FillOp findZeroFill(Operation *op, Value init) {
+  for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
+    auto fill = dyn_cast<linalg::FillOp>(prev);
+    if (fill && fill.hasPureBufferSemantics() && fill.getDpsInits()[0] == init)
+      return matchPattern(fill.getDpsInputs()[0], m_AnyZeroFloat())
+                 ? fill
+                 : linalg::FillOp();
+    // Anything else that may touch the output ends the search.
+    if (llvm::is_contained(prev->getOperands(), init) ||
+        prev->getNumRegions() > 0 || isa<CallOpInterface>(prev))
+      return {};
+  }
+  return {};
+}
+
+} // namespace
+
+std::optional<kiln::GemmDescription>
+kiln::describeGemm(linalg::GenericOp op) {
+  auto flags = op->getAttrOfType<DictionaryAttr>("kiln.matmul");
+  if (!flags || !op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
+      op.getNumDpsInits() != 1)
+    return std::nullopt;
+  GemmDescription gemm;
+  gemm.lhs = op.getDpsInputs()[0];
+  gemm.rhs = op.getDpsInputs()[1];
+  gemm.out = op.getDpsInits()[0];
+  auto lhsType = dyn_cast<MemRefType>(gemm.lhs.getType());
+  auto rhsType = dyn_cast<MemRefType>(gemm.rhs.getType());
+  auto outType = dyn_cast<MemRefType>(gemm.out.getType());
+  if (!isContiguous(lhsType) || !isContiguous(rhsType) ||
+      !isContiguous(outType) || outType.getRank() < 2 ||
+      lhsType.getRank() != outType.getRank() ||
+      rhsType.getRank() != outType.getRank() ||
+      lhsType.getElementType() != outType.getElementType() ||
+      rhsType.getElementType() != outType.getElementType())
+    return std::nullopt;
+  gemm.transposeLhs = flags.contains("transpose_lhs");
+  gemm.transposeRhs = flags.contains("transpose_rhs");
+  int64_t rank = outType.getRank();
+  gemm.m = outType.getDimSize(rank - 2);
+  gemm.n = outType.getDimSize(rank - 1);
+  gemm.k = lhsType.getDimSize(rank - (gemm.transposeLhs ? 2 : 1));
+  for (int64_t d = 0; d < rank - 2; ++d)
+    gemm.batch *= outType.getDimSize(d);
+  gemm.overwrite = flags.contains("overwrite");
+  if (!gemm.overwrite)
+    gemm.zeroFill = findZeroFill(op, gemm.out);
+  return gemm;
+}
