@@ -211,6 +211,9 @@ kiln::compileModel(ModuleOp module, const CompileOptions &options) {
 
   if (!options.cpuTarget && !options.cudaTarget)
     return makeError("no target to compile for");
+  if (options.emulateCuda && (options.cudaTarget || !options.cpuTarget))
+    return makeError("emulating the CUDA target makes a CPU bundle: it "
+                     "cannot be combined with another target");
   if (options.printIRAfterAll)
     module.getContext()->disableMultithreading();
   auto makePassManager = [&] {
@@ -234,7 +237,12 @@ kiln::compileModel(ModuleOp module, const CompileOptions &options) {
   ModuleOp first = cpu ? module : (cudaModule ? *cudaModule : module);
   {
     auto pm = makePassManager();
-    buildBufferPipeline(*pm, /*blas=*/cpu);
+    buildBufferPipeline(*pm, /*blas=*/cpu && !options.emulateCuda);
+    if (options.emulateCuda) {
+      pm->addPass(kiln::createKilnGPUOutlineKernels());
+      pm->addPass(kiln::createKilnGPUEmulate());
+      pm->addPass(kiln::createKilnLowerGemmToBlas());
+    }
     pm->addPass(std::make_unique<CountKernelsPass>(Stage::AfterFusion, counts));
     if (llvm::Error error = run(*pm, first, "compiling the model"))
       return std::move(error);

@@ -89,6 +89,13 @@ cl::list<std::string> cudaArchs(
              "sm_80,sm_90a); PTX for the first is kept for newer GPUs"),
     cl::value_desc("list"), cl::CommaSeparated, cl::cat(kilncCategory));
 
+cl::opt<bool> emulateCuda(
+    "emulate-cuda",
+    cl::desc("Testing without a GPU: a CPU bundle that runs the CUDA "
+             "target's kernels one thread after another, and its matrix "
+             "products through BLAS"),
+    cl::init(false), cl::Hidden, cl::cat(kilncCategory));
+
 cl::opt<std::string> cudaPath(
     "cuda-path",
     cl::desc("The CUDA toolkit whose ptxas and libdevice --target=cuda uses "
@@ -186,6 +193,9 @@ int main(int argc, char **argv) {
     return fail("--cuda-arch and --cuda-path need --target=cuda (or "
                 "cpu,cuda)");
   compileOptions.cuda.toolkitPath = cudaPath;
+  compileOptions.emulateCuda = emulateCuda;
+  if (emulateCuda && (compileOptions.cudaTarget || !compileOptions.cpuTarget))
+    return fail("--emulate-cuda makes a CPU bundle: use it with --target=cpu");
 
   kiln::ImportOptions options;
   for (const std::string &binding : dims) {

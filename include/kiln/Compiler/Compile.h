@@ -94,6 +94,10 @@ struct CompileOptions {
   /// arenas) and parameters but no code. For kilnc's memory searches. The
   /// plan is the CPU target's when it is one of the targets, else CUDA's.
   bool planOnly = false;
+  /// A test aid for machines without a GPU: compiles a CPU bundle whose
+  /// entry points run what the CUDA target would run (its kernels, one
+  /// thread after another, and its products through BLAS).
+  bool emulateCuda = false;
 };
 
 /// The bytes of a tensor of `type` (a bool takes a byte).

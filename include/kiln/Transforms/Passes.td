@@ -445,4 +445,23 @@ def KilnGPUOutlineKernels : Pass<"kiln-gpu-outline-kernels", "mlir::ModuleOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def KilnGPUEmulate : Pass<"kiln-gpu-emulate", "mlir::ModuleOp"> {
+  let summary = "Runs GPU kernels on the host, one thread after another";
+  let description = [{
+    A test aid for the CUDA target on machines without a GPU: every
+    `gpu.func` of the module becomes a private host function taking the
+    block and thread index before its buffers, and every `gpu.launch_func`
+    a loop nest over the grid's blocks and each block's threads that calls
+    it; the `gpu.module` goes. What kiln-gpu-outline-kernels built (the
+    thread mapping, the buffers and views each kernel receives, the order of
+    launches and products) then compiles for the CPU and can be checked
+    against a reference there. Only the x dimension is used, as
+    kiln-gpu-outline-kernels launches; a kernel that reads any other
+    dimension, or synchronizes its block, is an error.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 #endif // KILN_TRANSFORMS_PASSES_TD

@@ -312,9 +312,11 @@ Expected<std::string> linkSharedObject(StringRef object) {
 
 Expected<kiln::CPUCode> kiln::compileForCPU(ModuleOp module,
                                             const CPUTargetOptions &options) {
+  // Entry points are the public functions with a body; private ones are
+  // the compiler's own helpers.
   std::vector<std::string> entries;
   for (auto function : module.getOps<func::FuncOp>())
-    if (!function.isExternal())
+    if (!function.isExternal() && function.isPublic())
       entries.push_back(function.getName().str());
 
   PassManager pm(module.getContext());

@@ -1,0 +1,147 @@
+//===- GPUEmulate.cpp - GPU kernels run on the host, thread by thread -----===//
+//
+// With no GPU at hand, the one part of the CUDA target that cannot be
+// checked against a reference is what runs on the device. This pass keeps
+// everything the CUDA target decided (which kernels, which thread computes
+// which point, which buffers each launch gets, the order of launches and
+// products) and only swaps the device for loops on the host, so the result
+// can be compiled for the CPU and trained against PyTorch.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Transforms/Passes.h"
+
+#include "mlir/IR/IRMapping.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNGPUEMULATE
+#include "kiln/Transforms/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace {
+
+struct KilnGPUEmulatePass
+    : kiln::impl::KilnGPUEmulateBase<KilnGPUEmulatePass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    llvm::StringMap<func::FuncOp> hostKernels;
+    for (auto gpuModule :
+         llvm::make_early_inc_range(module.getOps<gpu::GPUModuleOp>())) {
+      for (auto kernel : gpuModule.getOps<gpu::GPUFuncOp>()) {
+        func::FuncOp host = toHostFunction(kernel);
+        if (!host)
+          return signalPassFailure();
+        hostKernels[(gpuModule.getName() + "::" + kernel.getName()).str()] =
+            host;
+      }
+      // Globals the kernels read move to the host module, unless it has
+      // them already (they came from there).
+      for (auto global :
+           llvm::make_early_inc_range(gpuModule.getOps<memref::GlobalOp>()))
+        if (!module.lookupSymbol(global.getSymName()))
+          global->moveBefore(module.getBody(), module.getBody()->end());
+      gpuModule.erase();
+    }
+    SmallVector<gpu::LaunchFuncOp> launches;
+    module.walk([&](gpu::LaunchFuncOp op) { launches.push_back(op); });
+    for (gpu::LaunchFuncOp launch : launches) {
+      std::string name = (launch.getKernelModuleName().getValue() +
+                          "::" + launch.getKernelName().getValue())
+                             .str();
+      func::FuncOp host = hostKernels.lookup(name);
+      if (!host) {
+        launch.emitError("launches a kernel that is not in the module");
+        return signalPassFailure();
+      }
+      OpBuilder b(launch);
+      Location loc = launch.getLoc();
+      Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+      Value one = arith::ConstantIndexOp::create(b, loc, 1);
+      gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
+      gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
+      for (Value size : {grid.y, grid.z, block.y, block.z})
+        if (getConstantIntValue(size) != 1) {
+          launch.emitError("emulates only launches along x");
+          return signalPassFailure();
+        }
+      SmallVector<Value> operands(launch.getKernelOperands());
+      scf::ForOp::create(
+          b, loc, zero, grid.x, one, ValueRange{},
+          [&](OpBuilder &nb, Location, Value blockId, ValueRange) {
+            scf::ForOp::create(
+                nb, loc, zero, block.x, one, ValueRange{},
+                [&](OpBuilder &tb, Location, Value threadId, ValueRange) {
+                  SmallVector<Value> args = {blockId, threadId};
+                  args.append(operands);
+                  func::CallOp::create(tb, loc, host, args);
+                  scf::YieldOp::create(tb, loc);
+                });
+            scf::YieldOp::create(nb, loc);
+          });
+      launch.erase();
+    }
+    module->removeAttr(gpu::GPUDialect::getContainerModuleAttrName());
+  }
+
+  /// `func.func private @<module>_<kernel>(%block, %thread, buffers...)`
+  /// with the kernel's body, placed in the host module.
+  func::FuncOp toHostFunction(gpu::GPUFuncOp kernel) {
+    ModuleOp module = getOperation();
+    if (kernel.getBody().getBlocks().size() != 1) {
+      kernel.emitError("emulates only kernels of one block");
+      return {};
+    }
+    // Block and thread indices are read at the top of the body only.
+    WalkResult nested = kernel.getBody().walk([&](Operation *op) {
+      if (op->getParentOp() != kernel && op->getDialect() &&
+          isa<gpu::GPUDialect>(op->getDialect())) {
+        op->emitError("cannot be emulated on the host");
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (nested.wasInterrupted())
+      return {};
+    OpBuilder b(module.getBodyRegion());
+    b.setInsertionPointToEnd(module.getBody());
+    SmallVector<Type> types = {b.getIndexType(), b.getIndexType()};
+    llvm::append_range(types, kernel.getArgumentTypes());
+    auto host = func::FuncOp::create(
+        b, kernel.getLoc(), ("emulated_" + kernel.getName()).str(),
+        b.getFunctionType(types, {}));
+    host.setPrivate();
+    Block *entry = host.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+    IRMapping mapping;
+    for (auto [from, to] : llvm::zip(kernel.getArguments(),
+                                     entry->getArguments().drop_front(2)))
+      mapping.map(from, to);
+    for (Operation &op : kernel.getBody().front()) {
+      if (isa<gpu::ReturnOp>(op)) {
+        func::ReturnOp::create(b, op.getLoc());
+        continue;
+      }
+      Value replacement;
+      if (auto id = dyn_cast<gpu::BlockIdOp>(op);
+          id && id.getDimension() == gpu::Dimension::x)
+        replacement = entry->getArgument(0);
+      else if (auto id = dyn_cast<gpu::ThreadIdOp>(op);
+               id && id.getDimension() == gpu::Dimension::x)
+        replacement = entry->getArgument(1);
+      else if (op.getDialect() && isa<gpu::GPUDialect>(op.getDialect())) {
+        op.emitError("cannot be emulated on the host");
+        return {};
+      }
+      if (replacement) {
+        mapping.map(op.getResult(0), replacement);
+        continue;
+      }
+      b.clone(op, mapping);
+    }
+    return host;
+  }
+};
+
+} // namespace
