@@ -23,3 +23,7 @@ if config.kiln_fuzzers:
     config.available_features.add("fuzzer")
 if os.path.isdir(config.onnx_testdata_dir):
     config.available_features.add("onnx-testdata")
+# Kiln was built with the CUDA toolkit: kilnc can assemble cubins (no GPU
+# needed).
+if config.kiln_cuda:
+    config.available_features.add("cuda-toolkit")

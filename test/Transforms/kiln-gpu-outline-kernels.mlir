@@ -1,0 +1,135 @@
+// RUN: kiln-opt %s --kiln-gpu-outline-kernels --cse --split-input-file --verify-diagnostics | FileCheck %s
+
+// One step with each kind of kernel. What stays in @step is the program the
+// runtime issues: launches on argument and arena buffers, and the products
+// for cuBLASLt (the first one's zero fill is gone and it overwrites its
+// output; the second accumulates).
+// CHECK-LABEL: func.func @step(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: memref<4x300xf32>, %[[W:[a-z0-9]+]]: memref<300x8xf32>, %[[OUT:[a-z0-9]+]]: memref<4x8xf32>, %[[ARENA:[a-z0-9]+]]: memref<9728xi8>
+// CHECK: %[[T:.*]] = memref.view %[[ARENA]][%c0][]
+// 4 x 300 = 1200 points: 5 blocks of 256 threads.
+// CHECK: %[[C5:.*]] = arith.constant 5 : index
+// CHECK: %[[C256:.*]] = arith.constant 256 : index
+// CHECK: gpu.launch_func @kiln_kernels::@step_k0 blocks in (%[[C5]], %{{.*}}, %{{.*}}) threads in (%[[C256]], %{{.*}}, %{{.*}}) args(%[[X]] : memref<4x300xf32>, %[[T]] : memref<4x300xf32>)
+// CHECK-NOT: linalg.fill
+// CHECK: linalg.generic {{.*}} ins(%[[T]], %[[W]] : {{.*}}) outs(%[[OUT]] : {{.*}}) attrs = {kiln.matmul = {overwrite}}
+// CHECK: linalg.generic {{.*}} ins(%[[T]], %[[W]] : {{.*}}) outs(%[[OUT]] : {{.*}}) attrs = {kiln.matmul = {}}
+// The row sums read a subview of the arena slot: the kernel gets the slot
+// and takes the subview itself. One thread per row.
+// CHECK: %[[SUMS:.*]] = memref.view %[[ARENA]][%c9600][] {{.*}} to memref<4xf32>
+// CHECK: gpu.launch_func @kiln_kernels::@step_k1 blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%[[C4:.*]], %{{.*}}, %{{.*}}) args(%[[T]] : memref<4x300xf32>, %[[SUMS]] : memref<4xf32>)
+// CHECK: %[[TOTAL:.*]] = memref.view %[[ARENA]][%c4800][] {{.*}} to memref<f32>
+// A full reduction has no parallel loop: one block of one thread.
+// CHECK: gpu.launch_func @kiln_kernels::@step_k2 blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%[[SUMS]] : memref<4xf32>, %[[TOTAL]] : memref<f32>)
+// Two fills of the same shape on different slots launch one kernel.
+// CHECK: gpu.launch_func @kiln_kernels::@step_k3 {{.*}} args(%[[SUMS]] : memref<4xf32>)
+// CHECK: %[[OTHER:.*]] = memref.view %[[ARENA]][%c9664][]
+// CHECK: gpu.launch_func @kiln_kernels::@step_k3 {{.*}} args(%[[OTHER]] : memref<4xf32>)
+// A loop the lowering wrote (iterations may depend on each other) runs on
+// one thread.
+// CHECK: gpu.launch_func @kiln_kernels::@step_k5 blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%[[SUMS]] : memref<4xf32>, %[[TOTAL]] : memref<f32>)
+// CHECK-NEXT: return
+
+// The constant table the first kernel reads is copied into the kernels'
+// module. Thread blockIdx.x * 256 + threadIdx.x computes point (i / 300,
+// i % 300) if i < 1200.
+// CHECK: gpu.module @kiln_kernels {
+// CHECK: memref.global "private" constant @table
+// CHECK: gpu.func @step_k0(%[[A0:.*]]: memref<4x300xf32>, %[[A1:.*]]: memref<4x300xf32>) kernel {
+// CHECK: memref.get_global @table
+// CHECK: %[[B:.*]] = gpu.block_id x
+// CHECK: %[[TH:.*]] = gpu.thread_id x
+// CHECK: %[[BASE:.*]] = arith.muli %[[B]], %{{.*}} : index
+// CHECK: %[[I:.*]] = arith.addi %[[BASE]], %[[TH]] : index
+// CHECK: %[[C1200:.*]] = arith.constant 1200 : index
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %[[I]], %[[C1200]] : index
+// CHECK: scf.if %[[IN]] {
+// CHECK: arith.remui %[[I]], %{{.*}} : index
+// CHECK: arith.divui %[[I]], %{{.*}} : index
+// CHECK: arith.mulf
+// CHECK: gpu.return
+// CHECK: gpu.func @step_k1(%[[S0:.*]]: memref<4x300xf32>, %[[S1:.*]]: memref<4xf32>) kernel {
+// CHECK-NEXT: memref.subview %[[S0]][0, 0] [4, 8] [1, 1]
+// CHECK: scf.if
+// CHECK-NEXT: scf.for
+// CHECK: gpu.func @step_k2(
+// CHECK-NOT: gpu.thread_id
+// CHECK: scf.for
+// CHECK: gpu.func @step_k3(
+// CHECK-NOT: gpu.func @step_k4(
+// CHECK: gpu.func @step_k5(
+
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#mm_a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#mm_b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#mm_c = affine_map<(d0, d1, d2) -> (d0, d1)>
+memref.global "private" constant @table : memref<300xf32> = dense<2.0>
+
+func.func @step(%x: memref<4x300xf32>, %w: memref<300x8xf32>, %out: memref<4x8xf32>, %arena: memref<9728xi8> {kiln.arena}) {
+  %c0 = arith.constant 0 : index
+  %c4800 = arith.constant 4800 : index
+  %c9600 = arith.constant 9600 : index
+  %zero = arith.constant 0.0 : f32
+  %t = memref.view %arena[%c0][] : memref<9728xi8> to memref<4x300xf32>
+  %table = memref.get_global @table : memref<300xf32>
+  linalg.generic {indexing_maps = [#id2, affine_map<(d0, d1) -> (d1)>, #id2], iterator_types = ["parallel", "parallel"]} ins(%x, %table : memref<4x300xf32>, memref<300xf32>) outs(%t : memref<4x300xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    linalg.yield %m : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%out : memref<4x8xf32>)
+  linalg.generic {indexing_maps = [#mm_a, #mm_b, #mm_c], iterator_types = ["parallel", "parallel", "reduction"], kiln.matmul = {}} ins(%t, %w : memref<4x300xf32>, memref<300x8xf32>) outs(%out : memref<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#mm_a, #mm_b, #mm_c], iterator_types = ["parallel", "parallel", "reduction"], kiln.matmul = {}} ins(%t, %w : memref<4x300xf32>, memref<300x8xf32>) outs(%out : memref<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  }
+  %sums = memref.view %arena[%c9600][] : memref<9728xi8> to memref<4xf32>
+  %rows = memref.subview %t[0, 0] [4, 8] [1, 1] : memref<4x300xf32> to memref<4x8xf32, strided<[300, 1]>>
+  linalg.generic {indexing_maps = [#id2, #row], iterator_types = ["parallel", "reduction"]} ins(%rows : memref<4x8xf32, strided<[300, 1]>>) outs(%sums : memref<4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %o, %a : f32
+    linalg.yield %s : f32
+  }
+  %total = memref.view %arena[%c4800][] : memref<9728xi8> to memref<f32>
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>], iterator_types = ["reduction"]} ins(%sums : memref<4xf32>) outs(%total : memref<f32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %o, %a : f32
+    linalg.yield %s : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%sums : memref<4xf32>)
+  %c9664 = arith.constant 9664 : index
+  %other = memref.view %arena[%c9664][] : memref<9728xi8> to memref<4xf32>
+  linalg.fill ins(%zero : f32) outs(%other : memref<4xf32>)
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  scf.for %i = %c0 to %c4 step %c1 {
+    %v = memref.load %sums[%i] : memref<4xf32>
+    %acc = memref.load %total[] : memref<f32>
+    %n = arith.addf %v, %acc : f32
+    memref.store %n, %total[] : memref<f32>
+  }
+  return
+}
+
+// -----
+
+// A kernel reading a buffer the runtime does not know (here one allocated
+// in the function) cannot be launched.
+func.func @unknown_buffer(%out: memref<4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %tmp = memref.alloc() : memref<4xf32>
+  // expected-error @+1 {{reads a value that cannot be passed to a GPU kernel}}
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%tmp : memref<4xf32>) outs(%out : memref<4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  }
+  return
+}

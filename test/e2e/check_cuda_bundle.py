@@ -1,0 +1,113 @@
+"""Checks the CUDA code of a .kiln bundle without a GPU.
+
+usage: check_cuda_bundle.py BUNDLE --kernels N --archs sm_80,sm_90a
+
+Reads the section table (docs/bundle-format.md) and checks that the bundle
+has one cubin section per architecture (an ELF image for the NVIDIA CUDA
+machine whose ELF flags name that architecture) and one PTX section for the
+first architecture's virtual one; that the PTX defines exactly N kernels
+(.entry) and targets that architecture; and that every cubin defines the
+same N kernels as functions. Prints one line per section checked.
+"""
+
+import argparse
+import re
+import struct
+import sys
+
+CUBIN, PTX = 4, 5
+EM_CUDA = 190
+
+
+def sections(data):
+    if data[:8] != b"KILNBNDL":
+        sys.exit("error: not a .kiln bundle")
+    count, table = struct.unpack_from("<IQ", data, 12)
+    for i in range(count):
+        entry = data[table + 64 * i : table + 64 * (i + 1)]
+        kind, _, offset, size = struct.unpack_from("<IIQQ", entry)
+        name = entry[32:].split(b"\0")[0].decode()
+        yield kind, name, data[offset : offset + size]
+
+
+def elf_functions(image):
+    """Names of the function symbols of a 64-bit little-endian ELF image,
+    and its machine and flags."""
+    if image[:4] != b"\x7fELF" or image[4] != 2 or image[5] != 1:
+        sys.exit("error: a cubin section is not a 64-bit little-endian ELF")
+    machine, = struct.unpack_from("<H", image, 18)
+    flags, = struct.unpack_from("<I", image, 48)
+    shoff, = struct.unpack_from("<Q", image, 40)
+    shentsize, shnum = struct.unpack_from("<HH", image, 58)
+    headers = []
+    for i in range(shnum):
+        base = shoff + i * shentsize
+        _, type_, _, _, offset, size, link, _, _, entsize = struct.unpack_from(
+            "<IIQQQQIIQQ", image, base)
+        headers.append((type_, offset, size, link, entsize))
+    names = set()
+    for type_, offset, size, link, entsize in headers:
+        if type_ != 2:  # SHT_SYMTAB
+            continue
+        strtab = headers[link]
+        for s in range(offset, offset + size, entsize):
+            name_offset, info = struct.unpack_from("<IB", image, s)
+            if info & 0xF == 2:  # STT_FUNC
+                end = image.index(b"\0", strtab[1] + name_offset)
+                names.add(image[strtab[1] + name_offset : end].decode())
+    return machine, flags, names
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("bundle")
+    parser.add_argument("--kernels", type=int, required=True)
+    parser.add_argument("--archs", required=True)
+    args = parser.parse_args()
+    archs = args.archs.split(",")
+    data = open(args.bundle, "rb").read()
+    cubins, ptxs = {}, {}
+    for kind, name, payload in sections(data):
+        if kind == CUBIN:
+            cubins[name] = payload
+        elif kind == PTX:
+            ptxs[name] = payload
+    expected_cubins = ["code.cuda." + arch for arch in archs]
+    if sorted(cubins) != sorted(expected_cubins):
+        sys.exit(f"error: cubin sections {sorted(cubins)}, expected "
+                 f"{sorted(expected_cubins)}")
+    virtual = "compute_" + archs[0][3:]
+    if list(ptxs) != ["code.cuda." + virtual]:
+        sys.exit(f"error: PTX sections {list(ptxs)}, expected code.cuda.{virtual}")
+
+    ptx = next(iter(ptxs.values()))
+    if not ptx.endswith(b"\0"):
+        sys.exit("error: the PTX is not NUL-terminated")
+    text = ptx[:-1].decode()
+    target = re.search(r"^\.target\s+(\S+)", text, re.M)
+    if not target or target.group(1) != archs[0]:
+        sys.exit(f"error: PTX .target is {target and target.group(1)}, "
+                 f"expected {archs[0]}")
+    entries = set(re.findall(r"\.entry\s+([A-Za-z_][A-Za-z0-9_$]*)", text))
+    if len(entries) != args.kernels:
+        sys.exit(f"error: the PTX defines {len(entries)} kernels, the target "
+                 f"lists {args.kernels}")
+    print(f"{virtual} ptx: .target {archs[0]}, {len(entries)} kernels")
+
+    for arch in archs:
+        machine, flags, functions = elf_functions(cubins["code.cuda." + arch])
+        if machine != EM_CUDA:
+            sys.exit(f"error: {arch} cubin is for ELF machine {machine}")
+        # The cubin's ELF flags hold the SM version (bits 8-15 for CUDA 12
+        # and later, whose cubins have ABI version 8 and up).
+        sm = int(re.match(r"sm_(\d+)", arch).group(1))
+        if (flags >> 8) & 0xFF != sm:
+            sys.exit(f"error: {arch} cubin has ELF flags {flags:#x}, not sm {sm}")
+        missing = entries - functions
+        if missing:
+            sys.exit(f"error: {arch} cubin lacks kernels {sorted(missing)[:5]}")
+        print(f"{arch} cubin: EM_CUDA, sm {sm}, all {len(entries)} kernels")
+
+
+if __name__ == "__main__":
+    main()
