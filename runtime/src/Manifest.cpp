@@ -428,10 +428,17 @@ private:
          gemm.c()}};
     for (const Matrix &matrix : matrices) {
       uint64_t elementBytes = elementTypeSize(matrix.elementType);
-      if (elementBytes == 0 || elementBytes > 4)
+      if (matrix.elementType != bp::F32 && matrix.elementType != bp::F16 &&
+          matrix.elementType != bp::BF16)
         return formatError("gemm matrix ", matrix.name,
                            " has element type ", matrix.elementType,
                            " (f32, f16 or bf16 expected)");
+      // Every product of a batch writes its own C.
+      if (matrix.name[0] == 'C' && batch > 1 &&
+          matrix.stride < matrix.rows * matrix.ld)
+        return formatError("gemm matrix C has batch stride ", matrix.stride,
+                           ", so the ", batch,
+                           " products of the batch would overlap");
       if (matrix.ld < matrix.cols || matrix.ld > kMaxGemmDim ||
           matrix.stride < 0 || matrix.stride > kMaxGemmDim)
         return formatError("gemm matrix ", matrix.name, " (", matrix.rows,

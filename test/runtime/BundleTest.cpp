@@ -672,6 +672,13 @@ TEST(BundleReader, RejectsEachBrokenCudaRule) {
       {"gemm of f64", false,
        [](bp::Manifest &m) { gemm(m, 0, 0).set_c_type(bp::F64); },
        "gemm matrix C has element type 4 (f32, f16 or bf16 expected)"},
+      {"gemm of i32", false,
+       [](bp::Manifest &m) { gemm(m, 0, 0).set_b_type(bp::I32); },
+       "gemm matrix B has element type 6 (f32, f16 or bf16 expected)"},
+      {"batched gemm writing one C", false,
+       [](bp::Manifest &m) { gemm(m, 2, 0).set_stride_c(0); },
+       "gemm matrix C has batch stride 0, so the 2 products of the batch "
+       "would overlap"},
       {"empty gemm", false, [](bp::Manifest &m) { gemm(m, 2, 0).set_k(0); },
        "gemm has sizes m 3, n 4, k 0, batch 2"},
       {"program for an unknown target", false,
