@@ -160,9 +160,12 @@ llvm::Error fillCudaProgram(bundle::Program &program,
     auto element = elementTypeOf(gemm.element);
     if (!element)
       return element.takeError();
+    auto inputElement = elementTypeOf(gemm.inputElement);
+    if (!inputElement)
+      return inputElement.takeError();
     bundle::Gemm *out = stored->mutable_gemm();
-    out->set_a_type(*element);
-    out->set_b_type(*element);
+    out->set_a_type(*inputElement);
+    out->set_b_type(*inputElement);
     out->set_c_type(*element);
     out->set_transpose_a(gemm.transposeA);
     out->set_transpose_b(gemm.transposeB);

@@ -82,7 +82,13 @@ void buildTensorPipeline(PassManager &pm, const kiln::CompileOptions &options,
 /// Bufferizes and plans memory; `blas` lowers products to CBLAS calls (the
 /// CPU target), otherwise they stay linalg ops for a library the target
 /// calls itself.
-void buildBufferPipeline(PassManager &pm, bool blas) {
+void buildBufferPipeline(PassManager &pm, bool blas,
+                         kiln::Precision precision) {
+  if (precision == kiln::Precision::BF16) {
+    pm.addPass(kiln::createKilnAutoMixedPrecision());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+  }
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
@@ -237,7 +243,9 @@ kiln::compileModel(ModuleOp module, const CompileOptions &options) {
   ModuleOp first = cpu ? module : (cudaModule ? *cudaModule : module);
   {
     auto pm = makePassManager();
-    buildBufferPipeline(*pm, /*blas=*/cpu && !options.emulateCuda);
+    buildBufferPipeline(*pm, /*blas=*/cpu && !options.emulateCuda,
+                        cpu && !options.emulateCuda ? Precision::F32
+                                                    : options.cudaPrecision);
     if (options.emulateCuda) {
       pm->addPass(kiln::createKilnGPUOutlineKernels());
       pm->addPass(kiln::createKilnGPUEmulate());
@@ -267,7 +275,7 @@ kiln::compileModel(ModuleOp module, const CompileOptions &options) {
     ModuleOp target = cudaModule ? *cudaModule : module;
     if (cudaModule) {
       auto pm = makePassManager();
-      buildBufferPipeline(*pm, /*blas=*/false);
+      buildBufferPipeline(*pm, /*blas=*/false, options.cudaPrecision);
       if (llvm::Error error = run(*pm, target, "compiling the model for CUDA"))
         return std::move(error);
       // Both targets' entry points take the same arguments in the same

@@ -83,6 +83,28 @@ struct KilnGPUEmulatePass
       launch.erase();
     }
     module->removeAttr(gpu::GPUDialect::getContainerModuleAttrName());
+    restoreZeroFills();
+  }
+
+  /// A product that overwrites its output (the zero fill erased for the
+  /// library) gets the fill back and loses the flag, so it means what a
+  /// linalg op means again, whoever lowers it (BLAS takes the fill as
+  /// beta 0 once more; one BLAS cannot multiply stays a loop nest).
+  void restoreZeroFills() {
+    getOperation().walk([](linalg::GenericOp op) {
+      auto flags = op->getAttrOfType<DictionaryAttr>("kiln.matmul");
+      if (!flags || !flags.contains("overwrite"))
+        return;
+      OpBuilder b(op);
+      Value out = op.getDpsInits()[0];
+      Type element = cast<MemRefType>(out.getType()).getElementType();
+      Value zero = arith::ConstantOp::create(b, op.getLoc(),
+                                             b.getZeroAttr(element));
+      linalg::FillOp::create(b, op.getLoc(), zero, out);
+      NamedAttrList entries(flags);
+      entries.erase("overwrite");
+      op->setAttr("kiln.matmul", entries.getDictionary(op.getContext()));
+    });
   }
 
   /// `func.func private @<module>_<kernel>(%block, %thread, buffers...)`

@@ -180,7 +180,9 @@ struct KilnGPUOutlineKernelsPass
     std::optional<kiln::GemmDescription> gemm = kiln::describeGemm(op);
     if (!gemm)
       return false;
-    Type element = cast<MemRefType>(gemm->out.getType()).getElementType();
+    // What cuBLASLt multiplies: f32, f16 or bf16 operands (describeGemm
+    // checked that 16-bit ones accumulate into f32 or their own type).
+    Type element = cast<MemRefType>(gemm->lhs.getType()).getElementType();
     if (!element.isF32() && !element.isF16() && !element.isBF16())
       return false;
     if (gemm->zeroFill) {

@@ -50,8 +50,13 @@ kiln::describeGemm(linalg::GenericOp op) {
       !isContiguous(outType) || outType.getRank() < 2 ||
       lhsType.getRank() != outType.getRank() ||
       rhsType.getRank() != outType.getRank() ||
-      lhsType.getElementType() != outType.getElementType() ||
-      rhsType.getElementType() != outType.getElementType())
+      lhsType.getElementType() != rhsType.getElementType())
+    return std::nullopt;
+  // Operands of the output's type, or 16-bit floats accumulated in f32
+  // (kiln-amp).
+  Type input = lhsType.getElementType(), output = outType.getElementType();
+  if (input != output &&
+      !((input.isBF16() || input.isF16()) && output.isF32()))
     return std::nullopt;
   gemm.transposeLhs = flags.contains("transpose_lhs");
   gemm.transposeRhs = flags.contains("transpose_rhs");

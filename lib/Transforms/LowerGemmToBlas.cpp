@@ -51,6 +51,8 @@ LogicalResult lowerGemm(linalg::GenericOp op, ModuleOp module) {
     return failure();
   const GemmDescription &g = *described;
   Type element = cast<MemRefType>(g.out.getType()).getElementType();
+  if (cast<MemRefType>(g.lhs.getType()).getElementType() != element)
+    return failure();
   StringRef name;
   if (element.isF32())
     name = "cblas_sgemm";

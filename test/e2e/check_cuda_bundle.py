@@ -1,6 +1,7 @@
 """Checks the CUDA code of a .kiln bundle without a GPU.
 
 usage: check_cuda_bundle.py BUNDLE --kernels N --archs sm_80,sm_90a
+           [--schema DIR --gemm-types A:C]
 
 Reads the section table (docs/bundle-format.md) and checks that the bundle
 has one cubin section per architecture (an ELF image for the NVIDIA CUDA
@@ -8,14 +9,23 @@ machine whose ELF flags name that architecture) and one PTX section for the
 first architecture's virtual one; that the PTX defines exactly N kernels
 (.entry) and targets that architecture; and that every cubin defines the
 same N kernels as functions. Prints one line per section checked.
+
+With --schema (the directory of bundle.proto, compiled with protoc at run
+time), it also decodes the manifest and prints each entry point's CUDA
+program (launches and gemms); --gemm-types bf16:f32 checks that every gemm
+multiplies A and B of the first type into C of the second.
 """
 
 import argparse
+import importlib
+import os
 import re
 import struct
+import subprocess
 import sys
+import tempfile
 
-CUBIN, PTX = 4, 5
+MANIFEST, CUBIN, PTX = 1, 4, 5
 EM_CUDA = 190
 
 
@@ -63,12 +73,17 @@ def main():
     parser.add_argument("bundle")
     parser.add_argument("--kernels", type=int, required=True)
     parser.add_argument("--archs", required=True)
+    parser.add_argument("--schema")
+    parser.add_argument("--gemm-types")
     args = parser.parse_args()
     archs = args.archs.split(",")
     data = open(args.bundle, "rb").read()
     cubins, ptxs = {}, {}
+    manifest = None
     for kind, name, payload in sections(data):
-        if kind == CUBIN:
+        if kind == MANIFEST:
+            manifest = payload
+        elif kind == CUBIN:
             cubins[name] = payload
         elif kind == PTX:
             ptxs[name] = payload
@@ -107,6 +122,33 @@ def main():
         if missing:
             sys.exit(f"error: {arch} cubin lacks kernels {sorted(missing)[:5]}")
         print(f"{arch} cubin: EM_CUDA, sm {sm}, all {len(entries)} kernels")
+    if args.schema:
+        check_programs(manifest, args.schema, args.gemm_types)
+
+
+def check_programs(manifest_bytes, schema, gemm_types):
+    with tempfile.TemporaryDirectory() as out:
+        subprocess.run(["protoc", "--python_out=" + out, "-I", schema,
+                        os.path.join(schema, "bundle.proto")], check=True)
+        sys.path.insert(0, out)
+        pb = importlib.import_module("bundle_pb2")
+    manifest = pb.Manifest()
+    manifest.ParseFromString(manifest_bytes)
+    names = {v: k.lower() for k, v in pb.ElementType.items()}
+    for entry in manifest.entry_points:
+        cuda = [p for p in entry.programs if p.target == "cuda"]
+        if len(cuda) != 1:
+            sys.exit(f"error: entry point {entry.name} has {len(cuda)} CUDA "
+                     "programs")
+        commands = cuda[0].commands
+        launches = sum(c.HasField("launch") for c in commands)
+        gemms = [c.gemm for c in commands if c.HasField("gemm")]
+        types = sorted({f"{names[g.a_type]}:{names[g.c_type]}" for g in gemms})
+        print(f"{entry.name}: {launches} launches, {len(gemms)} gemms "
+              f"({', '.join(types)})")
+        if gemm_types and types != [gemm_types]:
+            sys.exit(f"error: {entry.name} has gemms of {types}, expected "
+                     f"only {gemm_types}")
 
 
 if __name__ == "__main__":

@@ -98,24 +98,32 @@ def prepare(args):
     first = batch_of(slice(0, args.batch))
     mode = (torch.onnx.TrainingMode.TRAINING if model.training
             else torch.onnx.TrainingMode.EVAL)
+    # PyTorch 2.9 and newer export through torch.export unless told not to;
+    # the tests use the TorchScript exporter, which older versions only have.
+    import inspect
+    legacy = ({"dynamo": False} if "dynamo" in
+              inspect.signature(torch.onnx.export).parameters else {})
     path = os.path.join(args.dir, args.model + "-loss.onnx")
     torch.onnx.export(model, first, path, opset_version=17, training=mode,
                       input_names=names, output_names=["loss"],
                       dynamic_axes={name: {0: "batch"} for name in names},
-                      do_constant_folding=False)
+                      do_constant_folding=False, **legacy)
     if args.kiln_loss:
         torch.onnx.export(model.net, first[:-1],
                           os.path.join(args.dir, args.model + "-logits.onnx"),
                           opset_version=17, training=mode, input_names=names[:-1],
                           output_names=["logits"],
                           dynamic_axes={name: {0: "batch"} for name in names[:-1]},
-                          do_constant_folding=False)
+                          do_constant_folding=False, **legacy)
     save_npz(os.path.join(args.dir, args.model + "-train.npz"),
              {name: value.numpy() for name, value in inputs.items()})
     optimizer = make_optimizer(torch, model, args)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule(args))
     losses, lrs = [], []
     micro = 0
+    if args.bf16_matmul:
+        mode = bf16_matmul_mode(torch)
+        mode.__enter__()
     for step in range(args.steps):
         optimizer.zero_grad()
         total = 0.0
@@ -131,12 +139,60 @@ def prepare(args):
         lrs.append(optimizer.param_groups[0]["lr"])
         scheduler.step()
         losses.append(total / args.grad_accum)
+    if args.bf16_matmul:
+        mode.__exit__(None, None, None)
     with open(os.path.join(args.dir, args.model + "-losses.txt"), "w") as f:
         f.write("\n".join("%.9g" % l for l in losses) + "\n")
     with open(os.path.join(args.dir, args.model + "-lrs.txt"), "w") as f:
         f.write("\n".join("%.9g" % l for l in lrs) + "\n")
     save_npz(os.path.join(args.dir, args.model + "-final.npz"),
              {name: p.detach().numpy() for name, p in model.named_parameters()})
+
+
+def bf16_matmul_mode(torch):
+    """A TorchFunctionMode under which every matrix product (matmul, @,
+    linear, mm, bmm), and the products of its backward pass, multiplies its
+    operands rounded to bf16 and accumulates in f32: the arithmetic of
+    kilnc --amp=bf16."""
+    from torch.overrides import TorchFunctionMode
+
+    def rounded(x):
+        return x.to(torch.bfloat16).to(torch.float32)
+
+    class RoundedProduct(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b)
+            return torch.matmul(rounded(a), rounded(b))
+
+        @staticmethod
+        def backward(ctx, grad):
+            a, b = ctx.saved_tensors
+            g = rounded(grad)
+            grad_a = torch.matmul(g, rounded(b).transpose(-1, -2))
+            grad_b = torch.matmul(rounded(a).transpose(-1, -2), g)
+            # Broadcast batch dimensions sum back to the operand's shape.
+            while grad_a.dim() > a.dim():
+                grad_a = grad_a.sum(0)
+            while grad_b.dim() > b.dim():
+                grad_b = grad_b.sum(0)
+            return grad_a, grad_b
+
+    products = {torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__,
+                torch.mm, torch.bmm}
+
+    class Mode(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if func in products:
+                return RoundedProduct.apply(*args)
+            if func is torch.nn.functional.linear:
+                x, weight = args[0], args[1]
+                bias = args[2] if len(args) > 2 else kwargs.get("bias")
+                y = RoundedProduct.apply(x, weight.t())
+                return y + bias if bias is not None else y
+            return func(*args, **kwargs)
+    return Mode()
 
 
 def make_optimizer(torch, model, args):
@@ -245,6 +301,9 @@ def main():
     p.add_argument("--grad-clip", type=float, default=0.0)
     p.add_argument("--grad-accum", type=int, default=1)
     p.add_argument("--kiln-loss", action="store_true")
+    p.add_argument("--bf16-matmul", action="store_true",
+                   help="train the reference with matrix products on bf16 "
+                        "operands (kilnc --amp=bf16)")
     c = sub.add_parser("check")
     c.add_argument("expected")
     c.add_argument("actual")

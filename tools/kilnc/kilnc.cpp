@@ -89,6 +89,21 @@ cl::list<std::string> cudaArchs(
              "sm_80,sm_90a); PTX for the first is kept for newer GPUs"),
     cl::value_desc("list"), cl::CommaSeparated, cl::cat(kilncCategory));
 
+enum class Amp { Off, BF16, FP16 };
+cl::opt<Amp> amp(
+    "amp",
+    cl::desc("Mixed precision on the CUDA target (the CPU target computes "
+             "in f32)"),
+    cl::values(clEnumValN(Amp::Off, "off", "f32 throughout (default)"),
+               clEnumValN(Amp::BF16, "bf16",
+                          "matrix products on bf16 operands with f32 "
+                          "accumulation; f32 master weights, optimizer and "
+                          "everything else"),
+               clEnumValN(Amp::FP16, "fp16",
+                          "f16 products with a dynamic loss scale (not "
+                          "supported yet)")),
+    cl::init(Amp::Off), cl::cat(kilncCategory));
+
 cl::opt<bool> emulateCuda(
     "emulate-cuda",
     cl::desc("Testing without a GPU: a CPU bundle that runs the CUDA "
@@ -194,6 +209,15 @@ int main(int argc, char **argv) {
                 "cpu,cuda)");
   compileOptions.cuda.toolkitPath = cudaPath;
   compileOptions.emulateCuda = emulateCuda;
+  if (amp == Amp::FP16)
+    return fail("--amp=fp16 is not supported yet: it needs a dynamic loss "
+                "scale, which Kiln does not build; use --amp=bf16");
+  if (amp == Amp::BF16) {
+    if (!compileOptions.cudaTarget && !emulateCuda)
+      return fail("--amp=bf16 applies to the CUDA target: use it with "
+                  "--target=cuda or cpu,cuda");
+    compileOptions.cudaPrecision = kiln::Precision::BF16;
+  }
   if (emulateCuda && (compileOptions.cudaTarget || !compileOptions.cpuTarget))
     return fail("--emulate-cuda makes a CPU bundle: use it with --target=cpu");
 

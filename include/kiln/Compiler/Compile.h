@@ -80,11 +80,20 @@ struct CompiledModel {
   mlir::Attribute metadata;
 };
 
+/// How the CUDA target computes matrix products.
+enum class Precision {
+  F32,
+  /// bf16 operands, f32 accumulation (kiln-amp); everything else f32.
+  BF16,
+};
+
 struct CompileOptions {
   /// The targets to compile for (at least one).
   bool cpuTarget = true, cudaTarget = false;
   CPUTargetOptions cpu;
   CUDATargetOptions cuda;
+  /// The CUDA target's precision (--amp); the CPU target computes in f32.
+  Precision cudaPrecision = Precision::F32;
   /// Prints the IR after every pass to stderr (the debug switch).
   bool printIRAfterAll = false;
   /// Recomputes cheap activations in the backward pass instead of keeping

@@ -50,7 +50,8 @@ struct CudaLaunch {
 
 /// C = op(A) op(B) + beta C, row-major, `batch` times with dense strides.
 struct CudaGemm {
-  mlir::Type element;
+  /// Of A and B, and of C.
+  mlir::Type inputElement, element;
   bool transposeA = false, transposeB = false;
   int64_t m = 0, n = 0, k = 0, batch = 1;
   float beta = 0;

@@ -33,7 +33,8 @@ struct GemmDescription {
 };
 
 /// Describes `op` when it is a `kiln.matmul` on contiguous, statically
-/// shaped buffers of one element type; std::nullopt otherwise.
+/// shaped buffers whose operands have the output's element type, or are
+/// bf16 or f16 with an f32 output; std::nullopt otherwise.
 std::optional<GemmDescription> describeGemm(mlir::linalg::GenericOp op);
 
 } // namespace kiln

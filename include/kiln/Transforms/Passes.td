@@ -457,10 +457,31 @@ def KilnGPUEmulate : Pass<"kiln-gpu-emulate", "mlir::ModuleOp"> {
     launches and products) then compiles for the CPU and can be checked
     against a reference there. Only the x dimension is used, as
     kiln-gpu-outline-kernels launches; a kernel that reads any other
-    dimension, or synchronizes its block, is an error.
+    dimension, or synchronizes its block, is an error. Products marked
+    `overwrite` get their zero fill back (and lose the mark), so that they
+    mean what linalg ops mean for whatever lowers them on the CPU.
   }];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect"];
+}
+
+def KilnAutoMixedPrecision : Pass<"kiln-amp", "mlir::ModuleOp"> {
+  let summary = "Matrix products in bf16 with f32 accumulation";
+  let description = [{
+    Mixed precision as GPUs run it fastest: on linalg on tensors, every
+    `kiln.matmul` product of f32 operands reads them rounded to bf16
+    (round to nearest even), multiplies in f32 (a product of two bf16
+    values is exact in f32) and accumulates into its f32 output. Each
+    rounding is a new elementwise op producing a bf16 tensor, shared by all
+    the products of a function that read the same value (a weight in the
+    forward and the backward pass). Everything else stays f32: parameters
+    (the master weights), their gradients, the optimizer, reductions,
+    normalizations and the loss.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
                            "::mlir::arith::ArithDialect"];
 }
 

@@ -177,6 +177,8 @@ private:
                          "matrix product on contiguous buffers");
     kiln::CudaGemm command;
     command.element = cast<MemRefType>(gemm->out.getType()).getElementType();
+    command.inputElement =
+        cast<MemRefType>(gemm->lhs.getType()).getElementType();
     command.transposeA = gemm->transposeLhs;
     command.transposeB = gemm->transposeRhs;
     command.m = gemm->m;

@@ -1,0 +1,50 @@
+// RUN: kiln-opt %s --kiln-amp | FileCheck %s
+
+#a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#c = affine_map<(d0, d1, d2) -> (d0, d1)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// Both products read %w: it is rounded once. Each product reads bf16
+// elements, widens them exactly and accumulates in f32 as before. The
+// elementwise op and the f32 results are untouched.
+// CHECK-LABEL: func.func @step(
+// CHECK-SAME: %[[X:.*]]: tensor<4x8xf32>, %[[W:.*]]: tensor<8x16xf32>, %[[Y:.*]]: tensor<4x8xf32>
+// CHECK-DAG: %[[WB:.*]] = linalg.generic {{.*}} ins(%[[W]] : tensor<8x16xf32>) outs(%{{.*}} : tensor<8x16xbf16>)
+// CHECK-DAG: %[[XB:.*]] = linalg.generic {{.*}} ins(%[[X]] : tensor<4x8xf32>) outs(%{{.*}} : tensor<4x8xbf16>)
+// CHECK-DAG: %[[YB:.*]] = linalg.generic {{.*}} ins(%[[Y]] : tensor<4x8xf32>) outs(%{{.*}} : tensor<4x8xbf16>)
+// CHECK: ^bb0(%[[IN:.*]]: f32, %{{.*}}: bf16):
+// CHECK-NEXT: %[[R:.*]] = arith.truncf %[[IN]] : f32 to bf16
+// CHECK-NEXT: linalg.yield %[[R]] : bf16
+// CHECK: linalg.generic {{.*}} ins(%[[XB]], %[[WB]] : tensor<4x8xbf16>, tensor<8x16xbf16>) outs(%{{.*}} : tensor<4x16xf32>) attrs = {kiln.matmul = {}}
+// CHECK-NEXT: ^bb0(%[[A:.*]]: bf16, %[[B:.*]]: bf16, %[[ACC:.*]]: f32):
+// CHECK-NEXT: %[[BW:.*]] = arith.extf %[[B]] : bf16 to f32
+// CHECK-NEXT: %[[AW:.*]] = arith.extf %[[A]] : bf16 to f32
+// CHECK-NEXT: %[[M:.*]] = arith.mulf %[[AW]], %[[BW]] : f32
+// CHECK-NEXT: %[[S:.*]] = arith.addf %[[ACC]], %[[M]] : f32
+// CHECK: linalg.generic {{.*}} ins(%[[YB]], %[[WB]] : tensor<4x8xbf16>, tensor<8x16xbf16>)
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]} ins(%{{.*}}, %{{.*}} : tensor<4x16xf32>, tensor<4x16xf32>)
+// CHECK: return {{.*}} : tensor<4x16xf32>
+func.func @step(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %y: tensor<4x8xf32>) -> tensor<4x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %p = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"], kiln.matmul = {}} ins(%x, %w : tensor<4x8xf32>, tensor<8x16xf32>) outs(%init : tensor<4x16xf32>) {
+  ^bb0(%l: f32, %r: f32, %o: f32):
+    %m = arith.mulf %l, %r : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<4x16xf32>
+  %q = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"], kiln.matmul = {}} ins(%y, %w : tensor<4x8xf32>, tensor<8x16xf32>) outs(%init : tensor<4x16xf32>) {
+  ^bb0(%l: f32, %r: f32, %o: f32):
+    %m = arith.mulf %l, %r : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<4x16xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%p, %q : tensor<4x16xf32>, tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%l: f32, %r: f32, %o: f32):
+    %s = arith.addf %l, %r : f32
+    linalg.yield %s : f32
+  } -> tensor<4x16xf32>
+  return %sum : tensor<4x16xf32>
+}
