@@ -42,7 +42,12 @@ def read_safetensors(path):
         if name == "__metadata__":
             continue
         begin, end = entry["data_offsets"]
-        arrays[name] = np.frombuffer(
-            data[begin:end], dtype=SAFETENSORS_DTYPES[entry["dtype"]]
-        ).reshape(entry["shape"])
+        if entry["dtype"] == "BF16":
+            # NumPy has no bf16: its bits are the top half of an f32's.
+            bits = np.frombuffer(data[begin:end], dtype=np.uint16)
+            array = (bits.astype(np.uint32) << 16).view(np.float32)
+        else:
+            array = np.frombuffer(
+                data[begin:end], dtype=SAFETENSORS_DTYPES[entry["dtype"]])
+        arrays[name] = array.reshape(entry["shape"])
     return arrays
