@@ -1,0 +1,701 @@
+"""Training-step throughput on one GPU: GPT-2 small and BERT-base in bf16,
+Kiln (kilnc --target=cuda --amp=bf16, run by kiln-run) beside PyTorch eager
+(torch.autocast bf16) and torch.compile on the same model, batch, data and
+optimizer (AdamW), as tokens/s, TFLOP/s, MFU and ratios to torch.compile.
+
+    python3 bench/gpu_train.py [--models gpt2,bert128,bert512] [--layers N]
+        [--gpt2-batch 8] [--bert128-batch 64] [--bert512-batch 32]
+        [--steps 20] [--warmup 3] [--seconds 10] [--time-budget S]
+        [--precision bf16|fp32] [--no-compile] [--out DIR] [--bin build/bin]
+    python3 bench/gpu_train.py --tiny --device cpu     # the logic, on a CPU
+
+Models (test/lib/kiln_onnx_models.py torch_modules, the end-to-end tests'
+definitions at full size), each followed by its mean cross-entropy:
+  gpt2     GPT-2 small: 12 layers, d_model 768, 12 heads, vocab 50257,
+           sequence 1024, tied embeddings, tanh GELU, causal attention
+           written out (matmul, mask, softmax, matmul); labels the next token
+  bert128  BERT-base: 12 layers, d_model 768, 12 heads, vocab 30522, FFN
+           3072, sequence 128, erf GELU, post-LN, padding mask; two classes
+           on the pooled first token; rows padded to between half and all
+           of their tokens
+  bert512  the same at sequence 512
+--layers N replaces the 12 layers (to fit a time budget); --tiny uses
+d_model 64, 4 heads, 2 layers, vocab 512, sequence 64 (bert128: 32).
+
+Every side starts from the same weights (the exported model's; dropout off:
+eval mode) and trains on the same --batches batches of seeded random tokens,
+in order, cycling, with AdamW at --lr (1e-4) and --weight-decay (0.01),
+torch.optim's other defaults (PyTorch: fused=True where torch has it).
+Precision: --precision bf16 (the default on cuda) compiles with kilnc
+--amp=bf16 and runs PyTorch's forward under torch.autocast(bfloat16) (both:
+bf16 matrix products, f32 accumulation and master weights); fp32 (the
+default on cpu) neither. If kilnc rejects --amp, Kiln is compiled in fp32
+instead and its rows say so (precision "fp32 (kilnc rejected --amp=bf16)").
+
+Timing. Kiln: one `kiln-run --target T --data --steps W+S --no-shuffle
+--metrics` process; a step's time is its metrics record's samples /
+samples_per_s (kiln-run's own wall time of the step: copying the batch in,
+the step, reading the loss back); the figure is the mean over the steps
+after the W warm-up steps (the first ones run the commands directly and
+capture the CUDA graph). When the timed steps pass --seconds, the process is
+stopped early (its metrics file holds every finished step). PyTorch: W warm-up
+steps, then up to S steps or --seconds, each zero_grad, forward, backward,
+optimizer.step and loss.item() (kiln-run also reads every step's loss, so
+both sides wait for the GPU once per step), between torch.cuda.synchronize
+calls. torch.compile compiles torch.compile(model) (mode "default"); its
+first step's time (compilation) is reported apart.
+
+FLOPs per step: 6 * N * tokens + 12 * L * d_model * seq * tokens (PaLM,
+appendix B: the 6N of the matrix products of forward and backward, plus the
+attention scores and weighted sum, QK^T and AV, over the full seq x seq
+matrices; the models compute them in full, under a mask), tokens = batch *
+seq (padding included: it is computed). N counts the parameters of matrix
+products: all parameters but embedding tables that are only looked up (GPT-2
+keeps its token embedding, which is also the output projection). TFLOP/s =
+FLOPs per step / step time; MFU = TFLOP/s / --peak-tflops (989, the dense
+bf16 peak of an H100/H200; not shown on a CPU).
+
+Correctness: the first --check-steps (3) losses of Kiln and torch.compile
+against PyTorch eager's, within --rtol (2e-2 when either side is bf16, else
+2e-3); a mismatch is printed as WRONG and the script exits 1 (after timing).
+
+Writes DIR/gpu_train.json (setup, formula, one record per model and side) to
+--out (default: $OUT when set, else ./gpu-bench-out); exits 1 when a side
+fails or a check is WRONG, 0 otherwise.
+"""
+import argparse
+import copy
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+import warnings
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "test", "lib"))
+
+PEAK_TFLOPS_H100 = 989.0
+
+# name -> (architecture, sizes, default batch)
+FULL = {
+    "gpt2": ("gpt2", dict(d_model=768, heads=12, vocab=50257, seq=1024,
+                          layers=12), 8),
+    "bert128": ("bert", dict(d_model=768, heads=12, vocab=30522, seq=128,
+                             layers=12), 64),
+    "bert512": ("bert", dict(d_model=768, heads=12, vocab=30522, seq=512,
+                             layers=12), 32),
+}
+TINY = {
+    "gpt2": ("gpt2", dict(d_model=64, heads=4, vocab=512, seq=64, layers=2),
+             4),
+    "bert128": ("bert", dict(d_model=64, heads=4, vocab=512, seq=32,
+                             layers=2), 8),
+    "bert512": ("bert", dict(d_model=64, heads=4, vocab=512, seq=64,
+                             layers=2), 4),
+}
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    parser.add_argument("--tiny", action="store_true",
+                        help="small dims, to exercise the script")
+    parser.add_argument("--models", default="gpt2,bert128,bert512")
+    parser.add_argument("--layers", type=int,
+                        help="layers of every model (default 12; tiny 2)")
+    for name in FULL:
+        parser.add_argument("--%s-batch" % name, type=int,
+                            dest="%s_batch" % name)
+    parser.add_argument("--batches", type=int, default=4,
+                        help="distinct batches of data, cycled")
+    parser.add_argument("--steps", type=int, default=20,
+                        help="timed steps at most, per side")
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=10.0,
+                        help="stop a side's timed steps after this long")
+    parser.add_argument("--time-budget", type=float,
+                        help="seconds for the whole script: a model whose "
+                        "measurement would start later is skipped")
+    parser.add_argument("--precision", choices=["bf16", "fp32"])
+    parser.add_argument("--no-compile", action="store_true",
+                        help="leave torch.compile out")
+    parser.add_argument("--lr", type=float, default=1e-4)
+    parser.add_argument("--weight-decay", type=float, default=0.01)
+    parser.add_argument("--check-steps", type=int, default=3)
+    parser.add_argument("--rtol", type=float,
+                        help="loss tolerance (default 2e-2 bf16, 2e-3 fp32)")
+    parser.add_argument("--peak-tflops", type=float,
+                        help="for MFU (default 989 on cuda, none on cpu)")
+    parser.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"),
+                        help="where kilnc and kiln-run are")
+    parser.add_argument("--out", default=os.environ.get("OUT") or
+                        "gpu-bench-out",
+                        help="directory for gpu_train.json (default: $OUT, "
+                        "else ./gpu-bench-out)")
+    parser.add_argument("--work-dir", metavar="DIR",
+                        help="write the models, data, bundles and kilnc and "
+                        "kiln-run logs to DIR and keep them (default: a "
+                        "temporary directory, removed at the end; GPT-2 "
+                        "small's bundle is 1.5 GB)")
+    parser.add_argument("--kilnc-timeout", type=float, default=900)
+    args = parser.parse_args(argv)
+    args.models = [m for m in args.models.split(",") if m]
+    for name in args.models:
+        if name not in FULL:
+            parser.error("unknown model %r (gpt2, bert128, bert512)" % name)
+    args.precision = args.precision or ("bf16" if args.device == "cuda"
+                                        else "fp32")
+    if args.peak_tflops is None and args.device == "cuda":
+        args.peak_tflops = PEAK_TFLOPS_H100
+    if args.rtol is None:
+        args.rtol = 2e-2 if args.precision == "bf16" else 2e-3
+    return args
+
+
+def model_config(args, name):
+    arch, sizes, batch = (TINY if args.tiny else FULL)[name]
+    sizes = dict(sizes)
+    if args.layers:
+        sizes["layers"] = args.layers
+    return arch, sizes, getattr(args, "%s_batch" % name) or batch
+
+
+#===-----------------------------------------------------------------------===#
+# Models, data, FLOPs.
+#===-----------------------------------------------------------------------===#
+
+def loss_model(arch, sizes):
+    """The model followed by its mean cross-entropy, seeded, in eval mode."""
+    import torch
+
+    import kiln_onnx_models as models
+    torch.manual_seed(0)
+    _, _, _, Gpt, Bert = models.torch_modules(**sizes)
+    classes = sizes["vocab"] if arch == "gpt2" else 2
+
+    class WithLoss(torch.nn.Module):
+        def __init__(self, net):
+            super().__init__()
+            self.net = net
+
+        def forward(self, *inputs):
+            *features, labels = inputs
+            logits = self.net(*features)
+            return torch.nn.functional.cross_entropy(
+                logits.reshape(-1, classes), labels.reshape(-1))
+
+    return WithLoss(Gpt() if arch == "gpt2" else Bert()).eval()
+
+
+def training_data(arch, sizes, samples):
+    """samples rows keyed by input name, labels last (as
+    bench/train_throughput.py)."""
+    generator = np.random.default_rng(1)
+    seq, vocab = sizes["seq"], sizes["vocab"]
+    if arch == "gpt2":
+        tokens = generator.integers(0, vocab, (samples, seq + 1))
+        return {"idx": tokens[:, :-1].copy(), "labels": tokens[:, 1:].copy()}
+    input_ids = generator.integers(1, vocab, (samples, seq))
+    attention_mask = np.ones((samples, seq), np.int64)
+    for row, length in enumerate(generator.integers(seq // 2, seq + 1,
+                                                    samples)):
+        input_ids[row, length:] = 0
+        attention_mask[row, length:] = 0
+    return {"input_ids": input_ids, "attention_mask": attention_mask,
+            "labels": generator.integers(0, 2, samples)}
+
+
+def matmul_parameters(model, arch):
+    """Parameters of matrix products: all but lookup-only embeddings."""
+    lookup_only = ("wpe",) if arch == "gpt2" else (
+        "word_embeddings", "position_embeddings", "token_type_embeddings")
+    return sum(p.numel() for name, p in model.named_parameters()
+               if not any(part in name for part in lookup_only))
+
+
+def flops_per_step(n, sizes, batch):
+    tokens = batch * sizes["seq"]
+    return (6 * n * tokens +
+            12 * sizes["layers"] * sizes["d_model"] * sizes["seq"] * tokens)
+
+
+def export_onnx(model, data, batch, path):
+    import inspect
+
+    import torch
+    example = tuple(torch.from_numpy(v[:batch].astype(np.int64))
+                    for v in data.values())
+    extra = {}
+    if "dynamo" in inspect.signature(torch.onnx.export).parameters:
+        extra["dynamo"] = False  # the TorchScript exporter, as in the tests
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, example, path, opset_version=17,
+                          input_names=list(data), output_names=["loss"],
+                          dynamic_axes={k: {0: "batch"} for k in data},
+                          do_constant_folding=False, **extra)
+
+
+#===-----------------------------------------------------------------------===#
+# Kiln.
+#===-----------------------------------------------------------------------===#
+
+def kilnc_command(args, onnx_path, batch, bundle, amp):
+    command = [os.path.join(args.bin, "kilnc"), onnx_path,
+               "--batch-size=%d" % batch, "--optimizer=adamw",
+               "--lr=%g" % args.lr, "--weight-decay=%g" % args.weight_decay,
+               "--loss-output=loss", "--target=%s" % args.device]
+    if amp:
+        command.append("--amp=bf16")
+    return command + ["-o", bundle]
+
+
+class KilnCompile:
+    """kilnc running in the background; retried in fp32 when it rejects
+    --amp. wait() returns (bundle, precision, seconds) or raises
+    RuntimeError."""
+
+    def __init__(self, args, onnx_path, batch, bundle, log):
+        self.args, self.onnx_path, self.batch = args, onnx_path, batch
+        self.bundle, self.log = bundle, log
+        self.amp = args.precision == "bf16"
+        self.precision = args.precision
+        self._start()
+
+    def _start(self):
+        self.command = kilnc_command(self.args, self.onnx_path, self.batch,
+                                     self.bundle, self.amp)
+        self.output = open(self.log, "w")
+        self.output.write("$ %s\n" % " ".join(self.command))
+        self.output.flush()
+        self.started = time.perf_counter()
+        self.process = subprocess.Popen(self.command, stdout=self.output,
+                                        stderr=subprocess.STDOUT)
+
+    def wait(self):
+        try:
+            code = self.process.wait(max(1.0, self.args.kilnc_timeout -
+                                         (time.perf_counter() -
+                                          self.started)))
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise RuntimeError("kilnc did not finish in %.0f s "
+                               "(--kilnc-timeout)" % self.args.kilnc_timeout)
+        seconds = time.perf_counter() - self.started
+        self.output.close()
+        with open(self.log) as f:
+            text = f.read()
+        if code and self.amp and "--amp" in text and (
+                "Unknown command line argument" in text or
+                "unknown" in text.lower()):
+            message = [l for l in text.splitlines() if "--amp" in l]
+            print("note: kilnc rejected --amp=bf16 (%s); compiling Kiln in "
+                  "fp32 instead" % (message[0].strip() if message else
+                                    "see " + self.log), flush=True)
+            self.amp = False
+            self.precision = "fp32 (kilnc rejected --amp=bf16)"
+            os.rename(self.log, self.log + ".amp-rejected")
+            self._start()
+            return self.wait()
+        if code:
+            raise RuntimeError("kilnc failed (exit %d): %s" % (
+                code, text.strip()[-3000:]))
+        return self.bundle, self.precision, seconds
+
+
+def run_kiln(args, bundle, data_path, workdir, name):
+    """Trains with kiln-run until W + S steps or --seconds of timed steps;
+    returns (per-step seconds of the timed steps, all losses)."""
+    metrics = os.path.join(workdir, name + "-kiln-metrics.jsonl")
+    if os.path.exists(metrics):
+        os.remove(metrics)
+    total = args.warmup + args.steps
+    command = [os.path.join(args.bin, "kiln-run"), bundle, "--target",
+               args.device, "--data", data_path, "--steps", str(total),
+               "--no-shuffle", "--log-every", str(total), "--metrics",
+               metrics]
+    log_path = os.path.join(workdir, name + "-kiln-run.log")
+    with open(log_path, "w") as log:
+        log.write("$ %s\n" % " ".join(command))
+        log.flush()
+        process = subprocess.Popen(command, stdout=log,
+                                   stderr=subprocess.STDOUT)
+        timed_since = None
+        records = []
+        while process.poll() is None:
+            time.sleep(0.2)
+            records = read_records(metrics)
+            if len(records) >= args.warmup and timed_since is None:
+                timed_since = time.perf_counter()
+            if (timed_since is not None and len(records) >= args.warmup + 2
+                    and time.perf_counter() - timed_since > args.seconds):
+                process.terminate()
+                process.wait()
+                break
+    records = read_records(metrics)
+    if process.returncode not in (0, -15) or len(records) <= args.warmup:
+        with open(log_path) as f:
+            raise RuntimeError("kiln-run failed (exit %s, %d steps): %s" % (
+                process.returncode, len(records), f.read().strip()[-3000:]))
+    times = [r["samples"] / r["samples_per_s"] for r in records[args.warmup:]
+             if r.get("samples_per_s")]
+    return times, [r["loss"] for r in records]
+
+
+def read_records(path):
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        lines = f.read().splitlines()
+    records = []
+    for line in lines:
+        try:
+            records.append(json.loads(line))
+        except ValueError:  # a line being written
+            break
+    return records
+
+
+#===-----------------------------------------------------------------------===#
+# PyTorch.
+#===-----------------------------------------------------------------------===#
+
+class TorchSide:
+    """A copy of the model on the device, its AdamW, the batches there."""
+
+    def __init__(self, args, model, data, batch, compiled):
+        import torch
+        self.torch = torch
+        self.args = args
+        self.device = torch.device(args.device)
+        self.model = copy.deepcopy(model).to(self.device).eval()
+        kwargs = dict(lr=args.lr, weight_decay=args.weight_decay)
+        self.fused = False
+        if args.device == "cuda":
+            import inspect
+            if "fused" in inspect.signature(torch.optim.AdamW).parameters:
+                kwargs["fused"] = True
+                self.fused = True
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), **kwargs)
+        self.forward = torch.compile(self.model) if compiled else self.model
+        tensors = [torch.from_numpy(v.astype(np.int64)).to(self.device)
+                   for v in data.values()]
+        count = len(tensors[0]) // batch
+        self.batches = [tuple(t[i * batch:(i + 1) * batch] for t in tensors)
+                        for i in range(count)]
+        self.cursor = 0
+
+    def synchronize(self):
+        if self.args.device == "cuda":
+            self.torch.cuda.synchronize()
+
+    def step(self):
+        torch = self.torch
+        batch = self.batches[self.cursor % len(self.batches)]
+        self.cursor += 1
+        self.optimizer.zero_grad(set_to_none=True)
+        with torch.autocast(device_type=self.args.device,
+                            dtype=torch.bfloat16,
+                            enabled=self.args.precision == "bf16"):
+            loss = self.forward(*batch)
+        loss.backward()
+        self.optimizer.step()
+        return loss.item()
+
+    def run(self):
+        """(first step seconds, per-step seconds of the timed steps, losses
+        of every step)."""
+        losses = []
+        start = time.perf_counter()
+        losses.append(self.step())
+        first = time.perf_counter() - start
+        for _ in range(self.args.warmup - 1):
+            losses.append(self.step())
+        self.synchronize()
+        times = []
+        begin = time.perf_counter()
+        while (len(times) < self.args.steps and
+               (len(times) < 2 or
+                time.perf_counter() - begin < self.args.seconds)):
+            start = time.perf_counter()
+            losses.append(self.step())
+            self.synchronize()
+            times.append(time.perf_counter() - start)
+        return first, times, losses
+
+    def release(self):
+        del self.model, self.forward, self.optimizer, self.batches
+        if self.args.device == "cuda":
+            self.torch.cuda.empty_cache()
+
+
+def torch_compile_status(args, torch):
+    """None when torch.compile can run here, else why not."""
+    if args.no_compile:
+        return "left out (--no-compile)"
+    if not hasattr(torch, "compile"):
+        return "unavailable: torch %s has no torch.compile" % torch.__version__
+    return None
+
+
+#===-----------------------------------------------------------------------===#
+# The measurement and the report.
+#===-----------------------------------------------------------------------===#
+
+def side_record(side, precision, times, losses, flops, tokens, args,
+                extra=None):
+    record = dict(side=side, precision=precision, steps_timed=len(times),
+                  first_losses=losses[:args.check_steps])
+    if times:
+        step = sum(times) / len(times)
+        record.update(ms_per_step=step * 1e3,
+                      median_ms_per_step=float(np.median(times)) * 1e3,
+                      tokens_per_s=tokens / step,
+                      tflops=flops / step / 1e12)
+        if args.peak_tflops:
+            record["mfu"] = record["tflops"] / args.peak_tflops
+    record.update(extra or {})
+    return record
+
+
+def check_losses(record, reference, rtol):
+    got, want = record.get("first_losses") or [], reference or []
+    count = min(len(got), len(want))
+    if count == 0:
+        return
+    diff = max(abs(g - w) / max(abs(w), 1e-30) if g is not None else
+               float("inf") for g, w in zip(got[:count], want[:count]))
+    record["loss_rel_diff_vs_eager"] = diff
+    record["loss_check"] = "ok" if diff <= rtol else "WRONG"
+
+
+def measure(args, name, prepared):
+    import torch
+    arch, sizes, batch = model_config(args, name)
+    model, n, data, data_path, compiled = prepared
+    flops = flops_per_step(n, sizes, batch)
+    tokens = batch * sizes["seq"]
+    row = dict(model=name, arch=arch, sizes=sizes, batch=batch,
+               tokens_per_step=tokens, matmul_params=n,
+               params=sum(p.numel() for p in model.parameters()),
+               flops_per_step=flops, sides=[])
+    workdir = args.work_dir
+    failures = 0
+    try:
+        if isinstance(compiled, RuntimeError):
+            raise compiled
+        bundle, precision, kilnc_seconds = compiled
+        print("  kilnc: %.1f s (%s)" % (kilnc_seconds, precision), flush=True)
+        times, losses = run_kiln(args, bundle, data_path, workdir, name)
+        row["sides"].append(side_record(
+            "kiln", precision, times, losses, flops, tokens, args,
+            dict(kilnc_s=kilnc_seconds)))
+    except RuntimeError as error:
+        print("  kiln: FAILED: %s" % error, flush=True)
+        row["sides"].append(dict(side="kiln", error=str(error)))
+        failures += 1
+    sides = [("torch eager", False)]
+    compile_status = torch_compile_status(args, torch)
+    if args.torch_unavailable:
+        sides = []
+        row["torch"] = args.torch_unavailable
+    elif compile_status is None:
+        sides.append(("torch.compile", True))
+    else:
+        row["torch_compile"] = compile_status
+    for side, compiled in sides:
+        try:
+            trainer = TorchSide(args, model, data, batch, compiled)
+            first, times, losses = trainer.run()
+            extra = dict(first_step_s=first, adamw_fused=trainer.fused)
+            trainer.release()
+            row["sides"].append(side_record(side, args.precision, times,
+                                            losses, flops, tokens, args,
+                                            extra))
+            print("  %s: %.2f ms/step" % (side, row["sides"][-1].get(
+                "ms_per_step", float("nan"))), flush=True)
+        except Exception as error:  # a peer's failure is reported, not fatal
+            print("  %s: FAILED: %s" % (side, error), flush=True)
+            row["sides"].append(dict(side=side, error="%s: %s" % (
+                type(error).__name__, error)))
+            failures += 1
+            if args.device == "cuda":
+                torch.cuda.empty_cache()
+    eager = next((s for s in row["sides"] if s["side"] == "torch eager"
+                  and "first_losses" in s), None)
+    reference = next((s for s in row["sides"] if s["side"] == "torch.compile"
+                      and "tokens_per_s" in s), None)
+    for record in row["sides"]:
+        if eager and record is not eager and "first_losses" in record:
+            check_losses(record, eager["first_losses"], args.rtol)
+            failures += record.get("loss_check") == "WRONG"
+        if reference and "tokens_per_s" in record:
+            record["vs_torch_compile"] = (record["tokens_per_s"] /
+                                          reference["tokens_per_s"])
+        if eager and "tokens_per_s" in record and "tokens_per_s" in eager:
+            record["vs_torch_eager"] = (record["tokens_per_s"] /
+                                        eager["tokens_per_s"])
+    return row, failures
+
+
+def prepare(args, name):
+    """Builds and exports one model, writes its data and starts kilnc;
+    returns (model, matmul parameters, data, data path, KilnCompile)."""
+    arch, sizes, batch = model_config(args, name)
+    model = loss_model(arch, sizes)
+    data = training_data(arch, sizes, args.batches * batch)
+    from kiln_test_io import save_npz
+    data_path = os.path.join(args.work_dir, name + "-train.npz")
+    save_npz(data_path, data)
+    onnx_path = os.path.join(args.work_dir, name + ".onnx")
+    start = time.perf_counter()
+    export_onnx(model, data, batch, onnx_path)
+    print("%s: exported in %.1f s (%.1fM parameters); kilnc started"
+          % (name, time.perf_counter() - start,
+             sum(p.numel() for p in model.parameters()) / 1e6), flush=True)
+    job = KilnCompile(args, onnx_path, batch,
+                      os.path.join(args.work_dir, name + ".kiln"),
+                      os.path.join(args.work_dir, name + "-kilnc.log"))
+    return model, matmul_parameters(model, arch), data, data_path, job
+
+
+def setup_info(args, torch):
+    info = dict(device=args.device, tiny=args.tiny, precision=args.precision,
+                host=platform.node(), python=sys.version.split()[0],
+                torch=torch.__version__, lr=args.lr,
+                weight_decay=args.weight_decay, warmup=args.warmup,
+                max_steps=args.steps, seconds=args.seconds,
+                peak_tflops=args.peak_tflops)
+    if args.device == "cuda":
+        info["cuda_available_to_torch"] = torch.cuda.is_available()
+        if torch.cuda.is_available():
+            info["gpu"] = torch.cuda.get_device_name(0)
+            info["torch_cuda"] = torch.version.cuda
+    try:
+        info["nvidia_smi"] = subprocess.run(
+            ["nvidia-smi", "-L"], capture_output=True, text=True,
+            timeout=30).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        info["nvidia_smi"] = None
+    return info
+
+
+FORMULA = ("FLOPs/step = 6*N*tokens + 12*L*d_model*seq*tokens, tokens = "
+           "batch*seq, N = parameters of matrix products (lookup-only "
+           "embeddings excluded); TFLOP/s = FLOPs/step / step time; MFU = "
+           "TFLOP/s / peak")
+
+
+def print_table(rows, args):
+    header = ["model", "batch x seq", "side", "precision", "ms/step",
+              "tokens/s", "TFLOP/s", "MFU", "vs compile", "vs eager",
+              "compile s", "loss check"]
+    table = [header]
+    for row in rows:
+        for s in row["sides"]:
+            def fmt(key, pattern):
+                return pattern % s[key] if s.get(key) is not None else "-"
+            compile_s = s.get("kilnc_s", s.get("first_step_s")
+                              if s["side"] == "torch.compile" else None)
+            table.append([
+                row["model"], "%d x %d" % (row["batch"], row["sizes"]["seq"]),
+                s["side"], s.get("precision", "-") if "error" not in s
+                else "FAILED", fmt("ms_per_step", "%.2f"),
+                fmt("tokens_per_s", "%.0f"), fmt("tflops", "%.3g"),
+                "%.1f%%" % (100 * s["mfu"]) if s.get("mfu") is not None
+                else "-",
+                fmt("vs_torch_compile", "%.2fx"),
+                fmt("vs_torch_eager", "%.2fx"),
+                "%.1f" % compile_s if compile_s is not None else "-",
+                "%s (%.1e)" % (s["loss_check"], s["loss_rel_diff_vs_eager"])
+                if "loss_check" in s else "-"])
+        for side, key in (("torch", "torch"),
+                          ("torch.compile", "torch_compile")):
+            if row.get(key):
+                table.append([row["model"], "", side, row[key]] + [""] * 8)
+    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
+    for line in table:
+        print("  ".join(cell.ljust(w) if i < 4 else cell.rjust(w)
+                        for i, (cell, w) in enumerate(zip(line, widths))))
+    print("\n" + FORMULA + (" (%g TFLOP/s)" % args.peak_tflops
+                            if args.peak_tflops else "; no MFU on a CPU"))
+    print("ms/step: mean over the timed steps after %d warm-up steps (Kiln: "
+          "kiln-run's --metrics step times); vs compile/eager: tokens/s over "
+          "that side's; compile s: kilnc's time (Kiln), the first step "
+          "(torch.compile); loss check: the first %d losses against "
+          "PyTorch eager's (rtol %g)" % (args.warmup, args.check_steps,
+                                          args.rtol))
+
+
+def main(argv):
+    args = parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)
+    if args.work_dir:
+        os.makedirs(args.work_dir, exist_ok=True)
+        return benchmark(args)
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="kiln-gpu-bench-") as scratch:
+        args.work_dir = scratch
+        return benchmark(args)
+
+
+def benchmark(args):
+    started = time.perf_counter()
+    import torch
+    args.torch_unavailable = None
+    if args.device == "cuda" and not torch.cuda.is_available():
+        args.torch_unavailable = (
+            "unavailable: this PyTorch (%s, %s) sees no CUDA device" % (
+                torch.__version__, sys.executable))
+        print("note: PyTorch %s; Kiln is measured alone (run the "
+              "script with a Python whose torch has CUDA for the peers)"
+              % args.torch_unavailable, flush=True)
+    info = setup_info(args, torch)
+    print("setup: " + ", ".join("%s %s" % (k, v) for k, v in info.items()
+                                if k != "nvidia_smi"), flush=True)
+    prepared = {}
+    for name in args.models:
+        prepared[name] = prepare(args, name)
+    # Every kilnc finishes before anything is timed, so that no compile
+    # competes with a measurement for the CPU.
+    for name, (model, n, data, data_path, job) in prepared.items():
+        try:
+            compiled = job.wait()
+        except RuntimeError as error:
+            compiled = error
+        prepared[name] = (model, n, data, data_path, compiled)
+    print("exported and compiled in %.0f s" % (time.perf_counter() - started),
+          flush=True)
+    rows, failures, skipped = [], 0, []
+    for name in args.models:
+        if (args.time_budget and
+                time.perf_counter() - started > args.time_budget):
+            skipped.append(name)
+            print("%s: skipped (--time-budget %.0f s spent)"
+                  % (name, args.time_budget), flush=True)
+            continue
+        print("%s: measuring" % name, flush=True)
+        row, bad = measure(args, name, prepared[name])
+        rows.append(row)
+        failures += bad
+    print()
+    print_table(rows, args)
+    result = dict(setup=info, formula=FORMULA, results=rows,
+                  skipped_for_time=skipped,
+                  wall_s=time.perf_counter() - started)
+    path = os.path.join(args.out, "gpu_train.json")
+    with open(path, "w") as f:
+        json.dump(result, f, indent=1)
+    print("\nwrote %s (%.0f s in all)" % (path, result["wall_s"]))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
