@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# On a GPU machine: builds Kiln with CUDA, runs the cuda-labelled tests and
+# the GPU training benchmark, and prints a summary; exit 1 if any step fails.
+#
+# Installs nothing (a GPU machine may have no network): a missing build
+# dependency is reported by name. Logs go to $OUT when it is set, else to
+# ./gpu-check-logs: nvidia-smi.txt, build.log, ctest.log, bench.log,
+# gpu_train.json (bench/gpu_train.py's results) and summary.txt.
+#
+# Environment:
+#   KILN_BUILD_DIR        build directory (default: build); an existing one is
+#                         reused (reconfigured with CUDA on if it was off)
+#   KILN_NO_BUILD=1       use the build directory as it is (prebuilt binaries)
+#   KILN_JOBS             parallel build jobs (default: nproc)
+#   KILN_PYTHON           the Python with PyTorch (default: python3 on PATH)
+#   KILN_GPU_CHECK_SECONDS  the whole script's time (default 480); the
+#                         benchmark gets what the build and tests leave
+#   KILN_BENCH_ARGS       extra arguments for bench/gpu_train.py
+set -uo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+readonly start=$SECONDS
+readonly budget=${KILN_GPU_CHECK_SECONDS:-480}
+readonly build_dir=${KILN_BUILD_DIR:-build}
+readonly logs=${OUT:-gpu-check-logs}
+readonly python=${KILN_PYTHON:-$(command -v python3 || echo python3)}
+mkdir -p "$logs"
+
+summary=()
+failed=0
+record() { # record STEP STATUS DETAIL
+  summary+=("$(printf '%-10s %-7s %4ds  %s' "$1" "$2" "$((SECONDS - step_start))" "$3")")
+  [[ $2 == FAILED ]] && failed=1
+}
+finish() {
+  {
+    echo "gpu-check summary ($((SECONDS - start)) s of ${budget} s; logs in $logs)"
+    printf '%s\n' "${summary[@]}"
+  } | tee "$logs/summary.txt"
+  exit "$failed"
+}
+
+# --- the GPU ---------------------------------------------------------------
+step_start=$SECONDS
+if nvidia-smi >"$logs/nvidia-smi.txt" 2>&1 && nvidia-smi -L >>"$logs/nvidia-smi.txt" 2>&1 &&
+  grep -q '^GPU ' "$logs/nvidia-smi.txt"; then
+  record gpu ok "$(grep -m1 '^GPU ' "$logs/nvidia-smi.txt")"
+else
+  record gpu FAILED "nvidia-smi finds no GPU (see nvidia-smi.txt); this script is for a GPU machine"
+  finish
+fi
+
+# --- build -------------------------------------------------------------------
+step_start=$SECONDS
+missing_dependencies() {
+  local missing=()
+  command -v cmake >/dev/null || missing+=("cmake")
+  command -v ninja >/dev/null || missing+=("ninja")
+  command -v protoc >/dev/null || missing+=("protoc (protobuf-compiler)")
+  [[ -x /usr/local/cuda/bin/ptxas ]] || command -v ptxas >/dev/null ||
+    missing+=("the CUDA toolkit (ptxas)")
+  ls /usr/lib/llvm-22/lib/cmake/mlir/MLIRConfig.cmake >/dev/null 2>&1 ||
+    compgen -G "/usr/lib*/cmake/mlir/MLIRConfig.cmake" >/dev/null ||
+    missing+=("MLIR 22 (libmlir-22-dev, llvm-22-dev)")
+  compgen -G "/usr/lib/*/cmake/ONNX/ONNXConfig.cmake" >/dev/null ||
+    compgen -G "/usr/lib*/cmake/ONNX/ONNXConfig.cmake" >/dev/null ||
+    missing+=("ONNX (libonnx-dev)")
+  printf '%s\n' "${missing[@]}"
+}
+
+build() {
+  if [[ -n ${KILN_NO_BUILD:-} ]]; then
+    for tool in kilnc kiln-run; do
+      [[ -x $build_dir/bin/$tool ]] || { echo "KILN_NO_BUILD: $build_dir/bin/$tool is missing"; return 1; }
+    done
+    echo "KILN_NO_BUILD: using $build_dir as it is"
+    return 0
+  fi
+  local configure=()
+  if [[ ! -f $build_dir/build.ninja ]]; then
+    local missing
+    missing=$(missing_dependencies)
+    if [[ -n $missing ]]; then
+      echo "cannot build here: missing $(echo "$missing" | paste -sd, | sed 's/,/, /g')"
+      echo "(scripts/install-deps.sh installs them on Debian 12; this script installs nothing)"
+      return 1
+    fi
+    configure=(-G Ninja -DCMAKE_BUILD_TYPE=Release)
+    if command -v clang++-22 >/dev/null; then
+      configure+=(-DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22)
+    fi
+  elif ! grep -q '^KILN_ENABLE_CUDA:STRING=ON' "$build_dir/CMakeCache.txt"; then
+    configure=(-DKILN_ENABLE_CUDA=ON)
+  fi
+  if [[ ${#configure[@]} -gt 0 ]]; then
+    cmake -S . -B "$build_dir" "${configure[@]}" -DKILN_ENABLE_CUDA=ON \
+      -DKILN_PYTHON="$python" || return 1
+  fi
+  ninja -C "$build_dir" -j "${KILN_JOBS:-$(nproc)}" kilnc kiln-run kilnrt-cuda kiln-cuda-unittests
+}
+
+if build >"$logs/build.log" 2>&1; then
+  record build ok "$build_dir ($(tail -n1 "$logs/build.log"))"
+else
+  record build FAILED "$(grep -m1 -E 'cannot build here|error|Error|KILN_NO_BUILD' "$logs/build.log" || tail -n1 "$logs/build.log")"
+  finish
+fi
+
+# --- cuda-labelled tests -----------------------------------------------------
+step_start=$SECONDS
+ctest --test-dir "$build_dir" -L cuda --output-on-failure --timeout 300 >"$logs/ctest.log" 2>&1
+ctest_status=$?
+tests_line=$(grep -m1 -E 'tests passed|tests failed' "$logs/ctest.log" || echo "no ctest summary")
+if grep -q 'No tests were found' "$logs/ctest.log"; then
+  record ctest FAILED "no cuda-labelled tests: was the build configured with CUDA? (see ctest.log)"
+elif [[ $ctest_status -ne 0 ]]; then
+  record ctest FAILED "$tests_line (see ctest.log)"
+elif grep -q '(Skipped)' "$logs/ctest.log"; then
+  # On a machine with a GPU a skip means the tests did not see it.
+  record ctest FAILED "$tests_line, but on a GPU machine these were skipped: $(grep -E '\*\*\*Skipped' "$logs/ctest.log" | awk '{print $4}' | paste -sd' ')"
+else
+  record ctest ok "$tests_line"
+fi
+
+# --- benchmark ---------------------------------------------------------------
+step_start=$SECONDS
+left=$((budget - (SECONDS - start)))
+if [[ $left -lt 60 ]]; then
+  record bench FAILED "only ${left} s of ${budget} s left; not started (raise KILN_GPU_CHECK_SECONDS)"
+  finish
+fi
+# Whatever happens, the script ends inside its budget: the benchmark skips the
+# models it has no time for (--time-budget) and is stopped 20 s before the end.
+# shellcheck disable=SC2086
+timeout --kill-after=10 "$((left - 20))" env PYTHONUNBUFFERED=1 "$python" bench/gpu_train.py \
+  --bin "$build_dir/bin" --out "$logs" --seconds 5 --steps 20 \
+  --time-budget "$((left - 110))" ${KILN_BENCH_ARGS:-} >"$logs/bench.log" 2>&1
+bench_status=$?
+if [[ $bench_status -eq 0 ]]; then
+  record bench ok "results in gpu_train.json and bench.log"
+elif [[ $bench_status -eq 124 || $bench_status -eq 137 ]]; then
+  record bench FAILED "stopped after $((left - 20)) s (see bench.log)"
+else
+  record bench FAILED "exit $bench_status: $(grep -m1 -E 'FAILED|WRONG|rror' "$logs/bench.log" || tail -n1 "$logs/bench.log")"
+fi
+echo
+sed -n '/^model /,/^wrote /p' "$logs/bench.log"
+echo
+finish
