@@ -5,7 +5,7 @@ import lit.formats
 config.name = "Kiln"
 config.test_format = lit.formats.ShTest(True)
 config.suffixes = [".mlir", ".test", ".py"]
-config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "Inputs", "models", "CMakeLists.txt", "unit", "lib", "onnx"]
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "Inputs", "models", "CMakeLists.txt", "unit", "lib", "onnx", "cuda"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.kiln_obj_root, "test")
 

@@ -142,6 +142,10 @@ struct KilnGPUOutlineKernelsPass
           << blockSize;
       return signalPassFailure();
     }
+    // A pass instance may run on several modules (--split-input-file).
+    gpuModule = {};
+    bodies.clear();
+    globals.clear();
     ModuleOp module = getOperation();
     SmallVector<func::FuncOp> entries;
     for (auto function : module.getOps<func::FuncOp>())

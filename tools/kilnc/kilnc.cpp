@@ -77,11 +77,20 @@ cl::opt<bool> gradients(
              "returning the loss and its gradient for every parameter"),
     cl::init(false), cl::cat(kilncCategory));
 
+// Kiln built with the CUDA toolkit compiles for both targets unless told
+// otherwise: one bundle then runs wherever it lands.
+#ifdef KILN_CUDA_DEFAULT
+constexpr const char *kDefaultTargets = "cpu,cuda";
+#else
+constexpr const char *kDefaultTargets = "cpu";
+#endif
+
 cl::opt<std::string> target(
     "target",
     cl::desc("Targets to generate code for: cpu, cuda, or cpu,cuda for one "
-             "bundle that runs on either (default: cpu)"),
-    cl::value_desc("list"), cl::init("cpu"), cl::cat(kilncCategory));
+             "bundle that runs on either (default: cpu,cuda when Kiln is "
+             "built with CUDA, else cpu)"),
+    cl::value_desc("list"), cl::init(kDefaultTargets), cl::cat(kilncCategory));
 
 cl::list<std::string> cudaArchs(
     "cuda-arch",
@@ -203,6 +212,9 @@ int main(int argc, char **argv) {
     compileOptions.cuda.archs.assign(cudaArchs.begin(), cudaArchs.end());
   if (auto error = kiln::checkCudaArchs(compileOptions.cuda.archs))
     return fail("--cuda-arch: " + toString(std::move(error)));
+  // --emulate-cuda stands for the CUDA target on the CPU.
+  if (emulateCuda && !target.getNumOccurrences())
+    compileOptions.cudaTarget = false;
   if ((cudaArchs.getNumOccurrences() || cudaPath.getNumOccurrences()) &&
       !compileOptions.cudaTarget)
     return fail("--cuda-arch and --cuda-path need --target=cuda (or "
