@@ -205,8 +205,10 @@ struct KilnGPUOutlineKernelsPass
   static bool isKernel(Operation *op) {
     if (isa<linalg::LinalgOp, memref::CopyOp>(op))
       return true;
-    if (op->hasTrait<OpTrait::IsTerminator>() ||
-        isa<ViewLikeOpInterface, memref::GetGlobalOp, gpu::LaunchFuncOp>(op))
+    // An op with results (a buffer, a loaded scalar) is not work a launch
+    // can do; its users fail to outline if they need it.
+    if (op->hasTrait<OpTrait::IsTerminator>() || op->getNumResults() > 0 ||
+        isa<gpu::LaunchFuncOp, memref::DeallocOp>(op))
       return false;
     return op->getNumRegions() > 0 || !isPure(op);
   }
