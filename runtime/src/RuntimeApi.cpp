@@ -277,6 +277,37 @@ kiln_status_t kiln_bundle_get_entry_point(const kiln_bundle_t *bundle,
   });
 }
 
+kiln_status_t kiln_bundle_get_program(const kiln_bundle_t *bundle,
+                                      size_t entry_index,
+                                      const char *target_name,
+                                      kiln_program_info_t *out_info) {
+  KILN_REQUIRE(bundle);
+  KILN_REQUIRE(target_name);
+  KILN_REQUIRE(out_info);
+  return guarded([&]() -> Status {
+    const bp::Manifest &manifest = manifestOf(bundle);
+    KILN_RETURN_IF_ERROR(checkIndex(entry_index, manifest.entry_points_size(),
+                                    "entry point", bundle->reader->name()));
+    const bp::EntryPoint &entry =
+        manifest.entry_points(static_cast<int>(entry_index));
+    for (const bp::Program &program : entry.programs()) {
+      if (program.target() != target_name)
+        continue;
+      kiln_program_info_t info{};
+      info.command_count = static_cast<size_t>(program.commands_size());
+      for (const bp::Command &command : program.commands()) {
+        info.launch_count += command.has_launch();
+        info.gemm_count += command.has_gemm();
+      }
+      info.arena_bytes = program.arena_bytes();
+      *out_info = info;
+      return Status();
+    }
+    return notFound(bundle->reader->name(), ": entry point '", entry.name(),
+                    "' has no program for target '", target_name, "'");
+  });
+}
+
 kiln_status_t kiln_bundle_find_entry_point(const kiln_bundle_t *bundle,
                                            const char *name,
                                            size_t *out_index) {

@@ -149,6 +149,27 @@ TEST_F(HybridBundle, DescribesBothTargets) {
   EXPECT_EQ(cuda.code_bytes, ptx.size());
 }
 
+TEST_F(HybridBundle, DescribesTheCudaProgram) {
+  kiln_program_info_t program;
+  ASSERT_EQ(kiln_bundle_get_program(bundle, 0, "cuda", &program), KILN_OK)
+      << kiln_status_message();
+  EXPECT_EQ(program.command_count, 1u);
+  EXPECT_EQ(program.launch_count, 1u);
+  EXPECT_EQ(program.gemm_count, 0u);
+  EXPECT_EQ(program.arena_bytes, 0u);
+  // The CPU's program is the entry point's own; no entry point 99.
+  EXPECT_EQ(kiln_bundle_get_program(bundle, 0, "cpu", &program),
+            KILN_STATUS_NOT_FOUND);
+  EXPECT_NE(std::string(kiln_status_message())
+                .find("entry point 'add_one' has no program for target 'cpu'"),
+            std::string::npos)
+      << kiln_status_message();
+  EXPECT_EQ(kiln_bundle_get_program(bundle, 99, "cuda", &program),
+            KILN_STATUS_NOT_FOUND);
+  EXPECT_EQ(kiln_bundle_get_program(bundle, 0, nullptr, &program),
+            KILN_STATUS_INVALID_ARGUMENT);
+}
+
 TEST_F(HybridBundle, RunsOnTheCpu) {
   for (const char *target : {static_cast<const char *>(nullptr), "cpu"}) {
     kiln_session_t *session = nullptr;

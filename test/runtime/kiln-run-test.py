@@ -123,7 +123,7 @@ def test_info(t):
             "model: multi",
             "add_one(x: f32[4]) -> (y: f32[4])",
             "affine(x: f32[2,2]) -> (y: f32[2,2])",
-            "arena 128 bytes, 2 commands",
+            "    cpu: arena 128 bytes, 2 commands",
             "mixed(n: i64[3], flag: bool[3]) -> (out: f64[3])",
             "accumulate(x: f32[4]) -> (y: f32[4])",
             "cpu: triple x86_64-unknown-linux-gnu, cpu generic, 5 kernels",

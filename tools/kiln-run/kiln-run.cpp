@@ -336,8 +336,25 @@ bool printEntryPoints(const kiln_bundle_t *bundle,
     std::string signature;
     if (!describeSignature(bundle, i, entry, signature))
       return false;
-    std::printf("  %s\n    arena %s, %zu commands\n", signature.c_str(),
-                describeBytes(entry.arena_bytes).c_str(), entry.command_count);
+    std::printf("  %s\n", signature.c_str());
+    for (size_t t = 0; t < info.target_count; ++t) {
+      kiln_target_info_t target;
+      if (kiln_status_t status = kiln_bundle_get_target(bundle, t, &target))
+        return failed(status);
+      kiln_program_info_t program;
+      if (!*target.images) {
+        std::printf("    %s: arena %s, %zu commands\n", target.name,
+                    describeBytes(entry.arena_bytes).c_str(),
+                    entry.command_count);
+      } else if (kiln_bundle_get_program(bundle, i, target.name, &program) ==
+                 KILN_OK) {
+        std::printf("    %s: arena %s, %zu commands (%zu kernel launches, %zu "
+                    "matrix products)\n",
+                    target.name, describeBytes(program.arena_bytes).c_str(),
+                    program.command_count, program.launch_count,
+                    program.gemm_count);
+      }
+    }
   }
   return true;
 }

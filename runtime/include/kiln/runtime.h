@@ -135,10 +135,21 @@ typedef struct kiln_entry_point_info_t {
   const char *name;
   size_t input_count;
   size_t output_count;
+  /* The CPU target's commands and arena (0 and 0 in a bundle without a CPU
+   * target); kiln_bundle_get_program describes the other targets'. */
   size_t command_count;
   /* Scratch memory a run of this entry point uses. */
   uint64_t arena_bytes;
 } kiln_entry_point_info_t;
+
+/* What an entry point runs on a target other than the CPU. */
+typedef struct kiln_program_info_t {
+  size_t command_count;
+  /* Of which kernel launches and matrix products (the rest: none yet). */
+  size_t launch_count;
+  size_t gemm_count;
+  uint64_t arena_bytes;
+} kiln_program_info_t;
 
 typedef struct kiln_target_info_t {
   const char *name;   /* e.g. "cpu" */
@@ -181,6 +192,14 @@ KILN_API kiln_status_t kiln_bundle_get_info(const kiln_bundle_t *bundle,
 KILN_API kiln_status_t
 kiln_bundle_get_entry_point(const kiln_bundle_t *bundle, size_t index,
                             kiln_entry_point_info_t *out_info);
+
+/* The program entry point `entry_index` runs on the target called
+ * `target_name` ("cuda"). KILN_STATUS_NOT_FOUND when the entry point has
+ * none for that target (the CPU's is in kiln_entry_point_info_t). */
+KILN_API kiln_status_t kiln_bundle_get_program(const kiln_bundle_t *bundle,
+                                               size_t entry_index,
+                                               const char *target_name,
+                                               kiln_program_info_t *out_info);
 
 /* The index of the entry point called `name`; KILN_STATUS_NOT_FOUND (with
  * the names there are in the message) if there is none. */
