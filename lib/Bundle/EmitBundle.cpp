@@ -69,6 +69,20 @@ std::string parameterBytes(DenseElementsAttr value) {
   return bytes;
 }
 
+/// Whether every element of `value` is zero (+0.0 for floats: the bytes are
+/// all zero).
+bool isAllZeros(DenseElementsAttr value) {
+  if (!value.isSplat())
+    return false;
+  if (auto floats = dyn_cast<DenseFPElementsAttr>(value)) {
+    APFloat splat = floats.getSplatValue<APFloat>();
+    return splat.isZero() && !splat.isNegative();
+  }
+  if (auto ints = dyn_cast<DenseIntElementsAttr>(value))
+    return ints.getSplatValue<APInt>().isZero();
+  return false;
+}
+
 /// Copies the module's `kiln.metadata` dictionary of strings into the
 /// manifest, sorted by key as the dictionary is.
 llvm::Error copyMetadata(Attribute metadata, bundle::Manifest &manifest) {
@@ -196,7 +210,8 @@ llvm::Error fillCudaProgram(bundle::Program &program,
 } // namespace
 
 llvm::Error kiln::writeBundle(const CompiledModel &model, StringRef path,
-                              StringRef modelName) {
+                              StringRef modelName,
+                              const BundleOptions &options) {
   runtime::BundleWriter writer;
   bundle::Manifest &manifest = writer.manifest();
   manifest.set_producer("kilnc 0.1.0");
@@ -208,6 +223,14 @@ llvm::Error kiln::writeBundle(const CompiledModel &model, StringRef path,
     bundle::TensorSpec spec;
     if (llvm::Error error = fillSpec(spec, param.name, param.type))
       return error;
+    if (options.externalWeights && param.trainable) {
+      writer.addParameter(spec, bundle::Parameter::EXTERNAL, param.trainable);
+      continue;
+    }
+    if (isAllZeros(param.value)) {
+      writer.addParameter(spec, bundle::Parameter::ZEROS, param.trainable);
+      continue;
+    }
     std::string bytes = parameterBytes(param.value);
     writer.addParameter(spec, bytes.data(), bytes.size(), param.trainable);
   }

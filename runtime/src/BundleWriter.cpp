@@ -84,6 +84,33 @@ uint32_t BundleWriter::addParameter(const bp::TensorSpec &tensor,
   return static_cast<uint32_t>(manifestProto.parameters_size() - 1);
 }
 
+uint32_t BundleWriter::addParameter(const bp::TensorSpec &tensor,
+                                    bp::Parameter::Init init, bool trainable) {
+  uint64_t size = 0;
+  tensorByteSize(tensor, size);
+  unstoredBytes = alignUp(unstoredBytes, kSectionAlignment);
+  bp::Parameter *parameter = manifestProto.add_parameters();
+  *parameter->mutable_tensor() = tensor;
+  parameter->set_weights_offset(unstoredBytes);
+  parameter->set_size_bytes(size);
+  parameter->set_trainable(trainable);
+  parameter->set_init(init);
+  unstoredBytes += size;
+  return static_cast<uint32_t>(manifestProto.parameters_size() - 1);
+}
+
+bp::Manifest BundleWriter::finalManifest() const {
+  bp::Manifest manifest = manifestProto;
+  if (unstoredBytes == 0)
+    return manifest;
+  uint64_t base = alignUp(weights.size(), kSectionAlignment);
+  for (bp::Parameter &parameter : *manifest.mutable_parameters())
+    if (parameter.init() != bp::Parameter::WEIGHTS)
+      parameter.set_weights_offset(base + parameter.weights_offset());
+  manifest.set_parameter_bytes(base + unstoredBytes);
+  return manifest;
+}
+
 uint32_t BundleWriter::addTarget(const bp::Target &target, std::string code,
                                  SectionKind codeKind) {
   bp::Target *added = manifestProto.add_targets();
@@ -122,7 +149,8 @@ Status BundleWriter::prepare(std::string &manifestBytes,
                              std::vector<SectionContent> &sections,
                              std::vector<SectionEntry> &entries,
                              uint64_t &fileSize) const {
-  if (!manifestProto.SerializeToString(&manifestBytes))
+  bp::Manifest manifest = finalManifest();
+  if (!manifest.SerializeToString(&manifestBytes))
     return internalError("cannot serialize the manifest");
   sections.clear();
   sections.push_back(
@@ -131,7 +159,7 @@ Status BundleWriter::prepare(std::string &manifestBytes,
   for (const CodeSection &code : codeSections)
     sections.push_back({code.kind, code.name, ByteSpan(code.bytes)});
   fileSize = layoutSections(sections, entries);
-  return validateManifest(manifestProto, entries)
+  return validateManifest(manifest, entries)
       .withContext("invalid bundle manifest");
 }
 

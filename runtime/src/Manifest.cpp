@@ -136,6 +136,13 @@ private:
                          " is not a weights section of the ", sections.size(),
                          "-section table");
     uint64_t weightsSize = sections[index].size;
+    uint64_t spaceSize = manifest.parameter_bytes() == 0
+                             ? weightsSize
+                             : manifest.parameter_bytes();
+    if (spaceSize < weightsSize || spaceSize > kMaxByteSize)
+      return formatError("manifest: parameter_bytes ", spaceSize,
+                         " is below the weights section's ", weightsSize,
+                         " bytes or above 2^62");
     std::set<std::string> names;
     std::vector<std::pair<uint64_t, uint64_t>> ranges;
     for (int i = 0; i < manifest.parameters_size(); ++i) {
@@ -154,11 +161,27 @@ private:
         return formatError(what, ": weights_offset ",
                            parameter.weights_offset(),
                            " is not a multiple of 64");
-      if (!rangeInside(parameter.weights_offset(), bytes, weightsSize))
-        return formatError(what, ": bytes [", parameter.weights_offset(), ", ",
-                           parameter.weights_offset() + bytes,
-                           ") lie outside the ", weightsSize,
-                           "-byte weights section");
+      if (parameter.init() == bp::Parameter::WEIGHTS) {
+        if (!rangeInside(parameter.weights_offset(), bytes, weightsSize))
+          return formatError(what, ": bytes [", parameter.weights_offset(),
+                             ", ", parameter.weights_offset() + bytes,
+                             ") lie outside the ", weightsSize,
+                             "-byte weights section");
+      } else if (parameter.init() == bp::Parameter::ZEROS ||
+                 parameter.init() == bp::Parameter::EXTERNAL) {
+        // No stored value: its storage lies past the weights section.
+        if (parameter.weights_offset() < weightsSize ||
+            !rangeInside(parameter.weights_offset(), bytes, spaceSize))
+          return formatError(what, ": bytes [", parameter.weights_offset(),
+                             ", ", parameter.weights_offset() + bytes,
+                             ") of a parameter without a stored value lie "
+                             "outside [",
+                             weightsSize, ", ", spaceSize,
+                             "), the parameter space past the weights");
+      } else {
+        return formatError(what, " has unknown init ",
+                           static_cast<int>(parameter.init()));
+      }
       if (bytes > 0)
         ranges.emplace_back(parameter.weights_offset(), bytes);
     }

@@ -90,11 +90,28 @@ Status CpuSession::mapParameters() {
                   weights.size);
     base = weightsCopy.data();
   }
+  // The parameter space past the weights section: zeros, for the
+  // parameters the bundle stores no value of.
+  uint64_t unstoredStart = alignUp(weights.size, kSectionAlignment);
+  if (manifest.parameter_bytes() > unstoredStart) {
+    uint64_t bytes = manifest.parameter_bytes() - unstoredStart;
+    if (bytes > SIZE_MAX)
+      return outOfMemory("the parameters' ", bytes,
+                         " bytes do not fit in memory");
+    KILN_RETURN_IF_ERROR(
+        AlignedBuffer::allocate(static_cast<size_t>(bytes), unstored)
+            .withContext("parameters without a stored value"));
+  }
   for (int i = 0; i < manifest.parameters_size(); ++i) {
     const bp::Parameter &parameter = manifest.parameters(i);
-    parameterData.push_back(base ? base + parameter.weights_offset() : nullptr);
+    uint64_t offset = parameter.weights_offset();
+    parameterData.push_back(
+        parameter.init() == bp::Parameter::WEIGHTS
+            ? (base ? base + offset : nullptr)
+            : unstored.data() + (offset - unstoredStart));
     parameterIndex[parameter.tensor().name()] = static_cast<uint32_t>(i);
   }
+  external = std::make_unique<ExternalParameters>(manifest);
   return Status();
 }
 
@@ -139,6 +156,8 @@ Status CpuSession::run(const std::string &entryName,
   if (found == planIndex.end())
     return entryPointNotFound(bundle->name(), bundle->manifest(), entryName);
   std::lock_guard<std::mutex> lock(mutex);
+  if (external)
+    KILN_RETURN_IF_ERROR(external->checkAllSet(bundle->name()));
   EntryPlan &plan = plans[found->second];
   KILN_RETURN_IF_ERROR(
       plan.tensors.bind(inputs, inputCount, outputs, outputCount));
@@ -192,6 +211,8 @@ Status CpuSession::setParameter(const std::string &name, const void *data,
     return invalidArgument("parameter '", name, "': data is NULL");
   if (byteSize > 0)
     std::memcpy(storage, data, byteSize);
+  if (external)
+    external->markSet(static_cast<int>(parameterIndex[name]));
   return Status();
 }
 

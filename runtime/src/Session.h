@@ -5,6 +5,7 @@
 
 #include "Backend.h"
 #include "CpuCode.h"
+#include "ExternalParameters.h"
 #include "MappedFile.h"
 #include "TensorBinding.h"
 #include "kiln/runtime.h"
@@ -77,7 +78,10 @@ private:
   AlignedBuffer arena;
   PrivateMapping weightsMapping;
   AlignedBuffer weightsCopy;
+  /// The parameters without a stored value (zeros until set).
+  AlignedBuffer unstored;
   std::vector<uint8_t *> parameterData;
+  std::unique_ptr<ExternalParameters> external;
   std::unordered_map<std::string, uint32_t> parameterIndex;
   std::vector<EntryPlan> plans;
   std::unordered_map<std::string, size_t> planIndex;

@@ -475,6 +475,30 @@ TEST(BundleReader, RejectsEachBrokenManifestRule) {
          m.mutable_parameters(2)->set_weights_offset(1 << 20);
        },
        "parameter 2 'acc': bytes [1048576, 1048592) lie outside the"},
+      {"unstored parameter inside the weights",
+       [](bp::Manifest &m) {
+         m.mutable_parameters(2)->set_init(bp::Parameter::ZEROS);
+       },
+       "parameter 2 'acc': bytes [128, 144) of a parameter without a stored "
+       "value lie outside [144, 144), the parameter space past the weights"},
+      {"unstored parameter past the parameter space",
+       [](bp::Manifest &m) {
+         m.mutable_parameters(2)->set_init(bp::Parameter::EXTERNAL);
+         m.mutable_parameters(2)->set_weights_offset(192);
+         m.set_parameter_bytes(200);
+       },
+       "parameter 2 'acc': bytes [192, 208) of a parameter without a stored "
+       "value lie outside [144, 200)"},
+      {"parameter space below the weights",
+       [](bp::Manifest &m) { m.set_parameter_bytes(100); },
+       "manifest: parameter_bytes 100 is below the weights section's 144 "
+       "bytes or above 2^62"},
+      {"unknown parameter init",
+       [](bp::Manifest &m) {
+         m.mutable_parameters(2)->set_init(
+             static_cast<bp::Parameter::Init>(7));
+       },
+       "parameter 2 'acc' has unknown init 7"},
       {"parameters overlap",
        [](bp::Manifest &m) { m.mutable_parameters(1)->set_weights_offset(0); },
        "parameters overlap in the weights section at offset 0"},

@@ -42,6 +42,8 @@ protected:
                 [](BundleWriter &w) { buildMultiBundle(w, code); });
     writeBundle("single.kiln",
                 [](BundleWriter &w) { buildSingleBundle(w, code); });
+    writeBundle("unstored.kiln",
+                [](BundleWriter &w) { buildUnstoredBundle(w, code); });
     writeBundle("not-elf.kiln", [](BundleWriter &w) {
       buildSingleBundle(w, std::string(300, 'Z'));
     });
@@ -332,6 +334,46 @@ TEST_F(CpuSession, RunsThroughTheArenaAndParameters) {
       << kiln_status_message();
   for (int i = 0; i < 4; ++i)
     EXPECT_EQ(y[i], x[i] * kWeightW[i] + kWeightB[i]) << i;
+}
+
+/// Parameters without a stored value: zeros, or set by the caller before
+/// any run (until then every run is refused, naming one).
+TEST_F(CpuSession, ParametersWithoutStoredValues) {
+  kiln_bundle_t *unstored = nullptr;
+  ASSERT_EQ(kiln_bundle_open(path("unstored.kiln").c_str(), &unstored),
+            KILN_OK)
+      << kiln_status_message();
+  kiln_session_t *s = nullptr;
+  ASSERT_EQ(kiln_session_create(unstored, "cpu", &s), KILN_OK)
+      << kiln_status_message();
+  float acc[4] = {1, 1, 1, 1}, b[4] = {};
+  ASSERT_EQ(kiln_session_get_parameter(s, "acc", acc, sizeof(acc)), KILN_OK);
+  ASSERT_EQ(kiln_session_get_parameter(s, "b", b, sizeof(b)), KILN_OK);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(acc[i], 0.0f) << i;
+    EXPECT_EQ(b[i], kWeightB[i]) << i;
+  }
+
+  float x[4] = {1, -1, 0.5f, 2}, y[4] = {};
+  kiln_tensor_t input = f32Tensor("x", x, kShape2x2, 2);
+  kiln_tensor_t output = f32Tensor("y", y, kShape2x2, 2);
+  EXPECT_EQ(kiln_session_run(s, "affine", &input, 1, &output, 1),
+            KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kiln_status_message())
+                .find("unstored.kiln: parameter 'w' has no value (1 "
+                      "parameters in all): the bundle was compiled with "
+                      "--external-weights"),
+            std::string::npos)
+      << kiln_status_message();
+
+  ASSERT_EQ(kiln_session_set_parameter(s, "w", kWeightW, sizeof(kWeightW)),
+            KILN_OK);
+  ASSERT_EQ(kiln_session_run(s, "affine", &input, 1, &output, 1), KILN_OK)
+      << kiln_status_message();
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(y[i], x[i] * kWeightW[i] + kWeightB[i]) << i;
+  kiln_session_release(s);
+  kiln_bundle_release(unstored);
 }
 
 TEST_F(CpuSession, RunsMixedElementTypes) {

@@ -302,6 +302,25 @@ void buildMultiBundle(BundleWriter &writer, std::string code) {
       {"add_one", "mul_param", "add_param", "select_scale", "accumulate"});
 }
 
+void buildUnstoredBundle(BundleWriter &writer, std::string code) {
+  bp::Manifest &manifest = writer.manifest();
+  manifest.set_producer("kiln runtime tests");
+  manifest.set_model_name("unstored");
+  uint32_t w = writer.addParameter(tensor("w", bp::F32, {2, 2}),
+                                   bp::Parameter::EXTERNAL, true);
+  uint32_t b = writer.addParameter(tensor("b", bp::F32, {2, 2}), kWeightB,
+                                   sizeof(kWeightB), false);
+  uint32_t acc = writer.addParameter(tensor("acc", bp::F32, {4}),
+                                     bp::Parameter::ZEROS, true);
+  addAddOne(manifest);
+  addAffine(manifest, w, b);
+  addMixed(manifest);
+  addAccumulate(manifest, acc);
+  addCpuTarget(
+      writer, std::move(code),
+      {"add_one", "mul_param", "add_param", "select_scale", "accumulate"});
+}
+
 void buildSingleBundle(BundleWriter &writer, std::string code) {
   writer.manifest().set_producer("kiln runtime tests");
   writer.manifest().set_model_name("single");

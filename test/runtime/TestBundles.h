@@ -57,6 +57,10 @@ inline constexpr float kWeightAcc[4] = {10, 20, 30, 40};
 /// Fills `writer` with the multi-entry bundle; `code` is the CPU code.
 void buildMultiBundle(BundleWriter &writer, std::string code);
 
+/// The multi bundle with parameters the file stores no value of: w is
+/// EXTERNAL (set by the caller), acc ZEROS; b keeps its stored value.
+void buildUnstoredBundle(BundleWriter &writer, std::string code);
+
 /// Fills `writer` with the add_one-only bundle.
 void buildSingleBundle(BundleWriter &writer, std::string code);
 

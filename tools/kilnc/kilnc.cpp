@@ -113,6 +113,13 @@ cl::opt<Amp> amp(
                           "supported yet)")),
     cl::init(Amp::Off), cl::cat(kilncCategory));
 
+cl::opt<bool> externalWeights(
+    "external-weights",
+    cl::desc("Store no initial values of trainable parameters in the bundle: "
+             "the runtime's caller sets every one before the first run "
+             "(kiln-run --params FILE)"),
+    cl::init(false), cl::cat(kilncCategory));
+
 cl::opt<bool> emulateCuda(
     "emulate-cuda",
     cl::desc("Testing without a GPU: a CPU bundle that runs the CUDA "
@@ -327,8 +334,11 @@ int main(int argc, char **argv) {
     auto compiled = kiln::compileModel(**module, compileOptions);
     if (!compiled)
       return fail(inputFile + ": " + toString(compiled.takeError()));
+    kiln::BundleOptions bundleOptions;
+    bundleOptions.externalWeights = externalWeights;
     if (auto error = kiln::writeBundle(*compiled, outputFile,
-                                       sys::path::stem(inputFile)))
+                                       sys::path::stem(inputFile),
+                                       bundleOptions))
       return fail(toString(std::move(error)));
     for (Report report : reports)
       report == Report::Fusion ? kilnc::printFusionReport(*compiled, outs())

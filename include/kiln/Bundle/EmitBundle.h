@@ -9,9 +9,18 @@
 
 namespace kiln {
 
+struct BundleOptions {
+  /// Store no initial value for trainable parameters: the runtime's caller
+  /// sets them (kiln-run --params) before the first run.
+  bool externalWeights = false;
+};
+
 /// Writes `model` to `path` (through a temporary file and a rename).
+/// Parameters whose initial value is all zeros (optimizer state, zero
+/// biases) take no room in the file.
 llvm::Error writeBundle(const CompiledModel &model, llvm::StringRef path,
-                        llvm::StringRef modelName);
+                        llvm::StringRef modelName,
+                        const BundleOptions &options = {});
 
 } // namespace kiln
 

@@ -271,20 +271,31 @@ Status CudaSession::allocateArena() {
   return Status();
 }
 
-/// The parameters keep their weights-section layout in one allocation, so
-/// one copy uploads them all.
+/// The parameters keep their layout in the parameter space (the weights
+/// section, then those without a stored value) in one allocation, so one
+/// copy uploads them all and one memset zeroes the rest.
 Status CudaSession::uploadParameters(const BackendBundle &bundle) {
   for (int i = 0; i < manifest.parameters_size(); ++i)
     parameterIndex[manifest.parameters(i).tensor().name()] =
         static_cast<uint32_t>(i);
+  external = std::make_unique<ExternalParameters>(manifest);
   if (manifest.parameters_size() == 0)
     return Status();
   const BackendSection &weights = bundle.sections[manifest.weights_section()];
-  if (weights.size == 0)
+  uint64_t space = std::max<uint64_t>(weights.size, manifest.parameter_bytes());
+  if (space == 0)
     return Status();
   KILN_RETURN_IF_ERROR(
-      checkCu(cuMemAlloc(&parameterBase, weights.size), "cuMemAlloc")
-          .withContext(strCat("the parameters (", weights.size, " bytes)")));
+      checkCu(cuMemAlloc(&parameterBase, space), "cuMemAlloc")
+          .withContext(strCat("the parameters (", space, " bytes)")));
+  if (space > weights.size)
+    KILN_RETURN_IF_ERROR(
+        checkCu(cuMemsetD8(parameterBase + weights.size, 0,
+                           space - weights.size),
+                "cuMemsetD8")
+            .withContext("zeroing the parameters without a stored value"));
+  if (weights.size == 0)
+    return Status();
   return checkCu(cuMemcpyHtoD(parameterBase, weights.data, weights.size),
                  "cuMemcpyHtoD")
       .withContext("uploading the parameters");
@@ -517,6 +528,7 @@ Status CudaSession::run(const std::string &entryName,
   if (found == planIndex.end())
     return entryPointNotFound(bundleName, manifest, entryName);
   std::lock_guard<std::mutex> lock(mutex);
+  KILN_RETURN_IF_ERROR(external->checkAllSet(bundleName));
   EntryPlan &plan = plans[found->second];
   KILN_RETURN_IF_ERROR(
       plan.tensors.bind(inputs, inputCount, outputs, outputCount));
@@ -565,16 +577,19 @@ Status CudaSession::setParameter(const std::string &name, const void *data,
   std::lock_guard<std::mutex> lock(mutex);
   CUdeviceptr address = 0;
   KILN_RETURN_IF_ERROR(findParameter(name, byteSize, data, address));
-  if (byteSize == 0)
-    return Status();
-  ContextScope current(context);
-  KILN_RETURN_IF_ERROR(current.status);
-  KILN_RETURN_IF_ERROR(
-      checkCu(cuMemcpyHtoDAsync(address, data, byteSize, stream),
-              "cuMemcpyHtoDAsync")
-          .withContext(strCat("parameter '", name, "'")));
-  return checkCu(cuStreamSynchronize(stream), "cuStreamSynchronize")
-      .withContext(strCat("parameter '", name, "'"));
+  if (byteSize > 0) {
+    ContextScope current(context);
+    KILN_RETURN_IF_ERROR(current.status);
+    KILN_RETURN_IF_ERROR(
+        checkCu(cuMemcpyHtoDAsync(address, data, byteSize, stream),
+                "cuMemcpyHtoDAsync")
+            .withContext(strCat("parameter '", name, "'")));
+    KILN_RETURN_IF_ERROR(
+        checkCu(cuStreamSynchronize(stream), "cuStreamSynchronize")
+            .withContext(strCat("parameter '", name, "'")));
+  }
+  external->markSet(static_cast<int>(parameterIndex[name]));
+  return Status();
 }
 
 /// Releases in reverse order of creation; failures cannot be reported from

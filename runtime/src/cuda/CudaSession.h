@@ -13,6 +13,7 @@
 #ifndef KILN_RUNTIME_SRC_CUDA_CUDASESSION_H
 #define KILN_RUNTIME_SRC_CUDA_CUDASESSION_H
 
+#include "ExternalParameters.h"
 #include "Backend.h"
 #include "Gemm.h"
 #include "TensorBinding.h"
@@ -142,6 +143,7 @@ private:
   uint64_t arenaSize = 0;
   CUdeviceptr parameterBase = 0;
   std::unordered_map<std::string, uint32_t> parameterIndex;
+  std::unique_ptr<ExternalParameters> external;
 
   std::vector<EntryPlan> plans;
   std::unordered_map<std::string, size_t> planIndex;

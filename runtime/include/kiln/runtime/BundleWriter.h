@@ -38,6 +38,11 @@ public:
   uint32_t addParameter(const bundle::TensorSpec &tensor, const void *data,
                         size_t size, bool trainable);
 
+  /// Adds a parameter whose initial value the bundle does not store (`init`
+  /// ZEROS or EXTERNAL), placed after the weights section when written.
+  uint32_t addParameter(const bundle::TensorSpec &tensor,
+                        bundle::Parameter::Init init, bool trainable);
+
   /// Adds `target` with its code (for the CPU an ELF shared object exporting
   /// target.kernels()); sets target.code_section. Returns its index in
   /// manifest().targets().
@@ -78,8 +83,15 @@ private:
                  std::vector<SectionContent> &sections,
                  std::vector<SectionEntry> &entries, uint64_t &fileSize) const;
 
+  /// The manifest as written: the unstored parameters moved past the end of
+  /// the weights section and parameter_bytes set.
+  bundle::Manifest finalManifest() const;
+
   bundle::Manifest manifestProto;
   std::string weights;
+  /// Bytes of the unstored parameters, laid out from offset 0 until
+  /// finalManifest places them.
+  uint64_t unstoredBytes = 0;
   std::vector<CodeSection> codeSections;
 };
 
