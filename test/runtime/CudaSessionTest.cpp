@@ -8,6 +8,10 @@
 // against host arithmetic. Every test skips, saying why, where the CUDA
 // backend cannot run (no driver, no device, built without CUDA).
 //
+// KILN_TEST_PTX and KILN_TEST_PTXAS, when set, name kernels.ptx and ptxas
+// in place of the paths compiled in (for a copy of this test on a machine
+// without the source tree: scripts/gpu-package.sh).
+//
 //===----------------------------------------------------------------------===//
 
 #include "TestBundles.h"
@@ -26,6 +30,13 @@ namespace bp = kiln::bundle;
 
 namespace {
 
+/// The environment variable's value if it is set and not empty, else
+/// fallback.
+std::string envOr(const char *name, const char *fallback) {
+  const char *value = std::getenv(name);
+  return value && *value ? value : fallback;
+}
+
 /// Writes the bundles once: PTX only (the driver compiles it), and an sm_90a
 /// cubin assembled by ptxas plus the PTX (the cubin where the device is
 /// 9.0, else the PTX).
@@ -35,13 +46,14 @@ protected:
     const char *base = std::getenv("TMPDIR");
     dir = std::string(base && *base ? base : "/tmp") + "/kiln-cuda-XXXXXX";
     ASSERT_NE(mkdtemp(dir.data()), nullptr);
+    std::string ptxPath = envOr("KILN_TEST_PTX", KILN_TEST_PTX_SOURCE);
+    std::string ptxas = envOr("KILN_TEST_PTXAS", KILN_TEST_PTXAS);
     std::string ptx, cubin;
-    ASSERT_TRUE(readFile(KILN_TEST_PTX_SOURCE, ptx).ok());
+    ASSERT_TRUE(readFile(ptxPath, ptx).ok()) << "cannot read " << ptxPath;
     writeBundle("ptx.kiln", {{bp::CodeImage::PTX, "compute_80", ptx}});
     std::string cubinPath = dir + "/kernels.sm_90a.cubin";
-    std::string command = std::string("'") + KILN_TEST_PTXAS +
-                          "' -arch=sm_90a -o '" + cubinPath + "' '" +
-                          KILN_TEST_PTX_SOURCE + "'";
+    std::string command = "'" + ptxas + "' -arch=sm_90a -o '" + cubinPath +
+                          "' '" + ptxPath + "'";
     ASSERT_EQ(std::system(command.c_str()), 0) << command;
     ASSERT_TRUE(readFile(cubinPath, cubin).ok());
     writeBundle("cubin.kiln", {{bp::CodeImage::CUBIN, "sm_90a", cubin},
