@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Compiler/Compile.h"
+#include "kiln/Target/Support.h"
 
 #include "kiln/KilnOps.h"
 #include "kiln/Transforms/Passes.h"
@@ -19,12 +20,9 @@
 
 using namespace mlir;
 using llvm::Expected;
+using kiln::makeError;
 
 namespace {
-
-llvm::Error makeError(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
 
 /// Which count a CountKernelsPass records.
 enum class Stage { KilnOps, BeforeFusion, AfterFusion };
@@ -106,22 +104,6 @@ void buildBufferPipeline(PassManager &pm, bool blas,
     pm.addPass(kiln::createKilnLowerGemmToBlas());
   pm.addPass(kiln::createKilnUpdateInPlace());
   pm.addPass(kiln::createKilnPlanMemory());
-}
-
-llvm::Error run(PassManager &pm, ModuleOp module, StringRef what) {
-  std::string diagnostics;
-  ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &diag) {
-    if (diagnostics.empty() && diag.getSeverity() == DiagnosticSeverity::Error) {
-      std::string location;
-      llvm::raw_string_ostream os(location);
-      diag.getLocation().print(os);
-      diagnostics = location + ": " + diag.str();
-    }
-    return success();
-  });
-  if (failed(pm.run(module)))
-    return makeError(what + " failed: " + diagnostics);
-  return llvm::Error::success();
 }
 
 /// Records the signature of every entry function before bufferization
@@ -232,7 +214,7 @@ kiln::compileModel(ModuleOp module, const CompileOptions &options) {
   {
     auto pm = makePassManager();
     buildTensorPipeline(*pm, options, counts);
-    if (llvm::Error error = run(*pm, module, "compiling the model"))
+    if (llvm::Error error = kiln::runPasses(*pm, module, "compiling the model"))
       return std::move(error);
   }
   // From here on the targets part: each bufferizes and plans its own copy.
@@ -252,7 +234,7 @@ kiln::compileModel(ModuleOp module, const CompileOptions &options) {
       pm->addPass(kiln::createKilnLowerGemmToBlas());
     }
     pm->addPass(std::make_unique<CountKernelsPass>(Stage::AfterFusion, counts));
-    if (llvm::Error error = run(*pm, first, "compiling the model"))
+    if (llvm::Error error = kiln::runPasses(*pm, first, "compiling the model"))
       return std::move(error);
   }
   for (CompiledEntry &entry : model.entries)
@@ -276,7 +258,8 @@ kiln::compileModel(ModuleOp module, const CompileOptions &options) {
     if (cudaModule) {
       auto pm = makePassManager();
       buildBufferPipeline(*pm, /*blas=*/false, options.cudaPrecision);
-      if (llvm::Error error = run(*pm, target, "compiling the model for CUDA"))
+      if (llvm::Error error =
+              kiln::runPasses(*pm, target, "compiling the model for CUDA"))
         return std::move(error);
       // Both targets' entry points take the same arguments in the same
       // order: the bundle describes them once.

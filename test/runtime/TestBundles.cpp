@@ -283,16 +283,11 @@ void buildCudaBundle(BundleWriter &writer,
   addCudaTarget(writer, std::move(images));
 }
 
-void buildMultiBundle(BundleWriter &writer, std::string code) {
+/// The multi bundle's entry points and CPU target over parameters w, b and
+/// acc (added by the caller).
+void addMultiEntryPoints(BundleWriter &writer, std::string code, uint32_t w,
+                         uint32_t b, uint32_t acc) {
   bp::Manifest &manifest = writer.manifest();
-  manifest.set_producer("kiln runtime tests");
-  manifest.set_model_name("multi");
-  uint32_t w = writer.addParameter(tensor("w", bp::F32, {2, 2}), kWeightW,
-                                   sizeof(kWeightW), true);
-  uint32_t b = writer.addParameter(tensor("b", bp::F32, {2, 2}), kWeightB,
-                                   sizeof(kWeightB), false);
-  uint32_t acc = writer.addParameter(tensor("acc", bp::F32, {4}), kWeightAcc,
-                                     sizeof(kWeightAcc), true);
   addAddOne(manifest);
   addAffine(manifest, w, b);
   addMixed(manifest);
@@ -302,23 +297,28 @@ void buildMultiBundle(BundleWriter &writer, std::string code) {
       {"add_one", "mul_param", "add_param", "select_scale", "accumulate"});
 }
 
+void buildMultiBundle(BundleWriter &writer, std::string code) {
+  writer.manifest().set_producer("kiln runtime tests");
+  writer.manifest().set_model_name("multi");
+  uint32_t w = writer.addParameter(tensor("w", bp::F32, {2, 2}), kWeightW,
+                                   sizeof(kWeightW), true);
+  uint32_t b = writer.addParameter(tensor("b", bp::F32, {2, 2}), kWeightB,
+                                   sizeof(kWeightB), false);
+  uint32_t acc = writer.addParameter(tensor("acc", bp::F32, {4}), kWeightAcc,
+                                     sizeof(kWeightAcc), true);
+  addMultiEntryPoints(writer, std::move(code), w, b, acc);
+}
+
 void buildUnstoredBundle(BundleWriter &writer, std::string code) {
-  bp::Manifest &manifest = writer.manifest();
-  manifest.set_producer("kiln runtime tests");
-  manifest.set_model_name("unstored");
+  writer.manifest().set_producer("kiln runtime tests");
+  writer.manifest().set_model_name("unstored");
   uint32_t w = writer.addParameter(tensor("w", bp::F32, {2, 2}),
                                    bp::Parameter::EXTERNAL, true);
   uint32_t b = writer.addParameter(tensor("b", bp::F32, {2, 2}), kWeightB,
                                    sizeof(kWeightB), false);
   uint32_t acc = writer.addParameter(tensor("acc", bp::F32, {4}),
                                      bp::Parameter::ZEROS, true);
-  addAddOne(manifest);
-  addAffine(manifest, w, b);
-  addMixed(manifest);
-  addAccumulate(manifest, acc);
-  addCpuTarget(
-      writer, std::move(code),
-      {"add_one", "mul_param", "add_param", "select_scale", "accumulate"});
+  addMultiEntryPoints(writer, std::move(code), w, b, acc);
 }
 
 void buildSingleBundle(BundleWriter &writer, std::string code) {

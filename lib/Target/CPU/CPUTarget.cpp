@@ -1,6 +1,7 @@
 //===- CPUTarget.cpp - kiln modules to a CPU shared object ----------------===//
 
 #include "kiln/Target/CPU.h"
+#include "kiln/Target/Support.h"
 
 #include "kiln/Transforms/Passes.h"
 
@@ -37,29 +38,13 @@
 
 using namespace mlir;
 using llvm::Expected;
+using kiln::makeError;
 
 std::string kiln::cpuKernelSymbol(StringRef entry) {
   return ("kiln_" + entry).str();
 }
 
 namespace {
-
-llvm::Error makeError(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
-
-/// Runs `pm` on `module`, returning its first diagnostic as the error.
-llvm::Error runPipeline(PassManager &pm, ModuleOp module, StringRef what) {
-  std::string diagnostics;
-  ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &diag) {
-    if (diagnostics.empty() && diag.getSeverity() == DiagnosticSeverity::Error)
-      diagnostics = diag.str();
-    return success();
-  });
-  if (failed(pm.run(module)))
-    return makeError(what + " failed: " + diagnostics);
-  return llvm::Error::success();
-}
 
 /// memref.copy between non-contiguous buffers would need a runtime helper
 /// library; as linalg.copy it becomes plain loops.
@@ -250,26 +235,6 @@ makeTargetMachine(const kiln::CPUTargetOptions &options, std::string &triple,
   return machine;
 }
 
-/// Runs `program args...`, returning its output on failure.
-llvm::Error runTool(StringRef program, ArrayRef<StringRef> args) {
-  SmallString<128> log;
-  int fd;
-  if (llvm::sys::fs::createTemporaryFile("kiln-link", "log", fd, log))
-    return makeError("cannot create a temporary file");
-  ::close(fd);
-  std::optional<StringRef> redirects[] = {std::nullopt, log.str(), log.str()};
-  std::string message;
-  int status = llvm::sys::ExecuteAndWait(program, args, std::nullopt, redirects,
-                                         0, 0, &message);
-  auto output = llvm::MemoryBuffer::getFile(log);
-  llvm::sys::fs::remove(log);
-  if (status != 0)
-    return makeError("linking the kernels with " + program + " failed" +
-                     (message.empty() ? "" : ": " + message) + "\n" +
-                     (output ? (*output)->getBuffer().str() : ""));
-  return llvm::Error::success();
-}
-
 Expected<std::string> linkSharedObject(StringRef object) {
   std::string linker;
   for (const char *name : {"clang-22", "clang", "cc", "gcc"}) {
@@ -292,10 +257,12 @@ Expected<std::string> linkSharedObject(StringRef object) {
   if (llvm::sys::fs::createTemporaryFile("kiln-kernels", "so", fd, libraryPath))
     return makeError("cannot create a temporary file");
   ::close(fd);
-  llvm::Error linked =
-      runTool(linker, {linker, "-shared", "-o", libraryPath, objectPath,
-                       "-lopenblas", "-L" KILN_OPENMP_LIBRARY_DIR, "-lomp",
-                       "-Wl,-rpath," KILN_OPENMP_LIBRARY_DIR, "-lm"});
+  llvm::Error linked = kiln::runTool(
+      linker,
+      {linker, "-shared", "-o", libraryPath, objectPath, "-lopenblas",
+       "-L" KILN_OPENMP_LIBRARY_DIR, "-lomp",
+       "-Wl,-rpath," KILN_OPENMP_LIBRARY_DIR, "-lm"},
+      "linking the kernels");
   llvm::sys::fs::remove(objectPath);
   if (linked) {
     llvm::sys::fs::remove(libraryPath);
@@ -321,7 +288,7 @@ Expected<kiln::CPUCode> kiln::compileForCPU(ModuleOp module,
 
   PassManager pm(module.getContext());
   buildLLVMLowering(pm);
-  if (llvm::Error error = runPipeline(pm, module, "lowering to LLVM"))
+  if (llvm::Error error = kiln::runPasses(pm, module, "lowering to LLVM"))
     return std::move(error);
 
   CPUCode code;

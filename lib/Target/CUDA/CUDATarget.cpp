@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Target/CUDA.h"
+#include "kiln/Target/Support.h"
 
 #include "kiln/Transforms/Gemm.h"
 #include "kiln/Transforms/Passes.h"
@@ -31,29 +32,9 @@
 
 using namespace mlir;
 using llvm::Expected;
+using kiln::makeError;
 
 namespace {
-
-llvm::Error makeError(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
-
-/// Runs `pm` on `module`, returning its first diagnostic (with its location)
-/// as the error.
-llvm::Error runPipeline(PassManager &pm, ModuleOp module, StringRef what) {
-  std::string diagnostics;
-  ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &diag) {
-    if (diagnostics.empty() && diag.getSeverity() == DiagnosticSeverity::Error) {
-      llvm::raw_string_ostream os(diagnostics);
-      diag.getLocation().print(os);
-      os << ": " << diag.str();
-    }
-    return success();
-  });
-  if (failed(pm.run(module)))
-    return makeError(what + " failed: " + diagnostics);
-  return llvm::Error::success();
-}
 
 uint64_t bufferBytes(MemRefType type) {
   Type element = type.getElementType();
@@ -204,26 +185,6 @@ private:
   const llvm::StringMap<unsigned> &kernelIndex;
 };
 
-/// Runs `program args...`; on failure the error holds its output.
-llvm::Error runTool(StringRef program, ArrayRef<StringRef> args) {
-  SmallString<128> log;
-  int fd;
-  if (llvm::sys::fs::createTemporaryFile("kiln-ptxas", "log", fd, log))
-    return makeError("cannot create a temporary file");
-  ::close(fd);
-  std::optional<StringRef> redirects[] = {std::nullopt, log.str(), log.str()};
-  std::string message;
-  int status = llvm::sys::ExecuteAndWait(program, args, std::nullopt, redirects,
-                                         0, 0, &message);
-  auto output = llvm::MemoryBuffer::getFile(log);
-  llvm::sys::fs::remove(log);
-  if (status != 0)
-    return makeError(program + " failed" +
-                     (message.empty() ? "" : ": " + message) + "\n" +
-                     (output ? (*output)->getBuffer().str() : ""));
-  return llvm::Error::success();
-}
-
 /// Assembles `ptx` into a cubin for `arch` with the toolkit's ptxas.
 Expected<std::string> assemble(StringRef ptx, StringRef arch,
                                StringRef ptxas) {
@@ -242,7 +203,8 @@ Expected<std::string> assemble(StringRef ptx, StringRef arch,
   ::close(fd);
   std::string archFlag = ("-arch=" + arch).str();
   llvm::Error assembled =
-      runTool(ptxas, {ptxas, archFlag, "-O3", input, "-o", output});
+      kiln::runTool(ptxas, {ptxas, archFlag, "-O3", input, "-o", output},
+                    "assembling the kernels");
   llvm::sys::fs::remove(input);
   if (assembled) {
     llvm::sys::fs::remove(output);
@@ -309,7 +271,7 @@ Expected<kiln::CUDACode> kiln::compileForCUDA(ModuleOp module,
     KilnGPUOutlineKernelsOptions outline;
     outline.blockSize = options.blockSize;
     pm.addPass(createKilnGPUOutlineKernels(outline));
-    if (llvm::Error error = runPipeline(pm, module, "building GPU kernels"))
+    if (llvm::Error error = kiln::runPasses(pm, module, "building GPU kernels"))
       return std::move(error);
   }
 
@@ -357,7 +319,7 @@ Expected<kiln::CUDACode> kiln::compileForCUDA(ModuleOp module,
     binary.compilationTarget = "isa";
     binary.toolkitPath = toolkit;
     pm.addPass(createGpuModuleToBinaryPass(binary));
-    if (llvm::Error error = runPipeline(pm, module, "generating PTX"))
+    if (llvm::Error error = kiln::runPasses(pm, module, "generating PTX"))
       return std::move(error);
   }
   gpu::BinaryOp binary;

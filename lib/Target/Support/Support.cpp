@@ -1,0 +1,51 @@
+//===- Support.cpp - what the compile pipeline and targets share ----------===//
+
+#include "kiln/Target/Support.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
+
+#include <unistd.h>
+
+using namespace mlir;
+
+llvm::Error kiln::makeError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+llvm::Error kiln::runPasses(PassManager &pm, ModuleOp module, StringRef what) {
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &diag) {
+    if (diagnostics.empty() && diag.getSeverity() == DiagnosticSeverity::Error) {
+      llvm::raw_string_ostream os(diagnostics);
+      diag.getLocation().print(os);
+      os << ": " << diag.str();
+    }
+    return success();
+  });
+  if (failed(pm.run(module)))
+    return makeError(what + " failed: " + diagnostics);
+  return llvm::Error::success();
+}
+
+llvm::Error kiln::runTool(StringRef program, ArrayRef<StringRef> args,
+                          StringRef what) {
+  SmallString<128> log;
+  int fd;
+  if (llvm::sys::fs::createTemporaryFile("kiln-tool", "log", fd, log))
+    return makeError("cannot create a temporary file");
+  ::close(fd);
+  std::optional<StringRef> redirects[] = {std::nullopt, log.str(), log.str()};
+  std::string message;
+  int status = llvm::sys::ExecuteAndWait(program, args, std::nullopt, redirects,
+                                         0, 0, &message);
+  auto output = llvm::MemoryBuffer::getFile(log);
+  llvm::sys::fs::remove(log);
+  if (status != 0)
+    return makeError(what + " with " + program + " failed" +
+                     (message.empty() ? "" : ": " + message) + "\n" +
+                     (output ? (*output)->getBuffer().str() : ""));
+  return llvm::Error::success();
+}
