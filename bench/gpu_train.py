@@ -8,6 +8,23 @@ optimizer (AdamW), as tokens/s, TFLOP/s, MFU and ratios to torch.compile.
         [--steps 20] [--warmup 3] [--seconds 10] [--time-budget S]
         [--precision bf16|fp32] [--no-compile] [--out DIR] [--bin build/bin]
     python3 bench/gpu_train.py --tiny --device cpu     # the logic, on a CPU
+    python3 bench/gpu_train.py --package-prepare DIR [model options]
+    python3 bench/gpu_train.py --package DIR [timing options]
+
+Package mode (prepare here, run there: a GPU machine that cannot build Kiln).
+--package-prepare DIR, on a build machine (no GPU needed), exports each model
+and compiles it with kilnc --target=DEVICE (--amp=bf16 for bf16)
+--external-weights: the bundle DIR/NAME.kiln holds no weights, only its
+program and kernels. Beside it: NAME-train.npz (the batches) and NAME.json
+(the architecture, sizes, batch, seed, lr, weight decay, precision, the kilnc
+command and time, and the name and shape of each of the bundle's parameters:
+the ONNX float initializers, checked to equal the PyTorch module's
+state_dict entries of those names, values included). --package DIR, on the GPU machine, needs neither kilnc nor
+ONNX: it builds the same module (same sizes, torch.manual_seed(0)), saves its
+state_dict entries under the recorded initializer names as the --params .npz
+of `kiln-run --target DEVICE --params`, and times Kiln beside PyTorch eager
+and torch.compile as below, on the packaged batches. --bin then names the
+directory of kiln-run.
 
 Models (test/lib/kiln_onnx_models.py torch_modules, the end-to-end tests'
 definitions at full size), each followed by its mean cross-entropy:
@@ -144,7 +161,22 @@ def parse_args(argv):
                         "temporary directory, removed at the end; GPT-2 "
                         "small's bundle is 1.5 GB)")
     parser.add_argument("--kilnc-timeout", type=float, default=900)
+    parser.add_argument("--package-prepare", metavar="DIR",
+                        help="export and compile the models with "
+                        "--external-weights into DIR, and stop")
+    parser.add_argument("--package", metavar="DIR",
+                        help="time the models of a --package-prepare "
+                        "directory (its sizes, batch, precision and data)")
     args = parser.parse_args(argv)
+    if args.package_prepare and args.package:
+        parser.error("--package-prepare and --package exclude each other")
+    if args.package:
+        models = package_models(args.package)
+        if not models:
+            parser.error("%s holds no packaged model (NAME.json)"
+                         % args.package)
+        if args.models == parser.get_default("models"):
+            args.models = ",".join(models)
     args.models = [m for m in args.models.split(",") if m]
     for name in args.models:
         if name not in FULL:
@@ -158,7 +190,16 @@ def parse_args(argv):
     return args
 
 
+def package_models(directory):
+    """The models of a package directory, in FULL's order."""
+    return [name for name in FULL
+            if os.path.exists(os.path.join(directory, name + ".json"))]
+
+
 def model_config(args, name):
+    if args.package:
+        config = read_package_config(args, name)
+        return config["arch"], config["sizes"], config["batch"]
     arch, sizes, batch = (TINY if args.tiny else FULL)[name]
     sizes = dict(sizes)
     if args.layers:
@@ -253,6 +294,8 @@ def kilnc_command(args, onnx_path, batch, bundle, amp):
                "--loss-output=loss", "--target=%s" % args.device]
     if amp:
         command.append("--amp=bf16")
+    if args.package_prepare:
+        command.append("--external-weights")
     return command + ["-o", bundle]
 
 
@@ -310,9 +353,10 @@ class KilnCompile:
         return self.bundle, self.precision, seconds
 
 
-def run_kiln(args, bundle, data_path, workdir, name):
-    """Trains with kiln-run until W + S steps or --seconds of timed steps;
-    returns (per-step seconds of the timed steps, all losses)."""
+def run_kiln(args, bundle, data_path, workdir, name, params=None):
+    """Trains with kiln-run until W + S steps or --seconds of timed steps
+    (from the --params file params when given); returns (per-step seconds of
+    the timed steps, all losses)."""
     metrics = os.path.join(workdir, name + "-kiln-metrics.jsonl")
     if os.path.exists(metrics):
         os.remove(metrics)
@@ -320,7 +364,7 @@ def run_kiln(args, bundle, data_path, workdir, name):
     command = [os.path.join(args.bin, "kiln-run"), bundle, "--target",
                args.device, "--data", data_path, "--steps", str(total),
                "--no-shuffle", "--log-every", str(total), "--metrics",
-               metrics]
+               metrics] + (["--params", params] if params else [])
     log_path = os.path.join(workdir, name + "-kiln-run.log")
     with open(log_path, "w") as log:
         log.write("$ %s\n" % " ".join(command))
@@ -479,7 +523,7 @@ def check_losses(record, reference, rtol):
 def measure(args, name, prepared):
     import torch
     arch, sizes, batch = model_config(args, name)
-    model, n, data, data_path, compiled = prepared
+    model, n, data, data_path, compiled, params = prepared
     flops = flops_per_step(n, sizes, batch)
     tokens = batch * sizes["seq"]
     row = dict(model=name, arch=arch, sizes=sizes, batch=batch,
@@ -493,7 +537,8 @@ def measure(args, name, prepared):
             raise compiled
         bundle, precision, kilnc_seconds = compiled
         print("  kilnc: %.1f s (%s)" % (kilnc_seconds, precision), flush=True)
-        times, losses = run_kiln(args, bundle, data_path, workdir, name)
+        times, losses = run_kiln(args, bundle, data_path, workdir, name,
+                                 params)
         row["sides"].append(side_record(
             "kiln", precision, times, losses, flops, tokens, args,
             dict(kilnc_s=kilnc_seconds)))
@@ -566,6 +611,159 @@ def prepare(args, name):
     return model, matmul_parameters(model, arch), data, data_path, job
 
 
+#===-----------------------------------------------------------------------===#
+# Package mode: compiled here, weights and timing there.
+#===-----------------------------------------------------------------------===#
+
+def onnx_initializers(onnx_path):
+    """{name: array} of the ONNX model's initializers."""
+    import onnx
+    from onnx import numpy_helper
+    model = onnx.load(onnx_path)
+    return {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+
+
+def parameter_file_arrays(model, names):
+    """{name: array} of the module's state_dict entries of the given names
+    (tied weights appear in the state_dict under each of their names, so
+    whichever name the exporter kept is there); raises RuntimeError naming
+    any name the module lacks."""
+    state = model.state_dict()
+    missing = [n for n in names if n not in state]
+    if missing:
+        raise RuntimeError("the module has no state_dict entry for the ONNX "
+                           "initializer(s) %s" % ", ".join(missing[:8]))
+    return {n: state[n].detach().cpu().numpy() for n in names}
+
+
+def check_initializers(model, onnx_path):
+    """The names and shapes of the bundle's parameters (the ONNX float
+    initializers: kilnc makes integer and boolean ones constants, kept in the
+    bundle), after checking that each initializer equals the module's
+    state_dict entry of that name (what package mode saves as --params
+    there). The exporter keeps one of several initializers of equal value
+    (tied weights, and equal initial values too: every LayerNorm's weight
+    becomes one initializer), under one of their names."""
+    initializers = onnx_initializers(onnx_path)
+    saved = parameter_file_arrays(model, list(initializers))
+    differ = [n for n, value in initializers.items()
+              if value.shape != saved[n].shape or value.dtype != saved[n].dtype
+              or not np.array_equal(value, saved[n])]
+    if differ:
+        raise RuntimeError("ONNX initializers differ from the module's "
+                           "state_dict entries of the same name: %s"
+                           % ", ".join(differ[:8]))
+    return {n: list(v.shape) for n, v in initializers.items()
+            if np.issubdtype(v.dtype, np.floating)}
+
+
+def package_prepare(args):
+    """Exports and compiles every model with --external-weights into
+    args.package_prepare; returns the exit code."""
+    from kiln_test_io import save_npz
+    import torch
+    directory = args.package_prepare
+    os.makedirs(directory, exist_ok=True)
+    started = time.perf_counter()
+    jobs = {}
+    for name in args.models:
+        arch, sizes, batch = model_config(args, name)
+        model = loss_model(arch, sizes)
+        data = training_data(arch, sizes, args.batches * batch)
+        save_npz(os.path.join(directory, name + "-train.npz"), data)
+        onnx_path = os.path.join(directory, name + ".onnx")
+        start = time.perf_counter()
+        export_onnx(model, data, batch, onnx_path)
+        parameters = check_initializers(model, onnx_path)
+        print("%s: exported in %.1f s (%.1fM parameters; the bundle's %d, "
+              "ONNX float initializers, each equal to the state_dict entry "
+              "of its name); kilnc started" % (
+                  name, time.perf_counter() - start,
+                  sum(p.numel() for p in model.parameters()) / 1e6,
+                  len(parameters)), flush=True)
+        config = dict(
+            model=name, arch=arch, sizes=sizes, batch=batch,
+            batches=args.batches, seed="torch.manual_seed(0) before "
+            "building the module (bench/gpu_train.py loss_model); data: "
+            "numpy default_rng(1) (training_data), stored in the package",
+            lr=args.lr, weight_decay=args.weight_decay, target=args.device,
+            matmul_params=matmul_parameters(model, arch),
+            params=sum(p.numel() for p in model.parameters()),
+            prepared_with_torch=torch.__version__,
+            bundle_parameters=parameters)
+        jobs[name] = (config, KilnCompile(
+            args, onnx_path, batch, os.path.join(directory, name + ".kiln"),
+            os.path.join(directory, name + "-kilnc.log")))
+        del model
+    failures = 0
+    for name, (config, job) in jobs.items():
+        try:
+            bundle, precision, seconds = job.wait()
+        except RuntimeError as error:
+            print("%s: FAILED: %s" % (name, error), flush=True)
+            failures += 1
+            continue
+        finally:
+            os.remove(job.onnx_path)
+        config.update(precision=precision, kilnc_s=seconds,
+                      kilnc_command=" ".join(
+                          os.path.basename(a) if a in (job.onnx_path, bundle)
+                          or a.endswith("/kilnc") else a
+                          for a in job.command))
+        with open(os.path.join(directory, name + ".json"), "w") as f:
+            json.dump(config, f, indent=1)
+        print("%s: %s, %.1f MB, kilnc %.1f s (%s)" % (
+            name, bundle, os.path.getsize(bundle) / 1e6, seconds, precision),
+            flush=True)
+    print("packaged in %.0f s" % (time.perf_counter() - started))
+    return 1 if failures else 0
+
+
+def read_package_config(args, name):
+    with open(os.path.join(args.package, name + ".json")) as f:
+        return json.load(f)
+
+
+def prepare_from_package(args, name):
+    """The module the package's bundle was compiled from, rebuilt, and its
+    initial weights as the --params file; returns what prepare does, with
+    the packaged bundle as compiled."""
+    config = read_package_config(args, name)
+    arch, sizes, batch = config["arch"], config["sizes"], config["batch"]
+    if config["target"] != args.device:
+        raise SystemExit("%s: the package's bundle is for --target=%s, not "
+                         "--device %s" % (name, config["target"],
+                                          args.device))
+    if (config["lr"], config["weight_decay"]) != (args.lr,
+                                                   args.weight_decay):
+        print("note: %s: the bundle was compiled with lr %g, weight decay %g;"
+              " PyTorch uses the same" % (name, config["lr"],
+                                           config["weight_decay"]),
+              flush=True)
+        args.lr, args.weight_decay = config["lr"], config["weight_decay"]
+    model = loss_model(arch, sizes)
+    from kiln_test_io import load_npz, save_npz
+    data_path = os.path.join(args.package, name + "-train.npz")
+    data = load_npz(data_path)
+    arrays = parameter_file_arrays(model, list(config["bundle_parameters"]))
+    misshaped = [n for n, shape in config["bundle_parameters"].items()
+                 if list(arrays[n].shape) != shape]
+    if misshaped:
+        raise SystemExit("%s: the module's %s differ in shape from the "
+                         "package's" % (name, ", ".join(misshaped[:8])))
+    params = os.path.join(args.work_dir, name + "-params.npz")
+    save_npz(params, arrays)
+    print("%s: packaged bundle (%s, batch %d, %s); %d initial weights "
+          "saved for --params" % (name, config["precision"], batch,
+                                  ", ".join("%s %s" % kv for kv in
+                                            sizes.items()), len(arrays)),
+          flush=True)
+    compiled = (os.path.join(args.package, name + ".kiln"),
+                config["precision"], config["kilnc_s"])
+    return model, matmul_parameters(model, arch), data, data_path, compiled, \
+        params
+
+
 def setup_info(args, torch):
     info = dict(device=args.device, tiny=args.tiny, precision=args.precision,
                 host=platform.node(), python=sys.version.split()[0],
@@ -636,6 +834,8 @@ def print_table(rows, args):
 
 def main(argv):
     args = parse_args(argv)
+    if args.package_prepare:
+        return package_prepare(args)
     os.makedirs(args.out, exist_ok=True)
     if args.work_dir:
         os.makedirs(args.work_dir, exist_ok=True)
@@ -660,17 +860,24 @@ def benchmark(args):
     info = setup_info(args, torch)
     print("setup: " + ", ".join("%s %s" % (k, v) for k, v in info.items()
                                 if k != "nvidia_smi"), flush=True)
+    if args.package:
+        info["package"] = os.path.abspath(args.package)
     prepared = {}
     for name in args.models:
-        prepared[name] = prepare(args, name)
+        if args.package:
+            prepared[name] = prepare_from_package(args, name)
+        else:
+            prepared[name] = prepare(args, name) + (None,)
     # Every kilnc finishes before anything is timed, so that no compile
     # competes with a measurement for the CPU.
-    for name, (model, n, data, data_path, job) in prepared.items():
+    for name, (model, n, data, data_path, job, params) in prepared.items():
+        if args.package:
+            continue
         try:
             compiled = job.wait()
         except RuntimeError as error:
             compiled = error
-        prepared[name] = (model, n, data, data_path, compiled)
+        prepared[name] = (model, n, data, data_path, compiled, params)
     print("exported and compiled in %.0f s" % (time.perf_counter() - started),
           flush=True)
     rows, failures, skipped = [], 0, []
