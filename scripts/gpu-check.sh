@@ -1,11 +1,30 @@
 #!/usr/bin/env bash
-# On a GPU machine: builds Kiln with CUDA, runs the cuda-labelled tests and
-# the GPU training benchmark, and prints a summary; exit 1 if any step fails.
+# On a GPU machine: runs Kiln's GPU checks and the GPU training benchmark,
+# and prints a summary; exit 1 if any step fails.
 #
-# Installs nothing (a GPU machine may have no network): a missing build
-# dependency is reported by name. Logs go to $OUT when it is set, else to
-# ./gpu-check-logs: nvidia-smi.txt, build.log, ctest.log, bench.log,
-# gpu_train.json (bench/gpu_train.py's results) and summary.txt.
+#   scripts/gpu-check.sh [--package DIR] [--allow-no-gpu]
+#
+# Package mode, when DIR (default gpu-package/, made on a build machine by
+# scripts/gpu-package.sh) exists: builds nothing. Runs the packaged
+# kiln-cuda-unittests, the training parity check (test/cuda/
+# gpu-training-test.py check on the packaged data) and bench/gpu_train.py
+# --package on the packaged bundles; needs python3 with PyTorch and NumPy.
+# The packaged programs find the package's libraries, the CUDA toolkit's
+# (/usr/local/cuda/lib64, targets/x86_64-linux/lib), the driver's and pip's
+# nvidia cuDNN and NCCL through LD_LIBRARY_PATH set by their wrappers
+# (DIR/env.sh); this script's other processes keep the machine's own.
+# Logs: nvidia-smi.txt, libraries.txt (that path and ldd's view), unittests.log,
+# parity.log (and parity/), bench.log, gpu_train.json, summary.txt.
+#
+# Build mode, without a package: builds Kiln with CUDA, runs the
+# cuda-labelled tests and the benchmark. Installs nothing (a GPU machine may
+# have no network): a missing build dependency is reported by name. Logs:
+# nvidia-smi.txt, build.log, ctest.log, bench.log, gpu_train.json and
+# summary.txt.
+#
+# Logs go to $OUT when it is set, else to ./gpu-check-logs. --allow-no-gpu
+# carries on without a GPU, to try the script on another machine: the GPU
+# steps then report that they skipped or failed, and the script still exits 1.
 #
 # Environment:
 #   KILN_BUILD_DIR        build directory (default: build); an existing one is
@@ -20,6 +39,18 @@ set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 readonly start=$SECONDS
+package=
+allow_no_gpu=
+while [[ $# -gt 0 ]]; do
+  case $1 in
+  --package) package=${2:?--package needs a directory}; shift 2 ;;
+  --allow-no-gpu) allow_no_gpu=1; shift ;;
+  *) echo "usage: $0 [--package DIR] [--allow-no-gpu]" >&2; exit 2 ;;
+  esac
+done
+if [[ -z $package && -d gpu-package ]]; then
+  package=gpu-package
+fi
 readonly budget=${KILN_GPU_CHECK_SECONDS:-480}
 readonly build_dir=${KILN_BUILD_DIR:-build}
 readonly logs=${OUT:-gpu-check-logs}
@@ -45,8 +76,95 @@ step_start=$SECONDS
 if nvidia-smi >"$logs/nvidia-smi.txt" 2>&1 && nvidia-smi -L >>"$logs/nvidia-smi.txt" 2>&1 &&
   grep -q '^GPU ' "$logs/nvidia-smi.txt"; then
   record gpu ok "$(grep -m1 '^GPU ' "$logs/nvidia-smi.txt")"
+elif [[ -n $allow_no_gpu ]]; then
+  record gpu FAILED "nvidia-smi finds no GPU (see nvidia-smi.txt); carrying on (--allow-no-gpu)"
 else
   record gpu FAILED "nvidia-smi finds no GPU (see nvidia-smi.txt); this script is for a GPU machine"
+  finish
+fi
+
+# Runs the benchmark with what is left of the budget; $@: its arguments.
+run_bench() {
+  step_start=$SECONDS
+  local left=$((budget - (SECONDS - start)))
+  if [[ $left -lt 60 ]]; then
+    record bench FAILED "only ${left} s of ${budget} s left; not started (raise KILN_GPU_CHECK_SECONDS)"
+    finish
+  fi
+  # Whatever happens, the script ends inside its budget: the benchmark skips
+  # the models it has no time for (--time-budget) and is stopped 20 s before
+  # the end.
+  # shellcheck disable=SC2086
+  timeout --kill-after=10 "$((left - 20))" env PYTHONUNBUFFERED=1 "$python" bench/gpu_train.py \
+    "$@" --out "$logs" --seconds 5 --steps 20 \
+    --time-budget "$((left - 110))" ${KILN_BENCH_ARGS:-} >"$logs/bench.log" 2>&1
+  local status=$?
+  if [[ $status -eq 0 ]]; then
+    record bench ok "results in gpu_train.json and bench.log"
+  elif [[ $status -eq 124 || $status -eq 137 ]]; then
+    record bench FAILED "stopped after $((left - 20)) s (see bench.log)"
+  else
+    record bench FAILED "exit $status: $(grep -m1 -E 'FAILED|WRONG|rror' "$logs/bench.log" || tail -n1 "$logs/bench.log")"
+  fi
+  echo
+  sed -n '/^model /,/^wrote /p' "$logs/bench.log"
+  echo
+}
+
+# --- package mode ------------------------------------------------------------
+if [[ -n $package ]]; then
+  pkg=$(cd "$package" 2>/dev/null && pwd)
+  step_start=$SECONDS
+  if [[ -z $pkg || ! -x $pkg/bin/kiln-run || ! -f $pkg/parity/parity.json ]]; then
+    record package FAILED "$package is not a package from scripts/gpu-package.sh (no bin/kiln-run or parity/parity.json)"
+    finish
+  fi
+  # The wrappers' library path, worked out once here and shown in the log.
+  KILN_PACKAGE_LD_LIBRARY_PATH=$(KILN_PACKAGE=$pkg KILN_PYTHON=$python &&
+    . "$pkg/env.sh" && echo "$KILN_PACKAGE_LD_LIBRARY_PATH")
+  export KILN_PACKAGE_LD_LIBRARY_PATH
+  {
+    sed -n '1,3p' "$pkg/manifest.txt"
+    echo "LD_LIBRARY_PATH of the packaged programs: $KILN_PACKAGE_LD_LIBRARY_PATH"
+    for file in "$pkg"/libexec/kiln-run "$pkg"/lib/libkilnrt-cuda.so; do
+      echo "ldd $file:"
+      LD_LIBRARY_PATH=$KILN_PACKAGE_LD_LIBRARY_PATH ldd "$file"
+    done
+  } >"$logs/libraries.txt" 2>&1
+  missing=$(grep 'not found' "$logs/libraries.txt" | awk '{print $1}' | sort -u | paste -sd' ')
+  if [[ -n $missing ]]; then
+    record libs FAILED "not found: $missing (see libraries.txt)"
+  else
+    record libs ok "$(sed -n 's/^commit: *//p' "$pkg/manifest.txt")"
+  fi
+
+  step_start=$SECONDS
+  timeout 180 "$pkg/bin/kiln-cuda-unittests" >"$logs/unittests.log" 2>&1
+  status=$?
+  passed=$(grep -m1 -E '^\[  PASSED  \]' "$logs/unittests.log")
+  skipped=$(grep -c -E '^\[  SKIPPED \]' "$logs/unittests.log")
+  if [[ $status -ne 0 ]]; then
+    record unittests FAILED "exit $status: $(grep -m1 -E 'FAILED|Failure|error' "$logs/unittests.log" || tail -n1 "$logs/unittests.log")"
+  elif [[ $skipped -gt 0 ]]; then
+    record unittests FAILED "${passed:-no PASSED line}; $skipped skipped: $(grep -m1 -o 'no CUDA here: .*' "$logs/unittests.log")"
+  else
+    record unittests ok "$passed"
+  fi
+
+  step_start=$SECONDS
+  timeout 240 "$python" test/cuda/gpu-training-test.py check \
+    --kiln-run "$pkg/bin/kiln-run" --work-dir "$pkg/parity" \
+    --out "$logs/parity" >"$logs/parity.log" 2>&1
+  status=$?
+  if [[ $status -eq 0 ]]; then
+    record parity ok "$(tail -n1 "$logs/parity.log")"
+  elif [[ $status -eq 77 ]]; then
+    record parity FAILED "$(grep -m1 SKIPPED "$logs/parity.log")"
+  else
+    record parity FAILED "exit $status: $(grep -m1 -E 'FAIL|rror' "$logs/parity.log" || tail -n1 "$logs/parity.log") (see parity.log)"
+  fi
+
+  run_bench --package "$pkg/bench" --bin "$pkg/bin"
   finish
 fi
 
@@ -123,27 +241,5 @@ else
 fi
 
 # --- benchmark ---------------------------------------------------------------
-step_start=$SECONDS
-left=$((budget - (SECONDS - start)))
-if [[ $left -lt 60 ]]; then
-  record bench FAILED "only ${left} s of ${budget} s left; not started (raise KILN_GPU_CHECK_SECONDS)"
-  finish
-fi
-# Whatever happens, the script ends inside its budget: the benchmark skips the
-# models it has no time for (--time-budget) and is stopped 20 s before the end.
-# shellcheck disable=SC2086
-timeout --kill-after=10 "$((left - 20))" env PYTHONUNBUFFERED=1 "$python" bench/gpu_train.py \
-  --bin "$build_dir/bin" --out "$logs" --seconds 5 --steps 20 \
-  --time-budget "$((left - 110))" ${KILN_BENCH_ARGS:-} >"$logs/bench.log" 2>&1
-bench_status=$?
-if [[ $bench_status -eq 0 ]]; then
-  record bench ok "results in gpu_train.json and bench.log"
-elif [[ $bench_status -eq 124 || $bench_status -eq 137 ]]; then
-  record bench FAILED "stopped after $((left - 20)) s (see bench.log)"
-else
-  record bench FAILED "exit $bench_status: $(grep -m1 -E 'FAILED|WRONG|rror' "$logs/bench.log" || tail -n1 "$logs/bench.log")"
-fi
-echo
-sed -n '/^model /,/^wrote /p' "$logs/bench.log"
-echo
+run_bench --bin "$build_dir/bin"
 finish
