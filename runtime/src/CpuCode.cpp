@@ -3,6 +3,7 @@
 #include "CpuCode.h"
 
 #include "MappedFile.h"
+#include "kiln/collectives.h"
 
 #include <cerrno>
 #include <cstdlib>
@@ -10,6 +11,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <mutex>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -46,7 +48,23 @@ Status checkElf(ByteSpan image, const std::string &what) {
   return Status();
 }
 
+/// Steps compiled with kilnc --data-parallel call libkilnrt's collectives
+/// (kiln/collectives.h) by name, and the loader resolves them only against
+/// libraries in the global scope. A program linked with libkilnrt has it
+/// there; one that loaded it with dlopen(RTLD_LOCAL), as Python's ctypes
+/// does, has not: promote it once. The handle is kept, so it stays loaded.
+void makeCollectivesVisible() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    Dl_info info;
+    if (dladdr(reinterpret_cast<void *>(&kiln_collective_wait), &info) &&
+        info.dli_fname)
+      dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
+  });
+}
+
 Status dlopenPath(const std::string &path, void *&handle) {
+  makeCollectivesVisible();
   // RTLD_LOCAL: kernels of two sessions or bundles never see each other.
   handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {

@@ -9,6 +9,7 @@
 #include "kiln/runtime.h"
 
 #include "BackendLoader.h"
+#include "Collectives.h"
 #include "CudaImages.h"
 #include "Session.h"
 #include "kiln/runtime/BundleReader.h"
@@ -42,7 +43,9 @@ static_assert(sameValue(KILN_ELEMENT_TYPE_F32, bp::F32) &&
                   sameValue(KILN_ELEMENT_TYPE_I8, bp::I8) &&
                   sameValue(KILN_ELEMENT_TYPE_BOOL, bp::BOOL),
               "kiln_element_type_t must mirror kiln.bundle.ElementType");
-static_assert(KILN_STATUS_INTERNAL == static_cast<int>(StatusCode::Internal),
+static_assert(KILN_STATUS_INTERNAL == static_cast<int>(StatusCode::Internal) &&
+                  KILN_STATUS_COLLECTIVE_ERROR ==
+                      static_cast<int>(StatusCode::Collective),
               "kiln_status_t must mirror StatusCode");
 
 namespace {
@@ -204,6 +207,8 @@ const char *kiln_status_name(kiln_status_t status) {
     return "out of memory";
   case KILN_STATUS_INTERNAL:
     return "internal error";
+  case KILN_STATUS_COLLECTIVE_ERROR:
+    return "collective error";
   }
   return "unknown status";
 }
@@ -485,6 +490,49 @@ kiln_status_t kiln_session_set_parameter(kiln_session_t *session,
   KILN_REQUIRE(name);
   return guarded([&]() -> Status {
     return session->session->setParameter(name, data, byte_size);
+  });
+}
+
+kiln_status_t kiln_distributed_init(const kiln_distributed_options_t *options,
+                                    kiln_distributed_info_t *out_info) {
+  KILN_REQUIRE(out_info);
+  return guarded([&]() -> Status {
+    DistributedInfo info;
+    KILN_RETURN_IF_ERROR(initDistributed(
+        options ? options->collective_timeout_seconds : 0, info));
+    out_info->rank = info.rank;
+    out_info->world_size = info.worldSize;
+    out_info->local_rank = info.localRank;
+    out_info->local_size = info.localSize;
+    out_info->backend = info.backend;
+    return Status();
+  });
+}
+
+kiln_status_t kiln_distributed_finalize(void) {
+  return guarded([&]() -> Status { return finalizeDistributed(); });
+}
+
+void kiln_distributed_abort(int exit_code) { abortDistributed(exit_code); }
+
+kiln_status_t kiln_distributed_barrier(void) {
+  return guarded([&]() -> Status { return kiln::runtime::barrier(); });
+}
+
+kiln_status_t kiln_distributed_all_reduce_f64(double *values, size_t count,
+                                              kiln_reduce_op_t op) {
+  if (count > 0)
+    KILN_REQUIRE(values);
+  return guarded([&]() -> Status {
+    if (op != KILN_REDUCE_SUM && op != KILN_REDUCE_MIN &&
+        op != KILN_REDUCE_MAX)
+      return invalidArgument("kiln_distributed_all_reduce_f64: unknown "
+                             "reduction ",
+                             static_cast<int>(op));
+    return kiln::runtime::allReduce(values, count,
+                     op == KILN_REDUCE_SUM   ? ReduceOp::Sum
+                     : op == KILN_REDUCE_MIN ? ReduceOp::Min
+                                             : ReduceOp::Max);
   });
 }
 

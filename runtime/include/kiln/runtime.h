@@ -55,6 +55,9 @@ typedef enum kiln_status_t {
   KILN_STATUS_OUT_OF_MEMORY = 6,
   /* A bug in the runtime. */
   KILN_STATUS_INTERNAL = 7,
+  /* A collective across ranks failed: the MPI library reported an error, or
+   * a wait passed the collective timeout (another rank failed or hung). */
+  KILN_STATUS_COLLECTIVE_ERROR = 8,
 } kiln_status_t;
 
 /* The name of a status code, e.g. "format error". Never NULL.
@@ -319,6 +322,81 @@ KILN_API kiln_status_t kiln_session_set_parameter(kiln_session_t *session,
                                                   const char *name,
                                                   const void *data,
                                                   size_t byte_size);
+
+/*===----------------------------------------------------------------------===*
+ * Distributed runs: ranks started by an MPI launcher
+ *===----------------------------------------------------------------------===*/
+
+/* How kiln_distributed_init sets up the process-wide communicator. */
+typedef struct kiln_distributed_options_t {
+  /* The longest a rank waits for one collective (a gradient all-reduce in a
+   * compiled step, a barrier, a host all-reduce) before it gives up: another
+   * rank has then failed, hung or left the step. <= 0: no limit. */
+  double collective_timeout_seconds;
+} kiln_distributed_options_t;
+
+typedef struct kiln_distributed_info_t {
+  /* This process's rank in [0, world_size), and among the ranks on its node
+   * (shared memory) in [0, local_size). A single rank: 0, 1, 0, 1. */
+  int32_t rank;
+  int32_t world_size;
+  int32_t local_rank;
+  int32_t local_size;
+  /* "mpi" when the ranks communicate through MPI, "none" for a single
+   * process that no launcher started. */
+  const char *backend;
+} kiln_distributed_info_t;
+
+/* Sets up the process-wide communicator that kiln/collectives.h (called by
+ * steps compiled with kilnc --data-parallel), kiln_distributed_barrier and
+ * kiln_distributed_all_reduce_f64 use, and says where this process stands.
+ * When an MPI launcher started the process (mpirun or srun: the environment
+ * holds OMPI_COMM_WORLD_SIZE, PMIX_RANK, PMI_RANK or PMI_SIZE, or
+ * SLURM_PROCID within a job step), it initialises MPI (unless the
+ * application already has), duplicates MPI_COMM_WORLD and sets
+ * MPI_ERRORS_RETURN on it; otherwise it makes a single rank and makes no MPI
+ * call at all. `options` may be NULL (no timeout). Once per process:
+ * KILN_STATUS_INVALID_ARGUMENT when already initialised, UNSUPPORTED after
+ * kiln_distributed_finalize of an MPI run (MPI cannot start twice).
+ * Thread safety: call once, before the collectives are used. */
+KILN_API kiln_status_t
+kiln_distributed_init(const kiln_distributed_options_t *options,
+                      kiln_distributed_info_t *out_info);
+
+/* Frees the communicator and finalises MPI if kiln_distributed_init
+ * initialised it; every rank must call it (MPI_Finalize is collective), so a
+ * rank that fails calls kiln_distributed_abort instead. Without an earlier
+ * init it does nothing. No collective may be outstanding.
+ * Thread safety: no other call of this section may run at the same time. */
+KILN_API kiln_status_t kiln_distributed_finalize(void);
+
+/* In an MPI run of several ranks, ends every rank's process with
+ * `exit_code` (MPI_Abort) and does not return: what a rank that fails calls,
+ * so that the others do not wait for it. In a single rank (or before init)
+ * it does nothing and returns; the caller then exits as it would have.
+ * Thread safety: safe from any thread. */
+KILN_API void kiln_distributed_abort(int exit_code);
+
+/* Returns when every rank has called it; KILN_STATUS_COLLECTIVE_ERROR after
+ * the collective timeout or on an MPI error, naming the rank. A single rank
+ * returns at once.
+ * Thread safety: safe from any thread; all ranks must issue the same
+ * collectives in the same order. */
+KILN_API kiln_status_t kiln_distributed_barrier(void);
+
+typedef enum kiln_reduce_op_t {
+  KILN_REDUCE_SUM = 0,
+  KILN_REDUCE_MIN = 1,
+  KILN_REDUCE_MAX = 2,
+} kiln_reduce_op_t;
+
+/* Replaces the `count` host doubles at `values` by their reduction over all
+ * ranks (e.g. to average a metric, or to agree whether any rank failed:
+ * MAX of 0/1 flags). Errors as kiln_distributed_barrier.
+ * Thread safety: as kiln_distributed_barrier. */
+KILN_API kiln_status_t kiln_distributed_all_reduce_f64(double *values,
+                                                       size_t count,
+                                                       kiln_reduce_op_t op);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -26,6 +26,7 @@ enum class StatusCode {
   Unsupported = 5,
   OutOfMemory = 6,
   Internal = 7,
+  Collective = 8,
 };
 
 /// The outcome of an operation: success, or a code and a message.
@@ -80,6 +81,9 @@ template <typename... Args> Status outOfMemory(const Args &...args) {
 }
 template <typename... Args> Status internalError(const Args &...args) {
   return Status(StatusCode::Internal, strCat(args...));
+}
+template <typename... Args> Status collectiveError(const Args &...args) {
+  return Status(StatusCode::Collective, strCat(args...));
 }
 
 /// Returns from the enclosing function when `expr` is a failure.

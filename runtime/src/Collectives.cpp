@@ -1,0 +1,381 @@
+//===- Collectives.cpp - the process-wide communicator --------------------===//
+//
+// One communicator per process: a single rank, which makes no MPI call at
+// all, or MPI (a duplicate of MPI_COMM_WORLD with MPI_ERRORS_RETURN). The
+// collectives compiled steps call (kiln/collectives.h) start nonblocking
+// all-reduces whose requests live in a table the communicator owns; every
+// wait polls with MPI_Test up to the collective timeout, so a rank whose
+// peer failed or hung ends with a message instead of waiting forever.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Collectives.h"
+
+#include "kiln/collectives.h"
+
+#include <mpi.h>
+
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <deque>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace kiln::runtime {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+class Communicator {
+public:
+  virtual ~Communicator() = default;
+  virtual const DistributedInfo &info() const = 0;
+  /// kiln_collective_all_reduce_mean_f32_begin; failures end the process.
+  virtual int64_t beginMeanF32(float *data, int64_t count) = 0;
+  /// kiln_collective_wait; failures end the process.
+  virtual void wait(int64_t request) = 0;
+  virtual Status barrier() = 0;
+  virtual Status allReduce(double *values, size_t count, ReduceOp op) = 0;
+  virtual Status finalize() = 0;
+  virtual void abort(int exitCode) = 0;
+};
+
+/// One process: nothing to communicate.
+class SingleRank final : public Communicator {
+public:
+  const DistributedInfo &info() const override { return single; }
+  int64_t beginMeanF32(float *, int64_t) override { return 0; }
+  void wait(int64_t) override {}
+  Status barrier() override { return Status(); }
+  Status allReduce(double *, size_t, ReduceOp) override { return Status(); }
+  Status finalize() override { return Status(); }
+  void abort(int) override {}
+
+private:
+  DistributedInfo single;
+};
+
+std::string mpiErrorText(int error) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(error, text, &length) != MPI_SUCCESS)
+    return "MPI error " + std::to_string(error);
+  return std::string(text, static_cast<size_t>(length));
+}
+
+/// Ranks communicating through MPI. Every MPI call holds `mutex` (MPI is
+/// initialised with MPI_THREAD_SERIALIZED).
+class MpiCommunicator final : public Communicator {
+public:
+  MpiCommunicator(MPI_Comm comm, const DistributedInfo &info,
+                  double timeoutSeconds, bool ownsMpi)
+      : comm(comm), information(info), timeoutSeconds(timeoutSeconds),
+        ownsMpi(ownsMpi) {}
+
+  const DistributedInfo &info() const override { return information; }
+
+  int64_t beginMeanF32(float *data, int64_t count) override {
+    if (count <= 0 || information.worldSize == 1)
+      return 0;
+    std::lock_guard<std::mutex> lock(mutex);
+    size_t index = takeSlot();
+    Slot &slot = slots[index];
+    slot.data = data;
+    slot.count = count;
+    // MPI counts are ints: a larger buffer goes in pieces.
+    for (int64_t offset = 0; offset < count; offset += INT_MAX) {
+      int piece = static_cast<int>(std::min<int64_t>(count - offset, INT_MAX));
+      slot.requests.push_back(MPI_REQUEST_NULL);
+      int error =
+          MPI_Iallreduce(MPI_IN_PLACE, data + offset, piece, MPI_FLOAT,
+                         MPI_SUM, comm, &slot.requests.back());
+      if (error != MPI_SUCCESS)
+        fatal("MPI_Iallreduce of " + std::to_string(count) +
+              " f32 values failed: " + mpiErrorText(error));
+    }
+    return static_cast<int64_t>(index) + 1;
+  }
+
+  void wait(int64_t request) override {
+    if (request == 0)
+      return;
+    Slot *slot = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (request < 0 || static_cast<uint64_t>(request) > slots.size() ||
+          !slots[static_cast<size_t>(request - 1)].busy)
+        fatal("kiln_collective_wait: request " + std::to_string(request) +
+              " is not outstanding");
+      slot = &slots[static_cast<size_t>(request - 1)];
+    }
+    Status status = waitFor(slot->requests, "the all-reduce of " +
+                                                std::to_string(slot->count) +
+                                                " f32 values (request " +
+                                                std::to_string(request) + ")");
+    if (!status.ok())
+      fatal(status.message());
+    // The mean, as PyTorch's DistributedDataParallel divides the sum.
+    float divisor = static_cast<float>(information.worldSize);
+    for (int64_t i = 0; i < slot->count; ++i)
+      slot->data[i] /= divisor;
+    std::lock_guard<std::mutex> lock(mutex);
+    slot->busy = false;
+    slot->requests.clear();
+    freeSlots.push_back(static_cast<size_t>(request - 1));
+  }
+
+  Status barrier() override {
+    std::vector<MPI_Request> requests(1, MPI_REQUEST_NULL);
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (int error = MPI_Ibarrier(comm, &requests[0]))
+        return failure("MPI_Ibarrier failed: " + mpiErrorText(error));
+    }
+    return waitFor(requests, "a barrier");
+  }
+
+  Status allReduce(double *values, size_t count, ReduceOp op) override {
+    if (count > INT_MAX)
+      return invalidArgument("kiln_distributed_all_reduce_f64: ", count,
+                             " values are more than one call takes");
+    MPI_Op mpiOp = op == ReduceOp::Sum   ? MPI_SUM
+                   : op == ReduceOp::Min ? MPI_MIN
+                                         : MPI_MAX;
+    std::vector<MPI_Request> requests(1, MPI_REQUEST_NULL);
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (int error = MPI_Iallreduce(MPI_IN_PLACE, values,
+                                     static_cast<int>(count), MPI_DOUBLE,
+                                     mpiOp, comm, &requests[0]))
+        return failure("MPI_Iallreduce of " + std::to_string(count) +
+                       " host values failed: " + mpiErrorText(error));
+    }
+    return waitFor(requests, "an all-reduce of " + std::to_string(count) +
+                                 " host values");
+  }
+
+  Status finalize() override {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (freeSlots.size() != slots.size())
+      return invalidArgument("kiln_distributed_finalize: ",
+                             slots.size() - freeSlots.size(),
+                             " collectives are still outstanding");
+    if (int error = MPI_Comm_free(&comm))
+      return failure("MPI_Comm_free failed: " + mpiErrorText(error));
+    if (ownsMpi)
+      if (int error = MPI_Finalize())
+        return failure("MPI_Finalize failed: " + mpiErrorText(error));
+    return Status();
+  }
+
+  void abort(int exitCode) override {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, exitCode);
+    _exit(exitCode);
+  }
+
+private:
+  struct Slot {
+    std::vector<MPI_Request> requests;
+    float *data = nullptr;
+    int64_t count = 0;
+    bool busy = false;
+  };
+
+  /// A free slot of the request table, marked busy. Holds `mutex`.
+  size_t takeSlot() {
+    size_t index = slots.size();
+    if (!freeSlots.empty()) {
+      index = freeSlots.back();
+      freeSlots.pop_back();
+    } else {
+      slots.emplace_back();
+    }
+    slots[index].busy = true;
+    return index;
+  }
+
+  Status failure(const std::string &what) const {
+    return collectiveError("rank ", information.rank, " of ",
+                           information.worldSize, ": ", what);
+  }
+
+  /// Polls `requests` until all are done, the timeout passes or MPI fails.
+  /// Sleeps between polls after the first few, so that a waiting rank leaves
+  /// the cores to the compute of ranks sharing its node.
+  Status waitFor(std::vector<MPI_Request> &requests, const std::string &what) {
+    Clock::time_point start = Clock::now();
+    for (long polls = 0;; ++polls) {
+      int done = 0;
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (int error = MPI_Testall(static_cast<int>(requests.size()),
+                                    requests.data(), &done,
+                                    MPI_STATUSES_IGNORE))
+          return failure("MPI_Testall on " + what +
+                         " failed: " + mpiErrorText(error));
+      }
+      if (done)
+        return Status();
+      double waited =
+          std::chrono::duration<double>(Clock::now() - start).count();
+      if (timeoutSeconds > 0 && waited > timeoutSeconds) {
+        char seconds[32];
+        std::snprintf(seconds, sizeof(seconds), "%g", timeoutSeconds);
+        return failure("timed out after " + std::string(seconds) +
+                       " s waiting for " + what +
+                       "; another rank failed, hung or stopped issuing the "
+                       "same collectives");
+      }
+      if (polls > 1000)
+        std::this_thread::sleep_for(std::chrono::microseconds(
+            polls > 100000 ? 1000 : 50));
+    }
+  }
+
+  /// Ends every rank: what compiled code cannot be told.
+  [[noreturn]] void fatal(const std::string &message) {
+    std::string line = message.rfind("rank ", 0) == 0
+                           ? message
+                           : failure(message).message();
+    std::fprintf(stderr, "kiln: error: %s\n", line.c_str());
+    abort(1);
+    _exit(1);
+  }
+
+  MPI_Comm comm;
+  DistributedInfo information;
+  double timeoutSeconds;
+  bool ownsMpi;
+  std::mutex mutex;
+  /// A deque, so that a slot stays put while the table grows.
+  std::deque<Slot> slots;
+  std::vector<size_t> freeSlots;
+};
+
+std::mutex stateMutex;
+std::unique_ptr<Communicator> current;
+/// `current` for the collectives, read without the lock.
+std::atomic<Communicator *> active{nullptr};
+bool mpiFinalized = false;
+
+Communicator &communicator() {
+  static SingleRank fallback;
+  Communicator *comm = active.load(std::memory_order_acquire);
+  return comm ? *comm : fallback;
+}
+
+bool hasEnv(const char *name) {
+  const char *value = std::getenv(name);
+  return value && *value;
+}
+
+/// MPI set up on the duplicate of MPI_COMM_WORLD.
+Status createMpiCommunicator(double timeoutSeconds,
+                             std::unique_ptr<Communicator> &out) {
+  int initialized = 0, ownsMpi = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    int provided = 0;
+    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) !=
+        MPI_SUCCESS)
+      return collectiveError("MPI_Init_thread failed");
+    ownsMpi = 1;
+    if (provided < MPI_THREAD_SERIALIZED)
+      return collectiveError("the MPI library provides thread level ",
+                             provided, ", below MPI_THREAD_SERIALIZED");
+  }
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm comm = MPI_COMM_NULL, local = MPI_COMM_NULL;
+  DistributedInfo info;
+  info.backend = "mpi";
+  int error = MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  if (error == MPI_SUCCESS)
+    error = MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  if (error == MPI_SUCCESS)
+    error = MPI_Comm_rank(comm, &info.rank);
+  if (error == MPI_SUCCESS)
+    error = MPI_Comm_size(comm, &info.worldSize);
+  if (error == MPI_SUCCESS)
+    error = MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, info.rank,
+                                MPI_INFO_NULL, &local);
+  if (error == MPI_SUCCESS)
+    error = MPI_Comm_rank(local, &info.localRank);
+  if (error == MPI_SUCCESS)
+    error = MPI_Comm_size(local, &info.localSize);
+  if (local != MPI_COMM_NULL)
+    MPI_Comm_free(&local);
+  if (error != MPI_SUCCESS)
+    return collectiveError("setting up the MPI communicator failed: ",
+                           mpiErrorText(error));
+  out = std::make_unique<MpiCommunicator>(comm, info, timeoutSeconds,
+                                          ownsMpi != 0);
+  return Status();
+}
+
+} // namespace
+
+bool launchedByMpi() {
+  return hasEnv("OMPI_COMM_WORLD_SIZE") || hasEnv("PMIX_RANK") ||
+         hasEnv("PMI_RANK") || hasEnv("PMI_SIZE") ||
+         (hasEnv("SLURM_PROCID") && hasEnv("SLURM_STEP_ID"));
+}
+
+Status initDistributed(double timeoutSeconds, DistributedInfo &info) {
+  std::lock_guard<std::mutex> lock(stateMutex);
+  if (current)
+    return invalidArgument("kiln_distributed_init: already initialised");
+  if (mpiFinalized)
+    return unsupported("kiln_distributed_init: MPI cannot be initialised "
+                       "again after kiln_distributed_finalize");
+  std::unique_ptr<Communicator> comm;
+  if (launchedByMpi())
+    KILN_RETURN_IF_ERROR(createMpiCommunicator(timeoutSeconds, comm));
+  else
+    comm = std::make_unique<SingleRank>();
+  info = comm->info();
+  current = std::move(comm);
+  active.store(current.get(), std::memory_order_release);
+  return Status();
+}
+
+Status finalizeDistributed() {
+  std::lock_guard<std::mutex> lock(stateMutex);
+  if (!current)
+    return Status();
+  KILN_RETURN_IF_ERROR(current->finalize());
+  mpiFinalized = std::string(current->info().backend) == "mpi";
+  active.store(nullptr, std::memory_order_release);
+  current.reset();
+  return Status();
+}
+
+void abortDistributed(int exitCode) { communicator().abort(exitCode); }
+
+Status barrier() { return communicator().barrier(); }
+
+Status allReduce(double *values, size_t count, ReduceOp op) {
+  return communicator().allReduce(values, count, op);
+}
+
+} // namespace kiln::runtime
+
+extern "C" {
+
+int64_t kiln_collective_all_reduce_mean_f32_begin(float *data, int64_t count) {
+  return kiln::runtime::communicator().beginMeanF32(data, count);
+}
+
+void kiln_collective_wait(int64_t request) {
+  kiln::runtime::communicator().wait(request);
+}
+
+} // extern "C"
