@@ -82,6 +82,7 @@ std::string encodeSidecar(const CheckpointInfo &info) {
   text += "    \"seed\": " + std::to_string(info.seed) + ",\n";
   text += std::string("    \"shuffle\": ") + boolean(info.shuffle) + ",\n";
   text += std::string("    \"drop_last\": ") + boolean(info.dropLast) + ",\n";
+  text += "    \"world_size\": " + std::to_string(info.worldSize) + ",\n";
   text += "    \"epoch\": " + std::to_string(info.cursor.epoch) + ",\n";
   text += "    \"position\": " + std::to_string(info.cursor.position) + "\n";
   text += "  }\n}\n";
@@ -176,6 +177,9 @@ bool decodeSidecar(const JsonValue &root, CheckpointInfo &info,
       !read.boolean(*data, "drop_last", info.dropLast) ||
       !read.integer(*data, "epoch", info.cursor.epoch) ||
       !read.integer(*data, "position", info.cursor.position))
+    return false;
+  if (data->find("world_size") &&
+      !read.integer(*data, "world_size", info.worldSize, 1))
     return false;
   if (info.cursor.position >= info.samples)
     return read.complain(

@@ -21,7 +21,7 @@
 namespace kiln::run {
 
 /// Where the data stream stands: the epoch and the index, in that epoch's
-/// order, of the next sample.
+/// order of this rank's shard, of the next sample.
 struct StreamCursor {
   int64_t epoch = 0;
   int64_t position = 0;
@@ -42,6 +42,9 @@ struct CheckpointInfo {
   int64_t seed = 0;
   bool shuffle = true;
   bool dropLast = false;
+  /// The ranks that trained; the cursor is in each one's shard. Sidecars
+  /// from before data parallelism lack it: 1.
+  int64_t worldSize = 1;
   StreamCursor cursor;
   /// The parameter file's name (in the directory), size and FNV-1a hash.
   std::string parametersFile;

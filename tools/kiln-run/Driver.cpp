@@ -12,7 +12,14 @@ using kiln::runtime::Status;
 
 namespace {
 bool progressLineOpen = false;
+kiln_distributed_info_t rankInfo = {0, 1, 0, 1, "none"};
 } // namespace
+
+const kiln_distributed_info_t &distributedInfo() { return rankInfo; }
+
+void setDistributedInfo(const kiln_distributed_info_t &info) {
+  rankInfo = info;
+}
 
 void setProgressLineOpen(bool open) { progressLineOpen = open; }
 
@@ -24,7 +31,12 @@ void printError(const std::string &message) {
     std::fflush(stdout);
     progressLineOpen = false;
   }
-  std::fprintf(stderr, "kiln-run: error: %s\n", message.c_str());
+  if (rankInfo.world_size > 1)
+    std::fprintf(stderr, "kiln-run: error: rank %d: %s\n", rankInfo.rank,
+                 message.c_str());
+  else
+    std::fprintf(stderr, "kiln-run: error: %s\n", message.c_str());
+  std::fflush(stderr);
 }
 
 bool failed(kiln_status_t status, const std::string &context) {
@@ -137,10 +149,11 @@ bool findTargets(const kiln_bundle_t *bundle, std::string &cuda,
 /// that fails only because this machine cannot run CUDA (no driver, device
 /// or backend library) and there is a CPU target, the CPU.
 bool createAutoSession(const kiln_bundle_t *bundle,
-                       kiln_session_t **rawSession) {
+                       kiln_session_t **rawSession, std::string &chosen) {
   std::string cuda, cpu;
   if (!findTargets(bundle, cuda, cpu))
     return false;
+  chosen = cuda;
   if (!cuda.empty()) {
     kiln_status_t status =
         kiln_session_create(bundle, cuda.c_str(), rawSession);
@@ -151,6 +164,7 @@ bool createAutoSession(const kiln_bundle_t *bundle,
     std::fprintf(stderr, "kiln-run: note: running on target '%s': %s\n",
                  cpu.c_str(), kiln_status_message());
   }
+  chosen = cpu.empty() ? "cpu" : cpu;
   if (kiln_status_t status = kiln_session_create(
           bundle, cpu.empty() ? nullptr : cpu.c_str(), rawSession))
     return failed(status);
@@ -159,17 +173,36 @@ bool createAutoSession(const kiln_bundle_t *bundle,
 
 } // namespace
 
+bool isCudaTarget(const kiln_bundle_t *bundle, const std::string &name,
+                  bool &cuda) {
+  kiln_bundle_info_t info;
+  cuda = false;
+  if (kiln_status_t status = kiln_bundle_get_info(bundle, &info))
+    return failed(status);
+  for (size_t i = 0; i < info.target_count; ++i) {
+    kiln_target_info_t target;
+    if (kiln_status_t status = kiln_bundle_get_target(bundle, i, &target))
+      return failed(status);
+    if (name == target.name)
+      cuda = *target.images != '\0';
+  }
+  return true;
+}
+
 bool openSession(const Options &options, const kiln_bundle_t *bundle,
-                 Session &session) {
+                 Session &session, std::string *target) {
   kiln_session_t *rawSession = nullptr;
+  std::string chosen = options.target;
   if (options.target == "auto") {
-    if (!createAutoSession(bundle, &rawSession))
+    if (!createAutoSession(bundle, &rawSession, chosen))
       return false;
   } else if (kiln_status_t status = kiln_session_create(
                  bundle, options.target.c_str(), &rawSession)) {
     return failed(status);
   }
   session.reset(rawSession);
+  if (target)
+    *target = chosen;
   if (options.printMemory) {
     uint64_t arenaBytes = 0;
     if (kiln_status_t status =

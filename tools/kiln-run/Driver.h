@@ -48,12 +48,21 @@ struct Options {
   std::string target = "auto";
   long repeat = 1;
   bool printMemory = false;
+  /// Seconds a rank waits for one collective before it gives up; 0: no
+  /// limit.
+  long collectiveTimeout = 300;
   bool help = false;
 };
 
 /// Prints "kiln-run: error: MESSAGE" to stderr, on a line of its own even
-/// while a progress line is drawn.
+/// while a progress line is drawn; under a launcher with several ranks
+/// "kiln-run: error: rank R: MESSAGE".
 void printError(const std::string &message);
+
+/// This process's place among the ranks (kiln_distributed_init); a single
+/// rank until setDistributedInfo.
+const kiln_distributed_info_t &distributedInfo();
+void setDistributedInfo(const kiln_distributed_info_t &info);
 
 /// Tells printError whether a progress line without its newline is on
 /// stdout; it ends that line first.
@@ -86,8 +95,14 @@ using Session = std::unique_ptr<kiln_session_t, void (*)(kiln_session_t *)>;
 /// A session on --target with the --params values loaded. --target auto
 /// picks the bundle's CUDA target when the CUDA backend loads and finds a
 /// device, else its CPU target; a named target that cannot run is an error.
+/// `target`, when given, receives the target's name.
 bool openSession(const Options &options, const kiln_bundle_t *bundle,
-                 Session &session);
+                 Session &session, std::string *target = nullptr);
+
+/// Whether the bundle's target called `name` is a CUDA target (one with
+/// code images).
+bool isCudaTarget(const kiln_bundle_t *bundle, const std::string &name,
+                  bool &cuda);
 
 } // namespace kiln::run
 

@@ -75,10 +75,17 @@ bool readDataset(const Options &options, const kiln_bundle_t *bundle,
       return false;
     }
     dataset.samples = shape[0];
-    if (dataset.samples < input.shape[0]) {
+    int worldSize = distributedInfo().world_size;
+    if (dataset.samples / worldSize < input.shape[0]) {
       printError(options.data + ": " + std::to_string(dataset.samples) +
-                 " samples do not fill one batch of " +
-                 std::to_string(input.shape[0]));
+                 " samples " +
+                 (worldSize > 1 ? "over " + std::to_string(worldSize) +
+                                      " ranks (" +
+                                      std::to_string(dataset.samples /
+                                                     worldSize) +
+                                      " each) "
+                                : std::string()) +
+                 "do not fill one batch of " + std::to_string(input.shape[0]));
       return false;
     }
     dataset.arrays.push_back(std::move(*found));
@@ -91,12 +98,21 @@ bool readDataset(const Options &options, const kiln_bundle_t *bundle,
 /// epoch after epoch. A batch that would run past the end of an epoch takes
 /// its remaining samples from the start of the next one, unless --drop-last
 /// skips to the next epoch instead.
+///
+/// With W ranks each walks its shard of that order, as PyTorch's
+/// DistributedSampler(drop_last=True) makes it: the order (the same on every
+/// rank) cut to a multiple of W, and of that rank r takes the samples at
+/// r, r + W, r + 2W, ... So the ranks' k-th batches of B samples together
+/// hold the samples of the k-th batch of W * B one rank would take.
 class DataStream {
 public:
   DataStream(const Dataset &dataset, int64_t batchSize, uint64_t seed,
-             bool shuffle, bool dropLast)
+             bool shuffle, bool dropLast, int rank, int worldSize)
       : dataset(dataset), batchSize(batchSize), seed(seed), shuffle(shuffle),
-        dropLast(dropLast), order(static_cast<size_t>(dataset.samples)) {}
+        dropLast(dropLast), rank(rank), worldSize(worldSize),
+        shardSize(dataset.samples / worldSize),
+        order(static_cast<size_t>(dataset.samples)),
+        shard(static_cast<size_t>(shardSize)) {}
 
   StreamCursor cursor() const { return next; }
   void seek(StreamCursor cursor) { next = cursor; }
@@ -104,7 +120,7 @@ public:
   /// Copies the next batch's samples into `batch` (one array per data array,
   /// of batchSize samples each); returns the epoch of its first sample.
   int64_t fill(std::vector<NamedArray> &batch) {
-    if (dropLast && next.position + batchSize > dataset.samples)
+    if (dropLast && next.position + batchSize > shardSize)
       next = {next.epoch + 1, 0};
     int64_t firstEpoch = next.epoch;
     for (int64_t row = 0; row < batchSize; ++row) {
@@ -116,7 +132,7 @@ public:
         std::memcpy(batch[a].array.data.data() + row * rowBytes,
                     source.data() + sample * rowBytes, rowBytes);
       }
-      if (++next.position == dataset.samples)
+      if (++next.position == shardSize)
         next = {next.epoch + 1, 0};
     }
     return firstEpoch;
@@ -132,16 +148,22 @@ private:
                                static_cast<uint64_t>(cursor.epoch));
         std::shuffle(order.begin(), order.end(), random);
       }
+      for (size_t j = 0; j < shard.size(); ++j)
+        shard[j] = order[static_cast<size_t>(rank) +
+                         j * static_cast<size_t>(worldSize)];
       orderEpoch = cursor.epoch;
     }
-    return order[static_cast<size_t>(cursor.position)];
+    return shard[static_cast<size_t>(cursor.position)];
   }
 
   const Dataset &dataset;
   int64_t batchSize;
   uint64_t seed;
   bool shuffle, dropLast;
-  std::vector<int64_t> order;
+  int rank, worldSize;
+  int64_t shardSize;
+  /// The epoch's order of all samples, and this rank's shard of it.
+  std::vector<int64_t> order, shard;
   int64_t orderEpoch = -1;
   StreamCursor next;
 };
@@ -303,11 +325,14 @@ std::string describeDuration(double seconds) {
 
 /// What a person watching sees: on a terminal one progress line, redrawn in
 /// place at most ten times a second; otherwise a plain line every
-/// --log-every steps and after the last.
+/// --log-every steps and after the last. Under a launcher of several ranks
+/// always plain lines: mpirun gives every rank a pseudo-terminal, whatever
+/// its own output is.
 class ProgressReporter {
 public:
   ProgressReporter(const Options &options)
-      : options(options), terminal(isatty(fileno(stdout)) == 1) {}
+      : options(options), terminal(isatty(fileno(stdout)) == 1 &&
+                                   distributedInfo().world_size == 1) {}
 
   ~ProgressReporter() { finish(); }
 
@@ -383,17 +408,20 @@ public:
       : options(options), bundle(bundle), progress(options) {}
 
   bool run() {
-    if (!prepareEntries() || !prepareBatch())
+    if (!checkDataParallel() || !prepareEntries() || !prepareBatch())
       return false;
-    if (!openSession(options, bundle, session))
+    std::string target;
+    if (!openSession(options, bundle, session, &target) ||
+        !checkTarget(target))
       return false;
     if (kiln_status_t error = kiln_bundle_get_fingerprint(bundle, &fingerprint))
       return failed(error);
-    stream = std::make_unique<DataStream>(dataset, batchSize,
-                                          static_cast<uint64_t>(options.seed),
-                                          !options.noShuffle, options.dropLast);
+    stream = std::make_unique<DataStream>(
+        dataset, batchSize, static_cast<uint64_t>(options.seed),
+        !options.noShuffle, options.dropLast, ranks.rank, ranks.world_size);
     long firstStep = 0;
-    if (!prepareCheckpoints(firstStep) || !metrics.open(options, firstStep))
+    if (!prepareCheckpoints(firstStep) ||
+        (isRoot() && !metrics.open(options, firstStep)))
       return false;
     Clock::time_point start = Clock::now();
     for (long step = firstStep; step < options.steps; ++step) {
@@ -407,17 +435,57 @@ public:
       report.elapsedSeconds =
           std::chrono::duration<double>(now - start).count();
       report.stepsThisRun = step + 1 - firstStep;
+      // The replicated state and the reports are the same on every rank:
+      // rank 0 alone writes them.
+      if (!isRoot())
+        continue;
       progress.report(report);
       if (!metrics.append(report))
         return false;
       if (checkpointDue(report.step) && !checkpoint(report.step))
         return false;
     }
+    if (!isRoot())
+      return true;
     progress.finish();
     return metrics.sync() && saveParameters(options, bundle, session.get());
   }
 
 private:
+  bool isRoot() const { return ranks.rank == 0; }
+
+  /// Several ranks need a bundle whose steps average their gradients.
+  bool checkDataParallel() {
+    if (ranks.world_size == 1)
+      return true;
+    const char *value = nullptr;
+    if (kiln_bundle_get_metadata(bundle, "training.data_parallel", &value) ==
+            KILN_OK &&
+        std::string(value) == "1")
+      return true;
+    printError(options.bundlePath + " was not compiled for data parallelism "
+               "(its metadata has no training.data_parallel = 1), so " +
+               std::to_string(ranks.world_size) +
+               " ranks would each train their own copy; recompile it with "
+               "kilnc --data-parallel");
+    return false;
+  }
+
+  /// Collectives between GPUs (NCCL) are not there yet.
+  bool checkTarget(const std::string &target) {
+    if (ranks.world_size == 1)
+      return true;
+    bool cuda = false;
+    if (!isCudaTarget(bundle, target, cuda))
+      return false;
+    if (!cuda)
+      return true;
+    printError("training on the CUDA target '" + target + "' with " +
+               std::to_string(ranks.world_size) +
+               " ranks is not supported yet (GPU collectives through NCCL "
+               "come later); run the ranks on the CPU with --target cpu");
+    return false;
+  }
   /// train_step (or --entry) and, for a bundle with training.grad_accum > 1,
   /// accumulate_step, whose inputs must be train_step's.
   bool prepareEntries() {
@@ -515,7 +583,9 @@ private:
             entry.outputTensors.size()))
       return failed(status, options.data);
     // On the CPU the run is synchronous and the outputs are host memory the
-    // run wrote: reading the loss costs no further wait.
+    // run wrote: reading the loss costs no further wait. With several ranks
+    // the step itself (kilnc --data-parallel) returns the mean loss over all
+    // ranks, the same on each: it is not averaged again here.
     lossSum += scalarOutput(entry, 0);
     return true;
   }
@@ -531,7 +601,7 @@ private:
         return false;
     }
     report.loss = static_cast<float>(lossSum / static_cast<double>(gradAccum));
-    report.samples = batchSize * gradAccum;
+    report.samples = batchSize * gradAccum * ranks.world_size;
     report.hasLr = lrOutput >= 0;
     if (report.hasLr)
       report.lr = scalarOutput(trainStep, static_cast<size_t>(lrOutput));
@@ -562,6 +632,7 @@ private:
     info.seed = options.seed;
     info.shuffle = !options.noShuffle;
     info.dropLast = options.dropLast;
+    info.worldSize = ranks.world_size;
     info.cursor = stream->cursor();
     return info;
   }
@@ -580,7 +651,7 @@ private:
     if (options.checkpointDir.empty())
       return true;
     if (!options.resume)
-      return prepareCheckpointDirectory(options.checkpointDir);
+      return !isRoot() || prepareCheckpointDirectory(options.checkpointDir);
     CheckpointInfo saved;
     std::string sidecar, parameters;
     std::vector<NamedArray> arrays;
@@ -609,6 +680,17 @@ private:
                  saved.bundlePath + ", fingerprint " +
                  hex64(saved.bundleFingerprint) + "); " + options.bundlePath +
                  " has fingerprint " + hex64(now.bundleFingerprint));
+      return false;
+    }
+    if (saved.worldSize != now.worldSize) {
+      printError(prefix + " was written by a run of " +
+                 std::to_string(saved.worldSize) + " rank" +
+                 (saved.worldSize == 1 ? "" : "s") +
+                 ", whose data shards this run of " +
+                 std::to_string(now.worldSize) +
+                 " cannot continue; resume it with " +
+                 std::to_string(saved.worldSize) + " rank" +
+                 (saved.worldSize == 1 ? "" : "s"));
       return false;
     }
     if (saved.batchSize != now.batchSize || saved.gradAccum != now.gradAccum) {
@@ -658,6 +740,7 @@ private:
   std::unique_ptr<DataStream> stream;
   MetricsFile metrics;
   ProgressReporter progress;
+  const kiln_distributed_info_t &ranks = distributedInfo();
 };
 
 } // namespace

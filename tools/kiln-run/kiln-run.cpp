@@ -93,6 +93,18 @@ train_step, each on the next batch, and its loss is the mean of the K losses.
                     up to --steps N in all, exactly as an uninterrupted run;
                     refused for a checkpoint of another bundle or data order
 
+Data parallelism: started by an MPI launcher (mpirun -np W kiln-run ..., or
+srun), each of the W ranks trains on its shard of the data (the same seeded
+order on every rank, truncated to a multiple of W; rank r takes samples r,
+r+W, r+2W, ... of it) with a bundle compiled with kilnc --data-parallel, whose
+steps average the gradients, loss and metrics over the ranks. Rank 0 alone
+prints, writes --metrics, checkpoints and --save-params; a checkpoint resumes
+only at the same number of ranks. A rank that fails ends every rank.
+  --collective-timeout S
+                    give up, and end every rank with an error, when one
+                    collective waits more than S seconds for the other ranks
+                    (default 300; 0: no limit)
+
 The compiled kernels use all cores; OMP_NUM_THREADS and OPENBLAS_NUM_THREADS
 limit them. On CUDA, KILN_CUDA_DEVICE picks the GPU (default 0) and
 KILN_CUDA_GRAPHS=0 runs every command directly instead of replaying a CUDA
@@ -165,7 +177,7 @@ std::string *stringFor(Options &options, const std::string &flag) {
 /// The count option `flag` sets, or nullptr; `allowZero` says whether 0 is
 /// a valid value.
 long *countFor(Options &options, const std::string &flag, bool &allowZero) {
-  allowZero = flag == "--seed";
+  allowZero = flag == "--seed" || flag == "--collective-timeout";
   if (flag == "--repeat")
     return &options.repeat;
   if (flag == "--steps")
@@ -176,6 +188,8 @@ long *countFor(Options &options, const std::string &flag, bool &allowZero) {
     return &options.seed;
   if (flag == "--checkpoint-every")
     return &options.checkpointEvery;
+  if (flag == "--collective-timeout")
+    return &options.collectiveTimeout;
   return nullptr;
 }
 
@@ -503,6 +517,25 @@ bool runTool(const Options &options) {
   return true;
 }
 
+
+/// Joins the ranks of a launcher (or makes a single rank); a run of several
+/// ranks must train.
+bool initDistributed(const Options &options) {
+  kiln_distributed_options_t distributed = {
+      static_cast<double>(options.collectiveTimeout)};
+  kiln_distributed_info_t info;
+  if (kiln_status_t status = kiln_distributed_init(&distributed, &info))
+    return failed(status);
+  setDistributedInfo(info);
+  if (info.world_size > 1 && options.data.empty()) {
+    printError("started as one of " + std::to_string(info.world_size) +
+               " ranks, kiln-run trains (--data TRAIN.npz --steps N); run "
+               "--info and single entry points as one process");
+    return false;
+  }
+  return true;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -515,5 +548,14 @@ int main(int argc, char **argv) {
   }
   if (!checkArguments(options))
     return 1;
-  return runTool(options) ? 0 : 1;
+  if (!initDistributed(options) || !runTool(options)) {
+    // A failing rank ends every rank, so that none waits for it in a
+    // collective; a single rank just exits.
+    std::fflush(stdout);
+    kiln_distributed_abort(1);
+    return 1;
+  }
+  if (kiln_status_t status = kiln_distributed_finalize())
+    return failed(status), 1;
+  return 0;
 }
