@@ -353,6 +353,37 @@ void buildTrainBundle(BundleWriter &writer, std::string code,
                {"toy_train_step", "toy_accumulate_step"});
 }
 
+void buildDataParallelTrainBundle(BundleWriter &writer, std::string code,
+                                  int batch) {
+  bp::Manifest &manifest = writer.manifest();
+  manifest.set_producer("kiln runtime tests");
+  manifest.set_model_name("train-dp");
+  const float zeros[2] = {0, 0};
+  uint32_t w = writer.addParameter(tensor("w", bp::F32, {2}), zeros,
+                                   sizeof(zeros), true);
+  uint32_t step = writer.addParameter(tensor("optimizer.step", bp::F32, {}),
+                                      zeros, sizeof(float), false);
+  bp::EntryPoint &entry = *manifest.add_entry_points();
+  entry.set_name("train_step");
+  *entry.add_inputs() = tensor("x", bp::F32, {batch});
+  *entry.add_outputs() = tensor("loss", bp::F32, {});
+  *entry.add_outputs() = tensor("lr", bp::F32, {});
+  *entry.add_outputs() = tensor("grad_norm", bp::F32, {});
+  std::string kernel = "toy_dp_train_step_" + std::to_string(batch);
+  addKernelCall(
+      entry, kernel,
+      {buffer(bp::BufferRef::INPUT, 0, 0, 4 * static_cast<uint64_t>(batch)),
+       buffer(bp::BufferRef::PARAM, w, 0, 8),
+       buffer(bp::BufferRef::PARAM, step, 0, 4),
+       buffer(bp::BufferRef::OUTPUT, 0, 0, 4),
+       buffer(bp::BufferRef::OUTPUT, 1, 0, 4),
+       buffer(bp::BufferRef::OUTPUT, 2, 0, 4)});
+  bp::MetadataEntry *dataParallel = manifest.add_metadata();
+  dataParallel->set_key("training.data_parallel");
+  dataParallel->set_value("1");
+  addCpuTarget(writer, std::move(code), {kernel.c_str()});
+}
+
 std::string standInCode() {
   std::string code = "\x7f"
                      "ELF";

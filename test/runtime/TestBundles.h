@@ -69,6 +69,16 @@ enum class ToyTraining { TrainWithLr, TrainLossOnly, TrainAccumulating };
 /// Fills `writer` with a "train" bundle of the given kind.
 void buildTrainBundle(BundleWriter &writer, std::string code, ToyTraining kind);
 
+/// Fills `writer` with a "train-dp" bundle: a data-parallel toy step over
+/// batches of `batch` (2 or 4) samples, with the metadata
+/// training.data_parallel = "1":
+///   train_step(x: f32[batch]) -> (loss: f32[], lr: f32[], grad_norm: f32[])
+///       g = all-reduce-mean([mean(x), mean(x^2)]); loss = all-reduce-mean(
+///       mean(x)); w += g; step += 1; lr = 0.5 / step; grad_norm = g[1]
+/// with the parameter w (f32[2], 0) and optimizer.step (f32[], 0).
+void buildDataParallelTrainBundle(BundleWriter &writer, std::string code,
+                                  int batch);
+
 inline constexpr float kCudaW[12] = {1,  -2, 0.5f, 3,     0,  1,
                                      -1, 2,  4,    0.25f, -3, 1};
 inline constexpr float kCudaBias[3] = {0.5f, -1, 2};

@@ -3,6 +3,10 @@
 // Compiled at test time with the system C compiler into a shared object.
 #include <stdint.h>
 
+// The collectives of libkilnrt (kiln/collectives.h), which loads this code.
+int64_t kiln_collective_all_reduce_mean_f32_begin(float *data, int64_t count);
+void kiln_collective_wait(int64_t request);
+
 // y = x + 1 over 4 floats. Buffers: x (input), y (output).
 void add_one(void **buffers) {
   const float *x = buffers[0];
@@ -75,3 +79,36 @@ void toy_accumulate_step(void **buffers) {
   *acc += sum;
   *loss = sum;
 }
+
+// The data-parallel toy training step of the "train-dp" bundles, on a batch
+// of `batch` f32 samples, as kilnc --data-parallel makes a step: its
+// "gradients" (the batch's mean and mean square) and its loss (the mean) are
+// averaged over the ranks, two all-reduces in flight at once, before the
+// update. Buffers: x (input), w (parameter f32[2]), step (optimizer state),
+// loss, lr and grad_norm (outputs).
+static void toy_dp_train_step(void **buffers, int batch) {
+  const float *x = buffers[0];
+  float *w = buffers[1], *step = buffers[2];
+  float *loss = buffers[3], *lr = buffers[4], *grad_norm = buffers[5];
+  float grad[2] = {0.0f, 0.0f}, mean;
+  for (int i = 0; i < batch; ++i) {
+    grad[0] += x[i];
+    grad[1] += x[i] * x[i];
+  }
+  grad[0] /= (float)batch;
+  grad[1] /= (float)batch;
+  mean = grad[0];
+  int64_t gradients = kiln_collective_all_reduce_mean_f32_begin(grad, 2);
+  int64_t lossRequest = kiln_collective_all_reduce_mean_f32_begin(&mean, 1);
+  kiln_collective_wait(lossRequest);
+  kiln_collective_wait(gradients);
+  w[0] += grad[0];
+  w[1] += grad[1];
+  *step += 1.0f;
+  *lr = 0.5f / *step;
+  *grad_norm = grad[1];
+  *loss = mean;
+}
+
+void toy_dp_train_step_2(void **buffers) { toy_dp_train_step(buffers, 2); }
+void toy_dp_train_step_4(void **buffers) { toy_dp_train_step(buffers, 4); }

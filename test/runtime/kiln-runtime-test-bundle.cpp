@@ -2,7 +2,9 @@
 //
 //   kiln-runtime-test-bundle --code KERNELS.so --out DIR
 //     writes DIR/multi.kiln, DIR/single.kiln and the training bundles
-//     DIR/train.kiln, DIR/train-loss-only.kiln and DIR/train-accum.kiln
+//     DIR/train.kiln, DIR/train-loss-only.kiln, DIR/train-accum.kiln and the
+//     data-parallel DIR/train-dp2.kiln and DIR/train-dp4.kiln (batches of 2
+//     and 4)
 //     around compiled kernels.c, and DIR/hybrid.kiln, which adds a CUDA
 //     target with kernels.ptx
 //   kiln-runtime-test-bundle --seeds DIR
@@ -32,19 +34,23 @@ int fail(const Status &status) {
 /// hybrid bundle around `code` and `ptx`.
 int writeBundles(const std::string &code, const std::string &ptx,
                  const std::string &dir) {
-  BundleWriter multi, single, train, lossOnly, accumulating, hybrid;
+  BundleWriter multi, single, train, lossOnly, accumulating, hybrid, dp2, dp4;
   buildMultiBundle(multi, code);
   buildHybridBundle(hybrid, code, ptx);
   buildSingleBundle(single, code);
   buildTrainBundle(train, code, ToyTraining::TrainWithLr);
   buildTrainBundle(lossOnly, code, ToyTraining::TrainLossOnly);
   buildTrainBundle(accumulating, code, ToyTraining::TrainAccumulating);
+  buildDataParallelTrainBundle(dp2, code, 2);
+  buildDataParallelTrainBundle(dp4, code, 4);
   const std::pair<const BundleWriter *, const char *> bundles[] = {
       {&multi, "multi.kiln"},
       {&single, "single.kiln"},
       {&train, "train.kiln"},
       {&lossOnly, "train-loss-only.kiln"},
       {&accumulating, "train-accum.kiln"},
+      {&dp2, "train-dp2.kiln"},
+      {&dp4, "train-dp4.kiln"},
       {&hybrid, "hybrid.kiln"}};
   for (const auto &[writer, name] : bundles) {
     Status status = writer->write(dir + "/" + name);
