@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "TestBundles.h"
+#include "kiln/collectives.h"
 #include "kiln/runtime.h"
 #include "kiln/runtime/BundleReader.h"
 
@@ -50,6 +51,9 @@ protected:
     writeBundle("multi-metadata.kiln", [](BundleWriter &w) {
       buildMultiBundle(w, code);
       addMetadata(w, {{"training.grad_accum", "4"}, {"zeta", ""}});
+    });
+    writeBundle("train-dp2.kiln", [](BundleWriter &w) {
+      buildDataParallelTrainBundle(w, code, 2);
     });
     writeBundle("missing-kernel.kiln", [](BundleWriter &w) {
       buildSingleBundle(w, code);
@@ -585,6 +589,69 @@ TEST_F(CpuSession, ErrorMessagesAreThreadLocal) {
   });
   other.join();
   EXPECT_EQ(mine, kiln_status_message());
+}
+
+/// A step compiled for data parallelism calls libkilnrt's collectives; in a
+/// process no launcher started they change nothing, before and after
+/// kiln_distributed_init, which makes a single rank without MPI.
+TEST_F(CpuSession, DataParallelStepOnOneRank) {
+  if (std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK"))
+    GTEST_SKIP() << "started by an MPI launcher";
+  kiln_bundle_t *dp = nullptr;
+  kiln_session_t *dpSession = nullptr;
+  ASSERT_EQ(kiln_bundle_open(path("train-dp2.kiln").c_str(), &dp), KILN_OK)
+      << kiln_status_message();
+  ASSERT_EQ(kiln_session_create(dp, "cpu", &dpSession), KILN_OK)
+      << kiln_status_message();
+  kiln_bundle_release(dp);
+  const int64_t shape2[] = {2};
+  float x[2] = {1, 3}, loss = 0, lr = 0, gradNorm = 0;
+  kiln_tensor_t input = f32Tensor("x", x, shape2, 1);
+  kiln_tensor_t outputs[] = {f32Tensor("loss", &loss, nullptr, 0),
+                             f32Tensor("lr", &lr, nullptr, 0),
+                             f32Tensor("grad_norm", &gradNorm, nullptr, 0)};
+  auto step = [&] {
+    ASSERT_EQ(kiln_session_run(dpSession, "train_step", &input, 1, outputs, 3),
+              KILN_OK)
+        << kiln_status_message();
+  };
+  step();
+  EXPECT_EQ(loss, 2);     // mean(1, 3)
+  EXPECT_EQ(gradNorm, 5); // mean(1, 9)
+
+  kiln_distributed_info_t info;
+  ASSERT_EQ(kiln_distributed_init(nullptr, &info), KILN_OK)
+      << kiln_status_message();
+  EXPECT_EQ(info.rank, 0);
+  EXPECT_EQ(info.world_size, 1);
+  EXPECT_EQ(info.local_rank, 0);
+  EXPECT_EQ(info.local_size, 1);
+  EXPECT_STREQ(info.backend, "none");
+  expectStatus(kiln_distributed_init(nullptr, &info),
+               KILN_STATUS_INVALID_ARGUMENT, "already initialised");
+  step();
+  EXPECT_EQ(loss, 2);
+  float w[2] = {};
+  ASSERT_EQ(kiln_session_get_parameter(dpSession, "w", w, sizeof(w)), KILN_OK);
+  EXPECT_EQ(w[0], 4);
+  EXPECT_EQ(w[1], 10);
+  EXPECT_EQ(kiln_collective_all_reduce_mean_f32_begin(x, 2), 0);
+  kiln_collective_wait(0);
+  EXPECT_EQ(x[1], 3);
+
+  double values[2] = {1.5, -2};
+  EXPECT_EQ(kiln_distributed_barrier(), KILN_OK);
+  EXPECT_EQ(kiln_distributed_all_reduce_f64(values, 2, KILN_REDUCE_SUM),
+            KILN_OK);
+  EXPECT_EQ(values[0], 1.5);
+  EXPECT_EQ(values[1], -2);
+  expectStatus(kiln_distributed_all_reduce_f64(
+                   values, 2, static_cast<kiln_reduce_op_t>(7)),
+               KILN_STATUS_INVALID_ARGUMENT, "unknown reduction 7");
+  kiln_distributed_abort(1); // a single rank: returns
+  EXPECT_EQ(kiln_distributed_finalize(), KILN_OK);
+  EXPECT_EQ(kiln_distributed_finalize(), KILN_OK);
+  kiln_session_release(dpSession);
 }
 
 } // namespace
