@@ -4,6 +4,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
 
@@ -604,6 +605,32 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
   shape.push_back(query.getDimSize(rank - 2));
   shape.push_back(value.getDimSize(rank - 1));
   inferred.push_back(query.clone(shape));
+  return success();
+}
+
+LogicalResult AllReduceMeanOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, ValueRange operands,
+    DictionaryAttr, OpaqueProperties, RegionRange,
+    SmallVectorImpl<Type> &inferred) {
+  // The tensor form returns one result per operand; the buffer form none.
+  for (Value operand : operands)
+    if (isa<TensorType>(operand.getType()))
+      inferred.push_back(operand.getType());
+  return success();
+}
+
+LogicalResult AllReduceMeanOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one operand");
+  bool tensors = isa<TensorType>(getInputs()[0].getType());
+  for (Value input : getInputs()) {
+    if (isa<TensorType>(input.getType()) != tensors)
+      return emitOpError("takes only tensors or only buffers");
+    // The runtime's collectives average f32.
+    if (!mlir::getElementTypeOrSelf(input.getType()).isF32())
+      return emitOpError("averages f32 values, not ")
+             << mlir::getElementTypeOrSelf(input.getType());
+  }
   return success();
 }
 

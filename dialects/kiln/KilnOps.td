@@ -893,4 +893,38 @@ def Kiln_NllLossOp : Kiln_Op<"nll_loss", [Pure, Kiln_InferTypeOpAdaptor]> {
       "attr-dict `:` type($input) `,` type($labels)";
 }
 
+def Kiln_AllReduceMeanOp : Kiln_Op<"all_reduce_mean",
+    [DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "mean over all ranks, for data parallelism";
+  let description = [{
+    Every rank of a data-parallel run holds its own value of each operand;
+    the op's results (tensor form) are the elementwise means over all
+    ranks, so every rank continues with the same values. The number of
+    ranks is known only when the bundle runs: one compiled step runs at any
+    world size, and a single process is a world of one.
+
+    kiln-train-step (with `data-parallel`) puts one of these after each
+    bucket of parameter gradients, as soon as the last of them is computed,
+    and one on the loss. After bufferization the op takes the buffers and
+    has no results (buffer form): it averages them in place. The CPU target
+    calls the runtime's collectives for each buffer there and waits for
+    each just before its first reader, so the communication of a bucket
+    overlaps the backward kernels that follow it.
+
+    ```mlir
+    %g0, %g1 = kiln.all_reduce_mean %a, %b : tensor<16x8xf32>, tensor<8xf32>
+    kiln.all_reduce_mean %buf0, %buf1 : memref<16x8xf32>, memref<8xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyTypeOf<[Kiln_FloatTensor,
+                                           AnyStaticShapeMemRef]>>:$inputs);
+  let results = (outs Variadic<Kiln_FloatTensor>:$results);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Whether this is the buffer form (memref operands, no results).
+    bool hasBufferSemantics() { return getResults().empty(); }
+  }];
+}
+
 #endif // KILN_OPS_TD

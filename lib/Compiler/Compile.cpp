@@ -77,10 +77,10 @@ void buildTensorPipeline(PassManager &pm, const kiln::CompileOptions &options,
   pm.addPass(kiln::createKilnSplitSharedFills());
 }
 
-/// Bufferizes and plans memory; `blas` lowers products to CBLAS calls (the
-/// CPU target), otherwise they stay linalg ops for a library the target
-/// calls itself.
-void buildBufferPipeline(PassManager &pm, bool blas,
+/// Bufferizes and plans memory. For the CPU target (`forCpu`) products
+/// become CBLAS calls and collectives calls into the runtime; otherwise both
+/// stay for the target to lower itself.
+void buildBufferPipeline(PassManager &pm, bool forCpu,
                          kiln::Precision precision) {
   if (precision == kiln::Precision::BF16) {
     pm.addPass(kiln::createKilnAutoMixedPrecision());
@@ -100,10 +100,13 @@ void buildBufferPipeline(PassManager &pm, bool blas,
   outParams.modifyPublicFunctions = true;
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
   pm.addPass(createCanonicalizerPass());
-  if (blas)
+  if (forCpu)
     pm.addPass(kiln::createKilnLowerGemmToBlas());
   pm.addPass(kiln::createKilnUpdateInPlace());
   pm.addPass(kiln::createKilnPlanMemory());
+  // After planning, which sees each collective as a use of its buffers.
+  if (forCpu)
+    pm.addPass(kiln::createKilnLowerCollectives());
 }
 
 /// Records the signature of every entry function before bufferization
@@ -225,7 +228,7 @@ kiln::compileModel(ModuleOp module, const CompileOptions &options) {
   ModuleOp first = cpu ? module : (cudaModule ? *cudaModule : module);
   {
     auto pm = makePassManager();
-    buildBufferPipeline(*pm, /*blas=*/cpu && !options.emulateCuda,
+    buildBufferPipeline(*pm, /*forCpu=*/cpu && !options.emulateCuda,
                         cpu && !options.emulateCuda ? Precision::F32
                                                     : options.cudaPrecision);
     if (options.emulateCuda) {
@@ -257,7 +260,7 @@ kiln::compileModel(ModuleOp module, const CompileOptions &options) {
     ModuleOp target = cudaModule ? *cudaModule : module;
     if (cudaModule) {
       auto pm = makePassManager();
-      buildBufferPipeline(*pm, /*blas=*/false, options.cudaPrecision);
+      buildBufferPipeline(*pm, /*forCpu=*/false, options.cudaPrecision);
       if (llvm::Error error =
               kiln::runPasses(*pm, target, "compiling the model for CUDA"))
         return std::move(error);

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/KilnOps.h"
 #include "kiln/Transforms/Gemm.h"
 #include "kiln/Transforms/Passes.h"
 
@@ -207,8 +208,9 @@ struct KilnGPUOutlineKernelsPass
       return true;
     // An op with results (a buffer, a loaded scalar) is not work a launch
     // can do; its users fail to outline if they need it.
+    // Collectives are not device work either; the target refuses them.
     if (op->hasTrait<OpTrait::IsTerminator>() || op->getNumResults() > 0 ||
-        isa<gpu::LaunchFuncOp, memref::DeallocOp>(op))
+        isa<gpu::LaunchFuncOp, memref::DeallocOp, kiln::AllReduceMeanOp>(op))
       return false;
     return op->getNumRegions() > 0 || !isPure(op);
   }

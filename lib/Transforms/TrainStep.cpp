@@ -329,6 +329,64 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
     return success();
   }
 
+  /// Data parallelism: every rank computed the loss and gradients of its own
+  /// batch; their means over all ranks replace them. Gradients go in buckets
+  /// of at most bucketBytes, in the order the backward pass finishes them,
+  /// each bucket right after its last gradient, so its communication
+  /// overlaps the backward kernels that follow; the loss goes last.
+  void averageOverRanks(func::FuncOp step, Value &loss,
+                        MutableArrayRef<Slot> slots) {
+    Block &block = step.getBody().front();
+    auto position = [&](Value v) -> Operation * {
+      Operation *def = v.getDefiningOp();
+      return def ? block.findAncestorOpInBlock(*def) : nullptr;
+    };
+    SmallVector<Slot *> order;
+    for (Slot &slot : slots)
+      order.push_back(&slot);
+    llvm::stable_sort(order, [&](Slot *x, Slot *y) {
+      Operation *a = position(x->grad), *b = position(y->grad);
+      if (!a || !b)
+        return a == nullptr && b != nullptr;
+      return a->isBeforeInBlock(b);
+    });
+    auto reduce = [&](ArrayRef<Value *> values) {
+      Operation *last = nullptr;
+      for (Value *value : values)
+        if (Operation *def = position(*value))
+          if (!last || last->isBeforeInBlock(def))
+            last = def;
+      OpBuilder b(step.getContext());
+      if (last)
+        b.setInsertionPointAfter(last);
+      else
+        b.setInsertionPointToStart(&block);
+      SmallVector<Value> inputs;
+      for (Value *value : values)
+        inputs.push_back(*value);
+      auto op = AllReduceMeanOp::create(
+          b, withPhase(step.getLoc(), StepPhase::Backward), inputs);
+      for (auto [value, result] : llvm::zip(values, op.getResults()))
+        *value = result;
+    };
+    SmallVector<Value *> bucket;
+    int64_t bytes = 0;
+    for (Slot *slot : order) {
+      auto type = cast<RankedTensorType>(slot->grad.getType());
+      int64_t size = type.getNumElements() * 4;
+      if (!bucket.empty() && bytes + size > bucketBytes) {
+        reduce(bucket);
+        bucket.clear();
+        bytes = 0;
+      }
+      bucket.push_back(&slot->grad);
+      bytes += size;
+    }
+    if (!bucket.empty())
+      reduce(bucket);
+    reduce({&loss});
+  }
+
   void recordMetadata(ModuleOp module) {
     OpBuilder b(module.getContext());
     NamedAttrList entries;
@@ -342,6 +400,8 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
     set("training.lr", shortest(lr));
     set("training.schedule", schedule);
     set("training.grad_accum", std::to_string(gradAccum));
+    if (dataParallel)
+      set("training.data_parallel", "1");
     if (gradClip != 0)
       set("training.grad_clip", shortest(gradClip));
     module->setAttr("kiln.metadata", entries.getDictionary(module.getContext()));
@@ -408,6 +468,8 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
         updates.push_back({k.splat(sum.getType(), 0.0), name, name});
       }
     }
+    if (dataParallel)
+      averageOverRanks(step, loss, slots);
     SmallVector<Output> outputs{{loss, "loss", ""}};
     Value lrNow = k.f64(lr);
     if (schedule != "constant" || warmupSteps != 0)

@@ -115,6 +115,13 @@ cl::opt<int64_t> gradAccum(
              "(default 1)"),
     cl::value_desc("K"), cl::init(1), cl::cat(category()));
 
+cl::opt<bool> dataParallel(
+    "data-parallel",
+    cl::desc("Average the gradients and the loss over all ranks of a "
+             "multi-rank run (mpirun/srun), bucket by bucket as the backward "
+             "pass finishes them; the bundle then runs at any world size"),
+    cl::init(false), cl::cat(category()));
+
 Error configError(const Twine &message) {
   return createStringError(inconvertibleErrorCode(),
                            "--train-config=" + trainConfig + ": " + message);
@@ -179,10 +186,14 @@ bool kilnc::trainingRequested() { return !optimizer.empty(); }
 
 bool kilnc::lossRequested() { return !loss.empty(); }
 
+bool kilnc::dataParallelRequested() { return dataParallel; }
+
 Error kilnc::checkTrainingFlags(bool gradients) {
   auto error = [](const Twine &message) {
     return createStringError(inconvertibleErrorCode(), message);
   };
+  if (dataParallel && optimizer.empty())
+    return error("--data-parallel needs a training step (--optimizer)");
   if (!optimizer.empty() &&
       !llvm::is_contained({"sgd", "adam", "adamw", "adagrad"}, optimizer))
     return error("--optimizer must be sgd, adam, adamw or adagrad, not '" +
@@ -260,5 +271,6 @@ void kilnc::addTrainingPasses(mlir::PassManager &pm) {
   step.totalSteps = totalSteps;
   step.gradClip = gradClip;
   step.gradAccum = gradAccum;
+  step.dataParallel = dataParallel;
   pm.addPass(kiln::createKilnTrainStep(step));
 }

@@ -27,6 +27,9 @@ bool trainingRequested();
 /// Whether kilnc is to build a loss (--loss).
 bool lossRequested();
 
+/// Whether the step averages its gradients over ranks (--data-parallel).
+bool dataParallelRequested();
+
 /// Checks the training flags against each other; `gradients` is --gradients.
 llvm::Error checkTrainingFlags(bool gradients);
 

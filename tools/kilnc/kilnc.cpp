@@ -228,6 +228,12 @@ int main(int argc, char **argv) {
                 "cpu,cuda)");
   compileOptions.cuda.toolkitPath = cudaPath;
   compileOptions.emulateCuda = emulateCuda;
+  if (kilnc::dataParallelRequested() && emulateCuda)
+    return fail("--data-parallel and --emulate-cuda do not go together");
+  if (kilnc::dataParallelRequested() && compileOptions.cudaTarget)
+    return fail("--data-parallel is not supported on the CUDA target yet "
+                "(its collectives, through NCCL, are not built): use "
+                "--target=cpu");
   if (amp == Amp::FP16)
     return fail("--amp=fp16 is not supported yet: it needs a dynamic loss "
                 "scale, which Kiln does not build; use --amp=bf16");

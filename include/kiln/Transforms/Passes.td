@@ -177,7 +177,12 @@ def KilnTrainStep : Pass<"kiln-train-step", "mlir::ModuleOp"> {
     Option<"gradClip", "grad-clip", "double", "0.0",
            "Clip the global gradient norm to this (0: no clipping)">,
     Option<"gradAccum", "grad-accum", "int64_t", "1",
-           "Micro-batches per update">
+           "Micro-batches per update">,
+    Option<"dataParallel", "data-parallel", "bool", "false",
+           "Average the gradients and the loss over all ranks "
+           "(kiln.all_reduce_mean), bucket by bucket">,
+    Option<"bucketBytes", "bucket-bytes", "int64_t", "26214400",
+           "data-parallel: the most gradient bytes one all-reduce carries">
   ];
   let dependentDialects = ["::kiln::KilnDialect"];
 }
@@ -483,6 +488,23 @@ def KilnAutoMixedPrecision : Pass<"kiln-amp", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",
                            "::mlir::arith::ArithDialect"];
+}
+
+def KilnLowerCollectives : Pass<"kiln-lower-collectives", "mlir::ModuleOp"> {
+  let summary = "Buffer-form collectives as calls into the runtime";
+  let description = [{
+    The CPU target's lowering of `kiln.all_reduce_mean` on buffers (after
+    bufferization and memory planning): for each buffer, a call of the
+    runtime's `kiln_collective_all_reduce_mean_f32_begin(data, count)`
+    where the op was, and of `kiln_collective_wait(request)` just before the
+    first later op that touches the buffer (through any view of it, or a
+    pointer computed from it, as library calls take them), so the reduction
+    runs while the kernels in between do. The buffers must be contiguous.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
 }
 
 #endif // KILN_TRANSFORMS_PASSES_TD

@@ -27,6 +27,8 @@ struct ConvertKilnToLinalgPass
     target.addIllegalDialect<KilnDialect>();
     // Parameters stay as module symbols: their values go into the bundle.
     target.addLegalOp<ParamOp>();
+    // Collectives stay kiln ops until the target lowers their buffer form.
+    target.addLegalOp<AllReduceMeanOp>();
     RewritePatternSet patterns(context);
     lowering::populateElementwiseLoweringPatterns(patterns);
     lowering::populateStructuredLoweringPatterns(patterns);

@@ -1257,3 +1257,27 @@ func.func @resize_scale_positive(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
                        scales = array<f64: 1.0, 0.0>} : tensor<4x4xf32> to tensor<4x4xf32>
   return %y : tensor<4x4xf32>
 }
+
+// -----
+
+func.func @all_reduce_mean_mixed(%a: tensor<4xf32>, %m: memref<4xf32>) {
+  // expected-error @+1 {{takes only tensors or only buffers}}
+  %r = kiln.all_reduce_mean %a, %m : tensor<4xf32>, memref<4xf32>
+  return
+}
+
+// -----
+
+func.func @all_reduce_mean_f64(%a: tensor<4xf64>) {
+  // expected-error @+1 {{averages f32 values, not 'f64'}}
+  %r = kiln.all_reduce_mean %a : tensor<4xf64>
+  return
+}
+
+// -----
+
+func.func @all_reduce_mean_empty() {
+  // expected-error @+1 {{needs at least one operand}}
+  "kiln.all_reduce_mean"() : () -> ()
+  return
+}

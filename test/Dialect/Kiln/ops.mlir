@@ -965,3 +965,12 @@ func.func @resize(%x: tensor<1x3x4x4xf32>) -> (tensor<1x3x8x8xf32>, tensor<1x3x2
       : tensor<1x3x4x4xf32> to tensor<1x3x12x4xf32>
   return %l, %c, %n : tensor<1x3x8x8xf32>, tensor<1x3x2x2xf32>, tensor<1x3x12x4xf32>
 }
+
+// CHECK-LABEL: func.func @all_reduce_mean(
+// CHECK: %{{.*}}:2 = kiln.all_reduce_mean %{{.*}}, %{{.*}} : tensor<4xf32>, tensor<f32>
+// CHECK: kiln.all_reduce_mean %{{.*}} : memref<2x3xf32>
+func.func @all_reduce_mean(%a: tensor<4xf32>, %b: tensor<f32>, %m: memref<2x3xf32>) -> (tensor<4xf32>, tensor<f32>) {
+  %r:2 = kiln.all_reduce_mean %a, %b : tensor<4xf32>, tensor<f32>
+  kiln.all_reduce_mean %m : memref<2x3xf32>
+  return %r#0, %r#1 : tensor<4xf32>, tensor<f32>
+}
