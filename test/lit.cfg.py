@@ -27,3 +27,12 @@ if os.path.isdir(config.onnx_testdata_dir):
 # needed).
 if config.kiln_cuda:
     config.available_features.add("cuda-toolkit")
+# OpenMPI's launcher, for the multi-rank tests: two ranks on any machine
+# (--oversubscribe), unpinned, and as root where the tests run as root.
+import shutil
+if shutil.which("mpirun"):
+    config.available_features.add("mpi")
+    mpirun = "mpirun --oversubscribe --bind-to none"
+    if os.geteuid() == 0:
+        mpirun += " --allow-run-as-root"
+    config.substitutions.append(("%mpirun", mpirun))
