@@ -30,27 +30,19 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "lib"))
-from kiln_test_io import read_safetensors, save_npz  # noqa: E402
+from kiln_test_harness import Checks, run_tests  # noqa: E402
+from kiln_test_io import save_npz  # noqa: E402
 
 SKIP = 77
 
 
-class Tester:
+class Tester(Checks):
     def __init__(self, args, mpirun):
+        super().__init__(args.work_dir)
         self.kiln_run = args.kiln_run
-        self.work = args.work_dir
         self.mpirun = [mpirun, "--oversubscribe", "--bind-to", "none"]
         if os.geteuid() == 0:
             self.mpirun.append("--allow-run-as-root")
-        self.failures = []
-
-    def path(self, name):
-        return os.path.join(self.work, name)
-
-    def check(self, condition, what):
-        if not condition:
-            self.failures.append(what)
-            print(f"FAIL: {what}")
 
     def kiln_args(self, bundle, data, steps, *arguments, metrics=None):
         command = [self.kiln_run, self.path(bundle), "--data", self.path(data),
@@ -335,16 +327,7 @@ def main():
              test_rank_zero_alone_reports, test_resume_at_the_same_world_size,
              test_refusals, test_a_failing_rank_ends_the_job,
              test_a_waiting_rank_times_out]
-    for test in tests:
-        before = len(t.failures)
-        test(t)
-        print(f"{'PASS' if len(t.failures) == before else 'FAIL'}: "
-              f"{test.__name__}")
-    if t.failures:
-        print(f"{len(t.failures)} checks failed")
-        return 1
-    print(f"all {len(tests)} kiln-run MPI tests passed")
-    return 0
+    return run_tests(t, tests, "kiln-run MPI tests")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "lib"))
+from kiln_test_harness import Checks, run_tests  # noqa: E402
 from kiln_test_io import read_safetensors, save_npz  # noqa: E402
 
 # The parameters TestBundles.cpp writes into the multi bundle.
@@ -36,23 +37,14 @@ B = np.array([[0.5, 0.5], [-1, 2]], dtype=np.float32)
 ACC = np.array([10, 20, 30, 40], dtype=np.float32)
 
 
-class Tester:
+class Tester(Checks):
     def __init__(self, args):
+        super().__init__(args.work_dir)
         self.kiln_run = args.kiln_run
-        self.work = args.work_dir
-        self.failures = []
-
-    def path(self, name):
-        return os.path.join(self.work, name)
 
     def run(self, *arguments):
         return subprocess.run([self.kiln_run, *arguments], capture_output=True,
                               text=True, timeout=60)
-
-    def check(self, condition, what):
-        if not condition:
-            self.failures.append(what)
-            print(f"FAIL: {what}")
 
     def expect_ok(self, *arguments):
         result = self.run(*arguments)
@@ -631,16 +623,7 @@ def main():
              test_train_progress_line_on_a_terminal,
              test_checkpoints_and_resume, test_resume_after_a_kill,
              test_checkpoint_refusals]
-    for test in tests:
-        before = len(t.failures)
-        test(t)
-        print(f"{'PASS' if len(t.failures) == before else 'FAIL'}: "
-              f"{test.__name__}")
-    if t.failures:
-        print(f"{len(t.failures)} checks failed")
-        return 1
-    print(f"all {len(tests)} kiln-run tests passed")
-    return 0
+    return run_tests(t, tests, "kiln-run tests")
 
 
 if __name__ == "__main__":

@@ -27,25 +27,17 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "lib"))
+from kiln_test_harness import Checks, report  # noqa: E402
 from kiln_test_io import load_npz, save_npz  # noqa: E402
 
 BATCH = 8
 SAMPLES = 36
 
 
-class Tester:
+class Tester(Checks):
     def __init__(self, args):
+        super().__init__(args.work_dir)
         self.args = args
-        self.work = args.work_dir
-        self.failures = []
-
-    def path(self, name):
-        return os.path.join(self.work, name)
-
-    def check(self, condition, what):
-        if not condition:
-            self.failures.append(what)
-            print(f"FAIL: {what}")
 
     def run(self, tool, *arguments, ok=True):
         result = subprocess.run([tool, *arguments], capture_output=True,
@@ -240,11 +232,7 @@ def main():
     test_resume_is_bit_identical(t, "adamw.kiln", 6, [3, 5])
     test_another_bundle_is_refused(t)
     test_grad_accum(t, data)
-    if t.failures:
-        print(f"{len(t.failures)} checks failed")
-        return 1
-    print("all MLP training checks passed")
-    return 0
+    return report(t, "all MLP training checks passed")
 
 
 if __name__ == "__main__":
