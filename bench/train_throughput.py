@@ -188,6 +188,12 @@ def parse_args(argv):
 # The models, their data and the PyTorch side.
 #===-----------------------------------------------------------------------===#
 
+def model_sizes(args):
+    """SIZES, with what args.sizes (where it exists: bench/data_parallel.py
+    --smoke) overrides."""
+    return dict(SIZES, **getattr(args, "sizes", {}))
+
+
 def loss_model(name, args):
     """The eval-mode model NAME followed by its mean cross-entropy; the same
     weights for the same arguments (eval_model seeds them)."""
@@ -207,7 +213,7 @@ def loss_model(name, args):
             return torch.nn.functional.cross_entropy(
                 logits.reshape(-1, self.classes), labels.reshape(-1))
 
-    sizes = dict(SIZES, seq=args.seq)
+    sizes = dict(model_sizes(args), seq=args.seq)
     module, _, _ = models.eval_model(name, args.batch, **sizes)
     model = WithLoss(module, sizes["vocab"] if name == "gpt2" else 2)
     return model.eval()
@@ -218,7 +224,7 @@ def training_data(name, args):
     import numpy as np
     generator = np.random.default_rng(1)
     samples = args.batches * args.batch
-    vocab = SIZES["vocab"]
+    vocab = model_sizes(args)["vocab"]
     if name == "gpt2":
         tokens = generator.integers(0, vocab, (samples, args.seq + 1))
         return {"idx": tokens[:, :-1].copy(), "labels": tokens[:, 1:].copy()}
@@ -332,16 +338,15 @@ def peak_resident_kib(command, env, workdir):
         return int(f.read()), stdout
 
 
-def export_and_compile(args, name, workdir, model, data):
-    """Writes NAME.onnx, NAME-train.npz and NAME.kiln; returns (bundle, data
-    path, kilnc seconds), or raises RuntimeError with kilnc's message."""
+def export_loss_model(args, name, workdir, model, data):
+    """Writes NAME.onnx (batch axis dynamic) and NAME-train.npz; returns their
+    paths. bench/data_parallel.py uses it too."""
     import warnings
 
     import torch
 
     from kiln_test_io import save_npz
     onnx_path = os.path.join(workdir, name + ".onnx")
-    bundle = os.path.join(workdir, name + ".kiln")
     data_path = os.path.join(workdir, name + "-train.npz")
     save_npz(data_path, data)
     example = torch_batches(data, args.batch)[0]
@@ -351,15 +356,31 @@ def export_and_compile(args, name, workdir, model, data):
                           input_names=list(data), output_names=["loss"],
                           dynamic_axes={key: {0: "batch"} for key in data},
                           do_constant_folding=False)
+    return onnx_path, data_path
+
+
+def compile_training(args, onnx_path, bundle, batch, extra_flags=()):
+    """kilnc --optimizer=adamw with the script's --lr and --weight-decay at
+    batch, plus extra_flags; returns its seconds, or raises RuntimeError with
+    kilnc's message."""
     command = [os.path.join(args.bin, "kilnc"), onnx_path,
-               "--batch-size=%d" % args.batch, "--optimizer=adamw",
+               "--batch-size=%d" % batch, "--optimizer=adamw",
                "--lr=%g" % args.lr, "--weight-decay=%g" % args.weight_decay,
-               "--loss-output=loss", "-o", bundle]
+               "--loss-output=loss"] + list(extra_flags) + ["-o", bundle]
     seconds, code, _, stderr = run_process(command, dict(os.environ),
                                            timeout=args.compile_timeout)
     if code:
         raise RuntimeError("kilnc failed (exit %d): %s"
                            % (code, stderr.strip() or "no message"))
+    return seconds
+
+
+def export_and_compile(args, name, workdir, model, data):
+    """Writes NAME.onnx, NAME-train.npz and NAME.kiln; returns (bundle, data
+    path, kilnc seconds), or raises RuntimeError with kilnc's message."""
+    onnx_path, data_path = export_loss_model(args, name, workdir, model, data)
+    bundle = os.path.join(workdir, name + ".kiln")
+    seconds = compile_training(args, onnx_path, bundle, args.batch)
     return bundle, data_path, seconds
 
 

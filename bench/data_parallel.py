@@ -1,0 +1,302 @@
+"""Data-parallel scaling on CPU ranks: the GPT-2-style model of
+bench/train_throughput.py trained on one rank at batch N*B against N ranks
+(mpirun -np N) at batch B each, the same global batch on the same data.
+
+    /usr/bin/python3 bench/data_parallel.py [--ranks 2] [--batch 8]
+        [--seq 128] [--warmup 3] [--steps 10] [--trials 3] [--batches 4]
+        [--lr 1e-4] [--weight-decay 0.01] [--rtol 1e-5]
+        [--openblas-coretype NAME] [--bin build/bin] [--keep DIR] [--smoke]
+
+The model, its loss, its weights and its data are train_throughput.py's
+(loss_model, training_data, export_loss_model, compile_training: d_model 256,
+4 layers, 4 heads, vocab 1000, --seq tokens, next-token cross-entropy, eval
+mode, AdamW at --lr and --weight-decay), with --batches * N * B samples of
+seeded random tokens. One ONNX export is compiled twice, with the same flags
+but the batch size:
+
+    kilnc gpt2.onnx --optimizer=adamw --lr=.. --weight-decay=.. \\
+        --loss-output=loss --target=cpu --data-parallel --batch-size=B
+    (and --batch-size=N*B)
+
+and trained by kiln-run --data --no-shuffle --metrics in two set-ups:
+
+  (a) one process, the batch-N*B bundle, OMP_NUM_THREADS=N and
+      OPENBLAS_NUM_THREADS=N (its kernels use N threads);
+  (b) mpirun -np N --oversubscribe --bind-to none (and --allow-run-as-root as
+      root) of the batch-B bundle, OMP_NUM_THREADS=1 and
+      OPENBLAS_NUM_THREADS=1 in every rank (-x).
+
+Both get the same OPENBLAS_CORETYPE (the one Kiln's runtime picks for this
+CPU, as in the other benchmarks). With --no-shuffle, rank r of N takes the
+samples at positions r, r + N, ... of the stored order, so step t of (b)
+averages its loss and gradients over exactly the N*B samples step t of (a)
+takes: the per-step losses of the two must agree to fp32 rounding (the
+sums run in another order), within --rtol; the largest relative difference
+is printed, and beyond --rtol the script says WRONG and exits 1.
+
+Throughput. Each trial runs each set-up twice: a short run of --warmup
+steps and a long run of --warmup + --steps steps. Two figures per set-up:
+
+  steady samples/s   from the long run's --metrics (rank 0 writes them; in
+                     (b) `samples` counts all ranks'): the samples of the
+                     steps after the warm-up over the sum of their step
+                     times. This is the figure the ratio is taken of.
+  process samples/s  --steps * N*B / (T(long) - T(short)), T the wall time
+                     of the whole process (mpirun included): start-up,
+                     bundle load, reading the data and the warm-up steps
+                     cancel out. A cross-check.
+
+Each figure is the median over --trials trials, (a) and (b) interleaved.
+scaling = (b) / (a) of the steady rates: above 1, N single-threaded ranks
+train faster than one process with N threads on the same cores.
+
+--smoke: a tiny model (d_model 32, 1 layer, 2 heads, vocab 64, 16 tokens,
+batch 2, 1 warm-up step, 2 timed steps, one trial) to check the script in
+seconds; its numbers mean nothing. No test runs this script: benchmarks are
+never pass/fail in ctest.
+"""
+import argparse
+import json
+import os
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from common import ROOT, SIZES, default_coretype, print_columns
+from train_throughput import (compile_training, export_loss_model,
+                              loss_model, model_sizes, run_process,
+                              training_data)
+
+MODEL = "gpt2"
+SMOKE = dict(sizes=dict(d_model=32, heads=2, vocab=64, layers=1), seq=16,
+             batch=2, warmup=1, steps=2, trials=1, batches=2)
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("--ranks", type=int, default=2,
+                        help="N: ranks of (b), threads of (a)")
+    parser.add_argument("--batch", type=int, default=8,
+                        help="B: the batch of one rank of (b); (a) runs N*B")
+    parser.add_argument("--seq", type=int, default=128)
+    parser.add_argument("--warmup", type=int, default=3,
+                        help="steps before the timed ones")
+    parser.add_argument("--steps", type=int, default=10,
+                        help="timed steps after the warm-up")
+    parser.add_argument("--trials", type=int, default=3)
+    parser.add_argument("--batches", type=int, default=4,
+                        help="distinct global batches in the data")
+    parser.add_argument("--lr", type=float, default=1e-4)
+    parser.add_argument("--weight-decay", type=float, default=0.01)
+    parser.add_argument("--rtol", type=float, default=1e-5,
+                        help="how far the per-step losses of (a) and (b) "
+                        "may differ, relative")
+    parser.add_argument("--compile-timeout", type=float, default=3600,
+                        metavar="SECONDS")
+    parser.add_argument("--openblas-coretype", metavar="NAME",
+                        default=default_coretype(),
+                        help="OPENBLAS_CORETYPE of both set-ups ('none': "
+                        "unset)")
+    parser.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"),
+                        help="where kilnc and kiln-run are")
+    parser.add_argument("--mpirun", default=shutil.which("mpirun"),
+                        help="the MPI launcher (default: mpirun on PATH)")
+    parser.add_argument("--keep", metavar="DIR",
+                        help="write the model, data, bundles and metrics to "
+                        "DIR and keep them")
+    parser.add_argument("--smoke", action="store_true",
+                        help="a tiny model and few steps, to check the "
+                        "script; the numbers mean nothing")
+    args = parser.parse_args(argv[1:])
+    if args.smoke:
+        for key, value in SMOKE.items():
+            setattr(args, key, value)
+    for flag in ("ranks", "batch", "seq", "warmup", "steps", "trials",
+                 "batches"):
+        if getattr(args, flag) < 1:
+            parser.error("--%s must be at least 1" % flag)
+    for tool in ("kilnc", "kiln-run"):
+        if not os.access(os.path.join(args.bin, tool), os.X_OK):
+            parser.error("no executable %s in %s (--bin)" % (tool, args.bin))
+    if not args.mpirun:
+        parser.error("no mpirun on PATH (--mpirun)")
+    return args
+
+
+def uptime():
+    return subprocess.run(["uptime"], capture_output=True,
+                          text=True).stdout.strip()
+
+
+def environment(args, threads):
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads),
+               OPENBLAS_NUM_THREADS=str(threads))
+    env.pop("OPENBLAS_CORETYPE", None)
+    if args.openblas_coretype and args.openblas_coretype != "none":
+        env["OPENBLAS_CORETYPE"] = args.openblas_coretype
+    return env
+
+
+class Setup:
+    """One way of training: a command line (less --steps and --metrics) and
+    its environment."""
+
+    def __init__(self, label, prefix, bundle, data_path, env, metrics_path):
+        self.label = label
+        self.command = prefix + [bundle, "--data", data_path, "--no-shuffle"]
+        self.env = env
+        self.metrics_path = metrics_path
+
+    def run(self, steps):
+        """(wall seconds, metrics records) of one run of steps steps."""
+        if os.path.exists(self.metrics_path):
+            os.remove(self.metrics_path)
+        command = self.command + ["--steps", str(steps),
+                                  "--metrics", self.metrics_path]
+        elapsed, code, stdout, stderr = run_process(command, self.env)
+        if code:
+            raise RuntimeError("%s failed (exit %d): %s" % (
+                " ".join(command), code,
+                (stderr.strip() or stdout.strip() or "no message")[-2000:]))
+        with open(self.metrics_path) as metrics:
+            records = [json.loads(line) for line in metrics]
+        if len(records) != steps:
+            raise RuntimeError("%s: %d metrics records for %d steps"
+                               % (self.label, len(records), steps))
+        return elapsed, records
+
+    def trial(self, args):
+        """(steady samples/s, process samples/s, per-step losses)."""
+        short, _ = self.run(args.warmup)
+        long, records = self.run(args.warmup + args.steps)
+        timed = records[args.warmup:]
+        samples = sum(record["samples"] for record in timed)
+        seconds = sum(record["samples"] / record["samples_per_s"]
+                      for record in timed)
+        return (samples / seconds, samples / (long - short),
+                [record["loss"] for record in records])
+
+
+def main(argv):
+    args = parse_args(argv)
+    sys.path[:0] = [os.path.join(ROOT, "test", "lib")]
+    n, batch = args.ranks, args.batch
+    print("data-parallel scaling on CPU ranks, %s"
+          % time.strftime("%Y-%m-%d %H:%M %Z"))
+    print("command: %s" % " ".join(shlex.quote(a) for a in argv))
+    print("uptime before: %s" % uptime())
+    sizes = model_sizes(args)
+    print("GPT-2-style: d_model %d, %d layers, %d heads, vocab %d, sequence "
+          "%d; AdamW lr %g weight decay %g; global batch %d (%d x %d); %d "
+          "distinct global batches, --no-shuffle" % (
+              sizes["d_model"], sizes["layers"], sizes["heads"],
+              sizes["vocab"], args.seq, args.lr, args.weight_decay, n * batch,
+              n, batch, args.batches)
+          + ("; --smoke: the numbers mean nothing" if args.smoke else ""))
+
+    with tempfile.TemporaryDirectory(prefix="kiln-bench-dp-") as scratch:
+        workdir = args.keep or scratch
+        os.makedirs(workdir, exist_ok=True)
+        # The data and the model at the global batch.
+        global_args = argparse.Namespace(**dict(vars(args), batch=n * batch))
+        data = training_data(MODEL, global_args)
+        model = loss_model(MODEL, global_args)
+        print("parameters: {:,}".format(sum(p.numel()
+                                            for p in model.parameters())))
+        onnx_path, data_path = export_loss_model(global_args, MODEL, workdir,
+                                                 model, data)
+        flags = ["--target=cpu", "--data-parallel"]
+        bundles = {}
+        for size in (batch, n * batch):
+            bundles[size] = os.path.join(workdir, "gpt2-b%d.kiln" % size)
+            seconds = compile_training(args, onnx_path, bundles[size], size,
+                                       flags)
+            print("kilnc %s --optimizer=adamw --lr=%g --weight-decay=%g "
+                  "--loss-output=loss %s --batch-size=%d: %.1f s" % (
+                      os.path.basename(onnx_path), args.lr,
+                      args.weight_decay, " ".join(flags), size, seconds))
+
+        kiln_run = os.path.join(args.bin, "kiln-run")
+        mpirun = [args.mpirun, "-np", str(n), "--oversubscribe",
+                  "--bind-to", "none"]
+        if os.geteuid() == 0:
+            mpirun.append("--allow-run-as-root")
+        one_env, ranks_env = environment(args, n), environment(args, 1)
+        for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                     "OPENBLAS_CORETYPE"):
+            if name in ranks_env:
+                mpirun += ["-x", name]
+        setups = [
+            Setup("(a) 1 rank", [kiln_run], bundles[n * batch], data_path,
+                  one_env, os.path.join(workdir, "a.jsonl")),
+            Setup("(b) %d ranks" % n, mpirun + [kiln_run], bundles[batch],
+                  data_path, ranks_env, os.path.join(workdir, "b.jsonl")),
+        ]
+        for setup, env, what in zip(
+                setups, (one_env, ranks_env),
+                ("1 process, batch %d" % (n * batch),
+                 "%d ranks, batch %d each" % (n, batch))):
+            print("%s: %s; OMP_NUM_THREADS=%s OPENBLAS_NUM_THREADS=%s "
+                  "OPENBLAS_CORETYPE=%s" % (
+                      setup.label, what, env["OMP_NUM_THREADS"],
+                      env["OPENBLAS_NUM_THREADS"],
+                      env.get("OPENBLAS_CORETYPE", "(unset)")))
+            print("  %s --steps S --metrics FILE"
+                  % " ".join(shlex.quote(os.path.basename(a)
+                                         if os.path.isabs(a) else a)
+                             for a in setup.command))
+        print("timing: %d trials of %d warm-up + %d timed steps per set-up"
+              % (args.trials, args.warmup, args.steps), flush=True)
+
+        steady = {s.label: [] for s in setups}
+        process = {s.label: [] for s in setups}
+        losses = {s.label: [] for s in setups}
+        for trial in range(args.trials):
+            for setup in setups:
+                rate, whole, trial_losses = setup.trial(args)
+                steady[setup.label].append(rate)
+                process[setup.label].append(whole)
+                losses[setup.label].append(trial_losses)
+                print("  trial %d %s: steady %.2f samples/s, process %.2f "
+                      "samples/s, load %.2f" % (
+                          trial + 1, setup.label, rate, whole,
+                          os.getloadavg()[0]), flush=True)
+
+    a, b = (s.label for s in setups)
+    table = [["set-up", "steady samples/s", "process samples/s",
+              "steady ms/step", "trials steady samples/s"]]
+    for label in (a, b):
+        rate = statistics.median(steady[label])
+        table.append([label, "%.2f" % rate,
+                      "%.2f" % statistics.median(process[label]),
+                      "%.1f" % (1e3 * n * batch / rate),
+                      " ".join("%.2f" % r for r in steady[label])])
+    print()
+    print_columns(table)
+    scaling = statistics.median(steady[b]) / statistics.median(steady[a])
+    print("scaling (b)/(a), steady: %.3f; process: %.3f" % (
+        scaling,
+        statistics.median(process[b]) / statistics.median(process[a])))
+
+    worst = 0.0
+    for got, want in zip(losses[b], losses[a]):
+        for x, y in zip(got, want):
+            worst = max(worst, abs(x - y) / abs(y))
+    ok = worst <= args.rtol
+    print("losses (a) vs (b): %d steps x %d trials, largest relative "
+          "difference %.3g%s (first step %.7g / %.7g, last %.7g / %.7g)" % (
+              args.warmup + args.steps, args.trials, worst,
+              "" if ok else " WRONG (beyond --rtol %g)" % args.rtol,
+              losses[a][0][0], losses[b][0][0], losses[a][0][-1],
+              losses[b][0][-1]))
+    print("uptime after: %s" % uptime())
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
