@@ -66,7 +66,7 @@ import sys
 import tempfile
 import time
 
-from common import ROOT, SIZES, default_coretype, print_columns
+from common import ROOT, default_coretype, print_columns
 from train_throughput import (compile_training, export_loss_model,
                               loss_model, model_sizes, run_process,
                               training_data)
