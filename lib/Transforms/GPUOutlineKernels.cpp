@@ -333,6 +333,12 @@ struct KilnGPUOutlineKernelsPass
     FailureOr<int64_t> points = mapToThreads(function, blockSize);
     if (failed(points))
       return failure();
+    // A kernel over an empty tensor has nothing to do: no launch.
+    if (*points == 0) {
+      function.erase();
+      kernel->erase();
+      return success();
+    }
     // Whole warps, except for kernels of fewer points (a kernel without
     // parallel loops runs on exactly one thread).
     int64_t threads =

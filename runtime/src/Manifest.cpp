@@ -242,7 +242,9 @@ private:
     for (int i = 0; i < target.images_size(); ++i)
       KILN_RETURN_IF_ERROR(validateImage(target.images(i), images)
                                .withContext(strCat("image ", i)));
-    if (target.kernels_size() == 0)
+    // The CPU's code is at least the entry points; a CUDA module may define
+    // no kernel at all (a model whose values all folded away).
+    if (cpu && target.kernels_size() == 0)
       return formatError("lists no kernels");
     std::set<std::string> kernels;
     for (int k = 0; k < target.kernels_size(); ++k)

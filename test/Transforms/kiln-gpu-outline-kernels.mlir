@@ -133,3 +133,15 @@ func.func @unknown_buffer(%out: memref<4xf32>) {
   }
   return
 }
+
+// -----
+
+// A kernel over an empty buffer has nothing to do: it is not launched.
+// CHECK-LABEL: func.func @empty(
+// CHECK-NOT: gpu.launch_func
+// CHECK: return
+func.func @empty(%out: memref<0x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%out : memref<0x4xf32>)
+  return
+}

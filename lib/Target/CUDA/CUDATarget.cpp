@@ -280,6 +280,13 @@ Expected<kiln::CUDACode> kiln::compileForCUDA(ModuleOp module,
   gpu::GPUModuleOp kernels;
   for (auto gpuModule : module.getOps<gpu::GPUModuleOp>())
     kernels = gpuModule;
+  // A model whose every value folded away (or whose tensors are empty) has
+  // no kernels; its code is then a module that defines none.
+  if (!kernels) {
+    OpBuilder b(module.getBodyRegion());
+    b.setInsertionPointToEnd(module.getBody());
+    kernels = gpu::GPUModuleOp::create(b, module.getLoc(), "kiln_kernels");
+  }
   if (kernels)
     for (auto function : kernels.getOps<gpu::GPUFuncOp>()) {
       kernelIndex[function.getName()] = code.kernels.size();
@@ -293,8 +300,6 @@ Expected<kiln::CUDACode> kiln::compileForCUDA(ModuleOp module,
       return program.takeError();
     code.programs.push_back(std::move(*program));
   }
-  if (!kernels)
-    return makeError("the model has no kernels to compile for CUDA");
 
   // One PTX per architecture, from LLVM's NVPTX backend.
   SmallVector<Attribute> targets;
