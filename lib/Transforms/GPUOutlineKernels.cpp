@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/KilnOps.h"
+#include "kiln/Transforms/Buffers.h"
 #include "kiln/Transforms/Gemm.h"
 #include "kiln/Transforms/Passes.h"
 
@@ -30,29 +31,11 @@ using namespace mlir;
 
 namespace {
 
-/// Whether `type` can cross a launch as one pointer.
-bool isPlainBuffer(Type type) {
-  auto memref = dyn_cast<MemRefType>(type);
-  return memref && memref.hasStaticShape() && memref.getLayout().isIdentity();
-}
-
-/// Whether `v` is a buffer the runtime knows: an argument of the function,
-/// or a constant-offset view of one (an arena slot).
-bool isRootBuffer(Value v, Block &body) {
-  if (auto arg = dyn_cast<BlockArgument>(v))
-    return arg.getOwner() == &body && isPlainBuffer(v.getType());
-  auto view = v.getDefiningOp<memref::ViewOp>();
-  return view && isa<BlockArgument>(view.getSource()) &&
-         view.getSizes().empty() && isPlainBuffer(view.getType()) &&
-         getConstantIntValue(view.getByteShift()).has_value();
-}
-
 /// The root buffer `v` views, and the view ops from the root to `v` (root
 /// side first); failure when `v` is not a view of a root buffer.
-FailureOr<Value> traceToRoot(Value v, Block &body,
-                             SmallVectorImpl<Operation *> &chain) {
+FailureOr<Value> traceToRoot(Value v, SmallVectorImpl<Operation *> &chain) {
   SmallVector<Operation *> reversed;
-  while (!isRootBuffer(v, body)) {
+  while (!kiln::asRootBuffer(v)) {
     Operation *def = v.getDefiningOp();
     auto view = dyn_cast_or_null<ViewLikeOpInterface>(def);
     if (!view || def->getNumResults() != 1)
@@ -253,7 +236,6 @@ struct KilnGPUOutlineKernelsPass
   }
 
   LogicalResult outline(func::FuncOp entry, Operation *kernel, int64_t &next) {
-    Block &body = entry.getBody().front();
     SetVector<Value> captured;
     for (Value operand : kernel->getOperands())
       captured.insert(operand);
@@ -268,7 +250,7 @@ struct KilnGPUOutlineKernelsPass
       if (addConstant(v))
         continue;
       SmallVector<Operation *> chain;
-      FailureOr<Value> root = traceToRoot(v, body, chain);
+      FailureOr<Value> root = traceToRoot(v, chain);
       if (failed(root))
         return kernel->emitError("reads a value that cannot be passed to a "
                                  "GPU kernel (not a constant, nor a view of "

@@ -11,6 +11,7 @@
 #include "kiln/Target/CUDA.h"
 #include "kiln/Target/Support.h"
 
+#include "kiln/Transforms/Buffers.h"
 #include "kiln/Transforms/Gemm.h"
 #include "kiln/Transforms/Passes.h"
 
@@ -90,24 +91,18 @@ private:
     return makeError(location + ": " + message);
   }
 
-  /// The buffer `v` is: an argument, or a constant-offset view of the arena
-  /// (or any argument).
+  /// The buffer `v` is: an argument, or a constant-offset view of one (an
+  /// arena slot).
   Expected<kiln::CudaBuffer> rootBuffer(Operation *user, Value v) {
-    auto type = dyn_cast<MemRefType>(v.getType());
-    if (!type || !type.hasStaticShape() || !type.getLayout().isIdentity())
+    if (!kiln::isPlainBuffer(v.getType()))
       return located(user, "operand is not a contiguous buffer");
-    if (auto arg = dyn_cast<BlockArgument>(v))
-      return kiln::CudaBuffer{arg.getArgNumber(), 0, bufferBytes(type)};
-    if (auto view = v.getDefiningOp<memref::ViewOp>()) {
-      auto arg = dyn_cast<BlockArgument>(view.getSource());
-      std::optional<int64_t> shift = getConstantIntValue(view.getByteShift());
-      if (arg && shift && *shift >= 0)
-        return kiln::CudaBuffer{arg.getArgNumber(),
-                                static_cast<uint64_t>(*shift),
-                                bufferBytes(type)};
-    }
-    return located(user, "operand is not an argument or a constant-offset "
-                         "view of one");
+    std::optional<kiln::RootBuffer> root = kiln::asRootBuffer(v);
+    if (!root)
+      return located(user, "operand is not an argument or a constant-offset "
+                           "view of one");
+    return kiln::CudaBuffer{root->argument.getArgNumber(),
+                            static_cast<uint64_t>(root->byteOffset),
+                            bufferBytes(cast<MemRefType>(v.getType()))};
   }
 
   /// A product's operand: a reshape of a root buffer (reshapes of
