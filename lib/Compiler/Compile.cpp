@@ -290,12 +290,6 @@ kiln::compileModel(ModuleOp module, const CompileOptions &options) {
   return model;
 }
 
-int64_t kiln::tensorBytes(RankedTensorType type) {
-  Type element = type.getElementType();
-  int64_t bits = element.isInteger(1) ? 8 : element.getIntOrFloatBitWidth();
-  return type.getNumElements() * ((bits + 7) / 8);
-}
-
 int64_t kiln::inputBytes(const CompiledEntry &entry) {
   int64_t bytes = 0;
   for (const TensorInfo &input : entry.inputs)

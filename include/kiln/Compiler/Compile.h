@@ -5,6 +5,7 @@
 
 #include "kiln/Target/CPU.h"
 #include "kiln/Target/CUDA.h"
+#include "kiln/Target/Support.h"
 
 #include <optional>
 
@@ -108,9 +109,6 @@ struct CompileOptions {
   /// thread after another, and its products through BLAS).
   bool emulateCuda = false;
 };
-
-/// The bytes of a tensor of `type` (a bool takes a byte).
-int64_t tensorBytes(mlir::RankedTensorType type);
 
 /// The bytes of an entry point's inputs, and of its outputs that do not
 /// update a parameter in place (those take no memory of their own).

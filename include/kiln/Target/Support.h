@@ -11,6 +11,10 @@ namespace kiln {
 
 llvm::Error makeError(const llvm::Twine &message);
 
+/// The bytes of a dense tensor or buffer of `type`, statically shaped (a
+/// bool takes a byte).
+int64_t tensorBytes(mlir::ShapedType type);
+
 /// Runs `pm` on `module`; on failure the error is "<what> failed: <location>:
 /// <first error diagnostic>".
 llvm::Error runPasses(mlir::PassManager &pm, mlir::ModuleOp module,

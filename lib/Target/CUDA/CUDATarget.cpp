@@ -37,10 +37,8 @@ using kiln::makeError;
 
 namespace {
 
-uint64_t bufferBytes(MemRefType type) {
-  Type element = type.getElementType();
-  unsigned bits = element.isInteger(1) ? 8 : element.getIntOrFloatBitWidth();
-  return static_cast<uint64_t>(type.getNumElements()) * ((bits + 7) / 8);
+uint64_t bufferBytes(Type type) {
+  return static_cast<uint64_t>(kiln::tensorBytes(cast<ShapedType>(type)));
 }
 
 /// Builds one entry function's program from what kiln-gpu-outline-kernels
@@ -102,13 +100,13 @@ private:
                            "view of one");
     return kiln::CudaBuffer{root->argument.getArgNumber(),
                             static_cast<uint64_t>(root->byteOffset),
-                            bufferBytes(cast<MemRefType>(v.getType()))};
+                            bufferBytes(v.getType())};
   }
 
   /// A product's operand: a reshape of a root buffer (reshapes of
   /// contiguous buffers move no data).
   Expected<kiln::CudaBuffer> matrixBuffer(Operation *user, Value v) {
-    uint64_t bytes = bufferBytes(cast<MemRefType>(v.getType()));
+    uint64_t bytes = bufferBytes(v.getType());
     while (Operation *def = v.getDefiningOp()) {
       if (!isa<memref::ExpandShapeOp, memref::CollapseShapeOp, memref::CastOp>(
               def))

@@ -15,6 +15,12 @@ llvm::Error kiln::makeError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
+int64_t kiln::tensorBytes(ShapedType type) {
+  Type element = type.getElementType();
+  int64_t bits = element.isInteger(1) ? 8 : element.getIntOrFloatBitWidth();
+  return type.getNumElements() * ((bits + 7) / 8);
+}
+
 llvm::Error kiln::runPasses(PassManager &pm, ModuleOp module, StringRef what) {
   std::string diagnostics;
   ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &diag) {
