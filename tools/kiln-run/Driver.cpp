@@ -127,17 +127,27 @@ std::vector<kiln_tensor_t> tensorsOf(std::vector<NamedArray> &arrays) {
 
 namespace {
 
+/// Every target of `bundle`.
+bool listTargets(const kiln_bundle_t *bundle,
+                 std::vector<kiln_target_info_t> &targets) {
+  kiln_bundle_info_t info;
+  if (kiln_status_t status = kiln_bundle_get_info(bundle, &info))
+    return failed(status);
+  targets.resize(info.target_count);
+  for (size_t i = 0; i < info.target_count; ++i)
+    if (kiln_status_t status = kiln_bundle_get_target(bundle, i, &targets[i]))
+      return failed(status);
+  return true;
+}
+
 /// The first CUDA target (one with code images) and the first CPU target of
 /// `bundle`; "" where there is none.
 bool findTargets(const kiln_bundle_t *bundle, std::string &cuda,
                  std::string &cpu) {
-  kiln_bundle_info_t info;
-  if (kiln_status_t status = kiln_bundle_get_info(bundle, &info))
-    return failed(status);
-  for (size_t i = 0; i < info.target_count; ++i) {
-    kiln_target_info_t target;
-    if (kiln_status_t status = kiln_bundle_get_target(bundle, i, &target))
-      return failed(status);
+  std::vector<kiln_target_info_t> targets;
+  if (!listTargets(bundle, targets))
+    return false;
+  for (const kiln_target_info_t &target : targets) {
     std::string &slot = *target.images ? cuda : cpu;
     if (slot.empty())
       slot = target.name;
@@ -175,17 +185,13 @@ bool createAutoSession(const kiln_bundle_t *bundle,
 
 bool isCudaTarget(const kiln_bundle_t *bundle, const std::string &name,
                   bool &cuda) {
-  kiln_bundle_info_t info;
   cuda = false;
-  if (kiln_status_t status = kiln_bundle_get_info(bundle, &info))
-    return failed(status);
-  for (size_t i = 0; i < info.target_count; ++i) {
-    kiln_target_info_t target;
-    if (kiln_status_t status = kiln_bundle_get_target(bundle, i, &target))
-      return failed(status);
+  std::vector<kiln_target_info_t> targets;
+  if (!listTargets(bundle, targets))
+    return false;
+  for (const kiln_target_info_t &target : targets)
     if (name == target.name)
       cuda = *target.images != '\0';
-  }
   return true;
 }
 
