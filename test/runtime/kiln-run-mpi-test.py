@@ -58,11 +58,7 @@ class Tester(Checks):
         result.seconds = time.monotonic() - start
         return result
 
-    def ranks(self, count, bundle, data, steps, *arguments, metrics=None,
-              expect_ok=True):
-        """kiln-run on `count` ranks under mpirun."""
-        command = self.mpirun + ["-np", str(count)] + self.kiln_args(
-            bundle, data, steps, *arguments, metrics=metrics)
+    def launch_checked(self, command, expect_ok):
         result = self.launch(command)
         if expect_ok:
             self.check(result.returncode == 0,
@@ -70,17 +66,19 @@ class Tester(Checks):
                        f"{result.stderr.strip()}")
         return result
 
+    def ranks(self, count, bundle, data, steps, *arguments, metrics=None,
+              expect_ok=True):
+        """kiln-run on `count` ranks under mpirun."""
+        command = self.mpirun + ["-np", str(count)] + self.kiln_args(
+            bundle, data, steps, *arguments, metrics=metrics)
+        return self.launch_checked(command, expect_ok)
+
     def single(self, bundle, data, steps, *arguments, metrics=None,
                expect_ok=True):
         """kiln-run as one process, without a launcher."""
         command = self.kiln_args(bundle, data, steps, *arguments,
                                  metrics=metrics)
-        result = self.launch(command)
-        if expect_ok:
-            self.check(result.returncode == 0,
-                       f"{' '.join(command)} exited {result.returncode}: "
-                       f"{result.stderr.strip()}")
-        return result
+        return self.launch_checked(command, expect_ok)
 
 
 def read_metrics(path):
