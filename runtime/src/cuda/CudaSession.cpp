@@ -197,6 +197,13 @@ Status CudaSession::openDevice() {
       cuDeviceGetAttribute(
           &computeMinor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device),
       "cuDeviceGetAttribute"));
+  const CUdevice_attribute gridLimits[] = {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X,
+                                           CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y,
+                                           CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z};
+  for (int d = 0; d < 3; ++d)
+    KILN_RETURN_IF_ERROR(
+        checkCu(cuDeviceGetAttribute(&maxGrid[d], gridLimits[d], device),
+                "cuDeviceGetAttribute"));
   // The primary context is the one cuBLASLt (through the runtime API) uses
   // for the device, so both work in the same context.
   return checkCu(cuDevicePrimaryCtxRetain(&context, device),
@@ -363,18 +370,10 @@ Status CudaSession::planLaunch(const bp::KernelLaunch &command,
                            " threads, but the kernel "
                            "allows at most ",
                            maxThreads, " on ", deviceName);
-  const CUdevice_attribute gridLimits[] = {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X,
-                                           CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y,
-                                           CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z};
-  for (int d = 0; d < 3; ++d) {
-    int limit = 0;
-    KILN_RETURN_IF_ERROR(
-        checkCu(cuDeviceGetAttribute(&limit, gridLimits[d], device),
-                "cuDeviceGetAttribute"));
-    if (launch->grid[d] > static_cast<unsigned>(limit))
+  for (int d = 0; d < 3; ++d)
+    if (launch->grid[d] > static_cast<unsigned>(maxGrid[d]))
       return invalidArgument("grid dimension ", d, " is ", launch->grid[d],
-                             ", more than ", deviceName, "'s ", limit);
-  }
+                             ", more than ", deviceName, "'s ", maxGrid[d]);
   for (const bp::BufferRef &buffer : command.buffers())
     launch->pointers.push_back(deviceAddress(buffer, plan));
   // cuLaunchKernel takes the address of each argument; the pointers live in

@@ -131,6 +131,8 @@ private:
   CUdevice device = 0;
   std::string deviceName;
   int computeMajor = 0, computeMinor = 0;
+  /// The device's largest grid, per dimension.
+  int maxGrid[3] = {0, 0, 0};
   CUcontext context = nullptr;
   CUstream stream = nullptr;
   CUmodule module = nullptr;
