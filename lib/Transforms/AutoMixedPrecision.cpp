@@ -73,7 +73,7 @@ struct KilnAutoMixedPrecisionPass
           // The body reads the bf16 element and widens it (exactly).
           BlockArgument element =
               body.getArgument(input->getOperandNumber());
-          element.setType(OpBuilder(op).getBF16Type());
+          element.setType(BFloat16Type::get(op.getContext()));
           OpBuilder b = OpBuilder::atBlockBegin(&body);
           Value wide = arith::ExtFOp::create(b, op.getLoc(), b.getF32Type(),
                                              element);
