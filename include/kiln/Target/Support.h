@@ -7,6 +7,9 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/Error.h"
 
+#include <string>
+#include <vector>
+
 namespace kiln {
 
 llvm::Error makeError(const llvm::Twine &message);
@@ -24,6 +27,18 @@ llvm::Error runPasses(mlir::PassManager &pm, mlir::ModuleOp module,
 /// error names `what` and holds the program's output.
 llvm::Error runTool(llvm::StringRef program, llvm::ArrayRef<llvm::StringRef> args,
                     llvm::StringRef what);
+
+/// Writes `input` to a temporary file (named with `inputSuffix`), runs
+/// `program` with the arguments `arguments(inputPath, outputPath)` builds
+/// (args[0] is the program), and returns what it wrote to the output file
+/// (named with `outputSuffix`). Both files are removed whatever happens.
+llvm::Expected<std::string> runToolOnBytes(
+    llvm::StringRef input, llvm::StringRef inputSuffix,
+    llvm::StringRef outputSuffix, llvm::StringRef program,
+    llvm::function_ref<std::vector<std::string>(llvm::StringRef input,
+                                                llvm::StringRef output)>
+        arguments,
+    llvm::StringRef what);
 
 } // namespace kiln
 

@@ -25,16 +25,12 @@
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
 #include "llvm/MC/MCSubtargetInfo.h"
-
-#include <unistd.h>
 
 using namespace mlir;
 using llvm::Expected;
@@ -246,33 +242,15 @@ Expected<std::string> linkSharedObject(StringRef object) {
   if (linker.empty())
     return makeError("no C compiler driver (clang or cc) found to link the "
                      "CPU kernels");
-  SmallString<128> objectPath, libraryPath;
-  int fd;
-  if (llvm::sys::fs::createTemporaryFile("kiln-kernels", "o", fd, objectPath))
-    return makeError("cannot create a temporary file");
-  {
-    llvm::raw_fd_ostream out(fd, /*shouldClose=*/true);
-    out << object;
-  }
-  if (llvm::sys::fs::createTemporaryFile("kiln-kernels", "so", fd, libraryPath))
-    return makeError("cannot create a temporary file");
-  ::close(fd);
-  llvm::Error linked = kiln::runTool(
-      linker,
-      {linker, "-shared", "-o", libraryPath, objectPath, "-lopenblas",
-       "-L" KILN_OPENMP_LIBRARY_DIR, "-lomp",
-       "-Wl,-rpath," KILN_OPENMP_LIBRARY_DIR, "-lm"},
+  return kiln::runToolOnBytes(
+      object, "o", "so", linker,
+      [&](StringRef objectPath, StringRef libraryPath) {
+        return std::vector<std::string>{
+            linker, "-shared", "-o", libraryPath.str(), objectPath.str(),
+            "-lopenblas", "-L" KILN_OPENMP_LIBRARY_DIR, "-lomp",
+            "-Wl,-rpath," KILN_OPENMP_LIBRARY_DIR, "-lm"};
+      },
       "linking the kernels");
-  llvm::sys::fs::remove(objectPath);
-  if (linked) {
-    llvm::sys::fs::remove(libraryPath);
-    return std::move(linked);
-  }
-  auto library = llvm::MemoryBuffer::getFile(libraryPath, /*IsText=*/false);
-  llvm::sys::fs::remove(libraryPath);
-  if (!library)
-    return makeError("cannot read the linked kernels");
-  return (*library)->getBuffer().str();
 }
 
 } // namespace

@@ -24,12 +24,9 @@
 #include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/Regex.h"
-
-#include <unistd.h>
 
 using namespace mlir;
 using llvm::Expected;
@@ -181,33 +178,14 @@ private:
 /// Assembles `ptx` into a cubin for `arch` with the toolkit's ptxas.
 Expected<std::string> assemble(StringRef ptx, StringRef arch,
                                StringRef ptxas) {
-  SmallString<128> input, output;
-  int fd;
-  if (llvm::sys::fs::createTemporaryFile("kiln-kernels", "ptx", fd, input))
-    return makeError("cannot create a temporary file");
-  {
-    llvm::raw_fd_ostream out(fd, /*shouldClose=*/true);
-    out << ptx;
-  }
-  if (llvm::sys::fs::createTemporaryFile("kiln-kernels", "cubin", fd, output)) {
-    llvm::sys::fs::remove(input);
-    return makeError("cannot create a temporary file");
-  }
-  ::close(fd);
-  std::string archFlag = ("-arch=" + arch).str();
-  llvm::Error assembled =
-      kiln::runTool(ptxas, {ptxas, archFlag, "-O3", input, "-o", output},
-                    "assembling the kernels");
-  llvm::sys::fs::remove(input);
-  if (assembled) {
-    llvm::sys::fs::remove(output);
-    return std::move(assembled);
-  }
-  auto cubin = llvm::MemoryBuffer::getFile(output, /*IsText=*/false);
-  llvm::sys::fs::remove(output);
-  if (!cubin)
-    return makeError("cannot read the cubin ptxas wrote");
-  return (*cubin)->getBuffer().str();
+  return kiln::runToolOnBytes(
+      ptx, "ptx", "cubin", ptxas,
+      [&](StringRef input, StringRef output) {
+        return std::vector<std::string>{ptxas.str(), ("-arch=" + arch).str(),
+                                        "-O3", input.str(), "-o",
+                                        output.str()};
+      },
+      "assembling the kernels");
 }
 
 /// Where ptxas is: in the toolkit, else on PATH.

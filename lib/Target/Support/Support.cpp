@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 using namespace mlir;
+using llvm::Expected;
 
 llvm::Error kiln::makeError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
@@ -34,6 +35,40 @@ llvm::Error kiln::runPasses(PassManager &pm, ModuleOp module, StringRef what) {
   if (failed(pm.run(module)))
     return makeError(what + " failed: " + diagnostics);
   return llvm::Error::success();
+}
+
+Expected<std::string> kiln::runToolOnBytes(
+    StringRef input, StringRef inputSuffix, StringRef outputSuffix,
+    StringRef program,
+    function_ref<std::vector<std::string>(StringRef, StringRef)> arguments,
+    StringRef what) {
+  SmallString<128> inputPath, outputPath;
+  int fd;
+  if (llvm::sys::fs::createTemporaryFile("kiln", inputSuffix, fd, inputPath))
+    return makeError("cannot create a temporary file");
+  {
+    llvm::raw_fd_ostream out(fd, /*shouldClose=*/true);
+    out << input;
+  }
+  if (llvm::sys::fs::createTemporaryFile("kiln", outputSuffix, fd,
+                                         outputPath)) {
+    llvm::sys::fs::remove(inputPath);
+    return makeError("cannot create a temporary file");
+  }
+  ::close(fd);
+  std::vector<std::string> args = arguments(inputPath, outputPath);
+  SmallVector<StringRef> argRefs(args.begin(), args.end());
+  llvm::Error ran = runTool(program, argRefs, what);
+  llvm::sys::fs::remove(inputPath);
+  if (ran) {
+    llvm::sys::fs::remove(outputPath);
+    return std::move(ran);
+  }
+  auto output = llvm::MemoryBuffer::getFile(outputPath, /*IsText=*/false);
+  llvm::sys::fs::remove(outputPath);
+  if (!output)
+    return makeError("cannot read what " + program + " wrote (" + what + ")");
+  return (*output)->getBuffer().str();
 }
 
 llvm::Error kiln::runTool(StringRef program, ArrayRef<StringRef> args,
