@@ -3,6 +3,7 @@
 #include "kiln/runtime/Manifest.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -331,10 +332,17 @@ private:
           validateArena(program.arena_alignment(), program.arena_bytes())
               .withContext(what));
       buffers.arenaBytes = program.arena_bytes();
+      Collectives collectives;
       for (int c = 0; c < program.commands_size(); ++c)
-        KILN_RETURN_IF_ERROR(
-            validateCudaCommand(program.commands(c), *target, buffers)
-                .withContext(strCat(what, " command ", c)));
+        KILN_RETURN_IF_ERROR(validateCudaCommand(program.commands(c), c,
+                                                 *target, buffers, collectives)
+                                 .withContext(strCat(what, " command ", c)));
+      if (!collectives.outstanding.empty()) {
+        const auto &[request, started] = *collectives.outstanding.begin();
+        return formatError(what, ": request ", request,
+                           " (the all-reduce of command ", started.command,
+                           ") is still outstanding at the end of the program");
+      }
     }
     for (const bp::Target &target : manifest.targets())
       if (!isCpuTarget(target) && !programs.count(target.name()))
@@ -359,6 +367,17 @@ private:
   struct Buffers {
     std::vector<uint64_t> inputBytes, outputBytes;
     uint64_t arenaBytes = 0;
+  };
+
+  /// The all-reduces of a CUDA program so far: the requests it used, and
+  /// those not yet waited for, with the buffer each reduces in place.
+  struct Collectives {
+    struct Started {
+      int command;
+      bp::BufferRef buffer;
+    };
+    std::map<uint32_t, int> used;
+    std::map<uint32_t, Started> outstanding;
   };
 
   Status validateCpuCommand(const bp::Command &command,
@@ -391,18 +410,96 @@ private:
     return Status();
   }
 
-  Status validateCudaCommand(const bp::Command &command,
-                             const bp::Target &target,
-                             const Buffers &buffers) {
-    if (command.command_case() == bp::Command::kLaunch)
-      return validateLaunch(command.launch(), target, buffers);
-    if (command.command_case() == bp::Command::kGemm)
-      return validateGemm(command.gemm(), buffers);
-    return formatError("is not a kernel launch or a gemm");
+  /// Command `index` of a CUDA program; `collectives` tracks its
+  /// all-reduces, whose buffers no command may touch while they run.
+  Status validateCudaCommand(const bp::Command &command, int index,
+                             const bp::Target &target, const Buffers &buffers,
+                             Collectives &collectives) {
+    switch (command.command_case()) {
+    case bp::Command::kLaunch:
+      return validateLaunch(command.launch(), target, buffers, collectives);
+    case bp::Command::kGemm:
+      return validateGemm(command.gemm(), buffers, collectives);
+    case bp::Command::kAllReduceMean:
+      return validateAllReduce(command.all_reduce_mean(), index, buffers,
+                               collectives);
+    case bp::Command::kCollectiveWait: {
+      uint32_t request = command.collective_wait().request();
+      if (!collectives.outstanding.erase(request))
+        return formatError("waits for request ", request,
+                           ", which is not outstanding");
+      return Status();
+    }
+    default:
+      return formatError("is not a kernel launch, a gemm, an all-reduce or a "
+                         "collective wait");
+    }
+  }
+
+  /// Whether two buffers share a byte: the same input, output or
+  /// parameter (the arena is one space), overlapping ranges.
+  static bool overlaps(const bp::BufferRef &a, const bp::BufferRef &b) {
+    if (a.kind() != b.kind() ||
+        (a.kind() != bp::BufferRef::ARENA && a.index() != b.index()) ||
+        a.size() == 0 || b.size() == 0)
+      return false;
+    return a.offset() < b.offset() + b.size() &&
+           b.offset() < a.offset() + a.size();
+  }
+
+  /// `buffer` (`what` of a command) must not touch the bytes of an
+  /// all-reduce still in flight, which the communication stream is
+  /// rewriting; the offsets are inside their buffers, so the sums cannot
+  /// wrap.
+  static Status checkNotReducing(const bp::BufferRef &buffer,
+                                 const std::string &what,
+                                 const Collectives &collectives) {
+    for (const auto &[request, started] : collectives.outstanding)
+      if (overlaps(buffer, started.buffer))
+        return formatError(what, " touches the buffer of request ", request,
+                           " (the all-reduce of command ", started.command,
+                           "), which is still outstanding");
+    return Status();
+  }
+
+  Status validateAllReduce(const bp::AllReduceMean &allReduce, int index,
+                           const Buffers &buffers, Collectives &collectives) {
+    if (allReduce.element_type() != bp::F32)
+      return formatError("all-reduce has element type ",
+                         allReduce.element_type(), " (f32 expected)");
+    uint64_t count = allReduce.count();
+    if (count == 0 || count > kMaxByteSize / 4)
+      return formatError("all-reduce has count ", count, " (1 to 2^60 values)");
+    const bp::BufferRef &buffer = allReduce.buffer();
+    KILN_RETURN_IF_ERROR(
+        validateBuffer(buffer, buffers).withContext("all-reduce buffer"));
+    if (buffer.size() != count * 4)
+      return formatError("all-reduce of ", count,
+                         " f32 values has a buffer of ", buffer.size(),
+                         " bytes, not ", count * 4);
+    uint32_t request = allReduce.request();
+    if (request == 0)
+      return formatError("all-reduce has request 0 (requests count from 1)");
+    auto outstanding = collectives.outstanding.find(request);
+    if (outstanding != collectives.outstanding.end())
+      return formatError("all-reduce starts request ", request,
+                         ", which is already outstanding (command ",
+                         outstanding->second.command, ")");
+    auto used = collectives.used.find(request);
+    if (used != collectives.used.end())
+      return formatError("all-reduce starts request ", request,
+                         ", which command ", used->second,
+                         " used already (requests are unique in a program)");
+    KILN_RETURN_IF_ERROR(
+        checkNotReducing(buffer, "all-reduce buffer", collectives));
+    collectives.used[request] = index;
+    collectives.outstanding[request] = {index, buffer};
+    return Status();
   }
 
   Status validateLaunch(const bp::KernelLaunch &launch,
-                        const bp::Target &target, const Buffers &buffers) {
+                        const bp::Target &target, const Buffers &buffers,
+                        const Collectives &collectives) {
     if (launch.kernel() >= static_cast<uint32_t>(target.kernels_size()))
       return formatError("launches kernel ", launch.kernel(), " of ",
                          target.kernels_size());
@@ -419,16 +516,20 @@ private:
     if (threads > 1024)
       return formatError("(kernel '", name, "') has blocks of ", threads,
                          " threads, more than 1024");
-    for (int b = 0; b < launch.buffers_size(); ++b)
-      KILN_RETURN_IF_ERROR(validateBuffer(launch.buffers(b), buffers)
-                               .withContext(strCat("(kernel '", name,
-                                                   "') buffer ", b)));
+    for (int b = 0; b < launch.buffers_size(); ++b) {
+      std::string what = strCat("(kernel '", name, "') buffer ", b);
+      KILN_RETURN_IF_ERROR(
+          validateBuffer(launch.buffers(b), buffers).withContext(what));
+      KILN_RETURN_IF_ERROR(
+          checkNotReducing(launch.buffers(b), what, collectives));
+    }
     return Status();
   }
 
   /// A gemm's sizes are positive and its matrices, with their leading
   /// dimensions and batch strides, lie inside the buffers they refer to.
-  Status validateGemm(const bp::Gemm &gemm, const Buffers &buffers) {
+  Status validateGemm(const bp::Gemm &gemm, const Buffers &buffers,
+                      const Collectives &collectives) {
     int64_t batch = gemm.batch() == 0 ? 1 : gemm.batch();
     if (gemm.m() <= 0 || gemm.n() <= 0 || gemm.k() <= 0 || batch <= 0 ||
         gemm.m() > kMaxGemmDim || gemm.n() > kMaxGemmDim ||
@@ -480,9 +581,10 @@ private:
         return formatError("gemm matrix ", matrix.name, " needs ", span,
                            " elements, but its buffer has ",
                            matrix.buffer.size(), " bytes");
-      KILN_RETURN_IF_ERROR(validateBuffer(matrix.buffer, buffers)
-                               .withContext(strCat("gemm matrix ",
-                                                   matrix.name)));
+      std::string what = strCat("gemm matrix ", matrix.name);
+      KILN_RETURN_IF_ERROR(
+          validateBuffer(matrix.buffer, buffers).withContext(what));
+      KILN_RETURN_IF_ERROR(checkNotReducing(matrix.buffer, what, collectives));
     }
     return Status();
   }

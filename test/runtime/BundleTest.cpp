@@ -753,13 +753,167 @@ TEST(BundleReader, RejectsEachBrokenCudaRule) {
        [](bp::Manifest &m) {
          *program(m, 0).add_commands() = m.entry_points(0).commands(0);
        },
-       "program 0 (target 'cuda') command 1: is not a kernel launch or a "
-       "gemm"},
+       "program 0 (target 'cuda') command 1: is not a kernel launch, a gemm, "
+       "an all-reduce or a collective wait"},
+      {"empty command in a CUDA program", false,
+       [](bp::Manifest &m) { program(m, 3).add_commands(); },
+       "entry point 'add_one': program 0 (target 'cuda') command 1: is not a "
+       "kernel launch, a gemm, an all-reduce or a collective wait"},
   };
   for (const CudaCase &test : cases) {
     SCOPED_TRACE(test.name);
     Status status = readBytes(
         withManifest(cudaBundleBytes(test.withCpuTarget), test.change));
+    expectError(status, StatusCode::FormatError, test.fragment);
+  }
+}
+
+/// The CUDA all-reduce bundle (TestBundles.h) with a stand-in PTX image.
+/// Its program: 0 add_one into arena [64, 80), 1 all-reduce of it (request
+/// 1), 2 accumulate (x, acc, total), 3 all-reduce of acc (request 2), 4 wait
+/// 1, 5 add_one from the arena into y, 6 wait 2.
+std::string cudaAllReduceBundleBytes() {
+  BundleWriter writer;
+  buildCudaAllReduceBundle(
+      writer, {{bp::CodeImage::PTX, "compute_80", "// stand-in PTX"}});
+  std::string bytes;
+  Status status = writer.serialize(bytes);
+  EXPECT_TRUE(status.ok()) << status.message();
+  return bytes;
+}
+
+bp::AllReduceMean &allReduce(bp::Manifest &m, int command) {
+  return *program(m, 0).mutable_commands(command)->mutable_all_reduce_mean();
+}
+
+bp::BufferRef arenaBytes(uint64_t offset, uint64_t size) {
+  bp::BufferRef ref;
+  ref.set_kind(bp::BufferRef::ARENA);
+  ref.set_offset(offset);
+  ref.set_size(size);
+  return ref;
+}
+
+TEST(BundleReader, AcceptsAllReducesAndTheirWaits) {
+  std::string bytes = cudaAllReduceBundleBytes();
+  Status status = readBytes(bytes);
+  EXPECT_TRUE(status.ok()) << status.message();
+  // Bytes next to an all-reduce's, in the same arena, are free to use while
+  // it runs; its own bytes after its wait; a request waited for right away.
+  status = readBytes(withManifest(bytes, [](bp::Manifest &m) {
+    *launch(m, 0, 2).mutable_buffers(2) = arenaBytes(80, 16);
+    *launch(m, 0, 5).mutable_buffers(1) = arenaBytes(48, 16);
+    bp::Program &p = program(m, 0);
+    *p.add_commands()->mutable_all_reduce_mean() = allReduce(m, 1);
+    p.mutable_commands(7)->mutable_all_reduce_mean()->set_request(3);
+    p.add_commands()->mutable_collective_wait()->set_request(3);
+  }));
+  EXPECT_TRUE(status.ok()) << status.message();
+}
+
+TEST(BundleReader, RejectsEachBrokenCollectiveRule) {
+  struct CollectiveCase {
+    const char *name;
+    std::function<void(bp::Manifest &)> change;
+    std::string fragment;
+  };
+  const std::string at = "entry point 'mean_step': program 0 (target 'cuda')";
+  const std::vector<CollectiveCase> cases = {
+      {"all-reduce of f16",
+       [](bp::Manifest &m) { allReduce(m, 1).set_element_type(bp::F16); },
+       at + " command 1: all-reduce has element type 2 (f32 expected)"},
+      {"all-reduce of no values",
+       [](bp::Manifest &m) { allReduce(m, 1).set_count(0); },
+       at + " command 1: all-reduce has count 0 (1 to 2^60 values)"},
+      {"all-reduce count that does not match its buffer",
+       [](bp::Manifest &m) { allReduce(m, 3).set_count(3); },
+       at + " command 3: all-reduce of 3 f32 values has a buffer of 16 bytes, "
+            "not 12"},
+      {"all-reduce buffer outside the arena",
+       [](bp::Manifest &m) {
+         allReduce(m, 1).mutable_buffer()->set_offset(120);
+       },
+       at + " command 1: all-reduce buffer: bytes [120, +16) lie outside the "
+            "128 bytes it refers to"},
+      {"all-reduce of request 0",
+       [](bp::Manifest &m) { allReduce(m, 1).set_request(0); },
+       at + " command 1: all-reduce has request 0 (requests count from 1)"},
+      {"all-reduce of a request still outstanding",
+       [](bp::Manifest &m) { allReduce(m, 3).set_request(1); },
+       at + " command 3: all-reduce starts request 1, which is already "
+            "outstanding (command 1)"},
+      {"request used twice",
+       [](bp::Manifest &m) {
+         bp::Program &p = program(m, 0);
+         *p.add_commands()->mutable_all_reduce_mean() = allReduce(m, 1);
+         p.add_commands()->mutable_collective_wait()->set_request(1);
+       },
+       at + " command 7: all-reduce starts request 1, which command 1 used "
+            "already (requests are unique in a program)"},
+      {"wait for a request never started",
+       [](bp::Manifest &m) {
+         bp::Command &wait = *program(m, 0).mutable_commands(4);
+         wait.mutable_collective_wait()->set_request(5);
+       },
+       at + " command 4: waits for request 5, which is not outstanding"},
+      {"second wait for a request",
+       [](bp::Manifest &m) {
+         program(m, 0).add_commands()->mutable_collective_wait()->set_request(
+             1);
+       },
+       at + " command 7: waits for request 1, which is not outstanding"},
+      {"request outstanding at the end",
+       [](bp::Manifest &m) { program(m, 0).mutable_commands()->RemoveLast(); },
+       at + ": request 2 (the all-reduce of command 3) is still outstanding "
+            "at the end of the program"},
+      {"launch writing an all-reduce's bytes",
+       [](bp::Manifest &m) {
+         *launch(m, 0, 2).mutable_buffers(2) = arenaBytes(76, 16);
+       },
+       at + " command 2: (kernel 'accumulate') buffer 2 touches the buffer of "
+            "request 1 (the all-reduce of command 1), which is still "
+            "outstanding"},
+      {"launch reading a parameter before its all-reduce's wait",
+       [](bp::Manifest &m) {
+         bp::BufferRef &input = *launch(m, 0, 5).mutable_buffers(0);
+         input.set_kind(bp::BufferRef::PARAM);
+         input.set_offset(12);
+         input.set_size(4);
+       },
+       at + " command 5: (kernel 'add_one') buffer 0 touches the buffer of "
+            "request 2 (the all-reduce of command 3), which is still "
+            "outstanding"},
+      {"gemm writing an all-reduce's bytes",
+       [](bp::Manifest &m) {
+         bp::Gemm &gemm = *program(m, 0).mutable_commands(2)->mutable_gemm();
+         gemm.set_a_type(bp::F32);
+         gemm.set_b_type(bp::F32);
+         gemm.set_c_type(bp::F32);
+         gemm.set_m(1);
+         gemm.set_n(1);
+         gemm.set_k(4);
+         gemm.set_lda(4);
+         gemm.set_ldb(1);
+         gemm.set_ldc(1);
+         gemm.mutable_a()->set_kind(bp::BufferRef::INPUT);
+         gemm.mutable_a()->set_size(16);
+         gemm.mutable_b()->set_kind(bp::BufferRef::PARAM);
+         gemm.mutable_b()->set_size(16);
+         *gemm.mutable_c() = arenaBytes(68, 4);
+       },
+       at + " command 2: gemm matrix C touches the buffer of request 1 (the "
+            "all-reduce of command 1), which is still outstanding"},
+      {"all-reduce overlapping one in flight",
+       [](bp::Manifest &m) {
+         *allReduce(m, 3).mutable_buffer() = arenaBytes(72, 16);
+       },
+       at + " command 3: all-reduce buffer touches the buffer of request 1 "
+            "(the all-reduce of command 1), which is still outstanding"},
+  };
+  std::string bytes = cudaAllReduceBundleBytes();
+  for (const CollectiveCase &test : cases) {
+    SCOPED_TRACE(test.name);
+    Status status = readBytes(withManifest(bytes, test.change));
     expectError(status, StatusCode::FormatError, test.fragment);
   }
 }

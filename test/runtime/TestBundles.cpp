@@ -198,6 +198,20 @@ bp::Gemm &addGemm(bp::Program &program, int64_t m, int64_t n, int64_t k) {
   return gemm;
 }
 
+void addAllReduceMean(bp::Program &program, const bp::BufferRef &ref,
+                      uint32_t request) {
+  bp::AllReduceMean &allReduce =
+      *program.add_commands()->mutable_all_reduce_mean();
+  allReduce.set_element_type(bp::F32);
+  allReduce.set_count(ref.size() / 4);
+  *allReduce.mutable_buffer() = ref;
+  allReduce.set_request(request);
+}
+
+void addCollectiveWait(bp::Program &program, uint32_t request) {
+  program.add_commands()->mutable_collective_wait()->set_request(request);
+}
+
 } // namespace
 
 void buildHybridBundle(BundleWriter &writer, std::string code,
@@ -280,6 +294,36 @@ void buildCudaBundle(BundleWriter &writer,
   *addOne.add_outputs() = tensor("y", bp::F32, {4});
   addCudaAddOne(addOne);
 
+  addCudaTarget(writer, std::move(images));
+}
+
+void buildCudaAllReduceBundle(BundleWriter &writer,
+                              std::vector<BundleWriter::Image> images) {
+  bp::Manifest &manifest = writer.manifest();
+  manifest.set_producer("kiln runtime tests");
+  manifest.set_model_name("cuda-all-reduce");
+  uint32_t acc = writer.addParameter(tensor("acc", bp::F32, {4}), kWeightAcc,
+                                     sizeof(kWeightAcc), true);
+  bp::EntryPoint &entry = *manifest.add_entry_points();
+  entry.set_name("mean_step");
+  *entry.add_inputs() = tensor("x", bp::F32, {4});
+  *entry.add_outputs() = tensor("y", bp::F32, {4});
+  *entry.add_outputs() = tensor("total", bp::F32, {4});
+  bp::Program &program = addProgram(entry, 128);
+  bp::BufferRef shifted = buffer(bp::BufferRef::ARENA, 0, 64, 16);
+  addLaunch(program, AddOne, 32,
+            {buffer(bp::BufferRef::INPUT, 0, 0, 16), shifted});
+  addAllReduceMean(program, shifted, 1);
+  // Runs while request 1 is in flight, on other bytes.
+  addLaunch(program, Accumulate, 4,
+            {buffer(bp::BufferRef::INPUT, 0, 0, 16),
+             buffer(bp::BufferRef::PARAM, acc, 0, 16),
+             buffer(bp::BufferRef::OUTPUT, 1, 0, 16)});
+  addAllReduceMean(program, buffer(bp::BufferRef::PARAM, acc, 0, 16), 2);
+  addCollectiveWait(program, 1);
+  addLaunch(program, AddOne, 32,
+            {shifted, buffer(bp::BufferRef::OUTPUT, 0, 0, 16)});
+  addCollectiveWait(program, 2);
   addCudaTarget(writer, std::move(images));
 }
 

@@ -93,6 +93,17 @@ void buildHybridBundle(BundleWriter &writer, std::string code, std::string ptx);
 void buildCudaBundle(BundleWriter &writer,
                      std::vector<BundleWriter::Image> images);
 
+/// Fills `writer` with the "cuda-all-reduce" bundle, a CUDA-only
+/// data-parallel toy over the parameter acc (f32[4], kWeightAcc):
+///   mean_step(x: f32[4]) -> (y: f32[4], total: f32[4])
+///     t = all-reduce-mean(x + 1) (arena, request 1); acc += x; total = acc
+///     (while request 1 is in flight); acc = all-reduce-mean(acc) (request
+///     2); wait 1; y = t + 1; wait 2
+/// On one rank the means change nothing: y = x + 2, acc and total grow by
+/// x each run.
+void buildCudaAllReduceBundle(BundleWriter &writer,
+                              std::vector<BundleWriter::Image> images);
+
 /// Bytes that stand in for CPU code where nothing loads it.
 std::string standInCode();
 
