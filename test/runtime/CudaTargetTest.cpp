@@ -1,9 +1,10 @@
 //===- CudaTargetTest.cpp - CUDA targets, on a machine of any kind --------===//
 //
 // What needs no GPU: which code image a device of a given compute
-// capability loads, how the C API describes a CUDA target, that a bundle
-// with CPU and CUDA code still runs on the CPU, and that a CUDA session on a
-// machine without an NVIDIA driver fails cleanly, saying so.
+// capability loads, how the C API describes a CUDA target and its programs
+// (all-reduces included), that a bundle with CPU and CUDA code still runs on
+// the CPU, and that a CUDA session on a machine without an NVIDIA driver
+// fails cleanly, saying so.
 //
 //===----------------------------------------------------------------------===//
 
@@ -157,6 +158,7 @@ TEST_F(HybridBundle, DescribesTheCudaProgram) {
   EXPECT_EQ(program.launch_count, 1u);
   EXPECT_EQ(program.gemm_count, 0u);
   EXPECT_EQ(program.arena_bytes, 0u);
+  EXPECT_EQ(program.collective_count, 0u);
   // The CPU's program is the entry point's own; no entry point 99.
   EXPECT_EQ(kiln_bundle_get_program(bundle, 0, "cpu", &program),
             KILN_STATUS_NOT_FOUND);
@@ -168,6 +170,32 @@ TEST_F(HybridBundle, DescribesTheCudaProgram) {
             KILN_STATUS_NOT_FOUND);
   EXPECT_EQ(kiln_bundle_get_program(bundle, 0, nullptr, &program),
             KILN_STATUS_INVALID_ARGUMENT);
+}
+
+/// The all-reduces and waits of a data-parallel CUDA program count as
+/// commands, the all-reduces also on their own.
+TEST(CudaProgramInfo, CountsTheAllReduces) {
+  const char *base = std::getenv("TMPDIR");
+  std::string path = std::string(base && *base ? base : "/tmp") +
+                     "/kiln-all-reduce-" + std::to_string(getpid()) + ".kiln";
+  BundleWriter writer;
+  buildCudaAllReduceBundle(
+      writer, {{bp::CodeImage::PTX, "compute_80", "// stand-in PTX"}});
+  Status status = writer.write(path);
+  ASSERT_TRUE(status.ok()) << status.message();
+  kiln_bundle_t *bundle = nullptr;
+  ASSERT_EQ(kiln_bundle_open(path.c_str(), &bundle), KILN_OK)
+      << kiln_status_message();
+  kiln_program_info_t program;
+  ASSERT_EQ(kiln_bundle_get_program(bundle, 0, "cuda", &program), KILN_OK)
+      << kiln_status_message();
+  EXPECT_EQ(program.command_count, 7u);
+  EXPECT_EQ(program.launch_count, 3u);
+  EXPECT_EQ(program.gemm_count, 0u);
+  EXPECT_EQ(program.collective_count, 2u);
+  EXPECT_EQ(program.arena_bytes, 128u);
+  kiln_bundle_release(bundle);
+  unlink(path.c_str());
 }
 
 TEST_F(HybridBundle, RunsOnTheCpu) {

@@ -144,13 +144,21 @@ def test_single_entry_is_the_default(t):
 
 
 def test_hybrid_bundle_targets(t):
-    """A bundle with CPU and CUDA code: --info shows the CUDA architectures;
+    """A bundle with CPU and CUDA code: --info shows the CUDA architectures
+    and program (and a data-parallel CUDA program's all-reduces);
     --target auto runs it where it can (the GPU, else the CPU, with a note);
     --target cuda runs on the GPU or fails naming what is missing."""
     bundle = t.path("hybrid.kiln")
     result = t.expect_ok(bundle, "--info")
-    line = "cuda: triple nvptx64-nvidia-cuda, architectures compute_80 ptx, " \
-           "4 kernels"
+    for line in ["cuda: triple nvptx64-nvidia-cuda, architectures "
+                 "compute_80 ptx, 4 kernels",
+                 "    cuda: arena 0 bytes, 1 commands (1 kernel launches, "
+                 "0 matrix products)\n"]:
+        t.check(line in result.stdout,
+                f"--info lacks {line!r}:\n{result.stdout}")
+    result = t.expect_ok(t.path("cuda-all-reduce.kiln"), "--info")
+    line = "    cuda: arena 128 bytes, 7 commands (3 kernel launches, " \
+           "0 matrix products, 2 all-reduces)\n"
     t.check(line in result.stdout, f"--info lacks {line!r}:\n{result.stdout}")
     x = np.array([1, 2, 3, 4.25], dtype=np.float32)
     inputs = t.save("hybrid-in.npz", x=x)

@@ -5,8 +5,9 @@
 //     DIR/train.kiln, DIR/train-loss-only.kiln, DIR/train-accum.kiln and the
 //     data-parallel DIR/train-dp2.kiln and DIR/train-dp4.kiln (batches of 2
 //     and 4)
-//     around compiled kernels.c, and DIR/hybrid.kiln, which adds a CUDA
-//     target with kernels.ptx
+//     around compiled kernels.c, DIR/hybrid.kiln, which adds a CUDA
+//     target with kernels.ptx, and the CUDA-only DIR/cuda-all-reduce.kiln
+//     (kernels.ptx with all-reduces)
 //   kiln-runtime-test-bundle --seeds DIR
 //     writes valid bundles (with stand-in code) as the fuzzer's seed corpus
 //
@@ -30,13 +31,16 @@ int fail(const Status &status) {
   return 1;
 }
 
-/// Writes DIR/multi.kiln, DIR/single.kiln, the training bundles and the
-/// hybrid bundle around `code` and `ptx`.
+/// Writes DIR/multi.kiln, DIR/single.kiln, the training bundles, the
+/// hybrid bundle and the CUDA all-reduce bundle around `code` and `ptx`.
 int writeBundles(const std::string &code, const std::string &ptx,
                  const std::string &dir) {
-  BundleWriter multi, single, train, lossOnly, accumulating, hybrid, dp2, dp4;
+  BundleWriter multi, single, train, lossOnly, accumulating, hybrid, dp2, dp4,
+      allReduce;
   buildMultiBundle(multi, code);
   buildHybridBundle(hybrid, code, ptx);
+  buildCudaAllReduceBundle(allReduce,
+                           {{kiln::bundle::CodeImage::PTX, "compute_80", ptx}});
   buildSingleBundle(single, code);
   buildTrainBundle(train, code, ToyTraining::TrainWithLr);
   buildTrainBundle(lossOnly, code, ToyTraining::TrainLossOnly);
@@ -51,7 +55,8 @@ int writeBundles(const std::string &code, const std::string &ptx,
       {&accumulating, "train-accum.kiln"},
       {&dp2, "train-dp2.kiln"},
       {&dp4, "train-dp4.kiln"},
-      {&hybrid, "hybrid.kiln"}};
+      {&hybrid, "hybrid.kiln"},
+      {&allReduce, "cuda-all-reduce.kiln"}};
   for (const auto &[writer, name] : bundles) {
     Status status = writer->write(dir + "/" + name);
     if (!status.ok())

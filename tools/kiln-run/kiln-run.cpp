@@ -106,9 +106,10 @@ only at the same number of ranks. A rank that fails ends every rank.
                     (default 300; 0: no limit)
 
 The compiled kernels use all cores; OMP_NUM_THREADS and OPENBLAS_NUM_THREADS
-limit them. On CUDA, KILN_CUDA_DEVICE picks the GPU (default 0) and
-KILN_CUDA_GRAPHS=0 runs every command directly instead of replaying a CUDA
-graph. Exit status: 0 on success, 1 on any error.
+limit them. On CUDA, KILN_CUDA_DEVICE picks the GPU (default: the rank's
+local rank modulo the GPU count, so 0 for one rank) and KILN_CUDA_GRAPHS=0
+runs every command directly instead of replaying a CUDA graph. Exit status: 0
+on success, 1 on any error.
 )";
 
 /// Splits "--flag=value" into flag and value.
@@ -362,11 +363,15 @@ bool printEntryPoints(const kiln_bundle_t *bundle,
                     entry.command_count);
       } else if (kiln_bundle_get_program(bundle, i, target.name, &program) ==
                  KILN_OK) {
+        std::string collectives;
+        if (program.collective_count > 0)
+          collectives =
+              ", " + std::to_string(program.collective_count) + " all-reduces";
         std::printf("    %s: arena %s, %zu commands (%zu kernel launches, %zu "
-                    "matrix products)\n",
+                    "matrix products%s)\n",
                     target.name, describeBytes(program.arena_bytes).c_str(),
                     program.command_count, program.launch_count,
-                    program.gemm_count);
+                    program.gemm_count, collectives.c_str());
       }
     }
   }

@@ -148,10 +148,15 @@ typedef struct kiln_entry_point_info_t {
 /* What an entry point runs on a target other than the CPU. */
 typedef struct kiln_program_info_t {
   size_t command_count;
-  /* Of which kernel launches and matrix products (the rest: none yet). */
+  /* Of which kernel launches and matrix products; the rest are all-reduces
+   * and the waits for them. */
   size_t launch_count;
   size_t gemm_count;
   uint64_t arena_bytes;
+  /* All-reduces (AllReduceMean: gradients or the loss averaged over the
+   * ranks of a data-parallel run, through NCCL on CUDA); 0 in a program
+   * compiled without data parallelism. */
+  size_t collective_count;
 } kiln_program_info_t;
 
 typedef struct kiln_target_info_t {
@@ -263,9 +268,14 @@ typedef struct kiln_session_t kiln_session_t;
  * keeps what it needs of the bundle; the bundle may be released first.
  * A CUDA target (one with code images) runs in libkilnrt-cuda.so, loaded
  * from libkilnrt.so's directory on first use: the session loads the image
- * for the device (KILN_CUDA_DEVICE, default 0), allocates the arena and the
+ * for the device (KILN_CUDA_DEVICE; unset, the local rank modulo the device
+ * count, so device 0 for a single rank), allocates the arena and the
  * parameters in device memory and uploads the parameters; see
- * docs/runtime.md.
+ * docs/runtime.md. When the CUDA programs hold all-reduces, the session
+ * also joins an NCCL communicator of all ranks (kiln_distributed_init; a
+ * single rank without it): every rank must then create its session, and
+ * a rank left waiting for the others fails with
+ * KILN_STATUS_COLLECTIVE_ERROR after the collective timeout.
  * Errors: KILN_STATUS_NOT_FOUND for an unknown target or a kernel the code
  * does not export, KILN_STATUS_UNSUPPORTED for a target this runtime cannot
  * run (a CUDA target without an NVIDIA driver, a device or the CUDA backend
