@@ -5,7 +5,11 @@
 // a session asks for its target (libkilnrt-cuda.so, so that libkilnrt itself
 // needs no CUDA library). The two libraries are built together from this
 // tree; the bundle crosses the boundary as plain bytes (BackendBundle), so
-// each parses the manifest with its own copy of the generated code.
+// each parses the manifest with its own copy of the generated code. What a
+// backend needs of libkilnrt's process-wide communicator (its rank, a
+// broadcast to bootstrap a device communicator such as NCCL's) crosses as
+// plain values and function pointers (BackendHost), since the backend links
+// neither MPI nor libkilnrt.
 //
 //===----------------------------------------------------------------------===//
 
@@ -59,10 +63,30 @@ struct BackendBundle {
   size_t sectionCount;
 };
 
-/// Raised whenever BackendBundle, Backend or the factory's signature
-/// changes, so that a stale libkilnrt-cuda.so next to a newer libkilnrt.so
-/// is refused instead of misread.
-inline constexpr int kBackendAbiVersion = 1;
+/// Where the process stands among the ranks of the run and what libkilnrt's
+/// communicator does for a backend, as kiln_distributed_init set it up (a
+/// single rank, 0 of 1, without it). Valid for the factory call only.
+struct BackendHost {
+  int rank;
+  int worldSize;
+  /// Among the ranks on this node.
+  int localRank;
+  int localSize;
+  /// The longest a rank waits for the others in one collective; <= 0 means
+  /// no limit.
+  double collectiveTimeoutSeconds;
+  /// Sends `bytes` bytes at `data` on rank `root` to `data` on every rank,
+  /// bounded by the collective timeout; every rank must call it. Returns 0,
+  /// or nonzero with a NUL-terminated message naming the rank in `error`
+  /// (truncated to `errorSize` bytes).
+  int (*broadcast)(void *data, size_t bytes, int root, char *error,
+                   size_t errorSize);
+};
+
+/// Raised whenever BackendBundle, BackendHost, Backend or the factory's
+/// signature changes, so that a stale libkilnrt-cuda.so next to a newer
+/// libkilnrt.so is refused instead of misread.
+inline constexpr int kBackendAbiVersion = 2;
 
 } // namespace kiln::runtime
 
@@ -70,11 +94,12 @@ extern "C" {
 /// Exported by a backend library as "kiln_backend_abi_version".
 typedef int (*KilnBackendAbiVersionFn)(void);
 /// Exported by a backend library as "kiln_backend_create": creates a session
-/// of `bundle` on the target `targetName`; on success stores it in `*out`
-/// (the caller deletes it), else leaves `*out` NULL and the failure in
-/// `*status`.
+/// of `bundle` on the target `targetName` for the rank `host` describes; on
+/// success stores it in `*out` (the caller deletes it), else leaves `*out`
+/// NULL and the failure in `*status`.
 typedef void (*KilnBackendCreateFn)(const kiln::runtime::BackendBundle *bundle,
                                     const char *targetName,
+                                    const kiln::runtime::BackendHost *host,
                                     kiln::runtime::Backend **out,
                                     kiln::runtime::Status *status);
 }

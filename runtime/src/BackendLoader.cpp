@@ -2,6 +2,9 @@
 
 #include "BackendLoader.h"
 
+#include "Collectives.h"
+
+#include <cstdio>
 #include <cstring>
 #include <dlfcn.h>
 #include <string>
@@ -93,6 +96,34 @@ const CudaLibrary &cudaLibrary() {
   return library;
 }
 
+/// BackendHost::broadcast: the process-wide communicator's broadcast. No
+/// exception crosses back into the backend.
+int hostBroadcast(void *data, size_t bytes, int root, char *error,
+                  size_t errorSize) noexcept {
+  try {
+    Status status = broadcast(data, bytes, root);
+    if (status.ok())
+      return 0;
+    if (errorSize > 0)
+      std::snprintf(error, errorSize, "%s", status.message().c_str());
+  } catch (...) {
+    if (errorSize > 0)
+      std::snprintf(error, errorSize, "out of memory in a broadcast");
+  }
+  return 1;
+}
+
+/// This process's place in the run, for the backend.
+BackendHost currentHost() {
+  DistributedInfo info = distributedInfo();
+  return {info.rank,
+          info.worldSize,
+          info.localRank,
+          info.localSize,
+          collectiveTimeoutSeconds(),
+          hostBroadcast};
+}
+
 } // namespace
 
 Status createCudaSession(const BundleReader &reader,
@@ -123,9 +154,10 @@ Status createCudaSession(const BundleReader &reader,
   }
   BackendBundle bundle{reader.name().c_str(), manifest, manifestSize,
                        sections.data(), sections.size()};
+  BackendHost host = currentHost();
   Backend *backend = nullptr;
   Status status;
-  library.create(&bundle, targetName.c_str(), &backend, &status);
+  library.create(&bundle, targetName.c_str(), &host, &backend, &status);
   out.reset(backend);
   if (!backend && status.ok())
     return internalError(library.path, " created no session and no error");

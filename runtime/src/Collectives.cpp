@@ -43,6 +43,8 @@ public:
   virtual void wait(int64_t request) = 0;
   virtual Status barrier() = 0;
   virtual Status allReduce(double *values, size_t count, ReduceOp op) = 0;
+  virtual Status broadcast(void *data, size_t bytes, int root) = 0;
+  virtual double timeoutSeconds() const = 0;
   virtual Status finalize() = 0;
   virtual void abort(int exitCode) = 0;
 };
@@ -55,6 +57,13 @@ public:
   void wait(int64_t) override {}
   Status barrier() override { return Status(); }
   Status allReduce(double *, size_t, ReduceOp) override { return Status(); }
+  Status broadcast(void *, size_t, int root) override {
+    if (root != 0)
+      return invalidArgument("broadcast from rank ", root,
+                             " in a run of one rank");
+    return Status();
+  }
+  double timeoutSeconds() const override { return 0; }
   Status finalize() override { return Status(); }
   void abort(int) override {}
 
@@ -76,7 +85,7 @@ class MpiCommunicator final : public Communicator {
 public:
   MpiCommunicator(MPI_Comm comm, const DistributedInfo &info,
                   double timeoutSeconds, bool ownsMpi)
-      : comm(comm), information(info), timeoutSeconds(timeoutSeconds),
+      : comm(comm), information(info), timeout(timeoutSeconds),
         ownsMpi(ownsMpi) {}
 
   const DistributedInfo &info() const override { return information; }
@@ -161,6 +170,27 @@ public:
                                  " host values");
   }
 
+  Status broadcast(void *data, size_t bytes, int root) override {
+    if (root < 0 || root >= information.worldSize)
+      return invalidArgument("broadcast from rank ", root, " in a run of ",
+                             information.worldSize, " ranks");
+    if (bytes > INT_MAX)
+      return invalidArgument("a broadcast of ", bytes,
+                             " bytes is more than one call takes");
+    std::vector<MPI_Request> requests(1, MPI_REQUEST_NULL);
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (int error = MPI_Ibcast(data, static_cast<int>(bytes), MPI_BYTE, root,
+                                 comm, &requests[0]))
+        return failure("MPI_Ibcast of " + std::to_string(bytes) +
+                       " bytes failed: " + mpiErrorText(error));
+    }
+    return waitFor(requests, "a broadcast of " + std::to_string(bytes) +
+                                 " bytes from rank " + std::to_string(root));
+  }
+
+  double timeoutSeconds() const override { return timeout; }
+
   Status finalize() override {
     std::lock_guard<std::mutex> lock(mutex);
     if (freeSlots.size() != slots.size())
@@ -227,9 +257,9 @@ private:
         return Status();
       double waited =
           std::chrono::duration<double>(Clock::now() - start).count();
-      if (timeoutSeconds > 0 && waited > timeoutSeconds) {
+      if (timeout > 0 && waited > timeout) {
         char seconds[32];
-        std::snprintf(seconds, sizeof(seconds), "%g", timeoutSeconds);
+        std::snprintf(seconds, sizeof(seconds), "%g", timeout);
         return failure("timed out after " + std::string(seconds) +
                        " s waiting for " + what +
                        "; another rank failed, hung or stopped issuing the "
@@ -253,7 +283,7 @@ private:
 
   MPI_Comm comm;
   DistributedInfo information;
-  double timeoutSeconds;
+  double timeout;
   bool ownsMpi;
   std::mutex mutex;
   /// A deque, so that a slot stays put while the table grows.
@@ -365,6 +395,14 @@ Status barrier() { return communicator().barrier(); }
 Status allReduce(double *values, size_t count, ReduceOp op) {
   return communicator().allReduce(values, count, op);
 }
+
+Status broadcast(void *data, size_t bytes, int root) {
+  return communicator().broadcast(data, bytes, root);
+}
+
+DistributedInfo distributedInfo() { return communicator().info(); }
+
+double collectiveTimeoutSeconds() { return communicator().timeoutSeconds(); }
 
 } // namespace kiln::runtime
 

@@ -1,7 +1,8 @@
 //===- Collectives.h - the process-wide communicator ------------*- C++ -*-===//
 //
-// What the distributed part of the C API (kiln_distributed_*) and the
-// collectives compiled steps call (kiln/collectives.h) share: one
+// What the distributed part of the C API (kiln_distributed_*), the
+// collectives compiled steps call (kiln/collectives.h) and the backends that
+// set up their own device communicators (BackendHost) share: one
 // communicator per process, a single rank (no MPI call at all) or MPI.
 //
 //===----------------------------------------------------------------------===//
@@ -38,6 +39,16 @@ Status finalizeDistributed();
 void abortDistributed(int exitCode);
 Status barrier();
 Status allReduce(double *values, size_t count, ReduceOp op);
+/// Sends `bytes` bytes at `data` on rank `root` to `data` on every other
+/// rank, bounded by the collective timeout; a single rank returns at once.
+Status broadcast(void *data, size_t bytes, int root);
+
+/// Where this process stands: what kiln_distributed_init said, or a single
+/// rank when it was not called (or after kiln_distributed_finalize).
+DistributedInfo distributedInfo();
+/// The longest a rank waits for the others in one collective; 0 (no limit)
+/// for a single rank, which has no one to wait for.
+double collectiveTimeoutSeconds();
 
 } // namespace kiln::runtime
 

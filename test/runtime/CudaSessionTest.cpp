@@ -4,8 +4,10 @@
 // through the C API: kernel launches, cuBLASLt gemms (plain and batched with
 // transposes and beta), parameters updated in place, read and written, and
 // the CUDA graph path (the first run direct, the second captured, later ones
-// replayed) against the same runs with graphs off. Results are checked
-// against host arithmetic. Every test skips, saying why, where the CUDA
+// replayed) against the same runs with graphs off, and all-reduces through
+// NCCL on a communicator of one rank, overlapping a kernel and joined back
+// before the kernels that read them. Results are checked against host
+// arithmetic. Every test skips, saying why, where the CUDA
 // backend cannot run (no driver, no device, built without CUDA).
 //
 // KILN_TEST_PTX and KILN_TEST_PTXAS, when set, name kernels.ptx and ptxas
@@ -51,6 +53,8 @@ protected:
     std::string ptx, cubin;
     ASSERT_TRUE(readFile(ptxPath, ptx).ok()) << "cannot read " << ptxPath;
     writeBundle("ptx.kiln", {{bp::CodeImage::PTX, "compute_80", ptx}});
+    writeAllReduceBundle("all-reduce-ptx.kiln",
+                         {{bp::CodeImage::PTX, "compute_80", ptx}});
     std::string cubinPath = dir + "/kernels.sm_90a.cubin";
     std::string command = "'" + ptxas + "' -arch=sm_90a -o '" + cubinPath +
                           "' '" + ptxPath + "'";
@@ -58,6 +62,9 @@ protected:
     ASSERT_TRUE(readFile(cubinPath, cubin).ok());
     writeBundle("cubin.kiln", {{bp::CodeImage::CUBIN, "sm_90a", cubin},
                                {bp::CodeImage::PTX, "compute_80", ptx}});
+    writeAllReduceBundle("all-reduce-cubin.kiln",
+                         {{bp::CodeImage::CUBIN, "sm_90a", cubin},
+                          {bp::CodeImage::PTX, "compute_80", ptx}});
   }
 
   static void TearDownTestSuite() {
@@ -69,6 +76,14 @@ protected:
                           std::vector<BundleWriter::Image> images) {
     BundleWriter writer;
     buildCudaBundle(writer, std::move(images));
+    Status status = writer.write(dir + "/" + name);
+    ASSERT_TRUE(status.ok()) << status.message();
+  }
+
+  static void writeAllReduceBundle(const std::string &name,
+                                   std::vector<BundleWriter::Image> images) {
+    BundleWriter writer;
+    buildCudaAllReduceBundle(writer, std::move(images));
     Status status = writer.write(dir + "/" + name);
     ASSERT_TRUE(status.ok()) << status.message();
   }
@@ -268,6 +283,48 @@ TEST_P(CudaSession, ErrorsNameWhatIsWrong) {
             KILN_OK)
       << kiln_status_message();
   expectNear(y, {2, 3, 4, 5});
+}
+
+/// Without a launcher (and without kiln_distributed_init) the process is a
+/// single rank: the session joins an NCCL communicator of one and runs the
+/// all-reduces through it, direct, captured and replayed. A mean over one
+/// rank leaves the values as they are, the kernel after each wait reads
+/// them, and the accumulate launched while request 1 is in flight is not
+/// disturbed by it.
+TEST_P(CudaSession, AllReducesOnOneRankKeepTheValues) {
+  std::string path = dir + "/all-reduce-" + GetParam();
+  kiln_bundle_t *dataParallel = nullptr;
+  ASSERT_EQ(kiln_bundle_open(path.c_str(), &dataParallel), KILN_OK)
+      << kiln_status_message();
+  kiln_session_t *reducing = nullptr;
+  ASSERT_EQ(kiln_session_create(dataParallel, "cuda", &reducing), KILN_OK)
+      << kiln_status_message();
+  kiln_bundle_release(dataParallel);
+  static const std::vector<int64_t> shape = {4};
+  std::vector<float> acc(kWeightAcc, kWeightAcc + 4);
+  for (int run = 0; run < 4; ++run) {
+    std::vector<float> x = {0.5f * run, -1, 2.25f, float(run * run)};
+    std::vector<float> y(4, -99), total(4, -99), expected(4);
+    kiln_tensor_t input = f32Tensor("x", x, shape);
+    kiln_tensor_t outputs[] = {f32Tensor("y", y, shape),
+                               f32Tensor("total", total, shape)};
+    ASSERT_EQ(kiln_session_run(reducing, "mean_step", &input, 1, outputs, 2),
+              KILN_OK)
+        << kiln_status_message();
+    for (int i = 0; i < 4; ++i) {
+      acc[i] += x[i];
+      expected[i] = x[i] + 2;
+    }
+    SCOPED_TRACE("run " + std::to_string(run));
+    expectNear(y, expected);
+    expectNear(total, acc);
+    std::vector<float> stored(4);
+    ASSERT_EQ(kiln_session_get_parameter(reducing, "acc", stored.data(), 16),
+              KILN_OK)
+        << kiln_status_message();
+    expectNear(stored, acc);
+  }
+  kiln_session_release(reducing);
 }
 
 INSTANTIATE_TEST_SUITE_P(

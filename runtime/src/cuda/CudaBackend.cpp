@@ -22,6 +22,7 @@ KILN_BACKEND_EXPORT int kiln_backend_abi_version(void) {
 
 KILN_BACKEND_EXPORT void kiln_backend_create(const BackendBundle *bundle,
                                              const char *targetName,
+                                             const BackendHost *host,
                                              Backend **out, Status *status) {
   *out = nullptr;
   try {
@@ -29,7 +30,8 @@ KILN_BACKEND_EXPORT void kiln_backend_create(const BackendBundle *bundle,
     std::unique_ptr<cuda::CudaSession> session;
     Status result = cuda::CudaOptions::fromEnvironment(options);
     if (result.ok())
-      result = cuda::CudaSession::create(*bundle, targetName, options, session);
+      result = cuda::CudaSession::create(*bundle, targetName, options, *host,
+                                         session);
     if (result.ok())
       *out = session.release();
     *status = result;

@@ -1,4 +1,4 @@
-//===- CudaErrors.cpp - CUDA driver and cuBLASLt results as Status --------===//
+//===- CudaErrors.cpp - CUDA driver, cuBLASLt and NCCL results as Status --===//
 
 #include "CudaErrors.h"
 
@@ -58,6 +58,17 @@ Status checkCublas(cublasStatus_t result, const char *call) {
     code = StatusCode::Unsupported;
   return Status(code, strCat(call, ": ", cublasLtGetStatusName(result), " (",
                              cublasLtGetStatusString(result), ")"));
+}
+
+Status checkNccl(ncclResult_t result, const char *call, ncclComm_t comm) {
+  if (result == ncclSuccess)
+    return Status();
+  std::string message = strCat(call, ": ", ncclGetErrorString(result),
+                               " (NCCL result ", static_cast<int>(result), ")");
+  const char *detail = ncclGetLastError(comm);
+  if (detail && *detail)
+    message += strCat(": ", detail);
+  return collectiveError(message);
 }
 
 } // namespace kiln::runtime::cuda

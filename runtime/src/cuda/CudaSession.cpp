@@ -7,9 +7,13 @@
 #include "kiln/runtime/BundleFormat.h"
 #include "kiln/runtime/Manifest.h"
 
+#include <chrono>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <thread>
 
 namespace kiln::runtime::cuda {
 
@@ -25,6 +29,31 @@ constexpr size_t kGemmWorkspaceBytes = size_t(32) << 20;
 constexpr uint64_t kStagingAlignment = 256;
 /// cuMemAlloc's own alignment; arenas asking for more are over-allocated.
 constexpr uint64_t kAllocationAlignment = 256;
+/// How long a rank waiting for NCCL or for a run with all-reduces sleeps
+/// between polls.
+constexpr std::chrono::microseconds kPollInterval(100);
+
+/// Whether `seconds` (<= 0: no limit) have passed since it was made.
+class Deadline {
+public:
+  explicit Deadline(double seconds)
+      : seconds(seconds), start(std::chrono::steady_clock::now()) {}
+  bool passed() const {
+    return seconds > 0 && std::chrono::duration<double>(
+                              std::chrono::steady_clock::now() - start)
+                                  .count() > seconds;
+  }
+  /// "300 s", as the messages give it.
+  std::string describe() const {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%g s", seconds);
+    return text;
+  }
+
+private:
+  double seconds;
+  std::chrono::steady_clock::time_point start;
+};
 
 /// Makes the session's context current on the calling thread for the scope
 /// of one API call, which may come from any thread.
@@ -103,10 +132,10 @@ Status CudaOptions::fromEnvironment(CudaOptions &out) {
 
 Status CudaSession::create(const BackendBundle &bundle,
                            const std::string &targetName,
-                           const CudaOptions &options,
+                           const CudaOptions &options, const BackendHost &host,
                            std::unique_ptr<CudaSession> &out) {
   std::unique_ptr<CudaSession> session(new CudaSession());
-  KILN_RETURN_IF_ERROR(session->initialize(bundle, targetName, options)
+  KILN_RETURN_IF_ERROR(session->initialize(bundle, targetName, options, host)
                            .withContext(bundle.name));
   out = std::move(session);
   return Status();
@@ -114,10 +143,15 @@ Status CudaSession::create(const BackendBundle &bundle,
 
 Status CudaSession::initialize(const BackendBundle &bundle,
                                const std::string &name,
-                               const CudaOptions &sessionOptions) {
+                               const CudaOptions &sessionOptions,
+                               const BackendHost &host) {
   bundleName = bundle.name;
   targetName = name;
   options = sessionOptions;
+  rank = host.rank;
+  worldSize = host.worldSize;
+  localRank = host.localRank;
+  collectiveTimeoutSeconds = host.collectiveTimeoutSeconds;
   KILN_RETURN_IF_ERROR(parseManifest(bundle, name));
   KILN_RETURN_IF_ERROR(openDevice());
   ContextScope current(context);
@@ -140,6 +174,10 @@ Status CudaSession::initialize(const BackendBundle &bundle,
             .withContext(strCat("entry point '", entry.name(), "'")));
     planIndex[entry.name()] = plans.size() - 1;
   }
+  // Last, so that a rank whose session cannot be made here fails before it
+  // makes the others wait for it.
+  if (hasCollectives())
+    KILN_RETURN_IF_ERROR(createCommunicator(host));
   return Status();
 }
 
@@ -183,8 +221,8 @@ Status CudaSession::openDevice() {
   if (options.device >= count)
     return invalidArgument("KILN_CUDA_DEVICE=", options.device,
                            ", but there are ", count, " CUDA devices");
-  KILN_RETURN_IF_ERROR(
-      checkCu(cuDeviceGet(&device, options.device), "cuDeviceGet"));
+  int ordinal = options.device >= 0 ? options.device : localRank % count;
+  KILN_RETURN_IF_ERROR(checkCu(cuDeviceGet(&device, ordinal), "cuDeviceGet"));
   char name[256] = {};
   KILN_RETURN_IF_ERROR(checkCu(cuDeviceGetName(name, sizeof(name) - 1, device),
                                "cuDeviceGetName"));
@@ -208,6 +246,86 @@ Status CudaSession::openDevice() {
   // for the device, so both work in the same context.
   return checkCu(cuDevicePrimaryCtxRetain(&context, device),
                  "cuDevicePrimaryCtxRetain");
+}
+
+bool CudaSession::hasCollectives() const {
+  for (const bp::EntryPoint &entry : manifest.entry_points())
+    for (const bp::Command &command : programFor(entry, targetName)->commands())
+      if (command.has_all_reduce_mean())
+        return true;
+  return false;
+}
+
+Status CudaSession::rankFailure(const std::string &what) const {
+  return collectiveError("rank ", rank, " of ", worldSize, ": ", what);
+}
+
+/// Rank 0 makes the communicator's id, the host's broadcast (MPI) hands it
+/// to the others, and every rank joins without blocking, so that the join
+/// is bounded by the collective timeout like any other wait for the ranks.
+/// A single rank gets a communicator of one, which runs the same path.
+Status CudaSession::createCommunicator(const BackendHost &host) {
+  ncclUniqueId id;
+  std::memset(&id, 0, sizeof(id));
+  if (rank == 0)
+    KILN_RETURN_IF_ERROR(
+        checkNccl(ncclGetUniqueId(&id), "ncclGetUniqueId", nullptr)
+            .withContext(strCat("rank 0 of ", worldSize)));
+  char error[1024] = {};
+  if (host.broadcast(&id, sizeof(id), 0, error, sizeof(error)) != 0)
+    return collectiveError(error).withContext(
+        "handing out the NCCL communicator's id");
+  KILN_RETURN_IF_ERROR(
+      checkCu(cuStreamCreate(&commStream, CU_STREAM_NON_BLOCKING),
+              "cuStreamCreate")
+          .withContext("the communication stream"));
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclResult_t started =
+      ncclCommInitRankConfig(&comm, worldSize, id, rank, &config);
+  std::string what =
+      strCat("joining the NCCL communicator of ", worldSize, " ranks");
+  if (started != ncclSuccess && started != ncclInProgress) {
+    Status failure = rankFailure(
+        strCat(what, ": ",
+               checkNccl(started, "ncclCommInitRankConfig", comm).message()));
+    return comm ? abortCommunicator(failure) : failure;
+  }
+  Status joined = awaitCommunicator("ncclCommInitRankConfig", what);
+  if (!joined.ok())
+    return abortCommunicator(joined);
+  return Status();
+}
+
+Status CudaSession::awaitCommunicator(const char *call,
+                                      const std::string &what) {
+  Deadline deadline(collectiveTimeoutSeconds);
+  for (;;) {
+    ncclResult_t state = ncclSuccess;
+    ncclResult_t queried = ncclCommGetAsyncError(comm, &state);
+    if (queried != ncclSuccess)
+      return rankFailure(
+          strCat(what, ": ",
+                 checkNccl(queried, "ncclCommGetAsyncError", comm).message()));
+    if (state == ncclSuccess)
+      return Status();
+    if (state != ncclInProgress)
+      return rankFailure(
+          strCat(what, ": ", checkNccl(state, call, comm).message()));
+    if (deadline.passed())
+      return rankFailure(strCat(what, ": ", call, " still in progress after ",
+                                deadline.describe(),
+                                "; another rank failed or hung"));
+    std::this_thread::sleep_for(kPollInterval);
+  }
+}
+
+Status CudaSession::abortCommunicator(const Status &reason) {
+  if (comm)
+    ncclCommAbort(comm);
+  comm = nullptr;
+  communicatorLost = reason;
+  return reason;
 }
 
 Status CudaSession::loadModule(const BackendBundle &bundle) {
@@ -384,14 +502,49 @@ Status CudaSession::planLaunch(const bp::KernelLaunch &command,
   return Status();
 }
 
+Status CudaSession::planAllReduce(const bp::AllReduceMean &command,
+                                  EntryPlan &plan, Step &step) {
+  auto allReduce = std::make_unique<AllReduce>();
+  allReduce->pointer = deviceAddress(command.buffer(), plan);
+  allReduce->count = static_cast<size_t>(command.count());
+  // Timing off: the events only order the two streams.
+  for (CUevent *event : {&allReduce->ready, &allReduce->done}) {
+    KILN_RETURN_IF_ERROR(checkCu(cuEventCreate(event, CU_EVENT_DISABLE_TIMING),
+                                 "cuEventCreate"));
+    plan.events.push_back(*event);
+  }
+  step.allReduce = std::move(allReduce);
+  return Status();
+}
+
 Status CudaSession::planEntryPoint(const bp::EntryPoint &entry,
                                    EntryPlan &plan) {
   KILN_RETURN_IF_ERROR(allocateStaging(entry, plan.staging));
   const bp::Program &program = *programFor(entry, targetName);
+  // The `done` event of each request's all-reduce, for its wait (the
+  // manifest's validation guarantees the all-reduce comes first).
+  std::map<uint32_t, CUevent> done;
   for (int c = 0; c < program.commands_size(); ++c) {
     const bp::Command &command = program.commands(c);
     Step step;
-    if (command.command_case() == bp::Command::kLaunch) {
+    if (command.has_all_reduce_mean()) {
+      const bp::AllReduceMean &allReduce = command.all_reduce_mean();
+      step.description =
+          strCat("command ", c, " (all-reduce of ", allReduce.count(),
+                 " f32, request ", allReduce.request(), ")");
+      KILN_RETURN_IF_ERROR(
+          planAllReduce(allReduce, plan, step).withContext(step.description));
+      done[allReduce.request()] = step.allReduce->done;
+    } else if (command.has_collective_wait()) {
+      uint32_t request = command.collective_wait().request();
+      step.description =
+          strCat("command ", c, " (wait for request ", request, ")");
+      auto started = done.find(request);
+      if (started == done.end())
+        return internalError(step.description,
+                             ": no all-reduce before it started the request");
+      step.waitFor = started->second;
+    } else if (command.command_case() == bp::Command::kLaunch) {
       const std::string &kernel =
           target->kernels(static_cast<int>(command.launch().kernel()));
       step.description = strCat("command ", c, " (kernel '", kernel, "')");
@@ -414,8 +567,46 @@ Status CudaSession::planEntryPoint(const bp::EntryPoint &entry,
   return Status();
 }
 
+/// Forks the communication stream off the stream after the commands so
+/// far, reduces there, and marks the end for the request's wait. A
+/// non-blocking communicator may return before the reduction is enqueued,
+/// and `done` must follow it, so an enqueue in progress is awaited.
+Status CudaSession::enqueueAllReduce(const Step &step) {
+  const AllReduce &allReduce = *step.allReduce;
+  KILN_RETURN_IF_ERROR(
+      checkCu(cuEventRecord(allReduce.ready, stream), "cuEventRecord"));
+  KILN_RETURN_IF_ERROR(checkCu(
+      cuStreamWaitEvent(commStream, allReduce.ready, 0), "cuStreamWaitEvent"));
+  void *data = reinterpret_cast<void *>(allReduce.pointer);
+  ncclResult_t result = ncclAllReduce(data, data, allReduce.count, ncclFloat32,
+                                      ncclAvg, comm, commStream);
+  // A communicator that failed here stays failed: abort it, so that the
+  // session reports this failure from now on.
+  if (result == ncclInProgress) {
+    Status enqueued =
+        awaitCommunicator("ncclAllReduce", "enqueueing the all-reduce");
+    if (!enqueued.ok())
+      return abortCommunicator(enqueued);
+  } else if (result != ncclSuccess) {
+    return abortCommunicator(
+        rankFailure(checkNccl(result, "ncclAllReduce", comm).message()));
+  }
+  return checkCu(cuEventRecord(allReduce.done, commStream), "cuEventRecord");
+}
+
 Status CudaSession::enqueueSteps(const EntryPlan &plan) {
   for (const Step &step : plan.steps) {
+    if (step.allReduce) {
+      KILN_RETURN_IF_ERROR(
+          enqueueAllReduce(step).withContext(step.description));
+      continue;
+    }
+    if (step.waitFor) {
+      KILN_RETURN_IF_ERROR(checkCu(cuStreamWaitEvent(stream, step.waitFor, 0),
+                                   "cuStreamWaitEvent")
+                               .withContext(step.description));
+      continue;
+    }
     if (step.gemm) {
       KILN_RETURN_IF_ERROR(step.gemm->enqueue(blasLt, workspace, stream)
                                .withContext(step.description));
@@ -505,10 +696,7 @@ Status CudaSession::runBound(EntryPlan &plan) {
   // Wait even after a failure, so nothing still in flight touches the
   // pinned buffers when the next run fills them. Faults inside kernels
   // surface here.
-  Status synchronized =
-      checkCu(cuStreamSynchronize(stream), "cuStreamSynchronize")
-          .withContext("finishing the run (a kernel or gemm failed on the "
-                       "device)");
+  Status synchronized = finishRun();
   KILN_RETURN_IF_ERROR(status);
   KILN_RETURN_IF_ERROR(synchronized);
   const std::vector<void *> &outputData = plan.tensors.outputData();
@@ -520,6 +708,42 @@ Status CudaSession::runBound(EntryPlan &plan) {
   return Status();
 }
 
+/// With all-reduces in flight, a peer that died or hung would leave the
+/// stream waiting forever: the wait is bounded by the collective timeout,
+/// and NCCL's asynchronous errors end it too. Either aborts the
+/// communicator, which stops its kernels, so the stream drains.
+Status CudaSession::finishRun() {
+  const char *failedOnDevice =
+      "finishing the run (a kernel, gemm or all-reduce failed on the device)";
+  if (!comm)
+    return checkCu(cuStreamSynchronize(stream), "cuStreamSynchronize")
+        .withContext(failedOnDevice);
+  Deadline deadline(collectiveTimeoutSeconds);
+  for (;;) {
+    CUresult state = cuStreamQuery(stream);
+    if (state == CUDA_SUCCESS)
+      return Status();
+    if (state != CUDA_ERROR_NOT_READY)
+      return checkCu(state, "cuStreamQuery").withContext(failedOnDevice);
+    ncclResult_t asyncError = ncclSuccess;
+    ncclResult_t queried = ncclCommGetAsyncError(comm, &asyncError);
+    if (queried != ncclSuccess)
+      return abortCommunicator(rankFailure(
+          checkNccl(queried, "ncclCommGetAsyncError", comm).message()));
+    if (asyncError != ncclSuccess && asyncError != ncclInProgress)
+      return abortCommunicator(rankFailure(strCat(
+          "NCCL failed while the run's all-reduces were in flight (a rank "
+          "died or its network failed): ",
+          checkNccl(asyncError, "ncclCommGetAsyncError", comm).message())));
+    if (deadline.passed())
+      return abortCommunicator(rankFailure(
+          strCat("timed out after ", deadline.describe(),
+                 " waiting for the run and its all-reduces; another rank "
+                 "failed, hung or stopped issuing the same steps")));
+    std::this_thread::sleep_for(kPollInterval);
+  }
+}
+
 Status CudaSession::run(const std::string &entryName,
                         const kiln_tensor_t *inputs, size_t inputCount,
                         const kiln_tensor_t *outputs, size_t outputCount) {
@@ -527,6 +751,11 @@ Status CudaSession::run(const std::string &entryName,
   if (found == planIndex.end())
     return entryPointNotFound(bundleName, manifest, entryName);
   std::lock_guard<std::mutex> lock(mutex);
+  if (!communicatorLost.ok())
+    return communicatorLost.withContext(
+        strCat(bundleName, ": target '", targetName,
+               "': the session cannot run since its NCCL communicator was "
+               "aborted"));
   KILN_RETURN_IF_ERROR(external->checkAllSet(bundleName));
   EntryPlan &plan = plans[found->second];
   KILN_RETURN_IF_ERROR(
@@ -591,6 +820,21 @@ Status CudaSession::setParameter(const std::string &name, const void *data,
   return Status();
 }
 
+/// Finalizes the communicator (flushing what was issued) and destroys it;
+/// where that fails or passes the collective timeout (a peer gone), aborts
+/// it instead.
+void CudaSession::releaseCommunicator() {
+  if (!comm)
+    return;
+  ncclResult_t finalized = ncclCommFinalize(comm);
+  if ((finalized == ncclSuccess || finalized == ncclInProgress) &&
+      awaitCommunicator("ncclCommFinalize", "releasing the communicator").ok())
+    ncclCommDestroy(comm);
+  else
+    ncclCommAbort(comm);
+  comm = nullptr;
+}
+
 /// Releases in reverse order of creation; failures cannot be reported from
 /// here, and each release is independent of the others' success.
 CudaSession::~CudaSession() {
@@ -605,11 +849,17 @@ CudaSession::~CudaSession() {
       if (plan.graph)
         cuGraphDestroy(plan.graph);
       plan.steps.clear();
+      for (CUevent event : plan.events)
+        cuEventDestroy(event);
       if (plan.staging.host)
         cuMemFreeHost(plan.staging.host);
       if (plan.staging.device)
         cuMemFree(plan.staging.device);
     }
+    // After the graphs, which may hold the communicator's resources.
+    releaseCommunicator();
+    if (commStream)
+      cuStreamDestroy(commStream);
     if (blasLt)
       cublasLtDestroy(blasLt);
     if (workspace.pointer)

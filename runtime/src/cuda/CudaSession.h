@@ -8,6 +8,14 @@
 // point's first run executes its commands directly, the second captures
 // them as a CUDA graph and later runs replay it.
 //
+// A bundle whose programs average buffers over the ranks (AllReduceMean)
+// also gets an NCCL communicator of all ranks, bootstrapped through the
+// host's broadcast, and a second stream: each all-reduce forks onto it
+// after the commands before it, and the CollectiveWait of its request joins
+// it back, which a graph captures as well. A run then waits for its stream
+// in bounded polls that also watch NCCL for errors, so that a rank whose
+// peer died or hung fails with a message instead of waiting forever.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef KILN_RUNTIME_SRC_CUDA_CUDASESSION_H
@@ -21,6 +29,7 @@
 
 #include <cublasLt.h>
 #include <cuda.h>
+#include <nccl.h>
 
 #include <memory>
 #include <mutex>
@@ -32,22 +41,26 @@ namespace kiln::runtime::cuda {
 
 /// How a session uses the machine.
 struct CudaOptions {
-  /// The device ordinal. A launcher that runs one process per GPU sets it
-  /// from the local rank.
-  int device = 0;
+  /// The device ordinal, or -1: the rank's local rank modulo the number of
+  /// devices, so that the ranks a launcher starts on one node take one GPU
+  /// each (device 0 for a single rank).
+  int device = -1;
   /// Capture each entry point as a CUDA graph on its second run and replay
   /// it from then on; off runs every command directly, for debugging.
   bool graphs = true;
 
-  /// KILN_CUDA_DEVICE (default 0) and KILN_CUDA_GRAPHS (0 or 1, default 1).
+  /// KILN_CUDA_DEVICE (unset: -1) and KILN_CUDA_GRAPHS (0 or 1, default 1).
   static Status fromEnvironment(CudaOptions &out);
 };
 
 class CudaSession : public Backend {
 public:
+  /// Creates the session for the rank `host` describes. With all-reduces
+  /// in the target's programs this is collective: every rank of the run
+  /// must create its session of the bundle.
   static Status create(const BackendBundle &bundle,
                        const std::string &targetName,
-                       const CudaOptions &options,
+                       const CudaOptions &options, const BackendHost &host,
                        std::unique_ptr<CudaSession> &out);
   ~CudaSession() override;
 
@@ -70,12 +83,25 @@ private:
     std::vector<CUdeviceptr> pointers;
     std::vector<void *> arguments;
   };
-  /// One command of a program: a launch or a gemm; `description` names it
-  /// in messages ("kernel 'k'" or the gemm's sizes).
+  /// An in-place mean of `count` f32 values over the ranks: `ready` marks
+  /// the commands before it on the stream, `done` the reduction on the
+  /// communication stream.
+  struct AllReduce {
+    CUdeviceptr pointer = 0;
+    size_t count = 0;
+    CUevent ready = nullptr;
+    CUevent done = nullptr;
+  };
+  /// One command of a program: a launch, a gemm, an all-reduce, or a wait
+  /// for one (`waitFor`, the all-reduce's `done`); `description` names it in
+  /// messages ("command 3 (kernel 'k')", the gemm's sizes, "command 5
+  /// (all-reduce of 4096 f32, request 1)").
   struct Step {
     std::string description;
     std::unique_ptr<Launch> launch;
     std::unique_ptr<GemmPlan> gemm;
+    std::unique_ptr<AllReduce> allReduce;
+    CUevent waitFor = nullptr;
   };
   /// Where each input and output of an entry point lives on the device and
   /// in its pinned host mirror: at the same offsets, inputs first, so each
@@ -92,6 +118,8 @@ private:
     EntryTensors tensors;
     Staging staging;
     std::vector<Step> steps;
+    /// The events of the all-reduces, owned here.
+    std::vector<CUevent> events;
     /// Successful runs so far: the first runs the steps directly, the
     /// second captures them.
     uint64_t runs = 0;
@@ -101,7 +129,7 @@ private:
 
   CudaSession() = default;
   Status initialize(const BackendBundle &bundle, const std::string &targetName,
-                    const CudaOptions &options);
+                    const CudaOptions &options, const BackendHost &host);
   Status parseManifest(const BackendBundle &bundle,
                        const std::string &targetName);
   Status openDevice();
@@ -112,11 +140,31 @@ private:
   Status allocateStaging(const bundle::EntryPoint &entry, Staging &staging);
   Status planLaunch(const bundle::KernelLaunch &launch, const EntryPlan &plan,
                     Step &step);
+  Status planAllReduce(const bundle::AllReduceMean &command, EntryPlan &plan,
+                       Step &step);
+  /// Whether a program of this session's target has an all-reduce.
+  bool hasCollectives() const;
+  Status createCommunicator(const BackendHost &host);
+  /// Polls the communicator until its pending operation (initialization,
+  /// an enqueue, finalization) is no longer in progress, within the
+  /// collective timeout; `call` and `what` name it in the error.
+  Status awaitCommunicator(const char *call, const std::string &what);
+  /// Aborts the communicator for good (its operations on the device stop)
+  /// and returns `reason`, which later runs repeat.
+  Status abortCommunicator(const Status &reason);
+  /// Finalizes and destroys the communicator, or aborts it.
+  void releaseCommunicator();
+  /// "rank R of W: " and `what` as a Collective status.
+  Status rankFailure(const std::string &what) const;
+  Status enqueueAllReduce(const Step &step);
   CUdeviceptr deviceAddress(const bundle::BufferRef &buffer,
                             const EntryPlan &plan) const;
   /// Runs `plan` on the tensors its last bind() recorded.
   Status runBound(EntryPlan &plan);
   Status executeSteps(EntryPlan &plan);
+  /// Waits until the stream has finished the run: cuStreamSynchronize, or,
+  /// with a communicator, bounded polls that also watch NCCL's errors.
+  Status finishRun();
   Status enqueueSteps(const EntryPlan &plan);
   Status captureGraph(EntryPlan &plan);
   Status findParameter(const std::string &name, size_t byteSize,
@@ -127,6 +175,9 @@ private:
   bundle::Manifest manifest;
   const bundle::Target *target = nullptr;
   CudaOptions options;
+  /// The rank of the run (BackendHost, without its broadcast).
+  int rank = 0, worldSize = 1, localRank = 0;
+  double collectiveTimeoutSeconds = 0;
 
   CUdevice device = 0;
   std::string deviceName;
@@ -135,6 +186,12 @@ private:
   int maxGrid[3] = {0, 0, 0};
   CUcontext context = nullptr;
   CUstream stream = nullptr;
+  /// Where the all-reduces run, and their communicator (null when the
+  /// programs have none, and after it was aborted).
+  CUstream commStream = nullptr;
+  ncclComm_t comm = nullptr;
+  /// Why the communicator was aborted; the session refuses to run after.
+  Status communicatorLost;
   CUmodule module = nullptr;
   /// target->kernels(i)'s function.
   std::vector<CUfunction> functions;
