@@ -170,6 +170,19 @@ llvm::Error fillCudaProgram(bundle::Program &program,
                      buffer.size);
       continue;
     }
+    if (auto *reduce = std::get_if<kiln::CudaAllReduce>(&command)) {
+      bundle::AllReduceMean *out = stored->mutable_all_reduce_mean();
+      out->set_element_type(bundle::F32);
+      out->set_count(reduce->buffer.size / sizeof(float));
+      out->set_request(reduce->request);
+      buffers.fill(*out->mutable_buffer(), reduce->buffer.argument,
+                   reduce->buffer.offset, reduce->buffer.size);
+      continue;
+    }
+    if (auto *wait = std::get_if<kiln::CudaWait>(&command)) {
+      stored->mutable_collective_wait()->set_request(wait->request);
+      continue;
+    }
     const auto &gemm = std::get<kiln::CudaGemm>(command);
     auto element = elementTypeOf(gemm.element);
     if (!element)

@@ -82,8 +82,10 @@ void buildTensorPipeline(PassManager &pm, const kiln::CompileOptions &options,
 /// stay for the target to lower itself.
 void buildBufferPipeline(PassManager &pm, bool forCpu,
                          kiln::Precision precision) {
-  if (precision == kiln::Precision::BF16) {
-    pm.addPass(kiln::createKilnAutoMixedPrecision());
+  if (precision != kiln::Precision::F32) {
+    kiln::KilnAutoMixedPrecisionOptions amp;
+    amp.type = precision == kiln::Precision::BF16 ? "bf16" : "f16";
+    pm.addPass(kiln::createKilnAutoMixedPrecision(amp));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }
@@ -235,6 +237,7 @@ kiln::compileModel(ModuleOp module, const CompileOptions &options) {
       pm->addPass(kiln::createKilnGPUOutlineKernels());
       pm->addPass(kiln::createKilnGPUEmulate());
       pm->addPass(kiln::createKilnLowerGemmToBlas());
+      pm->addPass(kiln::createKilnLowerCollectives());
     }
     pm->addPass(std::make_unique<CountKernelsPass>(Stage::AfterFusion, counts));
     if (llvm::Error error = kiln::runPasses(*pm, first, "compiling the model"))

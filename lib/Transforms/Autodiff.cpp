@@ -89,6 +89,8 @@ struct KilnAutodiffPass : kiln::impl::KilnAutodiffBase<KilnAutodiffPass> {
         b, loc,
         DenseElementsAttr::get(lossType,
                                b.getFloatAttr(lossType.getElementType(), 1.0)));
+    // kiln-train-step's loss scaling starts the backward pass from the scale.
+    seed.getDefiningOp()->setAttr("kiln.grad_seed", b.getUnitAttr());
     FailureOr<SmallVector<Value>> readGrads =
         buildGradients(b, loc, ops, reads, {{lossValue, seed}});
     if (failed(readGrads))

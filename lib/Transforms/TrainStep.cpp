@@ -14,6 +14,8 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <cmath>
+
 namespace kiln {
 #define GEN_PASS_DEF_KILNTRAINSTEP
 #include "kiln/Transforms/Passes.h.inc"
@@ -152,6 +154,15 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
       return error() << "gradient accumulation needs at least 1 micro-batch, "
                         "not "
                      << gradAccum.getValue();
+    if (lossScale < 0 || !std::isfinite(lossScale))
+      return error() << "the loss scale must be a finite positive number "
+                        "(0: none), not "
+                     << lossScale.getValue();
+    if (lossScale > 0 &&
+        (lossScaleGrowthInterval < 1 || lossScaleGrowthInterval > (1 << 24)))
+      return error() << "the loss-scale growth interval must lie in [1, "
+                        "2^24], not "
+                     << lossScaleGrowthInterval.getValue();
     for (StringRef name : {"train_step", "eval_step", "accumulate_step"})
       if (module.lookupSymbol(name))
         return error() << "'" << name << "' already exists";
@@ -283,6 +294,107 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
     }
   }
 
+  /// The loss scale (0-d f32 state), read at the start of `block`.
+  Value lossScaleParam(OpBuilder &b, ModuleOp module, Location loc,
+                       Block &block) {
+    return stateParam(b, module, loc, "amp.loss_scale",
+                      RankedTensorType::get({}, b.getF32Type()), block,
+                      lossScale);
+  }
+
+  /// Starts the backward pass of `f` from the loss scale instead of 1.
+  LogicalResult scaleSeed(ModuleOp module, func::FuncOp f) {
+    ConstantOp seed;
+    f.walk([&](ConstantOp op) {
+      if (op->hasAttr("kiln.grad_seed"))
+        seed = op;
+    });
+    if (!seed)
+      return f.emitError("kiln-train-step: loss scaling needs the gradient "
+                         "seed kiln-autodiff marks (kiln.grad_seed); run "
+                         "kiln-train-step right after kiln-autodiff");
+    Block &block = f.getBody().front();
+    OpBuilder b(f.getContext());
+    Value scale = lossScaleParam(b, module, seed.getLoc(), block);
+    b.setInsertionPointAfterValue(scale);
+    StepBuilder k{b, seed.getLoc()};
+    Value scaled = k.like(seed.getResult(), scale);
+    seed.getResult().replaceAllUsesWith(scaled);
+    seed.erase();
+    return success();
+  }
+
+  /// Divides the scaled gradients by the loss scale; returns whether all of
+  /// them are finite (0-d i1). An infinity or NaN times 0 is NaN, so the sum
+  /// of every gradient times 0 is 0 exactly when all are finite.
+  Value unscaleGradients(StepBuilder &k, ModuleOp module, Block &block,
+                         MutableArrayRef<Slot> slots) {
+    Type f32 = k.b.getF32Type();
+    Value scale = lossScaleParam(k.b, module, k.loc, block);
+    // As GradScaler: the reciprocal in f64, rounded to f32.
+    Value inverse = k.convert(k.div(k.f64(1.0), k.convert(scale, k.b.getF64Type())), f32);
+    Value poison = k.splat(k.scalarType(f32), 0.0);
+    for (Slot &slot : slots) {
+      slot.grad = k.scale(slot.grad, inverse);
+      auto type = StepBuilder::tensorType(slot.grad);
+      Value zeros = k.mul(slot.grad, k.splat(type, 0.0));
+      SmallVector<int64_t> dims =
+          llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+      if (!dims.empty())
+        zeros = ReduceSumOp::create(k.b, k.loc, zeros,
+                                    k.b.getDenseI64ArrayAttr(dims), nullptr);
+      poison = k.add(poison, k.convert(zeros, f32));
+    }
+    return CompareOp::create(k.b, k.loc, ComparePredicate::eq, poison,
+                             k.splat(poison.getType(), 0.0));
+  }
+
+  /// GradScaler's update of the scale: halved after a step with a
+  /// non-finite gradient, doubled after lossScaleGrowthInterval finite ones
+  /// in a row.
+  void updateLossScale(StepBuilder &k, ModuleOp module, Block &block,
+                       Value finite, SmallVectorImpl<Output> &outputs) {
+    auto scalar = k.scalarType(k.b.getF32Type());
+    Value scale = lossScaleParam(k.b, module, k.loc, block);
+    Value tracker = stateParam(k.b, module, k.loc, "amp.growth_tracker",
+                               scalar, block);
+    Value successes = k.add(tracker, k.splat(scalar, 1.0));
+    Value grow = CompareOp::create(
+        k.b, k.loc, ComparePredicate::eq, successes,
+        k.splat(scalar, static_cast<double>(lossScaleGrowthInterval)));
+    auto select = [&](Value cond, Value x, Value y) {
+      return SelectOp::create(k.b, k.loc, cond, x, y).getResult();
+    };
+    Value zero = k.splat(scalar, 0.0);
+    Value nextScale = select(finite, select(grow, k.scale(scale, 2.0), scale),
+                             k.scale(scale, 0.5));
+    Value nextTracker =
+        select(finite, select(grow, zero, successes), zero);
+    outputs.push_back({nextScale, "amp.loss_scale", "amp.loss_scale"});
+    outputs.push_back(
+        {nextTracker, "amp.growth_tracker", "amp.growth_tracker"});
+  }
+
+  /// Each of `updates` takes effect only when `finite`; otherwise the value
+  /// it updates stays as it was.
+  void skipUnlessFinite(StepBuilder &k, Block &block, Value finite,
+                        MutableArrayRef<Output> updates) {
+    for (Output &o : updates) {
+      auto type = StepBuilder::tensorType(o.value);
+      Value old;
+      {
+        OpBuilder::InsertionGuard guard(k.b);
+        k.b.setInsertionPointToStart(&block);
+        old = GetParamOp::create(k.b, k.loc, type, o.updates);
+      }
+      Value cond = finite;
+      if (type.getRank() != 0)
+        cond = BroadcastOp::create(
+            k.b, k.loc, type.clone(k.b.getI1Type()), finite);
+      o.value = SelectOp::create(k.b, k.loc, cond, o.value, old);
+    }
+  }
+
   /// A copy of `grad` named `name`, inserted after `after`, and its trainable
   /// parameters with their gradients.
   func::FuncOp cloneGrad(ModuleOp module, func::FuncOp grad, Operation *after,
@@ -297,6 +409,9 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
     for (auto read : block.getOps<GetParamOp>())
       reads.try_emplace(read.getNameAttr().getAttr(), read.getResult());
     loss = ret.getOperand(0);
+    if (lossScale > 0)
+      if (failed(scaleSeed(module, f)))
+        return nullptr;
     for (unsigned i = 1; i < ret.getNumOperands(); ++i) {
       auto gradName = f.getResultAttrOfType<StringAttr>(i, "kiln.name");
       StringRef param = gradName.getValue().drop_back(strlen(".grad"));
@@ -404,6 +519,8 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
       set("training.data_parallel", "1");
     if (gradClip != 0)
       set("training.grad_clip", shortest(gradClip));
+    if (lossScale > 0)
+      set("training.loss_scale", "dynamic");
     module->setAttr("kiln.metadata", entries.getDictionary(module.getContext()));
   }
 
@@ -430,6 +547,8 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
       SmallVector<Slot> slots;
       func::FuncOp accumulate =
           cloneGrad(module, grad, last, "accumulate_step", loss, slots);
+      if (!accumulate)
+        return signalPassFailure();
       Block &block = accumulate.getBody().front();
       OpBuilder b(block.getTerminator());
       StepBuilder k{b, loc};
@@ -446,12 +565,15 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
     Value loss;
     SmallVector<Slot> slots;
     func::FuncOp step = cloneGrad(module, grad, last, "train_step", loss, slots);
+    if (!step)
+      return signalPassFailure();
     Block &block = step.getBody().front();
     OpBuilder b(block.getTerminator());
     StepBuilder k{b, loc};
     SmallVector<Output> updates;
 
     // The update count t (from 1), kept as f32 state like torch.optim's.
+    // With loss scaling, the updates from here on are skipped together.
     auto f32Scalar = k.scalarType(b.getF32Type());
     Value stepCount =
         stateParam(b, module, loc, "optimizer.step", f32Scalar, block);
@@ -471,6 +593,12 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
     if (dataParallel)
       averageOverRanks(step, loss, slots);
     SmallVector<Output> outputs{{loss, "loss", ""}};
+    Value finite;
+    if (lossScale > 0) {
+      outputs.push_back(
+          {lossScaleParam(b, module, loc, block), "loss_scale", ""});
+      finite = unscaleGradients(k, module, block, slots);
+    }
     Value lrNow = k.f64(lr);
     if (schedule != "constant" || warmupSteps != 0)
       lrNow = k.scale(scheduleFactor(k, k.sub(t, k.f64(1.0))), lr);
@@ -479,6 +607,16 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
       outputs.push_back({clipGradients(k, slots), "grad_norm", ""});
     for (Slot &slot : slots)
       update(k, module, block, slot, lrNow, t, updates);
+    if (finite) {
+      // A skipped update leaves the update count, the parameters and the
+      // optimizer state as they were; the accumulators (which follow the
+      // count) are cleared either way.
+      size_t clears = gradAccum > 1 ? slots.size() : 0;
+      skipUnlessFinite(k, block, finite, MutableArrayRef(updates).take_front(1));
+      skipUnlessFinite(k, block, finite,
+                       MutableArrayRef(updates).drop_front(1 + clears));
+      updateLossScale(k, module, block, finite, updates);
+    }
     outputs.append(updates.begin(), updates.end());
     setResults(step, outputs);
 

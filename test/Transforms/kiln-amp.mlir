@@ -1,4 +1,14 @@
 // RUN: kiln-opt %s --kiln-amp | FileCheck %s
+// RUN: kiln-opt %s --kiln-amp=type=f16 | FileCheck %s --check-prefix=F16
+// RUN: not kiln-opt %s --kiln-amp=type=fp8 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: kiln-amp: type must be bf16 or f16, not 'fp8'
+
+// With type=f16 the same ops round to f16 instead.
+// F16-LABEL: func.func @step(
+// F16-COUNT-3: arith.truncf %{{.*}} : f32 to f16
+// F16: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<4x8xf16>, tensor<8x16xf16>) outs(%{{.*}} : tensor<4x16xf32>) attrs = {kiln.matmul = {}}
+// F16-NEXT: ^bb0(%{{.*}}: f16, %{{.*}}: f16, %{{.*}}: f32):
+// F16-NOT: bf16
 
 #a = affine_map<(d0, d1, d2) -> (d0, d2)>
 #b = affine_map<(d0, d1, d2) -> (d2, d1)>

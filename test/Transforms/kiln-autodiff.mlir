@@ -22,7 +22,7 @@ kiln.param @fc.bias : tensor<3xf32>
 // CHECK: %[[T:.*]] = kiln.tanh %{{.*}} : tensor<2x3xf32>
 // CHECK: %[[LOSS:.*]] = kiln.reduce_sum %[[T]] {dimensions = array<i64: 0, 1>} : tensor<2x3xf32>
 // The seed 1, spread over the reduced dimensions.
-// CHECK: %[[SEED:.*]] = kiln.constant dense<1.000000e+00> : tensor<f32>
+// CHECK: %[[SEED:.*]] = kiln.constant {kiln.grad_seed} dense<1.000000e+00> : tensor<f32>
 // CHECK: %[[SEED2:.*]] = kiln.reshape %[[SEED]] : tensor<f32> to tensor<1x1xf32>
 // CHECK: %[[DT:.*]] = kiln.broadcast %[[SEED2]] : tensor<1x1xf32> to tensor<2x3xf32>
 // tanh: dT * (1 - t * t).

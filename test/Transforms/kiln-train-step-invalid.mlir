@@ -13,6 +13,8 @@
 // BETA: kiln-train-step: beta1 and beta2 must lie in [0, 1)
 // RUN: not kiln-opt %s --kiln-train-step="function=model" 2>&1 | FileCheck %s --check-prefix=GRAD
 // GRAD: kiln-train-step: no gradient function 'model_grad'; run kiln-autodiff first
+// RUN: not kiln-opt %s --kiln-train-step="loss-scale=1024" 2>&1 | FileCheck %s --check-prefix=SEED
+// SEED: kiln-train-step: loss scaling needs the gradient seed kiln-autodiff marks (kiln.grad_seed); run kiln-train-step right after kiln-autodiff
 
 func.func @forward(%x: tensor<f32> {kiln.name = "x"}) -> (tensor<f32> {kiln.name = "loss"}) {
   return %x : tensor<f32>

@@ -1,7 +1,7 @@
 """Checks the CUDA code of a .kiln bundle without a GPU.
 
 usage: check_cuda_bundle.py BUNDLE --kernels N --archs sm_80,sm_90a
-           [--schema DIR --gemm-types A:C]
+           [--schema DIR [--gemm-types A:C] [--commands ENTRY]]
 
 Reads the section table (docs/bundle-format.md) and checks that the bundle
 has one cubin section per architecture (an ELF image for the NVIDIA CUDA
@@ -13,7 +13,8 @@ same N kernels as functions. Prints one line per section checked.
 With --schema (the directory of bundle.proto, compiled with protoc at run
 time), it also decodes the manifest and prints each entry point's CUDA
 program (launches and gemms); --gemm-types bf16:f32 checks that every gemm
-multiplies A and B of the first type into C of the second.
+multiplies A and B of the first type into C of the second, and --commands
+ENTRY lists ENTRY's commands, one per line.
 """
 
 import argparse
@@ -75,6 +76,7 @@ def main():
     parser.add_argument("--archs", required=True)
     parser.add_argument("--schema")
     parser.add_argument("--gemm-types")
+    parser.add_argument("--commands", metavar="ENTRY")
     args = parser.parse_args()
     archs = args.archs.split(",")
     data = open(args.bundle, "rb").read()
@@ -123,10 +125,25 @@ def main():
             sys.exit(f"error: {arch} cubin lacks kernels {sorted(missing)[:5]}")
         print(f"{arch} cubin: EM_CUDA, sm {sm}, all {len(entries)} kernels")
     if args.schema:
-        check_programs(manifest, args.schema, args.gemm_types)
+        check_programs(manifest, args.schema, args.gemm_types, args.commands)
 
 
-def check_programs(manifest_bytes, schema, gemm_types):
+def describe(command, kernels):
+    """One line for a command of a CUDA program."""
+    if command.HasField("launch"):
+        return f"launch {kernels[command.launch.kernel]}"
+    if command.HasField("gemm"):
+        g = command.gemm
+        return f"gemm {g.m}x{g.n}x{g.k}"
+    if command.HasField("all_reduce_mean"):
+        r = command.all_reduce_mean
+        return f"all-reduce-mean {r.count} f32, request {r.request}"
+    if command.HasField("collective_wait"):
+        return f"wait request {command.collective_wait.request}"
+    sys.exit(f"error: unknown command {command}")
+
+
+def check_programs(manifest_bytes, schema, gemm_types, list_entry):
     with tempfile.TemporaryDirectory() as out:
         subprocess.run(["protoc", "--python_out=" + out, "-I", schema,
                         os.path.join(schema, "bundle.proto")], check=True)
@@ -149,6 +166,11 @@ def check_programs(manifest_bytes, schema, gemm_types):
         if gemm_types and types != [gemm_types]:
             sys.exit(f"error: {entry.name} has gemms of {types}, expected "
                      f"only {gemm_types}")
+        if entry.name == list_entry:
+            kernels = next(t.kernels for t in manifest.targets
+                           if t.name == "cuda")
+            for c in commands:
+                print(describe(c, kernels))
 
 
 if __name__ == "__main__":

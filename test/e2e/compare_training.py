@@ -119,11 +119,14 @@ def prepare(args):
              {name: value.numpy() for name, value in inputs.items()})
     optimizer = make_optimizer(torch, model, args)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule(args))
-    losses, lrs = [], []
+    losses, lrs, scales = [], [], []
     micro = 0
-    if args.bf16_matmul:
-        mode = bf16_matmul_mode(torch)
+    narrow = ({"bf16": torch.bfloat16, "fp16": torch.float16}
+              .get(args.matmul_operands))
+    if narrow:
+        mode = rounded_matmul_mode(torch, narrow)
         mode.__enter__()
+    scaler = LossScaler(torch, args) if args.loss_scale else None
     for step in range(args.steps):
         optimizer.zero_grad()
         total = 0.0
@@ -131,16 +134,31 @@ def prepare(args):
             batch = slice(micro * args.batch, (micro + 1) * args.batch)
             micro += 1
             loss = model(*batch_of(batch))
-            (loss / args.grad_accum if args.grad_accum > 1 else loss).backward()
+            scaled = loss / args.grad_accum if args.grad_accum > 1 else loss
+            if scaler:
+                scaled = scaled * scaler.scale
+            scaled.backward()
             total += loss.item()
+        if scaler:
+            scales.append(scaler.scale)
+            finite = scaler.unscale(model)
         if args.grad_clip:
             torch.nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip)
-        optimizer.step()
+        if not scaler or finite:
+            optimizer.step()
         lrs.append(optimizer.param_groups[0]["lr"])
-        scheduler.step()
+        # A skipped update does not count: the schedule waits with it.
+        if not scaler or finite:
+            scheduler.step()
+        if scaler:
+            scaler.update(finite)
         losses.append(total / args.grad_accum)
-    if args.bf16_matmul:
+    if narrow:
         mode.__exit__(None, None, None)
+    if scaler:
+        with open(os.path.join(args.dir, args.model + "-loss-scales.txt"),
+                  "w") as f:
+            f.write("\n".join("%.9g" % s for s in scales) + "\n")
     with open(os.path.join(args.dir, args.model + "-losses.txt"), "w") as f:
         f.write("\n".join("%.9g" % l for l in losses) + "\n")
     with open(os.path.join(args.dir, args.model + "-lrs.txt"), "w") as f:
@@ -149,15 +167,48 @@ def prepare(args):
              {name: p.detach().numpy() for name, p in model.named_parameters()})
 
 
-def bf16_matmul_mode(torch):
+class LossScaler:
+    """torch.cuda.amp.GradScaler's dynamic loss scale (init, growth factor
+    2, backoff 0.5, growth interval), written out for f32 gradients on the
+    CPU: what kilnc --amp=fp16 builds into its step."""
+
+    def __init__(self, torch, args):
+        self.torch = torch
+        self.scale = args.loss_scale
+        self.interval = args.loss_scale_growth_interval
+        self.tracker = 0
+
+    def unscale(self, model):
+        """Divides the gradients by the scale; whether all are finite."""
+        torch = self.torch
+        inverse = torch.tensor(1.0 / self.scale, dtype=torch.float64).float()
+        finite = True
+        for p in model.parameters():
+            if p.grad is not None:
+                p.grad.mul_(inverse)
+                finite = finite and bool(torch.isfinite(p.grad).all())
+        return finite
+
+    def update(self, finite):
+        if not finite:
+            self.scale *= 0.5
+            self.tracker = 0
+        elif self.tracker + 1 == self.interval:
+            self.scale *= 2.0
+            self.tracker = 0
+        else:
+            self.tracker += 1
+
+
+def rounded_matmul_mode(torch, narrow):
     """A TorchFunctionMode under which every matrix product (matmul, @,
     linear, mm, bmm), and the products of its backward pass, multiplies its
-    operands rounded to bf16 and accumulates in f32: the arithmetic of
-    kilnc --amp=bf16."""
+    operands rounded to `narrow` (bf16 or f16) and accumulates in f32: the
+    arithmetic of kilnc --amp=bf16 and --amp=fp16."""
     from torch.overrides import TorchFunctionMode
 
     def rounded(x):
-        return x.to(torch.bfloat16).to(torch.float32)
+        return x.to(narrow).to(torch.float32)
 
     class RoundedProduct(torch.autograd.Function):
         @staticmethod
@@ -301,15 +352,24 @@ def main():
     p.add_argument("--grad-clip", type=float, default=0.0)
     p.add_argument("--grad-accum", type=int, default=1)
     p.add_argument("--kiln-loss", action="store_true")
-    p.add_argument("--bf16-matmul", action="store_true",
+    p.add_argument("--bf16-matmul", dest="matmul_operands",
+                   action="store_const", const="bf16",
                    help="train the reference with matrix products on bf16 "
                         "operands (kilnc --amp=bf16)")
+    p.add_argument("--fp16-matmul", dest="matmul_operands",
+                   action="store_const", const="fp16",
+                   help="the same with f16 operands (kilnc --amp=fp16)")
+    p.add_argument("--loss-scale", type=float, default=0.0,
+                   help="dynamic loss scaling from this initial scale, as "
+                        "GradScaler (kilnc --amp=fp16 --loss-scale)")
+    p.add_argument("--loss-scale-growth-interval", type=int, default=2000)
     c = sub.add_parser("check")
     c.add_argument("expected")
     c.add_argument("actual")
     c.add_argument("--rtol", type=float, default=2e-3)
     c.add_argument("--atol", type=float, default=0.0)
-    c.add_argument("--column", choices=["loss", "lr"], default="loss")
+    c.add_argument("--column", choices=["loss", "lr", "loss_scale"],
+                   default="loss")
     cp = sub.add_parser("check-params")
     cp.add_argument("expected")
     cp.add_argument("actual")

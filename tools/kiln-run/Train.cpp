@@ -204,8 +204,8 @@ struct StepReport {
   long step = 0; // 1-based
   int64_t epoch = 0;
   float loss = 0; // the mean over the step's micro-batches
-  bool hasLr = false, hasGradNorm = false;
-  float lr = 0, gradNorm = 0;
+  bool hasLr = false, hasGradNorm = false, hasLossScale = false;
+  float lr = 0, gradNorm = 0, lossScale = 0;
   int64_t samples = 0;
   double seconds = 0;        // this step
   double elapsedSeconds = 0; // since this run's first step
@@ -256,6 +256,8 @@ public:
                        (report.hasLr ? jsonNumber(report.lr) : "null");
     if (report.hasGradNorm)
       line += ",\"grad_norm\":" + jsonNumber(report.gradNorm);
+    if (report.hasLossScale)
+      line += ",\"loss_scale\":" + jsonNumber(report.lossScale);
     line += ",\"samples\":" + std::to_string(report.samples) +
             ",\"samples_per_s\":" +
             jsonNumber(static_cast<double>(report.samples) /
@@ -411,8 +413,7 @@ public:
     if (!checkDataParallel() || !prepareEntries() || !prepareBatch())
       return false;
     std::string target;
-    if (!openSession(options, bundle, session, &target) ||
-        !checkTarget(target))
+    if (!openSession(options, bundle, session, &target))
       return false;
     if (kiln_status_t error = kiln_bundle_get_fingerprint(bundle, &fingerprint))
       return failed(error);
@@ -471,21 +472,6 @@ private:
     return false;
   }
 
-  /// Collectives between GPUs (NCCL) are not there yet.
-  bool checkTarget(const std::string &target) {
-    if (ranks.world_size == 1)
-      return true;
-    bool cuda = false;
-    if (!isCudaTarget(bundle, target, cuda))
-      return false;
-    if (!cuda)
-      return true;
-    printError("training on the CUDA target '" + target + "' with " +
-               std::to_string(ranks.world_size) +
-               " ranks is not supported yet (GPU collectives through NCCL "
-               "come later); run the ranks on the CPU with --target cpu");
-    return false;
-  }
   /// train_step (or --entry) and, for a bundle with training.grad_accum > 1,
   /// accumulate_step, whose inputs must be train_step's.
   bool prepareEntries() {
@@ -496,6 +482,7 @@ private:
         !prepareOutputs(trainStep) ||
         !findScalarOutput(trainStep, "lr", lrOutput) ||
         !findScalarOutput(trainStep, "grad_norm", gradNormOutput) ||
+        !findScalarOutput(trainStep, "loss_scale", lossScaleOutput) ||
         !gradAccumOf(options, bundle, gradAccum))
       return false;
     if (gradAccum == 1)
@@ -609,6 +596,10 @@ private:
     if (report.hasGradNorm)
       report.gradNorm =
           scalarOutput(trainStep, static_cast<size_t>(gradNormOutput));
+    report.hasLossScale = lossScaleOutput >= 0;
+    if (report.hasLossScale)
+      report.lossScale =
+          scalarOutput(trainStep, static_cast<size_t>(lossScaleOutput));
     return true;
   }
 
@@ -730,7 +721,7 @@ private:
   const kiln_bundle_t *bundle;
   Dataset dataset;
   StepEntry trainStep, accumulateStep;
-  int lrOutput = -1, gradNormOutput = -1;
+  int lrOutput = -1, gradNormOutput = -1, lossScaleOutput = -1;
   long gradAccum = 1;
   int64_t batchSize = 0;
   std::vector<NamedArray> batch;

@@ -80,8 +80,9 @@ train_step, each on the next batch, and its loss is the mean of the K losses.
   --log-every K     print a line every K steps (default 1) when stdout is not
                     a terminal; on a terminal one progress line is redrawn
   --metrics F       write one JSON object per step to F (step, epoch, loss,
-                    lr, grad_norm, samples, samples_per_s, elapsed_s); F must
-                    not exist, unless with --resume, which continues it
+                    lr, grad_norm, loss_scale, samples, samples_per_s,
+                    elapsed_s); F must not exist, unless with --resume,
+                    which continues it
   --checkpoint-dir D
                     write checkpoints to D: D/step-N.safetensors (parameters
                     and optimizer state), D/step-N.json (step, data cursor,

@@ -5,8 +5,11 @@
 #include "kiln/Transforms/Passes.h"
 
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
+
+#include <cmath>
 
 using namespace llvm;
 
@@ -121,6 +124,22 @@ cl::opt<bool> dataParallel(
              "multi-rank run (mpirun/srun), bucket by bucket as the backward "
              "pass finishes them; the bundle then runs at any world size"),
     cl::init(false), cl::cat(category()));
+cl::opt<int64_t> bucketBytes(
+    "bucket-bytes",
+    cl::desc("--data-parallel: the most gradient bytes one all-reduce "
+             "carries (default 25 MiB)"),
+    cl::value_desc("N"), cl::init(25 << 20), cl::cat(category()));
+
+cl::opt<double> lossScaleInit(
+    "loss-scale",
+    cl::desc("--amp=fp16: the initial dynamic loss scale (default 65536, "
+             "as PyTorch's GradScaler)"),
+    cl::value_desc("S"), cl::init(65536.0), cl::cat(category()));
+cl::opt<int64_t> lossScaleGrowthInterval(
+    "loss-scale-growth-interval",
+    cl::desc("--amp=fp16: updates in a row without an infinite or NaN "
+             "gradient after which the loss scale doubles (default 2000)"),
+    cl::value_desc("N"), cl::init(2000), cl::cat(category()));
 
 Error configError(const Twine &message) {
   return createStringError(inconvertibleErrorCode(),
@@ -186,14 +205,29 @@ bool kilnc::trainingRequested() { return !optimizer.empty(); }
 
 bool kilnc::lossRequested() { return !loss.empty(); }
 
-bool kilnc::dataParallelRequested() { return dataParallel; }
-
-Error kilnc::checkTrainingFlags(bool gradients) {
+Error kilnc::checkTrainingFlags(bool gradients, bool lossScaling) {
   auto error = [](const Twine &message) {
     return createStringError(inconvertibleErrorCode(), message);
   };
+  if ((lossScaleInit.getNumOccurrences() ||
+       lossScaleGrowthInterval.getNumOccurrences()) &&
+      (!lossScaling || optimizer.empty()))
+    return error("--loss-scale and --loss-scale-growth-interval apply to a "
+                 "training step with --amp=fp16");
+  if (!(lossScaleInit > 0) || !std::isfinite(lossScaleInit))
+    return error("--loss-scale must be a positive number, not " +
+                 formatv("{0}", static_cast<double>(lossScaleInit)));
+  if (lossScaleGrowthInterval < 1 || lossScaleGrowthInterval > (1 << 24))
+    return error("--loss-scale-growth-interval must lie in [1, 16777216], "
+                 "not " +
+                 Twine(lossScaleGrowthInterval));
   if (dataParallel && optimizer.empty())
     return error("--data-parallel needs a training step (--optimizer)");
+  if (bucketBytes.getNumOccurrences() && !dataParallel)
+    return error("--bucket-bytes applies to --data-parallel");
+  if (bucketBytes < 1)
+    return error("--bucket-bytes must be at least 1, not " +
+                 Twine(bucketBytes));
   if (!optimizer.empty() &&
       !llvm::is_contained({"sgd", "adam", "adamw", "adagrad"}, optimizer))
     return error("--optimizer must be sgd, adam, adamw or adagrad, not '" +
@@ -224,7 +258,7 @@ Error kilnc::checkTrainingFlags(bool gradients) {
   return Error::success();
 }
 
-void kilnc::addTrainingPasses(mlir::PassManager &pm) {
+void kilnc::addTrainingPasses(mlir::PassManager &pm, bool lossScaling) {
   std::string lossName = lossOutput;
   if (!loss.empty()) {
     kiln::KilnAddLossOptions add;
@@ -272,5 +306,10 @@ void kilnc::addTrainingPasses(mlir::PassManager &pm) {
   step.gradClip = gradClip;
   step.gradAccum = gradAccum;
   step.dataParallel = dataParallel;
+  step.bucketBytes = bucketBytes;
+  if (lossScaling) {
+    step.lossScale = lossScaleInit;
+    step.lossScaleGrowthInterval = lossScaleGrowthInterval;
+  }
   pm.addPass(kiln::createKilnTrainStep(step));
 }

@@ -27,15 +27,14 @@ bool trainingRequested();
 /// Whether kilnc is to build a loss (--loss).
 bool lossRequested();
 
-/// Whether the step averages its gradients over ranks (--data-parallel).
-bool dataParallelRequested();
-
-/// Checks the training flags against each other; `gradients` is --gradients.
-llvm::Error checkTrainingFlags(bool gradients);
+/// Checks the training flags against each other; `gradients` is --gradients,
+/// `lossScaling` whether the step scales its loss (--amp=fp16).
+llvm::Error checkTrainingFlags(bool gradients, bool lossScaling);
 
 /// Adds the passes from the imported model to `forward_grad` (gradients)
-/// and, when a step was asked for, the training entry points.
-void addTrainingPasses(mlir::PassManager &pm);
+/// and, when a step was asked for, the training entry points, with dynamic
+/// loss scaling when `lossScaling`.
+void addTrainingPasses(mlir::PassManager &pm, bool lossScaling);
 
 } // namespace kilnc
 

@@ -109,8 +109,9 @@ cl::opt<Amp> amp(
                           "accumulation; f32 master weights, optimizer and "
                           "everything else"),
                clEnumValN(Amp::FP16, "fp16",
-                          "f16 products with a dynamic loss scale (not "
-                          "supported yet)")),
+                          "matrix products on f16 operands with f32 "
+                          "accumulation, and a dynamic loss scale in the "
+                          "training step (--loss-scale)")),
     cl::init(Amp::Off), cl::cat(kilncCategory));
 
 cl::opt<bool> externalWeights(
@@ -182,7 +183,7 @@ int main(int argc, char **argv) {
 
   if (auto error = kilnc::applyTrainConfig())
     return fail(toString(std::move(error)));
-  if (auto error = kilnc::checkTrainingFlags(gradients))
+  if (auto error = kilnc::checkTrainingFlags(gradients, amp == Amp::FP16))
     return fail(toString(std::move(error)));
   if (auto error = kilnc::checkMemoryFlags(batchSize.getNumOccurrences()))
     return fail(toString(std::move(error)));
@@ -228,20 +229,13 @@ int main(int argc, char **argv) {
                 "cpu,cuda)");
   compileOptions.cuda.toolkitPath = cudaPath;
   compileOptions.emulateCuda = emulateCuda;
-  if (kilnc::dataParallelRequested() && emulateCuda)
-    return fail("--data-parallel and --emulate-cuda do not go together");
-  if (kilnc::dataParallelRequested() && compileOptions.cudaTarget)
-    return fail("--data-parallel is not supported on the CUDA target yet "
-                "(its collectives, through NCCL, are not built): use "
-                "--target=cpu");
-  if (amp == Amp::FP16)
-    return fail("--amp=fp16 is not supported yet: it needs a dynamic loss "
-                "scale, which Kiln does not build; use --amp=bf16");
-  if (amp == Amp::BF16) {
+  if (amp != Amp::Off) {
     if (!compileOptions.cudaTarget && !emulateCuda)
-      return fail("--amp=bf16 applies to the CUDA target: use it with "
-                  "--target=cuda or cpu,cuda");
-    compileOptions.cudaPrecision = kiln::Precision::BF16;
+      return fail(std::string("--amp=") + (amp == Amp::BF16 ? "bf16" : "fp16") +
+                  " applies to the CUDA target: use it with --target=cuda or "
+                  "cpu,cuda");
+    compileOptions.cudaPrecision =
+        amp == Amp::BF16 ? kiln::Precision::BF16 : kiln::Precision::F16;
   }
   if (emulateCuda && (compileOptions.cudaTarget || !compileOptions.cpuTarget))
     return fail("--emulate-cuda makes a CPU bundle: use it with --target=cpu");
@@ -298,7 +292,7 @@ int main(int argc, char **argv) {
                                "--gradients needs --inference");
     if (gradients || training) {
       mlir::PassManager pm(&context);
-      kilnc::addTrainingPasses(pm);
+      kilnc::addTrainingPasses(pm, amp == Amp::FP16);
       std::string diagnostic;
       mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
         if (diagnostic.empty())

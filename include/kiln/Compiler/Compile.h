@@ -86,6 +86,8 @@ enum class Precision {
   F32,
   /// bf16 operands, f32 accumulation (kiln-amp); everything else f32.
   BF16,
+  /// As BF16 with f16 operands; the training step needs a loss scale.
+  F16,
 };
 
 struct CompileOptions {

@@ -58,7 +58,20 @@ struct CudaGemm {
   CudaBuffer a, b, c;
 };
 
-using CudaCommand = std::variant<CudaLaunch, CudaGemm>;
+/// Starts averaging the f32 values of `buffer` over the ranks of the run;
+/// `request` (from 1, unique in the program) names it to its CudaWait.
+struct CudaAllReduce {
+  CudaBuffer buffer;
+  unsigned request = 0;
+};
+
+/// Later commands run once request `request`'s collective is done.
+struct CudaWait {
+  unsigned request = 0;
+};
+
+using CudaCommand =
+    std::variant<CudaLaunch, CudaGemm, CudaAllReduce, CudaWait>;
 
 struct CudaProgram {
   std::string entry;

@@ -147,6 +147,17 @@ def KilnTrainStep : Pass<"kiln-train-step", "mlir::ModuleOp"> {
     each `train_step`; the module records K in its `kiln.metadata`
     (`training.grad_accum`).
 
+    With `loss-scale` S > 0, dynamic loss scaling as PyTorch's GradScaler
+    does it, entirely in the step (no host synchronization): the backward
+    pass of `train_step` (and `accumulate_step`) starts from the scale
+    (`amp.loss_scale` state, initially S) instead of 1, so small gradients
+    survive f16 products; `train_step` divides the gradients by it, and when
+    any is infinite or NaN it skips the update (parameters, optimizer state
+    and the update count keep their values) and halves the scale; after
+    `loss-scale-growth-interval` updates in a row without one
+    (`amp.growth_tracker`) it doubles it. `train_step` returns the scale it
+    used as `loss_scale`.
+
     Also builds `eval_step`: `function` returning only the loss.
   }];
   let options = [
@@ -182,7 +193,14 @@ def KilnTrainStep : Pass<"kiln-train-step", "mlir::ModuleOp"> {
            "Average the gradients and the loss over all ranks "
            "(kiln.all_reduce_mean), bucket by bucket">,
     Option<"bucketBytes", "bucket-bytes", "int64_t", "26214400",
-           "data-parallel: the most gradient bytes one all-reduce carries">
+           "data-parallel: the most gradient bytes one all-reduce carries">,
+    Option<"lossScale", "loss-scale", "double", "0.0",
+           "Dynamic loss scaling (for f16 products): the initial scale; 0: "
+           "none">,
+    Option<"lossScaleGrowthInterval", "loss-scale-growth-interval", "int64_t",
+           "2000",
+           "Dynamic loss scaling: successful updates after which the scale "
+           "doubles">
   ];
   let dependentDialects = ["::kiln::KilnDialect"];
 }
@@ -473,7 +491,7 @@ def KilnGPUEmulate : Pass<"kiln-gpu-emulate", "mlir::ModuleOp"> {
 }
 
 def KilnAutoMixedPrecision : Pass<"kiln-amp", "mlir::ModuleOp"> {
-  let summary = "Matrix products in bf16 with f32 accumulation";
+  let summary = "Matrix products on bf16 or f16 operands with f32 accumulation";
   let description = [{
     Mixed precision as GPUs run it fastest: on linalg on tensors, every
     `kiln.matmul` product of f32 operands reads them rounded to bf16
@@ -484,7 +502,15 @@ def KilnAutoMixedPrecision : Pass<"kiln-amp", "mlir::ModuleOp"> {
     forward and the backward pass). Everything else stays f32: parameters
     (the master weights), their gradients, the optimizer, reductions,
     normalizations and the loss.
+
+    With `type=f16` the operands are rounded to f16 instead, whose range
+    ends at 65504: values beyond it become infinities and small gradients
+    flush to zero, which is what kiln-train-step's `loss-scale` is for.
   }];
+  let options = [
+    Option<"type", "type", "std::string", "\"bf16\"",
+           "The operands' type: bf16 or f16">
+  ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",
                            "::mlir::arith::ArithDialect"];

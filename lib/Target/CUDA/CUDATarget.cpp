@@ -1,8 +1,10 @@
 //===- CUDATarget.cpp - kiln modules to CUDA programs and cubins ----------===//
 //
 // kiln-gpu-outline-kernels makes every kernel a gpu.launch_func; what is left
-// of an entry function is launches and products (kiln.matmul) on buffers
-// the runtime knows, which become the entry's program. The gpu.module goes
+// of an entry function is launches, products (kiln.matmul) and gradient
+// averages (kiln.all_reduce_mean) on buffers the runtime knows, which become
+// the entry's program; each average runs beside the commands after it until
+// one touches its buffer, which waits for it first. The gpu.module goes
 // through NVVM to PTX with LLVM's NVPTX backend, one PTX per architecture,
 // and ptxas assembles each into a cubin.
 //
@@ -11,6 +13,7 @@
 #include "kiln/Target/CUDA.h"
 #include "kiln/Target/Support.h"
 
+#include "kiln/KilnOps.h"
 #include "kiln/Transforms/Buffers.h"
 #include "kiln/Transforms/Gemm.h"
 #include "kiln/Transforms/Passes.h"
@@ -47,7 +50,6 @@ public:
       : entry(entry), kernelIndex(kernelIndex) {}
 
   Expected<kiln::CudaProgram> build() {
-    kiln::CudaProgram program;
     program.entry = entry.getName().str();
     if (auto bytes = entry->getAttrOfType<IntegerAttr>("kiln.arena_bytes"))
       program.arenaBytes = bytes.getInt();
@@ -56,14 +58,19 @@ public:
         auto command = buildLaunch(launch);
         if (!command)
           return command.takeError();
-        program.commands.push_back(std::move(*command));
+        append(std::move(*command));
         continue;
       }
       if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
         auto command = buildGemm(generic);
         if (!command)
           return command.takeError();
-        program.commands.push_back(std::move(*command));
+        append(std::move(*command));
+        continue;
+      }
+      if (auto reduce = dyn_cast<kiln::AllReduceMeanOp>(op)) {
+        if (llvm::Error error = buildAllReduce(reduce))
+          return std::move(error);
         continue;
       }
       // What remains must only compute addresses and constants.
@@ -75,10 +82,66 @@ public:
       return located(&op, "'" + op.getName().getStringRef() +
                               "' cannot run on the CUDA target yet");
     }
-    return program;
+    // Nothing may still be in flight when the step returns.
+    for (const kiln::CudaAllReduce &reduce : pending)
+      program.commands.push_back(kiln::CudaWait{reduce.request});
+    pending.clear();
+    return std::move(program);
   }
 
 private:
+  static bool overlap(const kiln::CudaBuffer &x, const kiln::CudaBuffer &y) {
+    return x.argument == y.argument && x.offset < y.offset + y.size &&
+           y.offset < x.offset + x.size;
+  }
+
+  static SmallVector<kiln::CudaBuffer, 4>
+  touchedBuffers(const kiln::CudaCommand &command) {
+    if (auto *launch = std::get_if<kiln::CudaLaunch>(&command))
+      return SmallVector<kiln::CudaBuffer, 4>(launch->buffers.begin(),
+                                              launch->buffers.end());
+    if (auto *gemm = std::get_if<kiln::CudaGemm>(&command))
+      return {gemm->a, gemm->b, gemm->c};
+    if (auto *reduce = std::get_if<kiln::CudaAllReduce>(&command))
+      return {reduce->buffer};
+    return {};
+  }
+
+  /// Appends `command`, after a wait for each collective still in flight on
+  /// bytes it touches: a reduction runs beside the commands that follow it
+  /// until its buffer is next read or written.
+  void append(kiln::CudaCommand command) {
+    SmallVector<kiln::CudaBuffer, 4> touched = touchedBuffers(command);
+    llvm::erase_if(pending, [&](const kiln::CudaAllReduce &reduce) {
+      if (llvm::none_of(touched, [&](const kiln::CudaBuffer &buffer) {
+            return overlap(buffer, reduce.buffer);
+          }))
+        return false;
+      program.commands.push_back(kiln::CudaWait{reduce.request});
+      return true;
+    });
+    if (auto *reduce = std::get_if<kiln::CudaAllReduce>(&command))
+      pending.push_back(*reduce);
+    program.commands.push_back(std::move(command));
+  }
+
+  /// One reduction per buffer of the op, each started where the op is.
+  llvm::Error buildAllReduce(kiln::AllReduceMeanOp op) {
+    if (!op.hasBufferSemantics())
+      return located(op, "averages tensors: bufferize it first");
+    for (Value input : op.getInputs()) {
+      if (!cast<MemRefType>(input.getType()).getElementType().isF32())
+        return located(op, "averages only f32 buffers on the CUDA target");
+      auto buffer = rootBuffer(op, input);
+      if (!buffer)
+        return buffer.takeError();
+      if (buffer->size == 0)
+        continue;
+      append(kiln::CudaAllReduce{*buffer, ++requests});
+    }
+    return llvm::Error::success();
+  }
+
   llvm::Error located(Operation *op, const llvm::Twine &message) {
     std::string location;
     llvm::raw_string_ostream os(location);
@@ -173,6 +236,10 @@ private:
 
   func::FuncOp entry;
   const llvm::StringMap<unsigned> &kernelIndex;
+  kiln::CudaProgram program;
+  /// Reductions started and not yet waited for, and how many were started.
+  SmallVector<kiln::CudaAllReduce> pending;
+  unsigned requests = 0;
 };
 
 /// Assembles `ptx` into a cubin for `arch` with the toolkit's ptxas.
