@@ -6,9 +6,10 @@
 // the CUDA graph path (the first run direct, the second captured, later ones
 // replayed) against the same runs with graphs off, and all-reduces through
 // NCCL on a communicator of one rank, overlapping a kernel and joined back
-// before the kernels that read them. Results are checked against host
-// arithmetic. Every test skips, saying why, where the CUDA
-// backend cannot run (no driver, no device, built without CUDA).
+// before the kernels that read them, one at a time and as one NCCL group
+// (the all-reduce bundle with its two all-reduces made consecutive). Results
+// are checked against host arithmetic. Every test skips, saying why, where the
+// CUDA backend cannot run (no driver, no device, built without CUDA).
 //
 // KILN_TEST_PTX and KILN_TEST_PTXAS, when set, name kernels.ptx and ptxas
 // in place of the paths compiled in (for a copy of this test on a machine
@@ -54,7 +55,9 @@ protected:
     ASSERT_TRUE(readFile(ptxPath, ptx).ok()) << "cannot read " << ptxPath;
     writeBundle("ptx.kiln", {{bp::CodeImage::PTX, "compute_80", ptx}});
     writeAllReduceBundle("all-reduce-ptx.kiln",
-                         {{bp::CodeImage::PTX, "compute_80", ptx}});
+                         {{bp::CodeImage::PTX, "compute_80", ptx}}, false);
+    writeAllReduceBundle("all-reduce-grouped-ptx.kiln",
+                         {{bp::CodeImage::PTX, "compute_80", ptx}}, true);
     std::string cubinPath = dir + "/kernels.sm_90a.cubin";
     std::string command = "'" + ptxas + "' -arch=sm_90a -o '" + cubinPath +
                           "' '" + ptxPath + "'";
@@ -64,7 +67,12 @@ protected:
                                {bp::CodeImage::PTX, "compute_80", ptx}});
     writeAllReduceBundle("all-reduce-cubin.kiln",
                          {{bp::CodeImage::CUBIN, "sm_90a", cubin},
-                          {bp::CodeImage::PTX, "compute_80", ptx}});
+                          {bp::CodeImage::PTX, "compute_80", ptx}},
+                         false);
+    writeAllReduceBundle("all-reduce-grouped-cubin.kiln",
+                         {{bp::CodeImage::CUBIN, "sm_90a", cubin},
+                          {bp::CodeImage::PTX, "compute_80", ptx}},
+                         true);
   }
 
   static void TearDownTestSuite() {
@@ -80,10 +88,27 @@ protected:
     ASSERT_TRUE(status.ok()) << status.message();
   }
 
+  /// The all-reduce bundle, or with `grouped` its variant whose two
+  /// all-reduces are consecutive commands, which the session issues as one
+  /// NCCL group: mean_step's accumulate launch, between them, moves before
+  /// the first (it touches neither request's bytes while they are in
+  /// flight, so the results stay the same).
   static void writeAllReduceBundle(const std::string &name,
-                                   std::vector<BundleWriter::Image> images) {
+                                   std::vector<BundleWriter::Image> images,
+                                   bool grouped) {
     BundleWriter writer;
     buildCudaAllReduceBundle(writer, std::move(images));
+    if (grouped) {
+      auto &commands = *writer.manifest()
+                            .mutable_entry_points(0)
+                            ->mutable_programs(0)
+                            ->mutable_commands();
+      ASSERT_TRUE(
+          commands.size() == 7 && commands.Get(1).has_all_reduce_mean() &&
+          commands.Get(2).has_launch() && commands.Get(3).has_all_reduce_mean())
+          << "the all-reduce bundle's mean_step changed";
+      commands.SwapElements(1, 2);
+    }
     Status status = writer.write(dir + "/" + name);
     ASSERT_TRUE(status.ok()) << status.message();
   }
@@ -289,10 +314,9 @@ TEST_P(CudaSession, ErrorsNameWhatIsWrong) {
 /// single rank: the session joins an NCCL communicator of one and runs the
 /// all-reduces through it, direct, captured and replayed. A mean over one
 /// rank leaves the values as they are, the kernel after each wait reads
-/// them, and the accumulate launched while request 1 is in flight is not
-/// disturbed by it.
-TEST_P(CudaSession, AllReducesOnOneRankKeepTheValues) {
-  std::string path = dir + "/all-reduce-" + GetParam();
+/// them, and in the ungrouped bundle the accumulate launched while request 1
+/// is in flight is not disturbed by it.
+void runMeanSteps(const std::string &path) {
   kiln_bundle_t *dataParallel = nullptr;
   ASSERT_EQ(kiln_bundle_open(path.c_str(), &dataParallel), KILN_OK)
       << kiln_status_message();
@@ -325,6 +349,16 @@ TEST_P(CudaSession, AllReducesOnOneRankKeepTheValues) {
     expectNear(stored, acc);
   }
   kiln_session_release(reducing);
+}
+
+TEST_P(CudaSession, AllReducesOnOneRankKeepTheValues) {
+  runMeanSteps(dir + "/all-reduce-" + GetParam());
+}
+
+/// The same with both all-reduces in one NCCL group, each request's wait
+/// joining the group's end.
+TEST_P(CudaSession, GroupedAllReducesOnOneRankKeepTheValues) {
+  runMeanSteps(dir + "/all-reduce-grouped-" + GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -24,6 +24,9 @@ namespace {
 /// cuBLASLt's scratch, shared by every gemm of a session; 32 MiB is what
 /// its heuristics use for the largest kernels on Hopper.
 constexpr size_t kGemmWorkspaceBytes = size_t(32) << 20;
+/// The gemm workspace's alignment after the arena, which cuBLASLt's
+/// kernels expect.
+constexpr uint64_t kGemmWorkspaceAlignment = 256;
 /// Staged tensors start at this alignment, which every cuBLASLt kernel and
 /// vectorized access is content with.
 constexpr uint64_t kStagingAlignment = 256;
@@ -120,6 +123,54 @@ uint64_t layOut(const google::protobuf::RepeatedPtrField<bp::TensorSpec> &specs,
   return offset;
 }
 
+/// The end of the run of consecutive AllReduceMean commands of `program`
+/// that starts at `first`.
+int allReduceRunEnd(const bp::Program &program, int first) {
+  int end = first;
+  while (end < program.commands_size() &&
+         program.commands(end).has_all_reduce_mean())
+    ++end;
+  return end;
+}
+
+/// "requests 2-16" where each request of commands [first, end) is the one
+/// before plus one, else "requests 3, 7, 5".
+std::string describeRequests(const bp::Program &program, int first, int end) {
+  bool consecutive = true;
+  std::string list;
+  for (int c = first; c < end; ++c) {
+    uint32_t request = program.commands(c).all_reduce_mean().request();
+    if (c > first) {
+      consecutive =
+          consecutive &&
+          request == program.commands(c - 1).all_reduce_mean().request() + 1;
+      list += ", ";
+    }
+    list += std::to_string(request);
+  }
+  if (!consecutive)
+    return "requests " + list;
+  return strCat("requests ",
+                program.commands(first).all_reduce_mean().request(), "-",
+                program.commands(end - 1).all_reduce_mean().request());
+}
+
+/// "command 5 (all-reduce of 4096 f32, request 1)" for one all-reduce,
+/// "commands 12-26 (15 all-reduces of 61440 f32 in all, requests 2-16)" for
+/// a run of them.
+std::string describeAllReduces(const bp::Program &program, int first, int end) {
+  const bp::AllReduceMean &head = program.commands(first).all_reduce_mean();
+  if (end - first == 1)
+    return strCat("command ", first, " (all-reduce of ", head.count(),
+                  " f32, request ", head.request(), ")");
+  uint64_t total = 0;
+  for (int c = first; c < end; ++c)
+    total += program.commands(c).all_reduce_mean().count();
+  return strCat("commands ", first, "-", end - 1, " (", end - first,
+                " all-reduces of ", total, " f32 in all, ",
+                describeRequests(program, first, end), ")");
+}
+
 } // namespace
 
 Status CudaOptions::fromEnvironment(CudaOptions &out) {
@@ -162,10 +213,6 @@ Status CudaSession::initialize(const BackendBundle &bundle,
   KILN_RETURN_IF_ERROR(allocateArena());
   KILN_RETURN_IF_ERROR(uploadParameters(bundle));
   KILN_RETURN_IF_ERROR(checkCublas(cublasLtCreate(&blasLt), "cublasLtCreate"));
-  workspace.bytes = kGemmWorkspaceBytes;
-  KILN_RETURN_IF_ERROR(
-      checkCu(cuMemAlloc(&workspace.pointer, workspace.bytes), "cuMemAlloc")
-          .withContext("the gemm workspace"));
   plans.reserve(static_cast<size_t>(manifest.entry_points_size()));
   for (const bp::EntryPoint &entry : manifest.entry_points()) {
     plans.emplace_back(entry);
@@ -376,23 +423,46 @@ Status CudaSession::loadModule(const BackendBundle &bundle) {
   return Status();
 }
 
+/// The workspace starts at the first 256-byte boundary past where the arena
+/// can end: the arena lies in the first `workspaceOffset` bytes wherever its
+/// alignment puts it, and cuMemAlloc's own alignment makes the offset an
+/// aligned address.
 Status CudaSession::allocateArena() {
   uint64_t alignment = kAllocationAlignment;
+  bool gemms = false;
   for (const bp::EntryPoint &entry : manifest.entry_points()) {
     const bp::Program &program = *programFor(entry, targetName);
     arenaSize = std::max<uint64_t>(arenaSize, program.arena_bytes());
     uint64_t wanted =
         program.arena_alignment() == 0 ? 64 : program.arena_alignment();
     alignment = std::max(alignment, wanted);
+    for (const bp::Command &command : program.commands())
+      gemms = gemms || command.has_gemm();
   }
-  if (arenaSize == 0)
+  uint64_t workspaceBytes = gemms ? kGemmWorkspaceBytes : 0;
+  if (arenaSize == 0 && workspaceBytes == 0)
     return Status();
-  uint64_t bytes =
-      arenaSize + (alignment > kAllocationAlignment ? alignment : 0);
+  // An arena aligned beyond cuMemAlloc's alignment may start up to that
+  // alignment into the allocation.
+  uint64_t padding =
+      arenaSize > 0 && alignment > kAllocationAlignment ? alignment : 0;
+  uint64_t workspaceOffset =
+      alignUp(padding + arenaSize, kGemmWorkspaceAlignment);
+  std::string what = strCat("the gemm workspace of ", workspaceBytes, " bytes");
+  if (arenaSize > 0)
+    what = workspaceBytes > 0
+               ? strCat("the arena of ", arenaSize, " bytes and ", what)
+               : strCat("the arena of ", arenaSize, " bytes");
   KILN_RETURN_IF_ERROR(
-      checkCu(cuMemAlloc(&arenaAllocation, bytes), "cuMemAlloc")
-          .withContext(strCat("the arena of ", arenaSize, " bytes")));
-  arenaBase = alignUp(arenaAllocation, alignment);
+      checkCu(cuMemAlloc(&arenaAllocation, workspaceOffset + workspaceBytes),
+              "cuMemAlloc")
+          .withContext(what));
+  if (arenaSize > 0)
+    arenaBase = alignUp(arenaAllocation, alignment);
+  if (workspaceBytes > 0) {
+    workspace.pointer = arenaAllocation + workspaceOffset;
+    workspace.bytes = workspaceBytes;
+  }
   return Status();
 }
 
@@ -502,18 +572,27 @@ Status CudaSession::planLaunch(const bp::KernelLaunch &command,
   return Status();
 }
 
-Status CudaSession::planAllReduce(const bp::AllReduceMean &command,
-                                  EntryPlan &plan, Step &step) {
-  auto allReduce = std::make_unique<AllReduce>();
-  allReduce->pointer = deviceAddress(command.buffer(), plan);
-  allReduce->count = static_cast<size_t>(command.count());
+/// The manifest's validation keeps the buffers of all-reduces in flight
+/// together apart, so the group's reductions are independent of each other.
+Status CudaSession::planAllReduces(const bp::Program &program, int first,
+                                   int end, EntryPlan &plan, Step &step) {
+  auto group = std::make_unique<AllReduceGroup>();
+  for (int c = first; c < end; ++c) {
+    const bp::AllReduceMean &command = program.commands(c).all_reduce_mean();
+    AllReduce reduction;
+    reduction.pointer = deviceAddress(command.buffer(), plan);
+    reduction.count = static_cast<size_t>(command.count());
+    reduction.command = c;
+    reduction.request = command.request();
+    group->reductions.push_back(reduction);
+  }
   // Timing off: the events only order the two streams.
-  for (CUevent *event : {&allReduce->ready, &allReduce->done}) {
+  for (CUevent *event : {&group->ready, &group->done}) {
     KILN_RETURN_IF_ERROR(checkCu(cuEventCreate(event, CU_EVENT_DISABLE_TIMING),
                                  "cuEventCreate"));
     plan.events.push_back(*event);
   }
-  step.allReduce = std::move(allReduce);
+  step.allReduces = std::move(group);
   return Status();
 }
 
@@ -521,20 +600,21 @@ Status CudaSession::planEntryPoint(const bp::EntryPoint &entry,
                                    EntryPlan &plan) {
   KILN_RETURN_IF_ERROR(allocateStaging(entry, plan.staging));
   const bp::Program &program = *programFor(entry, targetName);
-  // The `done` event of each request's all-reduce, for its wait (the
-  // manifest's validation guarantees the all-reduce comes first).
+  // The `done` event of each request's group, for its wait (the manifest's
+  // validation guarantees the all-reduce comes first).
   std::map<uint32_t, CUevent> done;
   for (int c = 0; c < program.commands_size(); ++c) {
     const bp::Command &command = program.commands(c);
     Step step;
     if (command.has_all_reduce_mean()) {
-      const bp::AllReduceMean &allReduce = command.all_reduce_mean();
-      step.description =
-          strCat("command ", c, " (all-reduce of ", allReduce.count(),
-                 " f32, request ", allReduce.request(), ")");
-      KILN_RETURN_IF_ERROR(
-          planAllReduce(allReduce, plan, step).withContext(step.description));
-      done[allReduce.request()] = step.allReduce->done;
+      int end = allReduceRunEnd(program, c);
+      step.description = describeAllReduces(program, c, end);
+      KILN_RETURN_IF_ERROR(planAllReduces(program, c, end, plan, step)
+                               .withContext(step.description));
+      for (const AllReduce &reduction : step.allReduces->reductions)
+        done[reduction.request] = step.allReduces->done;
+      // The loop's increment moves past the run.
+      c = end - 1;
     } else if (command.has_collective_wait()) {
       uint32_t request = command.collective_wait().request();
       step.description =
@@ -568,37 +648,68 @@ Status CudaSession::planEntryPoint(const bp::EntryPoint &entry,
 }
 
 /// Forks the communication stream off the stream after the commands so
-/// far, reduces there, and marks the end for the request's wait. A
-/// non-blocking communicator may return before the reduction is enqueued,
-/// and `done` must follow it, so an enqueue in progress is awaited.
-Status CudaSession::enqueueAllReduce(const Step &step) {
-  const AllReduce &allReduce = *step.allReduce;
+/// far, reduces there as one NCCL group, and marks the end for the
+/// requests' waits. A non-blocking communicator may return from
+/// ncclGroupEnd before the reductions are enqueued, and `done` must follow
+/// them, so an enqueue in progress is awaited.
+Status CudaSession::enqueueAllReduces(const AllReduceGroup &group) {
   KILN_RETURN_IF_ERROR(
-      checkCu(cuEventRecord(allReduce.ready, stream), "cuEventRecord"));
-  KILN_RETURN_IF_ERROR(checkCu(
-      cuStreamWaitEvent(commStream, allReduce.ready, 0), "cuStreamWaitEvent"));
-  void *data = reinterpret_cast<void *>(allReduce.pointer);
-  ncclResult_t result = ncclAllReduce(data, data, allReduce.count, ncclFloat32,
-                                      ncclAvg, comm, commStream);
-  // A communicator that failed here stays failed: abort it, so that the
-  // session reports this failure from now on.
-  if (result == ncclInProgress) {
-    Status enqueued =
-        awaitCommunicator("ncclAllReduce", "enqueueing the all-reduce");
+      checkCu(cuEventRecord(group.ready, stream), "cuEventRecord"));
+  KILN_RETURN_IF_ERROR(checkCu(cuStreamWaitEvent(commStream, group.ready, 0),
+                               "cuStreamWaitEvent"));
+  // From here a failure aborts the communicator: the other ranks issue this
+  // group regardless, so this rank's collectives would be out of step with
+  // theirs, and a communicator that failed stays failed. The session then
+  // reports this failure from now on.
+  ncclResult_t started = ncclGroupStart();
+  if (started != ncclSuccess)
+    return abortCommunicator(
+        rankFailure(checkNccl(started, "ncclGroupStart", comm).message()));
+  Status issued = issueAllReduces(group);
+  // The group is ended even after a failed call (which makes NCCL drop it),
+  // or this thread's later NCCL calls would join it.
+  ncclResult_t ended = ncclGroupEnd();
+  if (!issued.ok())
+    return abortCommunicator(issued);
+  if (ended == ncclInProgress) {
+    Status enqueued = awaitCommunicator(
+        "ncclGroupEnd", group.reductions.size() == 1
+                            ? std::string("enqueueing the all-reduce")
+                            : strCat("enqueueing the group of ",
+                                     group.reductions.size(), " all-reduces"));
     if (!enqueued.ok())
       return abortCommunicator(enqueued);
-  } else if (result != ncclSuccess) {
+  } else if (ended != ncclSuccess) {
     return abortCommunicator(
-        rankFailure(checkNccl(result, "ncclAllReduce", comm).message()));
+        rankFailure(checkNccl(ended, "ncclGroupEnd", comm).message()));
   }
-  return checkCu(cuEventRecord(allReduce.done, commStream), "cuEventRecord");
+  return checkCu(cuEventRecord(group.done, commStream), "cuEventRecord");
+}
+
+/// Inside a group ncclAllReduce only queues the reduction for ncclGroupEnd
+/// to issue; a non-blocking communicator may answer ncclInProgress, which
+/// the group's end resolves.
+Status CudaSession::issueAllReduces(const AllReduceGroup &group) {
+  for (const AllReduce &reduction : group.reductions) {
+    void *data = reinterpret_cast<void *>(reduction.pointer);
+    ncclResult_t result = ncclAllReduce(data, data, reduction.count,
+                                        ncclFloat32, ncclAvg, comm, commStream);
+    if (result == ncclSuccess || result == ncclInProgress)
+      continue;
+    std::string failure = checkNccl(result, "ncclAllReduce", comm).message();
+    if (group.reductions.size() == 1)
+      return rankFailure(failure);
+    return rankFailure(strCat("command ", reduction.command, " (request ",
+                              reduction.request, "): ", failure));
+  }
+  return Status();
 }
 
 Status CudaSession::enqueueSteps(const EntryPlan &plan) {
   for (const Step &step : plan.steps) {
-    if (step.allReduce) {
+    if (step.allReduces) {
       KILN_RETURN_IF_ERROR(
-          enqueueAllReduce(step).withContext(step.description));
+          enqueueAllReduces(*step.allReduces).withContext(step.description));
       continue;
     }
     if (step.waitFor) {
@@ -862,10 +973,9 @@ CudaSession::~CudaSession() {
       cuStreamDestroy(commStream);
     if (blasLt)
       cublasLtDestroy(blasLt);
-    if (workspace.pointer)
-      cuMemFree(workspace.pointer);
     if (parameterBase)
       cuMemFree(parameterBase);
+    // The gemm workspace with it.
     if (arenaAllocation)
       cuMemFree(arenaAllocation);
     if (module)

@@ -2,19 +2,22 @@
 //
 // The CUDA backend's session, on the driver API: one device (its primary
 // context), one non-blocking stream, the module of the image that fits the
-// device, the arena and the parameters in device memory, fixed device
-// staging buffers for each entry point's inputs and outputs with pinned host
-// mirrors, and every gemm planned with cuBLASLt at creation. An entry
-// point's first run executes its commands directly, the second captures
-// them as a CUDA graph and later runs replay it.
+// device, the arena (followed, in the same allocation, by cuBLASLt's
+// workspace when there are gemms) and the parameters in device memory, fixed
+// device staging buffers for each entry point's inputs and outputs with
+// pinned host mirrors, and every gemm planned with cuBLASLt at creation. An
+// entry point's first run executes its commands directly, the second
+// captures them as a CUDA graph and later runs replay it.
 //
 // A bundle whose programs average buffers over the ranks (AllReduceMean)
 // also gets an NCCL communicator of all ranks, bootstrapped through the
-// host's broadcast, and a second stream: each all-reduce forks onto it
-// after the commands before it, and the CollectiveWait of its request joins
-// it back, which a graph captures as well. A run then waits for its stream
-// in bounded polls that also watch NCCL for errors, so that a rank whose
-// peer died or hung fails with a message instead of waiting forever.
+// host's broadcast, and a second stream: each run of consecutive
+// all-reduces forks onto it after the commands before it, as one NCCL group
+// (which NCCL issues in as few launches as it can), and the CollectiveWait
+// of each of its requests joins it back, which a graph captures as well. A
+// run then waits for its stream in bounded polls that also watch NCCL for
+// errors, so that a rank whose peer died or hung fails with a message
+// instead of waiting forever.
 //
 //===----------------------------------------------------------------------===//
 
@@ -83,24 +86,33 @@ private:
     std::vector<CUdeviceptr> pointers;
     std::vector<void *> arguments;
   };
-  /// An in-place mean of `count` f32 values over the ranks: `ready` marks
-  /// the commands before it on the stream, `done` the reduction on the
-  /// communication stream.
+  /// An in-place mean of `count` f32 values over the ranks, from command
+  /// `command` of the program, for request `request`.
   struct AllReduce {
     CUdeviceptr pointer = 0;
     size_t count = 0;
+    int command = 0;
+    uint32_t request = 0;
+  };
+  /// A run of consecutive all-reduces, issued as one NCCL group: `ready`
+  /// marks the commands before it on the stream, `done` the end of all its
+  /// reductions on the communication stream, which every request of the
+  /// group waits for (NCCL runs a group as one operation).
+  struct AllReduceGroup {
+    std::vector<AllReduce> reductions;
     CUevent ready = nullptr;
     CUevent done = nullptr;
   };
-  /// One command of a program: a launch, a gemm, an all-reduce, or a wait
-  /// for one (`waitFor`, the all-reduce's `done`); `description` names it in
-  /// messages ("command 3 (kernel 'k')", the gemm's sizes, "command 5
-  /// (all-reduce of 4096 f32, request 1)").
+  /// One step of a program: a launch, a gemm, a run of all-reduces, or a
+  /// wait for one request (`waitFor`, its group's `done`); `description`
+  /// names the command or commands in messages ("command 3 (kernel 'k')",
+  /// the gemm's sizes, "command 5 (all-reduce of 4096 f32, request 1)",
+  /// "commands 12-26 (15 all-reduces of 61440 f32 in all, requests 2-16)").
   struct Step {
     std::string description;
     std::unique_ptr<Launch> launch;
     std::unique_ptr<GemmPlan> gemm;
-    std::unique_ptr<AllReduce> allReduce;
+    std::unique_ptr<AllReduceGroup> allReduces;
     CUevent waitFor = nullptr;
   };
   /// Where each input and output of an entry point lives on the device and
@@ -134,14 +146,18 @@ private:
                        const std::string &targetName);
   Status openDevice();
   Status loadModule(const BackendBundle &bundle);
+  /// The arena and, when a program holds a gemm, the gemm workspace after
+  /// it, in one allocation.
   Status allocateArena();
   Status uploadParameters(const BackendBundle &bundle);
   Status planEntryPoint(const bundle::EntryPoint &entry, EntryPlan &plan);
   Status allocateStaging(const bundle::EntryPoint &entry, Staging &staging);
   Status planLaunch(const bundle::KernelLaunch &launch, const EntryPlan &plan,
                     Step &step);
-  Status planAllReduce(const bundle::AllReduceMean &command, EntryPlan &plan,
-                       Step &step);
+  /// Plans commands [first, end) of `program`, all AllReduceMean, as one
+  /// group.
+  Status planAllReduces(const bundle::Program &program, int first, int end,
+                        EntryPlan &plan, Step &step);
   /// Whether a program of this session's target has an all-reduce.
   bool hasCollectives() const;
   Status createCommunicator(const BackendHost &host);
@@ -156,7 +172,10 @@ private:
   void releaseCommunicator();
   /// "rank R of W: " and `what` as a Collective status.
   Status rankFailure(const std::string &what) const;
-  Status enqueueAllReduce(const Step &step);
+  Status enqueueAllReduces(const AllReduceGroup &group);
+  /// The group's ncclAllReduce calls, between ncclGroupStart and
+  /// ncclGroupEnd.
+  Status issueAllReduces(const AllReduceGroup &group);
   CUdeviceptr deviceAddress(const bundle::BufferRef &buffer,
                             const EntryPlan &plan) const;
   /// Runs `plan` on the tensors its last bind() recorded.
@@ -196,8 +215,11 @@ private:
   /// target->kernels(i)'s function.
   std::vector<CUfunction> functions;
   cublasLtHandle_t blasLt = nullptr;
+  /// In arenaAllocation, after the arena; empty without gemms.
   GemmWorkspace workspace;
 
+  /// The one allocation of the arena (at arenaBase, aligned for the
+  /// programs) and the gemm workspace.
   CUdeviceptr arenaAllocation = 0, arenaBase = 0;
   uint64_t arenaSize = 0;
   CUdeviceptr parameterBase = 0;
