@@ -90,6 +90,23 @@ struct StepBuilder {
   Value scale(Value x, double c) { return mul(x, splat(x.getType(), c)); }
   /// `x` times the 0-d `factor`, cast to x's element type and broadcast.
   Value scale(Value x, Value factor) { return mul(x, like(x, factor)); }
+  /// The sum of all elements of `x`, as a 0-d tensor. A tensor of rank 2 or
+  /// more is summed over its inner dimensions first, then over the first:
+  /// each kernel of a reduction keeps its outer points parallel, so a
+  /// device target spreads the first stage over as many threads as `x` has
+  /// rows instead of summing the whole tensor on one.
+  Value sumAll(Value x) {
+    auto type = tensorType(x);
+    int64_t rank = type.getRank();
+    if (rank >= 2)
+      x = ReduceSumOp::create(
+          b, loc, x,
+          b.getDenseI64ArrayAttr(llvm::to_vector(llvm::seq<int64_t>(1, rank))),
+          nullptr);
+    if (rank >= 1)
+      x = ReduceSumOp::create(b, loc, x, b.getDenseI64ArrayAttr({0}), nullptr);
+    return x;
+  }
   /// `x` divided by the 0-d `divisor`, cast and broadcast likewise.
   Value divide(Value x, Value divisor) { return div(x, like(x, divisor)); }
   /// The 0-d `v` cast to x's element type and broadcast to its shape.
@@ -202,15 +219,9 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
   Value clipGradients(StepBuilder &k, MutableArrayRef<Slot> slots) {
     Type f32 = k.b.getF32Type();
     Value sumOfSquares = k.splat(k.scalarType(f32), 0.0);
-    for (Slot &slot : slots) {
-      auto type = StepBuilder::tensorType(slot.grad);
-      SmallVector<int64_t> dims = llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
-      Value squares = k.mul(slot.grad, slot.grad);
-      if (!dims.empty())
-        squares = ReduceSumOp::create(k.b, k.loc, squares,
-                                      k.b.getDenseI64ArrayAttr(dims), nullptr);
-      sumOfSquares = k.add(sumOfSquares, k.convert(squares, f32));
-    }
+    for (Slot &slot : slots)
+      sumOfSquares = k.add(
+          sumOfSquares, k.convert(k.sumAll(k.mul(slot.grad, slot.grad)), f32));
     Value norm = k.sqrt(sumOfSquares);
     Value coef = k.div(k.splat(norm.getType(), gradClip),
                        k.add(norm, k.splat(norm.getType(), 1e-6)));
@@ -336,14 +347,8 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
     Value poison = k.splat(k.scalarType(f32), 0.0);
     for (Slot &slot : slots) {
       slot.grad = k.scale(slot.grad, inverse);
-      auto type = StepBuilder::tensorType(slot.grad);
-      Value zeros = k.mul(slot.grad, k.splat(type, 0.0));
-      SmallVector<int64_t> dims =
-          llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
-      if (!dims.empty())
-        zeros = ReduceSumOp::create(k.b, k.loc, zeros,
-                                    k.b.getDenseI64ArrayAttr(dims), nullptr);
-      poison = k.add(poison, k.convert(zeros, f32));
+      Value zeros = k.mul(slot.grad, k.splat(slot.grad.getType(), 0.0));
+      poison = k.add(poison, k.convert(k.sumAll(zeros), f32));
     }
     return CompareOp::create(k.b, k.loc, ComparePredicate::eq, poison,
                              k.splat(poison.getType(), 0.0));

@@ -131,7 +131,9 @@ def main():
 def describe(command, kernels):
     """One line for a command of a CUDA program."""
     if command.HasField("launch"):
-        return f"launch {kernels[command.launch.kernel]}"
+        launch = command.launch
+        grid = "x".join(str(g) for g in launch.grid)
+        return f"launch {kernels[launch.kernel]} grid {grid}"
     if command.HasField("gemm"):
         g = command.gemm
         return f"gemm {g.m}x{g.n}x{g.k}"
