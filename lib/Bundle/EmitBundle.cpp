@@ -216,6 +216,9 @@ llvm::Error fillCudaProgram(bundle::Program &program,
                  gemm.b.size);
     buffers.fill(*out->mutable_c(), gemm.c.argument, gemm.c.offset,
                  gemm.c.size);
+    if (gemm.bias.size > 0)
+      buffers.fill(*out->mutable_bias(), gemm.bias.argument, gemm.bias.offset,
+                   gemm.bias.size);
   }
   return llvm::Error::success();
 }

@@ -79,9 +79,15 @@ void buildTensorPipeline(PassManager &pm, const kiln::CompileOptions &options,
 
 /// Bufferizes and plans memory. For the CPU target (`forCpu`) products
 /// become CBLAS calls and collectives calls into the runtime; otherwise both
-/// stay for the target to lower itself.
+/// stay for the target to lower itself, and linear layers' biases move into
+/// their products (kiln-gemm-bias).
 void buildBufferPipeline(PassManager &pm, bool forCpu,
                          kiln::Precision precision) {
+  // cuBLASLt adds a linear layer's bias as it stores the product.
+  if (!forCpu) {
+    pm.addPass(kiln::createKilnGemmBias());
+    pm.addPass(createCanonicalizerPass());
+  }
   if (precision != kiln::Precision::F32) {
     kiln::KilnAutoMixedPrecisionOptions amp;
     amp.type = precision == kiln::Precision::BF16 ? "bf16" : "f16";

@@ -136,15 +136,15 @@ struct KilnGPUOutlineKernelsPass
       if (!function.isExternal())
         entries.push_back(function);
     for (func::FuncOp entry : entries) {
-      // Products first: preparing one erases its zero fill.
-      llvm::SmallPtrSet<Operation *, 16> gemms;
+      // Products first: preparing one erases its zero fill. They stay on
+      // the host, and so do the bias broadcasts their epilogues replace.
+      llvm::SmallPtrSet<Operation *, 16> library;
       for (auto generic : llvm::make_early_inc_range(
                entry.getBody().front().getOps<linalg::GenericOp>()))
-        if (prepareGemm(generic))
-          gemms.insert(generic);
+        prepareGemm(generic, library);
       SmallVector<Operation *> kernels;
       for (Operation &op : entry.getBody().front())
-        if (isKernel(&op) && !gemms.contains(&op))
+        if (isKernel(&op) && !library.contains(&op))
           kernels.push_back(&op);
       int64_t next = 0;
       for (Operation *kernel : kernels)
@@ -161,18 +161,20 @@ struct KilnGPUOutlineKernelsPass
       b.clone(*global);
   }
 
-  /// Whether `op` is a product the target hands to cuBLASLt. Its zero fill
-  /// (dead, since the library can overwrite instead of accumulating) is
-  /// erased and the product marked `overwrite`.
-  bool prepareGemm(linalg::GenericOp op) {
+  /// Adds `op` to `library` when it is a product the target hands to
+  /// cuBLASLt, with the bias broadcast its epilogue replaces, if any. Its
+  /// zero fill (dead, since the library can overwrite instead of
+  /// accumulating) is erased and the product marked `overwrite`.
+  void prepareGemm(linalg::GenericOp op,
+                   llvm::SmallPtrSetImpl<Operation *> &library) {
     std::optional<kiln::GemmDescription> gemm = kiln::describeGemm(op);
     if (!gemm)
-      return false;
+      return;
     // What cuBLASLt multiplies: f32, f16 or bf16 operands (describeGemm
     // checked that 16-bit ones accumulate into f32 or their own type).
     Type element = cast<MemRefType>(gemm->lhs.getType()).getElementType();
     if (!element.isF32() && !element.isF16() && !element.isBF16())
-      return false;
+      return;
     if (gemm->zeroFill) {
       auto flags = op->getAttrOfType<DictionaryAttr>("kiln.matmul");
       NamedAttrList entries(flags);
@@ -180,7 +182,9 @@ struct KilnGPUOutlineKernelsPass
       op->setAttr("kiln.matmul", entries.getDictionary(op.getContext()));
       gemm->zeroFill.erase();
     }
-    return true;
+    library.insert(op);
+    if (gemm->biasInit && kiln::asRootBuffer(gemm->bias))
+      library.insert(gemm->biasInit);
   }
 
   /// Whether `op`, in an entry block, is work the device does: a linalg op,

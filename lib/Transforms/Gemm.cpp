@@ -31,6 +31,22 @@ linalg::FillOp findZeroFill(Operation *op, Value init) {
   return {};
 }
 
+/// The kiln.gemm_bias broadcast into `init` just before `op`, if nothing in
+/// between may touch `init` (or anything else: a kernel in between might
+/// write the bias, which the epilogue reads later than the broadcast did).
+linalg::GenericOp findBiasInit(Operation *op, Value init) {
+  for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
+    auto generic = dyn_cast<linalg::GenericOp>(prev);
+    if (generic && generic->hasAttr("kiln.gemm_bias") &&
+        generic.hasPureBufferSemantics() && generic.getNumDpsInputs() == 1 &&
+        generic.getNumDpsInits() == 1 && generic.getDpsInits()[0] == init)
+      return generic;
+    if (!isPure(prev) || prev->getNumRegions() > 0)
+      return {};
+  }
+  return {};
+}
+
 } // namespace
 
 std::optional<kiln::GemmDescription>
@@ -69,5 +85,10 @@ kiln::describeGemm(linalg::GenericOp op) {
   gemm.overwrite = flags.contains("overwrite");
   if (!gemm.overwrite)
     gemm.zeroFill = findZeroFill(op, gemm.out);
+  if (!gemm.overwrite && !gemm.zeroFill) {
+    gemm.biasInit = findBiasInit(op, gemm.out);
+    if (gemm.biasInit)
+      gemm.bias = gemm.biasInit.getDpsInputs()[0];
+  }
   return gemm;
 }

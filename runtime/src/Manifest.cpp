@@ -586,6 +586,18 @@ private:
           validateBuffer(matrix.buffer, buffers).withContext(what));
       KILN_RETURN_IF_ERROR(checkNotReducing(matrix.buffer, what, collectives));
     }
+    if (gemm.has_bias() && gemm.bias().size() > 0) {
+      uint64_t bytes =
+          static_cast<uint64_t>(gemm.n()) * elementTypeSize(gemm.c_type());
+      if (gemm.bias().size() != bytes)
+        return formatError("gemm bias has ", gemm.bias().size(),
+                           " bytes, not the ", bytes, " of n = ", gemm.n(),
+                           " values of C's type");
+      KILN_RETURN_IF_ERROR(
+          validateBuffer(gemm.bias(), buffers).withContext("gemm bias"));
+      KILN_RETURN_IF_ERROR(
+          checkNotReducing(gemm.bias(), "gemm bias", collectives));
+    }
     return Status();
   }
 

@@ -136,7 +136,8 @@ def describe(command, kernels):
         return f"launch {kernels[launch.kernel]} grid {grid}"
     if command.HasField("gemm"):
         g = command.gemm
-        return f"gemm {g.m}x{g.n}x{g.k}"
+        bias = " + bias" if g.HasField("bias") and g.bias.size else ""
+        return f"gemm {g.m}x{g.n}x{g.k}{bias}"
     if command.HasField("all_reduce_mean"):
         r = command.all_reduce_mean
         return f"all-reduce-mean {r.count} f32, request {r.request}"

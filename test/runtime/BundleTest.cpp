@@ -654,6 +654,16 @@ TEST(BundleReader, AcceptsTheCudaBundles) {
   EXPECT_TRUE(readBytes(cudaBundleBytes(true)).ok());
 }
 
+TEST(BundleReader, AcceptsAGemmBiasOfNValues) {
+  Status status = readBytes(
+      withManifest(cudaBundleBytes(false), [](bp::Manifest &m) {
+        bp::Gemm &g = gemm(m, 2, 0);
+        *g.mutable_bias() = g.c();
+        g.mutable_bias()->set_size(static_cast<uint64_t>(g.n()) * 4);
+      }));
+  EXPECT_TRUE(status.ok()) << status.message();
+}
+
 TEST(BundleReader, RejectsEachBrokenCudaRule) {
   struct CudaCase {
     const char *name;
@@ -705,6 +715,21 @@ TEST(BundleReader, RejectsEachBrokenCudaRule) {
        "would overlap"},
       {"empty gemm", false, [](bp::Manifest &m) { gemm(m, 2, 0).set_k(0); },
        "gemm has sizes m 3, n 4, k 0, batch 2"},
+      {"gemm bias of another size than n", false,
+       [](bp::Manifest &m) {
+         bp::Gemm &g = gemm(m, 2, 0);
+         *g.mutable_bias() = g.c();
+         g.mutable_bias()->set_size(12);
+       },
+       "gemm bias has 12 bytes, not the 16 of n = 4 values of C's type"},
+      {"gemm bias outside its buffer", false,
+       [](bp::Manifest &m) {
+         bp::Gemm &g = gemm(m, 2, 0);
+         *g.mutable_bias() = g.c();
+         g.mutable_bias()->set_offset(g.c().offset() + (uint64_t(1) << 40));
+         g.mutable_bias()->set_size(16);
+       },
+       "gemm bias"},
       {"program for an unknown target", false,
        [](bp::Manifest &m) { program(m, 1).set_target("tpu"); },
        "entry point 'accumulate': program 0 (target 'tpu') does not name a "

@@ -48,14 +48,15 @@ struct CudaLaunch {
   std::vector<CudaBuffer> buffers;
 };
 
-/// C = op(A) op(B) + beta C, row-major, `batch` times with dense strides.
+/// C = op(A) op(B) + beta C, row-major, `batch` times with dense strides,
+/// plus bias[j] on every row when `bias` has bytes (the bias epilogue).
 struct CudaGemm {
   /// Of A and B, and of C.
   mlir::Type inputElement, element;
   bool transposeA = false, transposeB = false;
   int64_t m = 0, n = 0, k = 0, batch = 1;
   float beta = 0;
-  CudaBuffer a, b, c;
+  CudaBuffer a, b, c, bias;
 };
 
 /// Starts averaging the f32 values of `buffer` over the ranks of the run;

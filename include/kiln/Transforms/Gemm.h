@@ -30,6 +30,13 @@ struct GemmDescription {
   /// `kiln.matmul` carries `overwrite`, which kiln-gpu-outline-kernels sets
   /// when it erases the zero fill. Only library lowerings read it.
   bool overwrite = false;
+  /// The bias broadcast that fills `out` just before the product when
+  /// nothing touches `out` in between: a linalg.generic marked
+  /// `kiln.gemm_bias` (kiln-gemm-bias) whose input, `bias`, holds one value
+  /// per column. The product is then `bias[j] + op(A) op(B)`, which a
+  /// library's bias epilogue computes with beta 0. Null otherwise.
+  mlir::linalg::GenericOp biasInit;
+  mlir::Value bias;
 };
 
 /// Describes `op` when it is a `kiln.matmul` on contiguous, statically

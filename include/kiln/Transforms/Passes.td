@@ -516,6 +516,27 @@ def KilnAutoMixedPrecision : Pass<"kiln-amp", "mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def KilnGemmBias : Pass<"kiln-gemm-bias", "mlir::ModuleOp"> {
+  let summary = "Bias additions into the matrix products they follow";
+  let description = [{
+    For the CUDA target, on linalg on tensors after fusion: when an
+    elementwise kernel's only use of an f32 product's element (a
+    `kiln.matmul` into a zero fill, read by nothing else, possibly through a
+    `tensor.expand_shape` that keeps its last dimension) is one `arith.addf`
+    with a vector read along the last dimension (a linear layer's bias), the
+    product accumulates into a broadcast of that vector instead, marked
+    `kiln.gemm_bias`, and the kernel reads the biased product in place of
+    the sum. The CUDA target does the broadcast as cuBLASLt's bias epilogue
+    (beta 0); elsewhere it is an ordinary kernel. A kernel left copying the
+    product goes at the next canonicalization.
+  }];
+  let statistics = [
+    Statistic<"numFolded", "folded", "Bias additions moved into products">
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def KilnLowerCollectives : Pass<"kiln-lower-collectives", "mlir::ModuleOp"> {
   let summary = "Buffer-form collectives as calls into the runtime";
   let description = [{

@@ -62,6 +62,11 @@ public:
         continue;
       }
       if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
+        // A bias broadcast the next product's epilogue does instead.
+        if (generic->hasAttr("kiln.gemm_bias")) {
+          biasInits.insert(generic);
+          continue;
+        }
         auto command = buildGemm(generic);
         if (!command)
           return command.takeError();
@@ -82,6 +87,10 @@ public:
       return located(&op, "'" + op.getName().getStringRef() +
                               "' cannot run on the CUDA target yet");
     }
+    if (!biasInits.empty())
+      return located(*biasInits.begin(),
+                     "bias broadcast that no matrix product takes as its "
+                     "epilogue");
     // Nothing may still be in flight when the step returns.
     for (const kiln::CudaAllReduce &reduce : pending)
       program.commands.push_back(kiln::CudaWait{reduce.request});
@@ -100,8 +109,11 @@ private:
     if (auto *launch = std::get_if<kiln::CudaLaunch>(&command))
       return SmallVector<kiln::CudaBuffer, 4>(launch->buffers.begin(),
                                               launch->buffers.end());
-    if (auto *gemm = std::get_if<kiln::CudaGemm>(&command))
+    if (auto *gemm = std::get_if<kiln::CudaGemm>(&command)) {
+      if (gemm->bias.size > 0)
+        return {gemm->a, gemm->b, gemm->c, gemm->bias};
       return {gemm->a, gemm->b, gemm->c};
+    }
     if (auto *reduce = std::get_if<kiln::CudaAllReduce>(&command))
       return {reduce->buffer};
     return {};
@@ -231,12 +243,21 @@ private:
         return buffer.takeError();
       *slot = *buffer;
     }
+    if (gemm->biasInit && biasInits.erase(gemm->biasInit)) {
+      auto bias = rootBuffer(op, gemm->bias);
+      if (!bias)
+        return bias.takeError();
+      command.bias = *bias;
+      command.beta = 0.0f;
+    }
     return command;
   }
 
   func::FuncOp entry;
   const llvm::StringMap<unsigned> &kernelIndex;
   kiln::CudaProgram program;
+  /// Bias broadcasts seen whose product has not come yet.
+  llvm::SmallPtrSet<Operation *, 4> biasInits;
   /// Reductions started and not yet waited for, and how many were started.
   SmallVector<kiln::CudaAllReduce> pending;
   unsigned requests = 0;

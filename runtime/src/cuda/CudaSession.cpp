@@ -636,7 +636,11 @@ Status CudaSession::planEntryPoint(const bp::EntryPoint &entry,
       KILN_RETURN_IF_ERROR(
           GemmPlan::create(blasLt, gemm, deviceAddress(gemm.a(), plan),
                            deviceAddress(gemm.b(), plan),
-                           deviceAddress(gemm.c(), plan), workspace, gemmPlan)
+                           deviceAddress(gemm.c(), plan),
+                           gemm.has_bias() && gemm.bias().size() > 0
+                               ? deviceAddress(gemm.bias(), plan)
+                               : 0,
+                           workspace, gemmPlan)
               .withContext(strCat("command ", c)));
       step.description =
           strCat("command ", c, " (", gemmPlan->description(), ")");

@@ -88,19 +88,21 @@ struct Preference {
 
 Status GemmPlan::create(cublasLtHandle_t handle, const bp::Gemm &gemm,
                         CUdeviceptr a, CUdeviceptr b, CUdeviceptr c,
-                        const GemmWorkspace &workspace,
+                        CUdeviceptr bias, const GemmWorkspace &workspace,
                         std::unique_ptr<GemmPlan> &out) {
   std::unique_ptr<GemmPlan> plan(new GemmPlan());
   plan->a = a;
   plan->b = b;
   plan->c = c;
+  plan->bias = bias;
   plan->alpha = gemm.alpha();
   plan->beta = gemm.beta();
   plan->text = strCat("gemm (m ", gemm.m(), ", n ", gemm.n(), ", k ", gemm.k(),
                       ", batch ", gemm.batch() == 0 ? 1 : gemm.batch(), ", ",
                       elementTypeName(gemm.a_type()), " x ",
                       elementTypeName(gemm.b_type()), " -> ",
-                      elementTypeName(gemm.c_type()), ")");
+                      elementTypeName(gemm.c_type()),
+                      bias ? ", bias epilogue)" : ")");
   KILN_RETURN_IF_ERROR(
       plan->plan(handle, gemm, workspace).withContext(plan->text));
   out = std::move(plan);
@@ -126,6 +128,33 @@ Status GemmPlan::plan(cublasLtHandle_t handle, const bp::Gemm &gemm,
       setOperation(operation, CUBLASLT_MATMUL_DESC_TRANSA, gemm.transpose_b()));
   KILN_RETURN_IF_ERROR(
       setOperation(operation, CUBLASLT_MATMUL_DESC_TRANSB, gemm.transpose_a()));
+  if (bias) {
+    // The bias epilogue adds bias[i] to row i of the column-major result,
+    // C^T: to column i of row-major C, as the command means. One vector
+    // serves every product of a batch (batch stride 0).
+    cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    int64_t biasStride = 0;
+    KILN_RETURN_IF_ERROR(checkCublas(
+        cublasLtMatmulDescSetAttribute(operation,
+                                       CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                       &epilogue, sizeof(epilogue)),
+        "cublasLtMatmulDescSetAttribute(EPILOGUE)"));
+    KILN_RETURN_IF_ERROR(checkCublas(
+        cublasLtMatmulDescSetAttribute(operation,
+                                       CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                       &bias, sizeof(bias)),
+        "cublasLtMatmulDescSetAttribute(BIAS_POINTER)"));
+    KILN_RETURN_IF_ERROR(checkCublas(
+        cublasLtMatmulDescSetAttribute(operation,
+                                       CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                       &cType, sizeof(cType)),
+        "cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)"));
+    KILN_RETURN_IF_ERROR(checkCublas(
+        cublasLtMatmulDescSetAttribute(operation,
+                                       CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE,
+                                       &biasStride, sizeof(biasStride)),
+        "cublasLtMatmulDescSetAttribute(BIAS_BATCH_STRIDE)"));
+  }
   int64_t bRows = gemm.transpose_b() ? gemm.n() : gemm.k();
   int64_t bCols = gemm.transpose_b() ? gemm.k() : gemm.n();
   int64_t aRows = gemm.transpose_a() ? gemm.k() : gemm.m();

@@ -30,11 +30,11 @@ struct GemmWorkspace {
 
 class GemmPlan {
 public:
-  /// Plans `gemm` on the matrices at `a`, `b` and `c` (device addresses,
-  /// fixed for the session's life).
+  /// Plans `gemm` on the matrices at `a`, `b` and `c` and the bias vector
+  /// at `bias` (0: none; device addresses, fixed for the session's life).
   static Status create(cublasLtHandle_t handle, const bundle::Gemm &gemm,
                        CUdeviceptr a, CUdeviceptr b, CUdeviceptr c,
-                       const GemmWorkspace &workspace,
+                       CUdeviceptr bias, const GemmWorkspace &workspace,
                        std::unique_ptr<GemmPlan> &out);
   ~GemmPlan();
   GemmPlan(const GemmPlan &) = delete;
@@ -57,7 +57,7 @@ private:
   /// C^T = op(B)^T op(A)^T, whose first operand is B's storage.
   cublasLtMatrixLayout_t first = nullptr, second = nullptr, result = nullptr;
   cublasLtMatmulAlgo_t algorithm = {};
-  CUdeviceptr a = 0, b = 0, c = 0;
+  CUdeviceptr a = 0, b = 0, c = 0, bias = 0;
   float alpha = 1, beta = 0;
   std::string text;
 };
