@@ -417,6 +417,8 @@ public:
       return false;
     if (kiln_status_t error = kiln_bundle_get_fingerprint(bundle, &fingerprint))
       return failed(error);
+    if (!checkRanksAgree())
+      return false;
     stream = std::make_unique<DataStream>(
         dataset, batchSize, static_cast<uint64_t>(options.seed),
         !options.noShuffle, options.dropLast, ranks.rank, ranks.world_size);
@@ -454,6 +456,48 @@ public:
 
 private:
   bool isRoot() const { return ranks.rank == 0; }
+
+  /// Every rank must run the same bundle on the same data with the same
+  /// flags, or their all-reduces would pair unrelated values (or hang): the
+  /// ranks compare a hash of what they run (its lowest and highest value
+  /// over the ranks, 32 bits at a time, which doubles hold exactly) and all
+  /// stop when any differs.
+  bool checkRanksAgree() {
+    if (ranks.world_size == 1)
+      return true;
+    std::string what = std::to_string(fingerprint) + "|" +
+                       std::string(trainStep.info.name) +
+                       "|" + std::to_string(dataset.samples) + "|" +
+                       std::to_string(options.steps) + "|" +
+                       std::to_string(options.seed) + "|" +
+                       std::to_string(options.noShuffle) + "|" +
+                       std::to_string(options.dropLast) + "|" +
+                       std::to_string(options.resume) + "|" +
+                       std::to_string(options.checkpointEvery) + "|" +
+                       options.target;
+    uint64_t hash = 14695981039346656037ull; // FNV-1a
+    for (unsigned char c : what)
+      hash = (hash ^ c) * 1099511628211ull;
+    double low[2] = {static_cast<double>(hash >> 32),
+                     static_cast<double>(hash & 0xffffffffu)};
+    double high[2] = {low[0], low[1]};
+    if (kiln_status_t error =
+            kiln_distributed_all_reduce_f64(low, 2, KILN_REDUCE_MIN))
+      return failed(error);
+    if (kiln_status_t error =
+            kiln_distributed_all_reduce_f64(high, 2, KILN_REDUCE_MAX))
+      return failed(error);
+    if (low[0] == high[0] && low[1] == high[1])
+      return true;
+    printError("the " + std::to_string(ranks.world_size) +
+               " ranks do not all run the same bundle (fingerprint " +
+               hex64(fingerprint) + " here), entry point, data (" +
+               std::to_string(dataset.samples) +
+               " samples here) and training flags (--steps, --seed, "
+               "--no-shuffle, --drop-last, --resume, --checkpoint-every, "
+               "--target); start every rank with the same command");
+    return false;
+  }
 
   /// Several ranks need a bundle whose steps average their gradients.
   bool checkDataParallel() {
