@@ -47,6 +47,158 @@ FailureOr<Value> traceToRoot(Value v, SmallVectorImpl<Operation *> &chain) {
   return v;
 }
 
+/// The buffer `v` views (through any chain of views), or `v` itself.
+Value viewRoot(Value v) {
+  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
+    v = view.getViewSource();
+  return v;
+}
+
+/// Whether `value` is computed in `body` without reading `buffer`: from
+/// block arguments, values defined outside, and pure ops or loads of other
+/// buffers.
+bool independentOf(Value value, Value buffer, Block *body, int depth = 0) {
+  Operation *def = value.getDefiningOp();
+  if (!def || def->getBlock() != body)
+    return true;
+  if (depth > 16)
+    return false;
+  if (auto load = dyn_cast<memref::LoadOp>(def))
+    if (viewRoot(load.getMemRef()) == viewRoot(buffer))
+      return false;
+  if (!isPure(def) && !isa<memref::LoadOp>(def))
+    return false;
+  return llvm::all_of(def->getOperands(), [&](Value operand) {
+    return independentOf(operand, buffer, body, depth + 1);
+  });
+}
+
+/// Whether `value` is computed in `body` from a value loaded there.
+bool readsMemory(Value value, Block *body, int depth = 0) {
+  Operation *def = value.getDefiningOp();
+  if (!def || def->getBlock() != body || depth > 16)
+    return false;
+  if (isa<memref::LoadOp>(def))
+    return true;
+  return llvm::any_of(def->getOperands(), [&](Value operand) {
+    return readsMemory(operand, body, depth + 1);
+  });
+}
+
+/// A scatter the lowering wrote as a sequential loop nest (perfectly nested
+/// scf.for with constant bounds, no loop-carried values) whose innermost
+/// body adds one value into an element of a buffer it touches nowhere else
+/// (`buffer[i] = buffer[i] + x`), at an index read from memory, runs one
+/// thread per iteration, adding with
+/// an atomic: iterations that hit the same element then add in some order,
+/// as a GPU's scatter-add does. Other loop nests stay on one thread.
+void parallelizeScatterAdds(gpu::GPUFuncOp kernel) {
+  SmallVector<scf::ForOp> nests;
+  for (Operation &op : kernel.getBody().front())
+    if (auto loop = dyn_cast<scf::ForOp>(op))
+      nests.push_back(loop);
+  for (scf::ForOp outer : nests) {
+    SmallVector<scf::ForOp> loops{outer};
+    while (true) {
+      scf::ForOp loop = loops.back();
+      if (loop.getNumResults() != 0 ||
+          !getConstantIntValue(loop.getLowerBound()) ||
+          !getConstantIntValue(loop.getUpperBound()) ||
+          !getConstantIntValue(loop.getStep()))
+        break;
+      Block *body = loop.getBody();
+      auto inner = body->getOperations().size() == 2
+                       ? dyn_cast<scf::ForOp>(body->front())
+                       : scf::ForOp();
+      if (!inner)
+        break;
+      loops.push_back(inner);
+    }
+    scf::ForOp innermost = loops.back();
+    if (innermost.getNumResults() != 0 ||
+        !getConstantIntValue(innermost.getLowerBound()) ||
+        !getConstantIntValue(innermost.getUpperBound()) ||
+        !getConstantIntValue(innermost.getStep()))
+      continue;
+    Block *body = innermost.getBody();
+    SmallVector<memref::StoreOp> stores;
+    bool sideEffects = false;
+    for (Operation &op : body->without_terminator()) {
+      if (auto store = dyn_cast<memref::StoreOp>(op))
+        stores.push_back(store);
+      else if (!isPure(&op) && !isa<memref::LoadOp>(op))
+        sideEffects = true;
+    }
+    if (sideEffects || stores.size() != 1)
+      continue;
+    memref::StoreOp store = stores.front();
+    Value buffer = store.getMemRef();
+    auto add = store.getValueToStore().getDefiningOp<arith::AddFOp>();
+    if (!add || !add->hasOneUse() || add->getBlock() != body)
+      continue;
+    // One operand is the element the store overwrites, loaded here.
+    memref::LoadOp old;
+    Value addend;
+    for (auto [x, y] : {std::pair{add.getLhs(), add.getRhs()},
+                        std::pair{add.getRhs(), add.getLhs()}}) {
+      auto load = x.getDefiningOp<memref::LoadOp>();
+      if (load && load.getMemRef() == buffer &&
+          load.getIndices() == store.getIndices() && load->hasOneUse()) {
+        old = load;
+        addend = y;
+        break;
+      }
+    }
+    if (!old || !independentOf(addend, buffer, body))
+      continue;
+    // Only scatters, whose target comes from an index tensor: a reduction
+    // into fixed elements keeps its deterministic order.
+    if (llvm::none_of(store.getIndices(),
+                      [&](Value index) { return readsMemory(index, body); }))
+      continue;
+    // Nothing else in the nest reads the buffer, through any view of it.
+    Value root = viewRoot(buffer);
+    bool otherReads = false;
+    for (Operation &op : body->without_terminator())
+      if (auto load = dyn_cast<memref::LoadOp>(op))
+        otherReads |= load != old && viewRoot(load.getMemRef()) == root;
+    for (Value index : store.getIndices())
+      otherReads |= !independentOf(index, buffer, body);
+    if (otherReads)
+      continue;
+
+    OpBuilder b(outer);
+    Location loc = outer.getLoc();
+    SmallVector<Value> lbs, ubs, steps;
+    for (scf::ForOp loop : loops) {
+      lbs.push_back(loop.getLowerBound());
+      ubs.push_back(loop.getUpperBound());
+      steps.push_back(loop.getStep());
+    }
+    auto parallel = scf::ParallelOp::create(b, loc, lbs, ubs, steps);
+    IRMapping mapping;
+    for (auto [loop, iv] : llvm::zip(loops, parallel.getInductionVars()))
+      mapping.map(loop.getInductionVar(), iv);
+    b.setInsertionPoint(parallel.getBody()->getTerminator());
+    for (Operation &op : body->without_terminator()) {
+      if (&op == old.getOperation() || &op == add.getOperation())
+        continue;
+      if (&op == store.getOperation()) {
+        SmallVector<Value> indices;
+        for (Value index : store.getIndices())
+          indices.push_back(mapping.lookupOrDefault(index));
+        memref::AtomicRMWOp::create(b, store.getLoc(),
+                                    arith::AtomicRMWKind::addf,
+                                    mapping.lookupOrDefault(addend),
+                                    mapping.lookupOrDefault(buffer), indices);
+        continue;
+      }
+      b.clone(op, mapping);
+    }
+    outer.erase();
+  }
+}
+
 /// Replaces the top-level scf.parallel of `kernel` (if any) by one thread per
 /// point: thread `blockIdx.x * blockSize + threadIdx.x` computes the point of
 /// that linear index, when it is below the number of points. Returns the
@@ -308,7 +460,8 @@ struct KilnGPUOutlineKernelsPass
     gpu::ReturnOp::create(b, kernel->getLoc());
 
     // Anything else (a loop the lowering wrote, a scatter) runs as it is,
-    // on one thread: its iterations may depend on each other.
+    // on one thread, as its iterations may depend on each other; but a
+    // scatter-add gets a thread per update.
     if (auto linalgOp = dyn_cast<linalg::LinalgOp>(cloned)) {
       IRRewriter rewriter(b);
       rewriter.setInsertionPoint(cloned);
@@ -316,6 +469,7 @@ struct KilnGPUOutlineKernelsPass
         return kernel->emitError("cannot turn this kernel into loops");
       rewriter.eraseOp(cloned);
     }
+    parallelizeScatterAdds(function);
     FailureOr<int64_t> points = mapToThreads(function, blockSize);
     if (failed(points))
       return failure();

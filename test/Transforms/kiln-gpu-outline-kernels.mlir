@@ -28,6 +28,9 @@
 // A loop the lowering wrote (iterations may depend on each other) runs on
 // one thread.
 // CHECK: gpu.launch_func @kiln_kernels::@step_k5 blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%[[SUMS]] : memref<4xf32>, %[[TOTAL]] : memref<f32>)
+// A scatter-add (each iteration adds into an element of a buffer nothing
+// else in the loop reads) runs a thread per iteration, adding atomically.
+// CHECK: gpu.launch_func @kiln_kernels::@step_k6 blocks in (%c1, %c1, %c1) threads in (%c32, %c1, %c1) args(%{{.*}} : memref<4x8xi64>, %[[T]] : memref<4x300xf32>, %[[OUT]] : memref<4x8xf32>)
 // CHECK-NEXT: return
 
 // The constant table the first kernel reads is copied into the kernels'
@@ -58,6 +61,14 @@
 // CHECK: gpu.func @step_k3(
 // CHECK-NOT: gpu.func @step_k4(
 // CHECK: gpu.func @step_k5(
+// CHECK-NOT: gpu.thread_id
+// CHECK: scf.for
+// CHECK: arith.mulf
+// CHECK: gpu.func @step_k6(
+// CHECK: %[[I6:.*]] = arith.addi %{{.*}}, %{{.*}} : index
+// CHECK: arith.cmpi ult, %[[I6]], %c32
+// CHECK-NOT: scf.for
+// CHECK: memref.atomic_rmw addf %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] : (f32, memref<4x8xf32>) -> f32
 
 #id2 = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>
@@ -113,8 +124,23 @@ func.func @step(%x: memref<4x300xf32>, %w: memref<300x8xf32>, %out: memref<4x8xf
   scf.for %i = %c0 to %c4 step %c1 {
     %v = memref.load %sums[%i] : memref<4xf32>
     %acc = memref.load %total[] : memref<f32>
-    %n = arith.addf %v, %acc : f32
+    %n = arith.mulf %v, %acc : f32
     memref.store %n, %total[] : memref<f32>
+  }
+  %c8 = arith.constant 8 : index
+  %c7 = arith.constant 7 : index
+  %c4864 = arith.constant 4864 : index
+  %cols = memref.view %arena[%c4864][] : memref<9728xi8> to memref<4x8xi64>
+  scf.for %i = %c0 to %c4 step %c1 {
+    scf.for %j = %c0 to %c8 step %c1 {
+      %raw = memref.load %cols[%i, %j] : memref<4x8xi64>
+      %col = arith.index_cast %raw : i64 to index
+      %clamped = arith.minsi %col, %c7 : index
+      %u = memref.load %t[%i, %j] : memref<4x300xf32>
+      %old = memref.load %out[%i, %clamped] : memref<4x8xf32>
+      %new = arith.addf %old, %u : f32
+      memref.store %new, %out[%i, %clamped] : memref<4x8xf32>
+    }
   }
   return
 }
