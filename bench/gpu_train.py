@@ -1,30 +1,41 @@
-"""Training-step throughput on one GPU: GPT-2 small and BERT-base in bf16,
-Kiln (kilnc --target=cuda --amp=bf16, run by kiln-run) beside PyTorch eager
-(torch.autocast bf16) and torch.compile on the same model, batch, data and
-optimizer (AdamW), as tokens/s, TFLOP/s, MFU and ratios to torch.compile.
+"""Training-step throughput on one GPU: GPT-2 small and BERT-base in bf16 (or
+fp16), Kiln (kilnc --target=cuda --amp=bf16, run by kiln-run) beside PyTorch
+eager (torch.autocast) and torch.compile on the same model, batch, data and
+optimizer (AdamW), as tokens/s, TFLOP/s, MFU and ratios to torch.compile;
+with --data-parallel also Kiln's data-parallel bundle on one rank (on the
+GPU, its all-reduces through a NCCL communicator of one), as a ratio to the
+plain Kiln side.
 
     python3 bench/gpu_train.py [--models gpt2,bert128,bert512] [--layers N]
         [--gpt2-batch 8] [--bert128-batch 64] [--bert512-batch 32]
         [--steps 20] [--warmup 3] [--seconds 10] [--time-budget S]
-        [--precision bf16|fp32] [--no-compile] [--out DIR] [--bin build/bin]
+        [--precision bf16|fp16|fp32] [--data-parallel] [--bucket-bytes N]
+        [--no-compile] [--out DIR] [--bin build/bin]
     python3 bench/gpu_train.py --tiny --device cpu     # the logic, on a CPU
     python3 bench/gpu_train.py --package-prepare DIR [model options]
     python3 bench/gpu_train.py --package DIR [timing options]
 
+--models lists MODEL or MODEL:PRECISION[+PRECISION...] (for example
+gpt2:bf16+fp16,bert128): each model is measured in each of its precisions
+(by default --precision's), one row of sides per model and precision.
+
 Package mode (prepare here, run there: a GPU machine that cannot build Kiln).
 --package-prepare DIR, on a build machine (no GPU needed), exports each model
-and compiles it with kilnc --target=DEVICE (--amp=bf16 for bf16)
---external-weights: the bundle DIR/NAME.kiln holds no weights, only its
-program and kernels. Beside it: NAME-train.npz (the batches) and NAME.json
-(the architecture, sizes, batch, seed, lr, weight decay, precision, the kilnc
-command and time, and the name and shape of each of the bundle's parameters:
-the ONNX float initializers, checked to equal the PyTorch module's
-state_dict entries of those names, values included). --package DIR, on the GPU machine, needs neither kilnc nor
-ONNX: it builds the same module (same sizes, torch.manual_seed(0)), saves its
-state_dict entries under the recorded initializer names as the --params .npz
-of `kiln-run --target DEVICE --params`, and times Kiln beside PyTorch eager
-and torch.compile as below, on the packaged batches. --bin then names the
-directory of kiln-run.
+and compiles it, in each of its precisions, with kilnc --target=DEVICE
+(--amp=bf16 or --amp=fp16) --external-weights: the bundle
+DIR/NAME-PRECISION.kiln holds no weights, only its program and kernels; with
+--data-parallel also DIR/NAME-PRECISION-dp.kiln, in the model's first
+precision. Beside them: NAME-train.npz (the batches) and NAME.json (the
+architecture, sizes, batch, seed, lr, weight decay, each bundle's precision,
+kilnc command and time, and the name and shape of each of the bundles'
+parameters: the ONNX float initializers, checked to equal the PyTorch
+module's state_dict entries of those names, values included). --package DIR,
+on the GPU machine, needs neither kilnc nor ONNX: it builds the same module
+(same sizes, torch.manual_seed(0)), saves its state_dict entries under the
+recorded initializer names as the --params .npz of `kiln-run --target DEVICE
+--params`, and times what the package holds (its models, precisions and
+data-parallel bundles; --models NAMES selects among the models) as below, on
+the packaged batches. --bin then names the directory of kiln-run.
 
 Models (test/lib/kiln_onnx_models.py torch_modules, the end-to-end tests'
 definitions at full size), each followed by its mean cross-entropy:
@@ -43,11 +54,26 @@ Every side starts from the same weights (the exported model's; dropout off:
 eval mode) and trains on the same --batches batches of seeded random tokens,
 in order, cycling, with AdamW at --lr (1e-4) and --weight-decay (0.01),
 torch.optim's other defaults (PyTorch: fused=True where torch has it).
-Precision: --precision bf16 (the default on cuda) compiles with kilnc
---amp=bf16 and runs PyTorch's forward under torch.autocast(bfloat16) (both:
-bf16 matrix products, f32 accumulation and master weights); fp32 (the
-default on cpu) neither. If kilnc rejects --amp, Kiln is compiled in fp32
-instead and its rows say so (precision "fp32 (kilnc rejected --amp=bf16)").
+Precision: bf16 (the default on cuda) compiles with kilnc --amp=bf16 and runs
+PyTorch's forward under torch.autocast(bfloat16) (both: bf16 matrix
+products, f32 accumulation and master weights); fp16 (cuda only) compiles
+with kilnc --amp=fp16 (f16 matrix products, f32 accumulation and master
+weights, a dynamic loss scale from 65536 that doubles after 2000 finite
+steps and halves on an overflow, whose update is skipped) and runs PyTorch's
+forward under torch.autocast(float16) with a GradScaler of the same
+defaults; fp32 (the default on cpu) neither. If kilnc rejects --amp, Kiln is
+compiled in fp32 instead and its rows say so (precision "fp32 (kilnc
+rejected --amp=bf16)").
+
+Data parallelism: --data-parallel also compiles each model, in its first
+precision, with kilnc --data-parallel (--bucket-bytes N; default kilnc's)
+and times that bundle like the plain one, in one process: the side "kiln
+(data-parallel, 1 rank, NCCL)" ("kiln (data-parallel, 1 rank)" on the CPU
+target, whose all-reduces are MPI's), whose "vs kiln" is its tokens/s over
+the plain Kiln side's: what the all-reduces cost when there is nothing to
+exchange. One rank averages each gradient over itself, so its losses must
+be the plain side's: every step both ran is compared (rtol 1e-5); WRONG
+otherwise.
 
 Timing. Kiln: one `kiln-run --target T --data --steps W+S --no-shuffle
 --metrics` process; a step's time is its metrics record's samples /
@@ -57,10 +83,14 @@ after the W warm-up steps (the first ones run the commands directly and
 capture the CUDA graph). When the timed steps pass --seconds, the process is
 stopped early (its metrics file holds every finished step). PyTorch: W warm-up
 steps, then up to S steps or --seconds, each zero_grad, forward, backward,
-optimizer.step and loss.item() (kiln-run also reads every step's loss, so
-both sides wait for the GPU once per step), between torch.cuda.synchronize
-calls. torch.compile compiles torch.compile(model) (mode "default"); its
-first step's time (compilation) is reported apart.
+optimizer.step (through the GradScaler in fp16) and loss.item() (kiln-run
+also reads every step's loss, so both sides wait for the GPU once per step),
+between torch.cuda.synchronize calls. torch.compile compiles
+torch.compile(model) (mode "default"); its first step's time (compilation)
+is reported apart. Once --time-budget is spent, the sides and models not yet
+measured are skipped and listed (skipped_for_time); gpu_train.json is
+written again after every model, so a run stopped from outside keeps what it
+measured.
 
 FLOPs per step: 6 * N * tokens + 12 * L * d_model * seq * tokens (PaLM,
 appendix B: the 6N of the matrix products of forward and backward, plus the
@@ -70,15 +100,18 @@ seq (padding included: it is computed). N counts the parameters of matrix
 products: all parameters but embedding tables that are only looked up (GPT-2
 keeps its token embedding, which is also the output projection). TFLOP/s =
 FLOPs per step / step time; MFU = TFLOP/s / --peak-tflops (989, the dense
-bf16 peak of an H100/H200; not shown on a CPU).
+bf16 and fp16 peak of an H100/H200; not shown on a CPU).
 
 Correctness: the first --check-steps (3) losses of Kiln and torch.compile
-against PyTorch eager's, within --rtol (2e-2 when either side is bf16, else
-2e-3); a mismatch is printed as WRONG and the script exits 1 (after timing).
+against PyTorch eager's, within --rtol (2e-2 in bf16 and fp16, else 2e-3); a
+mismatch is printed as WRONG and the script exits 1 (after timing).
 
-Writes DIR/gpu_train.json (setup, formula, one record per model and side) to
---out (default: $OUT when set, else ./gpu-bench-out); exits 1 when a side
-fails or a check is WRONG, 0 otherwise.
+Writes DIR/gpu_train.json (setup, formula, one record per model, precision
+and side) to --out (default: $OUT when set, else ./gpu-bench-out), and ends
+with two lines, `result fp16: ...` and `result data-parallel: ...` (ok,
+FAILED or not measured, with the figures), which scripts/gpu-check.sh puts
+into its summary; exits 1 when a side fails or a check is WRONG, 0
+otherwise.
 """
 import argparse
 import copy
@@ -87,6 +120,7 @@ import os
 import platform
 import subprocess
 import sys
+import threading
 import time
 import warnings
 
@@ -96,6 +130,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "test", "lib"))
 
 PEAK_TFLOPS_H100 = 989.0
+PRECISIONS = ("bf16", "fp16", "fp32")
+# One rank trains as the plain bundle: the same kernels, each gradient
+# averaged over itself.
+DATA_PARALLEL_RTOL = 1e-5
 
 # name -> (architecture, sizes, default batch)
 FULL = {
@@ -123,7 +161,9 @@ def parse_args(argv):
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     parser.add_argument("--tiny", action="store_true",
                         help="small dims, to exercise the script")
-    parser.add_argument("--models", default="gpt2,bert128,bert512")
+    parser.add_argument("--models", default="gpt2,bert128,bert512",
+                        help="MODEL or MODEL:PRECISION[+PRECISION...], "
+                        "comma-separated")
     parser.add_argument("--layers", type=int,
                         help="layers of every model (default 12; tiny 2)")
     for name in FULL:
@@ -137,16 +177,25 @@ def parse_args(argv):
     parser.add_argument("--seconds", type=float, default=10.0,
                         help="stop a side's timed steps after this long")
     parser.add_argument("--time-budget", type=float,
-                        help="seconds for the whole script: a model whose "
-                        "measurement would start later is skipped")
-    parser.add_argument("--precision", choices=["bf16", "fp32"])
+                        help="seconds for the whole script: a side or model "
+                        "whose measurement would start later is skipped")
+    parser.add_argument("--precision", choices=PRECISIONS,
+                        help="of the models that name none (default bf16 on "
+                        "cuda, fp32 on cpu; fp16 is cuda-only)")
+    parser.add_argument("--data-parallel", action="store_true",
+                        help="also time kilnc --data-parallel's bundle on "
+                        "one rank, in each model's first precision")
+    parser.add_argument("--bucket-bytes", type=int,
+                        help="kilnc --bucket-bytes for --data-parallel "
+                        "(default kilnc's)")
     parser.add_argument("--no-compile", action="store_true",
                         help="leave torch.compile out")
     parser.add_argument("--lr", type=float, default=1e-4)
     parser.add_argument("--weight-decay", type=float, default=0.01)
     parser.add_argument("--check-steps", type=int, default=3)
     parser.add_argument("--rtol", type=float,
-                        help="loss tolerance (default 2e-2 bf16, 2e-3 fp32)")
+                        help="loss tolerance (default 2e-2 bf16 and fp16, "
+                        "2e-3 fp32)")
     parser.add_argument("--peak-tflops", type=float,
                         help="for MFU (default 989 on cuda, none on cpu)")
     parser.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"),
@@ -161,39 +210,85 @@ def parse_args(argv):
                         "temporary directory, removed at the end; GPT-2 "
                         "small's bundle is 1.5 GB)")
     parser.add_argument("--kilnc-timeout", type=float, default=900)
+    parser.add_argument("--kilnc-jobs", type=int,
+                        default=max(2, min(8, (os.cpu_count() or 2) // 2)),
+                        help="kilnc processes at once (default: half the "
+                        "cores, 2 to 8; each takes up to 3 GiB on GPT-2 "
+                        "small)")
     parser.add_argument("--package-prepare", metavar="DIR",
                         help="export and compile the models with "
                         "--external-weights into DIR, and stop")
     parser.add_argument("--package", metavar="DIR",
-                        help="time the models of a --package-prepare "
-                        "directory (its sizes, batch, precision and data)")
+                        help="time what a --package-prepare directory holds "
+                        "(its models, precisions, data-parallel bundles, "
+                        "sizes, batches and data)")
     args = parser.parse_args(argv)
     if args.package_prepare and args.package:
         parser.error("--package-prepare and --package exclude each other")
-    if args.package:
-        models = package_models(args.package)
-        if not models:
-            parser.error("%s holds no packaged model (NAME.json)"
-                         % args.package)
-        if args.models == parser.get_default("models"):
-            args.models = ",".join(models)
-    args.models = [m for m in args.models.split(",") if m]
-    for name in args.models:
-        if name not in FULL:
-            parser.error("unknown model %r (gpt2, bert128, bert512)" % name)
     args.precision = args.precision or ("bf16" if args.device == "cuda"
                                         else "fp32")
+    try:
+        args.rows = model_rows(args.models, args.precision)
+    except ValueError as error:
+        parser.error(str(error))
+    if args.package:
+        if args.data_parallel or args.bucket_bytes:
+            parser.error("--package measures the data-parallel bundles the "
+                         "package holds; --data-parallel and --bucket-bytes "
+                         "belong to --package-prepare")
+        rows = package_rows(args.package)
+        if not rows:
+            parser.error("%s holds no packaged model (NAME.json)"
+                         % args.package)
+        if args.models != parser.get_default("models"):
+            wanted = {name for name, _ in args.rows}
+            rows = [(n, p) for n, p in rows if n in wanted]
+        args.rows = rows
+    if args.device != "cuda" and any(p == "fp16" for _, p in args.rows):
+        parser.error("fp16 needs --device cuda: kilnc --amp=fp16 rounds the "
+                     "products to f16 on the CUDA target only (the CPU target "
+                     "computes in f32), and PyTorch's GradScaler is CUDA's")
+    args.models = list(dict.fromkeys(name for name, _ in args.rows))
     if args.peak_tflops is None and args.device == "cuda":
         args.peak_tflops = PEAK_TFLOPS_H100
-    if args.rtol is None:
-        args.rtol = 2e-2 if args.precision == "bf16" else 2e-3
     return args
 
 
-def package_models(directory):
-    """The models of a package directory, in FULL's order."""
-    return [name for name in FULL
-            if os.path.exists(os.path.join(directory, name + ".json"))]
+def model_rows(spec, default_precision):
+    """[(model, precision)] of a --models list (MODEL or
+    MODEL:PRECISION[+PRECISION...]); raises ValueError."""
+    rows = []
+    for item in (m for m in spec.split(",") if m):
+        name, _, precisions = item.partition(":")
+        if name not in FULL:
+            raise ValueError("unknown model %r (gpt2, bert128, bert512)"
+                             % name)
+        for precision in (precisions.split("+") if precisions
+                          else [default_precision]):
+            if precision not in PRECISIONS:
+                raise ValueError("unknown precision %r in %r (bf16, fp16, "
+                                 "fp32)" % (precision, item))
+            if (name, precision) not in rows:
+                rows.append((name, precision))
+    return rows
+
+
+def rtol_of(args, precision):
+    if args.rtol is not None:
+        return args.rtol
+    return 2e-2 if precision in ("bf16", "fp16") else 2e-3
+
+
+def package_rows(directory):
+    """[(model, precision)] of a package directory: its models in FULL's
+    order, each in its packaged precisions' order."""
+    rows = []
+    for name in FULL:
+        path = os.path.join(directory, name + ".json")
+        if os.path.exists(path):
+            with open(path) as f:
+                rows += [(name, p) for p in json.load(f)["bundles"]]
+    return rows
 
 
 def model_config(args, name):
@@ -287,76 +382,108 @@ def export_onnx(model, data, batch, path):
 # Kiln.
 #===-----------------------------------------------------------------------===#
 
-def kilnc_command(args, onnx_path, batch, bundle, amp):
+def kilnc_command(args, onnx_path, batch, bundle, amp, data_parallel):
     command = [os.path.join(args.bin, "kilnc"), onnx_path,
                "--batch-size=%d" % batch, "--optimizer=adamw",
                "--lr=%g" % args.lr, "--weight-decay=%g" % args.weight_decay,
                "--loss-output=loss", "--target=%s" % args.device]
     if amp:
-        command.append("--amp=bf16")
+        command.append("--amp=%s" % amp)
+    if data_parallel:
+        command.append("--data-parallel")
+        if args.bucket_bytes:
+            command.append("--bucket-bytes=%d" % args.bucket_bytes)
     if args.package_prepare:
         command.append("--external-weights")
     return command + ["-o", bundle]
 
 
 class KilnCompile:
-    """kilnc running in the background; retried in fp32 when it rejects
-    --amp. wait() returns (bundle, precision, seconds) or raises
-    RuntimeError."""
+    """kilnc in the background, at most --kilnc-jobs at once (the others
+    wait their turn); retried in fp32 when it rejects --amp. wait() returns
+    (bundle, precision, seconds) or raises RuntimeError."""
 
-    def __init__(self, args, onnx_path, batch, bundle, log):
+    lock = threading.Lock()
+    queued, running = [], 0
+
+    def __init__(self, args, onnx_path, batch, bundle, log, precision,
+                 data_parallel=False):
         self.args, self.onnx_path, self.batch = args, onnx_path, batch
         self.bundle, self.log = bundle, log
-        self.amp = args.precision == "bf16"
-        self.precision = args.precision
-        self._start()
+        self.data_parallel = data_parallel
+        self.amp = precision if precision in ("bf16", "fp16") else None
+        self.precision = precision
+        self.done = threading.Event()
+        with KilnCompile.lock:
+            KilnCompile.queued.append(self)
+        KilnCompile.start_queued(args.kilnc_jobs)
+
+    @classmethod
+    def start_queued(cls, jobs):
+        with cls.lock:
+            while cls.queued and cls.running < max(1, jobs):
+                cls.queued.pop(0)._start()
 
     def _start(self):
+        """Starts kilnc (under the lock) and a thread that waits for it."""
+        KilnCompile.running += 1
         self.command = kilnc_command(self.args, self.onnx_path, self.batch,
-                                     self.bundle, self.amp)
+                                     self.bundle, self.amp,
+                                     self.data_parallel)
         self.output = open(self.log, "w")
         self.output.write("$ %s\n" % " ".join(self.command))
         self.output.flush()
+        self.timed_out = False
         self.started = time.perf_counter()
         self.process = subprocess.Popen(self.command, stdout=self.output,
                                         stderr=subprocess.STDOUT)
+        threading.Thread(target=self._watch, daemon=True).start()
 
-    def wait(self):
+    def _watch(self):
         try:
-            code = self.process.wait(max(1.0, self.args.kilnc_timeout -
-                                         (time.perf_counter() -
-                                          self.started)))
+            self.code = self.process.wait(self.args.kilnc_timeout)
         except subprocess.TimeoutExpired:
             self.process.kill()
-            self.process.wait()
+            self.code = self.process.wait()
+            self.timed_out = True
+        self.seconds = time.perf_counter() - self.started
+        self.output.close()
+        with KilnCompile.lock:
+            KilnCompile.running -= 1
+        self.done.set()
+        KilnCompile.start_queued(self.args.kilnc_jobs)
+
+    def wait(self):
+        self.done.wait()
+        if self.timed_out:
             raise RuntimeError("kilnc did not finish in %.0f s "
                                "(--kilnc-timeout)" % self.args.kilnc_timeout)
-        seconds = time.perf_counter() - self.started
-        self.output.close()
         with open(self.log) as f:
             text = f.read()
-        if code and self.amp and "--amp" in text and (
+        if self.code and self.amp and "--amp" in text and (
                 "Unknown command line argument" in text or
                 "unknown" in text.lower()):
             message = [l for l in text.splitlines() if "--amp" in l]
-            print("note: kilnc rejected --amp=bf16 (%s); compiling Kiln in "
-                  "fp32 instead" % (message[0].strip() if message else
-                                    "see " + self.log), flush=True)
-            self.amp = False
-            self.precision = "fp32 (kilnc rejected --amp=bf16)"
+            print("note: kilnc rejected --amp=%s (%s); compiling Kiln in "
+                  "fp32 instead" % (self.amp, message[0].strip() if message
+                                    else "see " + self.log), flush=True)
+            self.precision = "fp32 (kilnc rejected --amp=%s)" % self.amp
+            self.amp = None
             os.rename(self.log, self.log + ".amp-rejected")
-            self._start()
+            self.done.clear()
+            with KilnCompile.lock:
+                self._start()
             return self.wait()
-        if code:
+        if self.code:
             raise RuntimeError("kilnc failed (exit %d): %s" % (
-                code, text.strip()[-3000:]))
-        return self.bundle, self.precision, seconds
+                self.code, text.strip()[-3000:]))
+        return self.bundle, self.precision, self.seconds
 
 
 def run_kiln(args, bundle, data_path, workdir, name, params=None):
     """Trains with kiln-run until W + S steps or --seconds of timed steps
     (from the --params file params when given); returns (per-step seconds of
-    the timed steps, all losses)."""
+    the timed steps, all losses, all loss scales or None)."""
     metrics = os.path.join(workdir, name + "-kiln-metrics.jsonl")
     if os.path.exists(metrics):
         os.remove(metrics)
@@ -386,11 +513,14 @@ def run_kiln(args, bundle, data_path, workdir, name, params=None):
     records = read_records(metrics)
     if process.returncode not in (0, -15) or len(records) <= args.warmup:
         with open(log_path) as f:
-            raise RuntimeError("kiln-run failed (exit %s, %d steps): %s" % (
-                process.returncode, len(records), f.read().strip()[-3000:]))
+            output = f.read().split("\n", 1)[-1]  # after the command line
+        raise RuntimeError("kiln-run failed (exit %s, %d steps): %s" % (
+            process.returncode, len(records), output.strip()[-3000:]))
     times = [r["samples"] / r["samples_per_s"] for r in records[args.warmup:]
              if r.get("samples_per_s")]
-    return times, [r["loss"] for r in records]
+    scales = ([r.get("loss_scale") for r in records]
+              if any("loss_scale" in r for r in records) else None)
+    return times, [r["loss"] for r in records], scales
 
 
 def read_records(path):
@@ -411,13 +541,18 @@ def read_records(path):
 # PyTorch.
 #===-----------------------------------------------------------------------===#
 
-class TorchSide:
-    """A copy of the model on the device, its AdamW, the batches there."""
+AUTOCAST = {"bf16": "bfloat16", "fp16": "float16"}
 
-    def __init__(self, args, model, data, batch, compiled):
+
+class TorchSide:
+    """A copy of the model on the device, its AdamW (and in fp16 its
+    GradScaler), the batches there."""
+
+    def __init__(self, args, model, data, batch, compiled, precision):
         import torch
         self.torch = torch
         self.args = args
+        self.precision = precision
         self.device = torch.device(args.device)
         self.model = copy.deepcopy(model).to(self.device).eval()
         kwargs = dict(lr=args.lr, weight_decay=args.weight_decay)
@@ -429,6 +564,13 @@ class TorchSide:
                 self.fused = True
         self.optimizer = torch.optim.AdamW(self.model.parameters(), **kwargs)
         self.forward = torch.compile(self.model) if compiled else self.model
+        # GradScaler's defaults are kilnc --amp=fp16's: scale 65536, doubled
+        # after 2000 finite steps, halved on an overflow (update skipped).
+        self.scaler = None
+        if precision == "fp16":
+            self.scaler = (torch.amp.GradScaler("cuda")
+                           if hasattr(torch.amp, "GradScaler")
+                           else torch.cuda.amp.GradScaler())
         tensors = [torch.from_numpy(v.astype(np.int64)).to(self.device)
                    for v in data.values()]
         count = len(tensors[0]) // batch
@@ -445,13 +587,22 @@ class TorchSide:
         batch = self.batches[self.cursor % len(self.batches)]
         self.cursor += 1
         self.optimizer.zero_grad(set_to_none=True)
+        dtype = AUTOCAST.get(self.precision)
         with torch.autocast(device_type=self.args.device,
-                            dtype=torch.bfloat16,
-                            enabled=self.args.precision == "bf16"):
+                            dtype=getattr(torch, dtype or "bfloat16"),
+                            enabled=dtype is not None):
             loss = self.forward(*batch)
-        loss.backward()
-        self.optimizer.step()
+        if self.scaler:
+            self.scaler.scale(loss).backward()
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            loss.backward()
+            self.optimizer.step()
         return loss.item()
+
+    def loss_scale(self):
+        return self.scaler.get_scale() if self.scaler else None
 
     def run(self):
         """(first step seconds, per-step seconds of the timed steps, losses
@@ -476,6 +627,7 @@ class TorchSide:
 
     def release(self):
         del self.model, self.forward, self.optimizer, self.batches
+        self.scaler = None
         if self.args.device == "cuda":
             self.torch.cuda.empty_cache()
 
@@ -520,32 +672,105 @@ def check_losses(record, reference, rtol):
     record["loss_check"] = "ok" if diff <= rtol else "WRONG"
 
 
-def measure(args, name, prepared):
-    import torch
-    arch, sizes, batch = model_config(args, name)
-    model, n, data, data_path, compiled, params = prepared
-    flops = flops_per_step(n, sizes, batch)
-    tokens = batch * sizes["seq"]
-    row = dict(model=name, arch=arch, sizes=sizes, batch=batch,
-               tokens_per_step=tokens, matmul_params=n,
-               params=sum(p.numel() for p in model.parameters()),
-               flops_per_step=flops, sides=[])
-    workdir = args.work_dir
-    failures = 0
+def check_data_parallel_losses(record, got, want):
+    """The data-parallel side's losses against the plain Kiln side's, over
+    the steps both ran: equal, or within DATA_PARALLEL_RTOL, or WRONG."""
+    count = min(len(got), len(want))
+    if count == 0:
+        record["losses_vs_kiln"] = "not compared (no common step)"
+        return
+    diff = max(abs(g - w) / max(abs(w), 1e-30) if None not in (g, w) else
+               float("inf") for g, w in zip(got[:count], want[:count]))
+    record["losses_vs_kiln_rel_diff"] = diff
+    record["losses_vs_kiln_steps"] = count
+    record["losses_vs_kiln"] = ("equal" if diff == 0 else "within %g"
+                                % DATA_PARALLEL_RTOL
+                                if diff <= DATA_PARALLEL_RTOL else "WRONG")
+
+
+def data_parallel_side(args):
+    return ("kiln (data-parallel, 1 rank, NCCL)" if args.device == "cuda"
+            else "kiln (data-parallel, 1 rank)")
+
+
+class Budget:
+    """--time-budget: whether the next side or model may start."""
+
+    def __init__(self, args, started):
+        self.limit, self.started = args.time_budget, started
+        self.skipped = []
+
+    def spent(self, what):
+        if (self.limit and time.perf_counter() - self.started >
+                self.limit):
+            self.skipped.append(what)
+            print("  %s: skipped (--time-budget %.0f s spent)"
+                  % (what, self.limit), flush=True)
+            return True
+        return False
+
+
+def run_kiln_side(args, side, compiled, data_path, tag, params, flops,
+                  tokens):
+    """The record of one Kiln side, and its losses (None when it failed)."""
     try:
         if isinstance(compiled, RuntimeError):
             raise compiled
         bundle, precision, kilnc_seconds = compiled
-        print("  kilnc: %.1f s (%s)" % (kilnc_seconds, precision), flush=True)
-        times, losses = run_kiln(args, bundle, data_path, workdir, name,
-                                 params)
-        row["sides"].append(side_record(
-            "kiln", precision, times, losses, flops, tokens, args,
-            dict(kilnc_s=kilnc_seconds)))
+        print("  %s: kilnc %.1f s (%s)" % (side, kilnc_seconds, precision),
+              flush=True)
+        times, losses, scales = run_kiln(args, bundle, data_path,
+                                         args.work_dir, tag, params)
+        extra = dict(kilnc_s=kilnc_seconds)
+        if scales:
+            extra.update(loss_scale_first=scales[0],
+                         loss_scale_last=scales[-1])
+        record = side_record(side, precision, times, losses, flops, tokens,
+                             args, extra)
+        print("  %s: %.2f ms/step" % (side, record.get(
+            "ms_per_step", float("nan"))), flush=True)
+        return record, losses
     except RuntimeError as error:
-        print("  kiln: FAILED: %s" % error, flush=True)
-        row["sides"].append(dict(side="kiln", error=str(error)))
-        failures += 1
+        print("  %s: FAILED: %s" % (side, error), flush=True)
+        return dict(side=side, error=str(error)), None
+
+
+def measure(args, name, precision, prepared, compiled, budget):
+    """One row: Kiln (and its data-parallel bundle) beside PyTorch eager and
+    torch.compile, for one model in one precision; returns (row,
+    failures)."""
+    import torch
+    arch, sizes, batch = model_config(args, name)
+    model, n, data, data_path, params = (
+        prepared[k] for k in ("model", "n", "data", "data_path", "params"))
+    flops = flops_per_step(n, sizes, batch)
+    tokens = batch * sizes["seq"]
+    row = dict(model=name, precision=precision, arch=arch, sizes=sizes,
+               batch=batch, tokens_per_step=tokens, matmul_params=n,
+               params=sum(p.numel() for p in model.parameters()),
+               flops_per_step=flops, sides=[])
+    what = "%s %s" % (name, precision)
+    tag = "%s-%s" % (name, precision)
+    skipped = dict(skipped="--time-budget spent")
+    kiln_losses = None
+    if budget.spent(what + " kiln"):
+        row["sides"].append(dict(side="kiln", **skipped))
+    else:
+        record, kiln_losses = run_kiln_side(
+            args, "kiln", compiled["plain"], data_path, tag, params, flops,
+            tokens)
+        row["sides"].append(record)
+    if compiled.get("data_parallel") is not None:
+        side = data_parallel_side(args)
+        if budget.spent("%s %s" % (what, side)):
+            row["sides"].append(dict(side=side, **skipped))
+        else:
+            record, losses = run_kiln_side(
+                args, side, compiled["data_parallel"], data_path,
+                tag + "-dp", params, flops, tokens)
+            if losses is not None and kiln_losses is not None:
+                check_data_parallel_losses(record, losses, kiln_losses)
+            row["sides"].append(record)
     sides = [("torch eager", False)]
     compile_status = torch_compile_status(args, torch)
     if args.torch_unavailable:
@@ -555,44 +780,65 @@ def measure(args, name, prepared):
         sides.append(("torch.compile", True))
     else:
         row["torch_compile"] = compile_status
-    for side, compiled in sides:
+    for side, compile_model in sides:
+        if budget.spent("%s %s" % (what, side)):
+            row["sides"].append(dict(side=side, **skipped))
+            continue
         try:
-            trainer = TorchSide(args, model, data, batch, compiled)
+            trainer = TorchSide(args, model, data, batch, compile_model,
+                                precision)
             first, times, losses = trainer.run()
             extra = dict(first_step_s=first, adamw_fused=trainer.fused)
+            if trainer.loss_scale() is not None:
+                extra["loss_scale_last"] = trainer.loss_scale()
             trainer.release()
-            row["sides"].append(side_record(side, args.precision, times,
-                                            losses, flops, tokens, args,
-                                            extra))
+            row["sides"].append(side_record(side, precision, times, losses,
+                                            flops, tokens, args, extra))
             print("  %s: %.2f ms/step" % (side, row["sides"][-1].get(
                 "ms_per_step", float("nan"))), flush=True)
         except Exception as error:  # a peer's failure is reported, not fatal
             print("  %s: FAILED: %s" % (side, error), flush=True)
             row["sides"].append(dict(side=side, error="%s: %s" % (
                 type(error).__name__, error)))
-            failures += 1
             if args.device == "cuda":
                 torch.cuda.empty_cache()
-    eager = next((s for s in row["sides"] if s["side"] == "torch eager"
+    return row, compare_sides(args, row)
+
+
+def compare_sides(args, row):
+    """Loss checks and ratios between the row's sides; returns the
+    failures (failed sides and WRONG checks)."""
+    sides = row["sides"]
+    failures = sum("error" in s for s in sides)
+    eager = next((s for s in sides if s["side"] == "torch eager"
                   and "first_losses" in s), None)
-    reference = next((s for s in row["sides"] if s["side"] == "torch.compile"
+    reference = next((s for s in sides if s["side"] == "torch.compile"
                       and "tokens_per_s" in s), None)
-    for record in row["sides"]:
+    kiln = next((s for s in sides if s["side"] == "kiln"
+                 and "tokens_per_s" in s), None)
+    for record in sides:
         if eager and record is not eager and "first_losses" in record:
-            check_losses(record, eager["first_losses"], args.rtol)
+            check_losses(record, eager["first_losses"],
+                         rtol_of(args, row["precision"]))
             failures += record.get("loss_check") == "WRONG"
+        failures += record.get("losses_vs_kiln") == "WRONG"
         if reference and "tokens_per_s" in record:
             record["vs_torch_compile"] = (record["tokens_per_s"] /
                                           reference["tokens_per_s"])
         if eager and "tokens_per_s" in record and "tokens_per_s" in eager:
             record["vs_torch_eager"] = (record["tokens_per_s"] /
                                         eager["tokens_per_s"])
-    return row, failures
+        if (kiln and record is not kiln and "tokens_per_s" in record and
+                record["side"].startswith("kiln")):
+            record["vs_kiln"] = record["tokens_per_s"] / kiln["tokens_per_s"]
+    return failures
 
 
 def prepare(args, name):
-    """Builds and exports one model, writes its data and starts kilnc;
-    returns (model, matmul parameters, data, data path, KilnCompile)."""
+    """Builds and exports one model, writes its data and starts kilnc for
+    each of its precisions (and the data-parallel bundle); returns (the
+    model's entry, {precision: {"plain": KilnCompile, "data_parallel":
+    KilnCompile or None}})."""
     arch, sizes, batch = model_config(args, name)
     model = loss_model(arch, sizes)
     data = training_data(arch, sizes, args.batches * batch)
@@ -605,10 +851,44 @@ def prepare(args, name):
     print("%s: exported in %.1f s (%.1fM parameters); kilnc started"
           % (name, time.perf_counter() - start,
              sum(p.numel() for p in model.parameters()) / 1e6), flush=True)
-    job = KilnCompile(args, onnx_path, batch,
-                      os.path.join(args.work_dir, name + ".kiln"),
-                      os.path.join(args.work_dir, name + "-kilnc.log"))
-    return model, matmul_parameters(model, arch), data, data_path, job
+    jobs = start_compiles(args, name, onnx_path, batch, args.work_dir)
+    return dict(model=model, n=matmul_parameters(model, arch), data=data,
+                data_path=data_path, params=None), jobs
+
+
+def start_compiles(args, name, onnx_path, batch, directory):
+    """{precision: {"plain": KilnCompile, "data_parallel": KilnCompile or
+    None}} for the model's rows; the data-parallel bundle in its first
+    precision, with --data-parallel."""
+    precisions = [p for n, p in args.rows if n == name]
+    jobs = {}
+    for precision in precisions:
+        stem = os.path.join(directory, "%s-%s" % (name, precision))
+        jobs[precision] = dict(plain=KilnCompile(
+            args, onnx_path, batch, stem + ".kiln", stem + "-kilnc.log",
+            precision), data_parallel=None)
+        if args.data_parallel and precision == precisions[0]:
+            jobs[precision]["data_parallel"] = KilnCompile(
+                args, onnx_path, batch, stem + "-dp.kiln",
+                stem + "-dp-kilnc.log", precision, data_parallel=True)
+    return jobs
+
+
+def wait_all(jobs):
+    """jobs with each KilnCompile replaced by its wait()'s result or
+    RuntimeError."""
+    done = {}
+    for precision, pair in jobs.items():
+        done[precision] = {}
+        for kind, job in pair.items():
+            if job is None:
+                done[precision][kind] = None
+                continue
+            try:
+                done[precision][kind] = job.wait()
+            except RuntimeError as error:
+                done[precision][kind] = error
+    return done
 
 
 #===-----------------------------------------------------------------------===#
@@ -657,8 +937,15 @@ def check_initializers(model, onnx_path):
             if np.issubdtype(v.dtype, np.floating)}
 
 
+def short_command(job):
+    """The job's kilnc command with its files named by base name."""
+    return " ".join(os.path.basename(a) if a in (job.onnx_path, job.bundle)
+                    or a.endswith("/kilnc") else a for a in job.command)
+
+
 def package_prepare(args):
-    """Exports and compiles every model with --external-weights into
+    """Exports every model and compiles it, in each of its precisions (and
+    its data-parallel bundle), with --external-weights into
     args.package_prepare; returns the exit code."""
     from kiln_test_io import save_npz
     import torch
@@ -691,30 +978,38 @@ def package_prepare(args):
             params=sum(p.numel() for p in model.parameters()),
             prepared_with_torch=torch.__version__,
             bundle_parameters=parameters)
-        jobs[name] = (config, KilnCompile(
-            args, onnx_path, batch, os.path.join(directory, name + ".kiln"),
-            os.path.join(directory, name + "-kilnc.log")))
+        jobs[name] = (config, onnx_path, start_compiles(
+            args, name, onnx_path, batch, directory))
         del model
     failures = 0
-    for name, (config, job) in jobs.items():
-        try:
-            bundle, precision, seconds = job.wait()
-        except RuntimeError as error:
-            print("%s: FAILED: %s" % (name, error), flush=True)
-            failures += 1
+    for name, (config, onnx_path, pending) in jobs.items():
+        bundles = {}
+        for precision, pair in pending.items():
+            entry = {}
+            for kind, job in pair.items():
+                if job is None:
+                    continue
+                try:
+                    bundle, label, seconds = job.wait()
+                except RuntimeError as error:
+                    print("%s %s %s: FAILED: %s" % (name, precision, kind,
+                                                    error), flush=True)
+                    failures += 1
+                    continue
+                entry[kind] = dict(file=os.path.basename(bundle),
+                                   precision=label, kilnc_s=seconds,
+                                   kilnc_command=short_command(job))
+                print("%s: %s, %.1f MB, kilnc %.1f s (%s)" % (
+                    name, bundle, os.path.getsize(bundle) / 1e6, seconds,
+                    label), flush=True)
+            if "plain" in entry:
+                bundles[precision] = entry
+        os.remove(onnx_path)
+        if not bundles:
             continue
-        finally:
-            os.remove(job.onnx_path)
-        config.update(precision=precision, kilnc_s=seconds,
-                      kilnc_command=" ".join(
-                          os.path.basename(a) if a in (job.onnx_path, bundle)
-                          or a.endswith("/kilnc") else a
-                          for a in job.command))
+        config["bundles"] = bundles
         with open(os.path.join(directory, name + ".json"), "w") as f:
             json.dump(config, f, indent=1)
-        print("%s: %s, %.1f MB, kilnc %.1f s (%s)" % (
-            name, bundle, os.path.getsize(bundle) / 1e6, seconds, precision),
-            flush=True)
     print("packaged in %.0f s" % (time.perf_counter() - started))
     return 1 if failures else 0
 
@@ -725,20 +1020,20 @@ def read_package_config(args, name):
 
 
 def prepare_from_package(args, name):
-    """The module the package's bundle was compiled from, rebuilt, and its
+    """The module the package's bundles were compiled from, rebuilt, and its
     initial weights as the --params file; returns what prepare does, with
-    the packaged bundle as compiled."""
+    the packaged bundles as compiled."""
     config = read_package_config(args, name)
     arch, sizes, batch = config["arch"], config["sizes"], config["batch"]
     if config["target"] != args.device:
-        raise SystemExit("%s: the package's bundle is for --target=%s, not "
+        raise SystemExit("%s: the package's bundles are for --target=%s, not "
                          "--device %s" % (name, config["target"],
                                           args.device))
     if (config["lr"], config["weight_decay"]) != (args.lr,
                                                    args.weight_decay):
-        print("note: %s: the bundle was compiled with lr %g, weight decay %g;"
-              " PyTorch uses the same" % (name, config["lr"],
-                                           config["weight_decay"]),
+        print("note: %s: the bundles were compiled with lr %g, weight decay "
+              "%g; PyTorch uses the same" % (name, config["lr"],
+                                             config["weight_decay"]),
               flush=True)
         args.lr, args.weight_decay = config["lr"], config["weight_decay"]
     model = loss_model(arch, sizes)
@@ -753,19 +1048,28 @@ def prepare_from_package(args, name):
                          "package's" % (name, ", ".join(misshaped[:8])))
     params = os.path.join(args.work_dir, name + "-params.npz")
     save_npz(params, arrays)
-    print("%s: packaged bundle (%s, batch %d, %s); %d initial weights "
-          "saved for --params" % (name, config["precision"], batch,
-                                  ", ".join("%s %s" % kv for kv in
-                                            sizes.items()), len(arrays)),
+    compiled = {}
+    for precision in (p for n, p in args.rows if n == name):
+        compiled[precision] = {
+            kind: (os.path.join(args.package, entry["file"]),
+                   entry["precision"], entry["kilnc_s"]) if entry else None
+            for kind, entry in (
+                ("plain", config["bundles"][precision]["plain"]),
+                ("data_parallel",
+                 config["bundles"][precision].get("data_parallel")))}
+    print("%s: packaged bundles (%s; batch %d, %s); %d initial weights saved "
+          "for --params" % (name, ", ".join(
+              "%s%s" % (p, " and data-parallel" if c["data_parallel"] else "")
+              for p, c in compiled.items()), batch,
+              ", ".join("%s %s" % kv for kv in sizes.items()), len(arrays)),
           flush=True)
-    compiled = (os.path.join(args.package, name + ".kiln"),
-                config["precision"], config["kilnc_s"])
-    return model, matmul_parameters(model, arch), data, data_path, compiled, \
-        params
+    return dict(model=model, n=matmul_parameters(model, arch), data=data,
+                data_path=data_path, params=params), compiled
 
 
 def setup_info(args, torch):
-    info = dict(device=args.device, tiny=args.tiny, precision=args.precision,
+    info = dict(device=args.device, tiny=args.tiny,
+                rows=["%s %s" % row for row in args.rows],
                 host=platform.node(), python=sys.version.split()[0],
                 torch=torch.__version__, lr=args.lr,
                 weight_decay=args.weight_decay, warmup=args.warmup,
@@ -794,7 +1098,7 @@ FORMULA = ("FLOPs/step = 6*N*tokens + 12*L*d_model*seq*tokens, tokens = "
 def print_table(rows, args):
     header = ["model", "batch x seq", "side", "precision", "ms/step",
               "tokens/s", "TFLOP/s", "MFU", "vs compile", "vs eager",
-              "compile s", "loss check"]
+              "vs kiln", "compile s", "loss check"]
     table = [header]
     for row in rows:
         for s in row["sides"]:
@@ -802,22 +1106,27 @@ def print_table(rows, args):
                 return pattern % s[key] if s.get(key) is not None else "-"
             compile_s = s.get("kilnc_s", s.get("first_step_s")
                               if s["side"] == "torch.compile" else None)
+            check = ("%s (%.1e)" % (s["loss_check"],
+                                    s["loss_rel_diff_vs_eager"])
+                     if "loss_check" in s else "-")
+            if "losses_vs_kiln" in s:
+                check += "; vs kiln: %s" % s["losses_vs_kiln"]
+            status = ("%s, %s" % (row["precision"], "FAILED" if "error" in s
+                                  else "skipped") if "error" in s or
+                      "skipped" in s else s.get("precision", "-"))
             table.append([
                 row["model"], "%d x %d" % (row["batch"], row["sizes"]["seq"]),
-                s["side"], s.get("precision", "-") if "error" not in s
-                else "FAILED", fmt("ms_per_step", "%.2f"),
+                s["side"], status, fmt("ms_per_step", "%.2f"),
                 fmt("tokens_per_s", "%.0f"), fmt("tflops", "%.3g"),
                 "%.1f%%" % (100 * s["mfu"]) if s.get("mfu") is not None
                 else "-",
                 fmt("vs_torch_compile", "%.2fx"),
-                fmt("vs_torch_eager", "%.2fx"),
-                "%.1f" % compile_s if compile_s is not None else "-",
-                "%s (%.1e)" % (s["loss_check"], s["loss_rel_diff_vs_eager"])
-                if "loss_check" in s else "-"])
+                fmt("vs_torch_eager", "%.2fx"), fmt("vs_kiln", "%.3fx"),
+                "%.1f" % compile_s if compile_s is not None else "-", check])
         for side, key in (("torch", "torch"),
                           ("torch.compile", "torch_compile")):
             if row.get(key):
-                table.append([row["model"], "", side, row[key]] + [""] * 8)
+                table.append([row["model"], "", side, row[key]] + [""] * 9)
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
     for line in table:
         print("  ".join(cell.ljust(w) if i < 4 else cell.rjust(w)
@@ -825,11 +1134,88 @@ def print_table(rows, args):
     print("\n" + FORMULA + (" (%g TFLOP/s)" % args.peak_tflops
                             if args.peak_tflops else "; no MFU on a CPU"))
     print("ms/step: mean over the timed steps after %d warm-up steps (Kiln: "
-          "kiln-run's --metrics step times); vs compile/eager: tokens/s over "
-          "that side's; compile s: kilnc's time (Kiln), the first step "
-          "(torch.compile); loss check: the first %d losses against "
-          "PyTorch eager's (rtol %g)" % (args.warmup, args.check_steps,
-                                          args.rtol))
+          "kiln-run's --metrics step times); vs compile/eager/kiln: tokens/s "
+          "over that side's (kiln: the plain Kiln side of the row); compile "
+          "s: kilnc's time (Kiln), the first step (torch.compile); loss "
+          "check: the first %d losses against PyTorch eager's (rtol %s), and "
+          "a data-parallel side's losses against the plain Kiln side's "
+          "(rtol %g)" % (args.warmup, args.check_steps,
+                         ", ".join(sorted({"%g %s" % (rtol_of(args, r[
+                             "precision"]), r["precision"]) for r in rows}))
+                         or "-", DATA_PARALLEL_RTOL))
+
+
+def fp16_result(args, row):
+    """(text, failed) of one fp16 row's Kiln side; None when not
+    measured."""
+    kiln = next((s for s in row["sides"] if s["side"] == "kiln"), None)
+    if kiln is None or "skipped" in kiln:
+        return None
+    if "error" in kiln:
+        return "kiln failed: %s" % kiln["error"][:200], True
+    parts = ["%.0f tokens/s" % kiln.get("tokens_per_s", 0)]
+    for key, what in (("vs_torch_compile", "torch.compile"),
+                      ("vs_torch_eager", "eager")):
+        if kiln.get(key):
+            parts.append("%.2fx %s" % (kiln[key], what))
+    compiled_as = kiln.get("precision")
+    if compiled_as != "fp16":
+        parts.append("compiled as %s" % compiled_as)
+    parts.append("loss check %s" % kiln.get("loss_check", "-"))
+    torch_scale = next((s.get("loss_scale_last") for s in row["sides"]
+                        if s["side"] == "torch eager"), None)
+    parts.append("loss scale %s after %d steps (torch eager %s)" % (
+        "%g" % kiln["loss_scale_last"] if kiln.get("loss_scale_last")
+        else "-", kiln["steps_timed"] + args.warmup,
+        "%g" % torch_scale if torch_scale else "-"))
+    return "kiln " + ", ".join(parts), (kiln.get("loss_check") == "WRONG" or
+                                        compiled_as != "fp16")
+
+
+def data_parallel_result(args, row):
+    """(text, failed) of one row's data-parallel side; None when not
+    measured."""
+    name = data_parallel_side(args)
+    side = next((s for s in row["sides"] if s["side"] == name), None)
+    if side is None or "skipped" in side:
+        return None
+    if "error" in side:
+        return "failed: %s" % side["error"][:200], True
+    kiln = next((s for s in row["sides"] if s["side"] == "kiln"), {})
+    return ("%s plain kiln (%.0f vs %s tokens/s), losses %s over %d steps"
+            % ("%.3fx" % side["vs_kiln"] if side.get("vs_kiln") else "-",
+               side.get("tokens_per_s", 0),
+               "%.0f" % kiln["tokens_per_s"] if "tokens_per_s" in kiln
+               else "-", side.get("losses_vs_kiln", "not compared"),
+               side.get("losses_vs_kiln_steps", 0)),
+            side.get("losses_vs_kiln") == "WRONG")
+
+
+def result_lines(args, rows, dp_rows):
+    """`result fp16: ...` and `result data-parallel: ...`: ok, FAILED or
+    not measured, and each wanted row's figures."""
+    measured = {(r["model"], r["precision"]): r for r in rows}
+
+    def line(group, wanted, describe, how):
+        if not wanted:
+            return "result %s: not measured (not requested: %s)" % (group,
+                                                                   how)
+        parts, failed, done = [], False, False
+        for key in wanted:
+            outcome = describe(args, measured[key]) if key in measured \
+                else None
+            if outcome is None:
+                parts.append("%s %s: not measured (out of time)" % key)
+                continue
+            parts.append("%s %s: %s" % (key + (outcome[0],)))
+            failed |= outcome[1]
+            done = True
+        status = "FAILED" if failed else "ok" if done else "not measured"
+        return "result %s: %s; %s" % (group, status, "; ".join(parts))
+    return [line("fp16", [r for r in args.rows if r[1] == "fp16"],
+                 fp16_result, "--precision fp16 or MODEL:fp16"),
+            line("data-parallel", dp_rows, data_parallel_result,
+                 "--data-parallel")]
 
 
 def main(argv):
@@ -862,45 +1248,50 @@ def benchmark(args):
                                 if k != "nvidia_smi"), flush=True)
     if args.package:
         info["package"] = os.path.abspath(args.package)
-    prepared = {}
+    prepared, compiled = {}, {}
     for name in args.models:
         if args.package:
-            prepared[name] = prepare_from_package(args, name)
+            prepared[name], compiled[name] = prepare_from_package(args, name)
         else:
-            prepared[name] = prepare(args, name) + (None,)
+            prepared[name], compiled[name] = prepare(args, name)
     # Every kilnc finishes before anything is timed, so that no compile
     # competes with a measurement for the CPU.
-    for name, (model, n, data, data_path, job, params) in prepared.items():
-        if args.package:
-            continue
-        try:
-            compiled = job.wait()
-        except RuntimeError as error:
-            compiled = error
-        prepared[name] = (model, n, data, data_path, compiled, params)
+    if not args.package:
+        compiled = {name: wait_all(jobs) for name, jobs in compiled.items()}
     print("exported and compiled in %.0f s" % (time.perf_counter() - started),
           flush=True)
-    rows, failures, skipped = [], 0, []
-    for name in args.models:
-        if (args.time_budget and
-                time.perf_counter() - started > args.time_budget):
-            skipped.append(name)
-            print("%s: skipped (--time-budget %.0f s spent)"
-                  % (name, args.time_budget), flush=True)
+    budget = Budget(args, started)
+    rows, failures = [], 0
+    dp_rows = [(name, precision) for name, precision in args.rows
+               if compiled[name][precision]["data_parallel"] is not None]
+    info["data_parallel_rows"] = ["%s %s" % row for row in dp_rows]
+
+    def write_results():
+        """gpu_train.json as it stands (written after every row, so that a
+        run stopped from outside keeps its rows)."""
+        result = dict(setup=info, formula=FORMULA, results=rows,
+                      skipped_for_time=budget.skipped,
+                      result_lines=result_lines(args, rows, dp_rows),
+                      wall_s=time.perf_counter() - started)
+        with open(os.path.join(args.out, "gpu_train.json"), "w") as f:
+            json.dump(result, f, indent=1)
+        return result
+    for name, precision in args.rows:
+        if budget.spent("%s %s" % (name, precision)):
             continue
-        print("%s: measuring" % name, flush=True)
-        row, bad = measure(args, name, prepared[name])
+        print("%s %s: measuring" % (name, precision), flush=True)
+        row, bad = measure(args, name, precision, prepared[name],
+                           compiled[name][precision], budget)
         rows.append(row)
         failures += bad
+        write_results()
     print()
     print_table(rows, args)
-    result = dict(setup=info, formula=FORMULA, results=rows,
-                  skipped_for_time=skipped,
-                  wall_s=time.perf_counter() - started)
-    path = os.path.join(args.out, "gpu_train.json")
-    with open(path, "w") as f:
-        json.dump(result, f, indent=1)
-    print("\nwrote %s (%.0f s in all)" % (path, result["wall_s"]))
+    result = write_results()
+    print("\nwrote %s (%.0f s in all)" % (os.path.join(
+        args.out, "gpu_train.json"), result["wall_s"]))
+    for line in result["result_lines"]:
+        print(line)
     return 1 if failures else 0
 
 

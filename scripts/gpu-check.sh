@@ -6,9 +6,11 @@
 #
 # Package mode, when DIR (default gpu-package/, made on a build machine by
 # scripts/gpu-package.sh) exists: builds nothing. Runs the packaged
-# kiln-cuda-unittests, the training parity check (test/cuda/
-# gpu-training-test.py check on the packaged data) and bench/gpu_train.py
-# --package on the packaged bundles; needs python3 with PyTorch and NumPy.
+# kiln-cuda-unittests (NCCL's all-reduce tests among them), the training
+# parity check (test/cuda/gpu-training-test.py check on the packaged data:
+# fp32, bf16, fp16 and data-parallel bundles) and bench/gpu_train.py
+# --package on the packaged bundles (bf16, GPT-2 small also in fp16, and the
+# data-parallel bundles on one rank); needs python3 with PyTorch and NumPy.
 # The packaged programs find the package's libraries, the CUDA toolkit's
 # (/usr/local/cuda/lib64, targets/x86_64-linux/lib), the driver's and pip's
 # nvidia cuDNN and NCCL through LD_LIBRARY_PATH set by their wrappers
@@ -17,10 +19,16 @@
 # parity.log (and parity/), bench.log, gpu_train.json, summary.txt.
 #
 # Build mode, without a package: builds Kiln with CUDA, runs the
-# cuda-labelled tests and the benchmark. Installs nothing (a GPU machine may
-# have no network): a missing build dependency is reported by name. Logs:
-# nvidia-smi.txt, build.log, ctest.log, bench.log, gpu_train.json and
-# summary.txt.
+# cuda-labelled tests and the benchmark (the same models, precisions and
+# data-parallel sides). Installs nothing (a GPU machine may have no network):
+# a missing build dependency is reported by name. Logs: nvidia-smi.txt,
+# build.log, ctest.log, bench.log, gpu_train.json and summary.txt.
+#
+# The summary has a line per step, and the fp16 and data-parallel results
+# apart: parity-fp16 and parity-dp (the parity check's `result fp16:` and
+# `result data-parallel:` lines), bench-fp16 and bench-dp (the benchmark's,
+# from gpu_train.json). On a GPU machine a skipped or unmeasured one counts as
+# failed.
 #
 # Logs go to $OUT when it is set, else to ./gpu-check-logs. --allow-no-gpu
 # carries on without a GPU, to try the script on another machine: the GPU
@@ -59,9 +67,38 @@ mkdir -p "$logs"
 
 summary=()
 failed=0
-record() { # record STEP STATUS DETAIL
-  summary+=("$(printf '%-10s %-7s %4ds  %s' "$1" "$2" "$((SECONDS - step_start))" "$3")")
+record() { # record STEP STATUS DETAIL [TIME]
+  summary+=("$(printf '%-11s %-7s %5s  %s' "$1" "$2" "${4:-$((SECONDS - step_start))s}" "$3")")
   [[ $2 == FAILED ]] && failed=1
+}
+# record_result STEP TEXT: the text after `result GROUP: ` of the parity
+# check or the benchmark as its own summary line; anything but ok (a skip,
+# nothing measured, no such line) is a failure on a GPU machine.
+record_result() {
+  local detail=${2#ok}
+  detail=${detail#; }
+  case $2 in
+  ok*) record "$1" ok "${detail# }" - ;;
+  "") record "$1" FAILED "no result line (the step skipped or stopped; see its log)" - ;;
+  *) record "$1" FAILED "${2#FAILED; }" - ;;
+  esac
+}
+# result_of GROUP FILE: the text of FILE's first `result GROUP: ` line (in
+# ctest -V's log, after the test's number).
+result_of() {
+  sed -n "s/^\([0-9]*: \)\{0,1\}result $1: //p" "$2" 2>/dev/null | head -n1
+}
+# bench_result GROUP: the benchmark's result line for GROUP, from
+# gpu_train.json (written after every model, so it is there even when the
+# benchmark was stopped).
+bench_result() {
+  "$python" - "$logs/gpu_train.json" "$1" 2>/dev/null <<'PY'
+import json, sys
+prefix = "result %s: " % sys.argv[2]
+for line in json.load(open(sys.argv[1])).get("result_lines", []):
+    if line.startswith(prefix):
+        print(line[len(prefix):])
+PY
 }
 finish() {
   {
@@ -94,6 +131,7 @@ run_bench() {
   # Whatever happens, the script ends inside its budget: the benchmark skips
   # the models it has no time for (--time-budget) and is stopped 20 s before
   # the end.
+  rm -f "$logs/gpu_train.json"
   # shellcheck disable=SC2086
   timeout --kill-after=10 "$((left - 20))" env PYTHONUNBUFFERED=1 "$python" bench/gpu_train.py \
     "$@" --out "$logs" --seconds 5 --steps 20 \
@@ -106,6 +144,8 @@ run_bench() {
   else
     record bench FAILED "exit $status: $(grep -m1 -E 'FAILED|WRONG|rror' "$logs/bench.log" || tail -n1 "$logs/bench.log")"
   fi
+  record_result bench-fp16 "$(bench_result fp16)"
+  record_result bench-dp "$(bench_result data-parallel)"
   echo
   sed -n '/^model /,/^wrote /p' "$logs/bench.log"
   echo
@@ -163,6 +203,8 @@ if [[ -n $package ]]; then
   else
     record parity FAILED "exit $status: $(grep -m1 -E 'FAIL|rror' "$logs/parity.log" || tail -n1 "$logs/parity.log") (see parity.log)"
   fi
+  record_result parity-fp16 "$(result_of fp16 "$logs/parity.log")"
+  record_result parity-dp "$(result_of data-parallel "$logs/parity.log")"
 
   run_bench --package "$pkg/bench" --bin "$pkg/bin"
   finish
@@ -226,7 +268,8 @@ fi
 
 # --- cuda-labelled tests -----------------------------------------------------
 step_start=$SECONDS
-ctest --test-dir "$build_dir" -L cuda --output-on-failure --timeout 300 >"$logs/ctest.log" 2>&1
+# -V: the parity test's result lines go to the log too.
+ctest --test-dir "$build_dir" -L cuda -V --timeout 300 >"$logs/ctest.log" 2>&1
 ctest_status=$?
 tests_line=$(grep -m1 -E 'tests passed|tests failed' "$logs/ctest.log" || echo "no ctest summary")
 if grep -q 'No tests were found' "$logs/ctest.log"; then
@@ -239,7 +282,11 @@ elif grep -q '(Skipped)' "$logs/ctest.log"; then
 else
   record ctest ok "$tests_line"
 fi
+record_result parity-fp16 "$(result_of fp16 "$logs/ctest.log")"
+record_result parity-dp "$(result_of data-parallel "$logs/ctest.log")"
 
 # --- benchmark ---------------------------------------------------------------
-run_bench --bin "$build_dir/bin"
+# What scripts/gpu-package.sh packages: GPT-2 small in bf16 and fp16, the
+# BERT-base models in bf16, each model's data-parallel bundle.
+run_bench --bin "$build_dir/bin" --models gpt2:bf16+fp16,bert128,bert512 --data-parallel
 finish

@@ -18,11 +18,15 @@
 #                   that machine)
 #   env.sh          sourced by the wrappers: sets that LD_LIBRARY_PATH
 #   data/           kernels.ptx, for kiln-cuda-unittests (KILN_TEST_PTX)
-#   parity/         test/cuda/gpu-training-test.py prepare's directory
+#   parity/         test/cuda/gpu-training-test.py prepare's directory (fp32,
+#                   bf16, fp16 and data-parallel bundles of the test models,
+#                   their references and data)
 #   bench/          bench/gpu_train.py --package-prepare's directory: GPT-2
-#                   small and BERT-base bundles without weights, their data
-#                   and NAME.json (model config, batch, precision, kilnc
-#                   command)
+#                   small (bf16 and fp16) and BERT-base (bf16) bundles
+#                   without weights, NAME-PRECISION.kiln, each model's
+#                   data-parallel bundle in bf16 (NAME-bf16-dp.kiln), their
+#                   data and NAME.json (model config, batch, each bundle's
+#                   precision and kilnc command); about 2 MiB a bundle
 #   manifest.txt    the commit, the build and each part's size
 #
 # Environment:
@@ -31,7 +35,9 @@
 #                     -C $KILN_BUILD_DIR)
 #   KILN_PYTHON       the Python with PyTorch and onnx (default: the build's
 #                     KILN_PYTHON, else python3)
-#   KILN_BENCH_MODELS the benchmark's models (default gpt2,bert128,bert512)
+#   KILN_BENCH_MODELS the benchmark's models and precisions (default
+#                     gpt2:bf16+fp16,bert128,bert512; each model also gets a
+#                     data-parallel bundle in its first precision)
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -126,7 +132,8 @@ echo "== parity data (test/cuda/gpu-training-test.py prepare)"
 
 echo "== benchmark bundles (bench/gpu_train.py --package-prepare)"
 "$python" bench/gpu_train.py --bin "$root/$build_dir/bin" \
-  --models "${KILN_BENCH_MODELS:-gpt2,bert128,bert512}" --package-prepare "$pkg/bench"
+  --models "${KILN_BENCH_MODELS:-gpt2:bf16+fp16,bert128,bert512}" --data-parallel \
+  --package-prepare "$pkg/bench"
 
 size_of() { du -sb "$@" | awk '{ s += $1 } END { printf "%.2f MiB", s / 1048576 }'; }
 total=$(du -sb "$pkg" | cut -f1)
@@ -140,8 +147,9 @@ total=$(du -sb "$pkg" | cut -f1)
   for part in bin libexec lib data parity bench; do
     printf '  %-8s %s\n' "$part" "$(size_of "$pkg/$part")"
   done
-  for file in "$pkg"/libexec/* "$pkg"/lib/* "$pkg"/bench/*.kiln; do
-    printf '    %-28s %s\n' "${file#"$pkg"/}" "$(size_of "$file")"
+  for file in "$pkg"/libexec/* "$pkg"/lib/* "$pkg"/parity/*.kiln "$pkg"/parity/fp16/*.kiln \
+    "$pkg"/bench/*.kiln; do
+    printf '    %-34s %s\n' "${file#"$pkg"/}" "$(size_of "$file")"
   done
   printf '  %-8s %.2f MiB (limit %d MiB)\n' total "$(echo "$total / 1048576" | bc -l)" "$limit_mib"
   echo
@@ -152,9 +160,12 @@ for name in ("gpt2", "bert128", "bert512"):
     path = os.path.join(sys.argv[1], name + ".json")
     if os.path.exists(path):
         c = json.load(open(path))
-        print("  %-8s %s, batch %d, %s, %.1fM parameters: %s" % (
-            name, c["arch"], c["batch"], c["precision"], c["params"] / 1e6,
-            c["kilnc_command"]))
+        print("  %-8s %s, batch %d, %.1fM parameters" % (
+            name, c["arch"], c["batch"], c["params"] / 1e6))
+        for bundles in c["bundles"].values():
+            for b in bundles.values():
+                print("    %-22s %s: %s" % (b["file"], b["precision"],
+                                          b["kilnc_command"]))
 EOF
 } >"$pkg/manifest.txt"
 cat "$pkg/manifest.txt"
