@@ -83,9 +83,11 @@ void buildTensorPipeline(PassManager &pm, const kiln::CompileOptions &options,
 /// their products (kiln-gemm-bias).
 void buildBufferPipeline(PassManager &pm, bool forCpu,
                          kiln::Precision precision) {
-  // cuBLASLt adds a linear layer's bias as it stores the product.
+  // cuBLASLt adds a linear layer's bias as it stores the product; long
+  // sums into few outputs get more threads.
   if (!forCpu) {
     pm.addPass(kiln::createKilnGemmBias());
+    pm.addPass(kiln::createKilnSplitReductions());
     pm.addPass(createCanonicalizerPass());
   }
   if (precision != kiln::Precision::F32) {

@@ -537,6 +537,34 @@ def KilnGemmBias : Pass<"kiln-gemm-bias", "mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def KilnSplitReductions : Pass<"kiln-split-reductions", "mlir::ModuleOp"> {
+  let summary = "Long sums into few outputs in two parallel stages";
+  let description = [{
+    For the CUDA target, on linalg on tensors: a kernel runs a thread per
+    point of its parallel loops, so a sum over many rows into few outputs (a
+    bias or normalization weight's gradient, [batch, seq, n] into [n]) has
+    few threads with long loops. A `linalg.generic` that sums f32 values
+    (`out + g(inputs)`) over leading reduction loops into trailing parallel
+    ones, reading every input whole, becomes a sum of each of f groups of
+    rows into a `[f, columns...]` partial, then a sum of the f partials into
+    the output. f is the largest divisor of the rows that keeps at least
+    `min-rows` rows a group and `f * columns` at most `max-threads`; sums
+    with `max-threads` outputs or more stay as they are.
+  }];
+  let options = [
+    Option<"maxThreads", "max-threads", "int64_t", "65536",
+           "The most threads the partial sums get">,
+    Option<"minRows", "min-rows", "int64_t", "8",
+           "The fewest rows a group sums">
+  ];
+  let statistics = [
+    Statistic<"numSplit", "split", "Sums split in two stages">
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def KilnLowerCollectives : Pass<"kiln-lower-collectives", "mlir::ModuleOp"> {
   let summary = "Buffer-form collectives as calls into the runtime";
   let description = [{
