@@ -97,16 +97,16 @@ void parallelizeScatterAdds(gpu::GPUFuncOp kernel) {
   for (Operation &op : kernel.getBody().front())
     if (auto loop = dyn_cast<scf::ForOp>(op))
       nests.push_back(loop);
+  auto plain = [](scf::ForOp loop) {
+    return loop.getNumResults() == 0 &&
+           getConstantIntValue(loop.getLowerBound()) &&
+           getConstantIntValue(loop.getUpperBound()) &&
+           getConstantIntValue(loop.getStep());
+  };
   for (scf::ForOp outer : nests) {
     SmallVector<scf::ForOp> loops{outer};
-    while (true) {
-      scf::ForOp loop = loops.back();
-      if (loop.getNumResults() != 0 ||
-          !getConstantIntValue(loop.getLowerBound()) ||
-          !getConstantIntValue(loop.getUpperBound()) ||
-          !getConstantIntValue(loop.getStep()))
-        break;
-      Block *body = loop.getBody();
+    while (plain(loops.back())) {
+      Block *body = loops.back().getBody();
       auto inner = body->getOperations().size() == 2
                        ? dyn_cast<scf::ForOp>(body->front())
                        : scf::ForOp();
@@ -115,10 +115,7 @@ void parallelizeScatterAdds(gpu::GPUFuncOp kernel) {
       loops.push_back(inner);
     }
     scf::ForOp innermost = loops.back();
-    if (innermost.getNumResults() != 0 ||
-        !getConstantIntValue(innermost.getLowerBound()) ||
-        !getConstantIntValue(innermost.getUpperBound()) ||
-        !getConstantIntValue(innermost.getStep()))
+    if (!plain(innermost))
       continue;
     Block *body = innermost.getBody();
     SmallVector<memref::StoreOp> stores;

@@ -49,6 +49,24 @@ linalg::GenericOp findBiasInit(Operation *op, Value init) {
 
 } // namespace
 
+linalg::GenericOp kiln::zeroFilledProduct(Value v,
+                                          tensor::ExpandShapeOp &expand) {
+  expand = v.getDefiningOp<tensor::ExpandShapeOp>();
+  if (expand) {
+    if (!v.hasOneUse())
+      return {};
+    v = expand.getSrc();
+  }
+  auto product = v.getDefiningOp<linalg::GenericOp>();
+  if (!product || !product->hasAttr("kiln.matmul") || !v.hasOneUse() ||
+      !product.hasPureTensorSemantics() || product.getNumDpsInits() != 1)
+    return {};
+  auto fill = product.getDpsInits()[0].getDefiningOp<linalg::FillOp>();
+  if (!fill || !matchPattern(fill.getDpsInputs()[0], m_AnyZeroFloat()))
+    return {};
+  return product;
+}
+
 std::optional<kiln::GemmDescription>
 kiln::describeGemm(linalg::GenericOp op) {
   auto flags = op->getAttrOfType<DictionaryAttr>("kiln.matmul");

@@ -11,12 +11,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Transforms/Gemm.h"
 #include "kiln/Transforms/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Dominance.h"
-#include "mlir/IR/Matchers.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNGEMMBIAS
@@ -27,22 +27,13 @@ using namespace mlir;
 
 namespace {
 
-/// The f32 product behind `v` (a kiln.matmul contraction on tensors into a
-/// zero fill, read only through `v`), possibly through a
-/// tensor.expand_shape that keeps its last dimension.
+/// The f32 product behind `v` (kiln::zeroFilledProduct) when a bias along
+/// `v`'s last dimension is one along the product's.
 linalg::GenericOp biasableProduct(Value v) {
-  if (auto expand = v.getDefiningOp<tensor::ExpandShapeOp>()) {
-    if (!v.hasOneUse() || expand.getReassociationIndices().back().size() != 1)
-      return {};
-    v = expand.getSrc();
-  }
-  auto product = v.getDefiningOp<linalg::GenericOp>();
-  if (!product || !product->hasAttr("kiln.matmul") || !v.hasOneUse() ||
-      !product.hasPureTensorSemantics() || product.getNumDpsInits() != 1 ||
-      !getElementTypeOrSelf(v.getType()).isF32())
-    return {};
-  auto fill = product.getDpsInits()[0].getDefiningOp<linalg::FillOp>();
-  if (!fill || !matchPattern(fill.getDpsInputs()[0], m_AnyZeroFloat()))
+  tensor::ExpandShapeOp expand;
+  linalg::GenericOp product = kiln::zeroFilledProduct(v, expand);
+  if (!product || !getElementTypeOrSelf(product.getResult(0).getType()).isF32() ||
+      (expand && expand.getReassociationIndices().back().size() != 1))
     return {};
   return product;
 }

@@ -12,11 +12,11 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Transforms/Gemm.h"
 #include "kiln/Transforms/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "mlir/IR/Matchers.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNMATMULACCUMULATE
@@ -27,27 +27,6 @@ using namespace mlir;
 using namespace kiln;
 
 namespace {
-
-/// The product behind `v`, a kiln.matmul contraction on tensors into a zero
-/// fill that only the addition reads, possibly through a tensor.expand_shape
-/// (a [batch * rows, n] product seen as [batch, rows, n]) returned in
-/// `expand`.
-linalg::GenericOp zeroInitProduct(Value v, tensor::ExpandShapeOp &expand) {
-  expand = v.getDefiningOp<tensor::ExpandShapeOp>();
-  if (expand) {
-    if (!v.hasOneUse())
-      return {};
-    v = expand.getSrc();
-  }
-  auto product = v.getDefiningOp<linalg::GenericOp>();
-  if (!product || !product->hasAttr("kiln.matmul") || !v.hasOneUse() ||
-      !product.hasPureTensorSemantics() || product.getNumDpsInits() != 1)
-    return {};
-  auto fill = product.getDpsInits()[0].getDefiningOp<linalg::FillOp>();
-  if (!fill || !matchPattern(fill.getDpsInputs()[0], m_AnyZeroFloat()))
-    return {};
-  return product;
-}
 
 /// Whether accumulating into `v` saves work: it is computed (not an
 /// argument, nor a broadcast or transposition) and read only by the
@@ -98,8 +77,8 @@ struct KilnMatmulAccumulatePass
       // Accumulate into the other operand; when both are products, the
       // later one accumulates into the earlier.
       tensor::ExpandShapeOp lhsExpand, rhsExpand;
-      linalg::GenericOp lhsProduct = zeroInitProduct(lhs, lhsExpand);
-      linalg::GenericOp rhsProduct = zeroInitProduct(rhs, rhsExpand);
+      linalg::GenericOp lhsProduct = kiln::zeroFilledProduct(lhs, lhsExpand);
+      linalg::GenericOp rhsProduct = kiln::zeroFilledProduct(rhs, rhsExpand);
       linalg::GenericOp product = rhsProduct;
       tensor::ExpandShapeOp expand = rhsExpand;
       Value into = lhs;

@@ -26,9 +26,12 @@ using namespace mlir;
 namespace {
 
 /// Whether `op`'s body is `out + g(inputs)`: the output's element feeds one
-/// f32 addf whose result is yielded.
+/// f32 addf whose result is yielded, and `g` does not read the loop indices
+/// (which the split renumbers).
 bool isSum(linalg::GenericOp op) {
   Block *body = op.getBody();
+  if (!body->getOps<linalg::IndexOp>().empty())
+    return false;
   BlockArgument acc = body->getArguments().back();
   auto yield = cast<linalg::YieldOp>(body->getTerminator());
   if (!acc.getType().isF32() || !acc.hasOneUse() ||

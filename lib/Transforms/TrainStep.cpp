@@ -371,8 +371,13 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
       return SelectOp::create(k.b, k.loc, cond, x, y).getResult();
     };
     Value zero = k.splat(scalar, 0.0);
-    Value nextScale = select(finite, select(grow, k.scale(scale, 2.0), scale),
-                             k.scale(scale, 0.5));
+    // As GradScaler, a doubling that would overflow keeps the scale.
+    Value doubled = k.scale(scale, 2.0);
+    Value doubledFinite =
+        CompareOp::create(k.b, k.loc, ComparePredicate::eq,
+                          k.mul(doubled, zero), zero);
+    Value grown = select(grow, select(doubledFinite, doubled, scale), scale);
+    Value nextScale = select(finite, grown, k.scale(scale, 0.5));
     Value nextTracker =
         select(finite, select(grow, zero, successes), zero);
     outputs.push_back({nextScale, "amp.loss_scale", "amp.loss_scale"});

@@ -595,6 +595,9 @@ private:
                            " values of C's type");
       KILN_RETURN_IF_ERROR(
           validateBuffer(gemm.bias(), buffers).withContext("gemm bias"));
+      if (overlaps(gemm.bias(), gemm.c()))
+        return formatError("gemm bias overlaps matrix C, which the product "
+                           "writes while the epilogue reads the bias");
       KILN_RETURN_IF_ERROR(
           checkNotReducing(gemm.bias(), "gemm bias", collectives));
     }

@@ -53,13 +53,17 @@ func.func @forward_grad(%x: tensor<3xf32> {kiln.name = "x"}) -> (tensor<f32> {ki
 // CHECK: %[[STEPOUT:.*]] = kiln.select %[[FINITE]], %[[NEXTSTEP]], %[[OLDSTEP]]
 // CHECK: %[[FINITE3:.*]] = kiln.broadcast %[[FINITE]] : tensor<i1> to tensor<3xi1>
 // CHECK: %[[WOUT:.*]] = kiln.select %[[FINITE3]], %[[NEWW]], %[[OLDW]]
-// The third finite update in a row doubles the scale; a skipped one halves it.
+// The third finite update in a row doubles the scale, unless that
+// overflows; a skipped one halves it.
 // CHECK: %[[SUCC:.*]] = kiln.add %[[TRACKER]]
 // CHECK: %[[THREE:.*]] = kiln.constant dense<3.000000e+00>
 // CHECK: %[[GROW:.*]] = kiln.compare <eq>, %[[SUCC]], %[[THREE]]
 // CHECK: %[[ZERO:.*]] = kiln.constant dense<0.000000e+00>
-// CHECK: %[[DOUBLE:.*]] = kiln.mul %{{.*}}, %{{.*}} : tensor<f32>
-// CHECK: %[[GROWN:.*]] = kiln.select %[[GROW]], %[[DOUBLE]], %{{.*}}
+// CHECK: %[[DOUBLE:.*]] = kiln.mul %[[SCALE]], %{{.*}} : tensor<f32>
+// CHECK: %[[DZ:.*]] = kiln.mul %[[DOUBLE]], %[[ZERO]]
+// CHECK: %[[DFINITE:.*]] = kiln.compare <eq>, %[[DZ]], %[[ZERO]]
+// CHECK: %[[KEPT:.*]] = kiln.select %[[DFINITE]], %[[DOUBLE]], %[[SCALE]]
+// CHECK: %[[GROWN:.*]] = kiln.select %[[GROW]], %[[KEPT]], %[[SCALE]]
 // CHECK: %[[HALF:.*]] = kiln.mul %{{.*}}, %{{.*}} : tensor<f32>
 // CHECK: %[[SCALEOUT:.*]] = kiln.select %[[FINITE]], %[[GROWN]], %[[HALF]]
 // CHECK: %[[COUNTED:.*]] = kiln.select %[[GROW]], %[[ZERO]], %[[SUCC]]

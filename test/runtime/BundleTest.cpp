@@ -658,7 +658,7 @@ TEST(BundleReader, AcceptsAGemmBiasOfNValues) {
   Status status = readBytes(
       withManifest(cudaBundleBytes(false), [](bp::Manifest &m) {
         bp::Gemm &g = gemm(m, 2, 0);
-        *g.mutable_bias() = g.c();
+        *g.mutable_bias() = g.a();
         g.mutable_bias()->set_size(static_cast<uint64_t>(g.n()) * 4);
       }));
   EXPECT_TRUE(status.ok()) << status.message();
@@ -722,6 +722,13 @@ TEST(BundleReader, RejectsEachBrokenCudaRule) {
          g.mutable_bias()->set_size(12);
        },
        "gemm bias has 12 bytes, not the 16 of n = 4 values of C's type"},
+      {"gemm bias inside C", false,
+       [](bp::Manifest &m) {
+         bp::Gemm &g = gemm(m, 2, 0);
+         *g.mutable_bias() = g.c();
+         g.mutable_bias()->set_size(16);
+       },
+       "gemm bias overlaps matrix C"},
       {"gemm bias outside its buffer", false,
        [](bp::Manifest &m) {
          bp::Gemm &g = gemm(m, 2, 0);

@@ -413,11 +413,13 @@ public:
     if (!checkDataParallel() || !prepareEntries() || !prepareBatch())
       return false;
     std::string target;
-    if (!openSession(options, bundle, session, &target))
-      return false;
+    // Before the session: a CUDA session of a data-parallel bundle is itself
+    // collective (it joins the NCCL communicator).
     if (kiln_status_t error = kiln_bundle_get_fingerprint(bundle, &fingerprint))
       return failed(error);
     if (!checkRanksAgree())
+      return false;
+    if (!openSession(options, bundle, session, &target))
       return false;
     stream = std::make_unique<DataStream>(
         dataset, batchSize, static_cast<uint64_t>(options.seed),
@@ -461,20 +463,21 @@ private:
   /// flags, or their all-reduces would pair unrelated values (or hang): the
   /// ranks compare a hash of what they run (its lowest and highest value
   /// over the ranks, 32 bits at a time, which doubles hold exactly) and all
-  /// stop when any differs.
+  /// stop when any differs. A rank given fewer --steps stops early, which
+  /// the collective timeout reports.
   bool checkRanksAgree() {
     if (ranks.world_size == 1)
       return true;
+    const char *graphs = std::getenv("KILN_CUDA_GRAPHS");
     std::string what = std::to_string(fingerprint) + "|" +
-                       std::string(trainStep.info.name) +
-                       "|" + std::to_string(dataset.samples) + "|" +
-                       std::to_string(options.steps) + "|" +
+                       std::string(trainStep.info.name) + "|" +
+                       std::to_string(dataset.samples) + "|" +
                        std::to_string(options.seed) + "|" +
                        std::to_string(options.noShuffle) + "|" +
                        std::to_string(options.dropLast) + "|" +
                        std::to_string(options.resume) + "|" +
                        std::to_string(options.checkpointEvery) + "|" +
-                       options.target;
+                       options.target + "|" + (graphs ? graphs : "");
     uint64_t hash = 14695981039346656037ull; // FNV-1a
     for (unsigned char c : what)
       hash = (hash ^ c) * 1099511628211ull;
@@ -493,9 +496,9 @@ private:
                " ranks do not all run the same bundle (fingerprint " +
                hex64(fingerprint) + " here), entry point, data (" +
                std::to_string(dataset.samples) +
-               " samples here) and training flags (--steps, --seed, "
-               "--no-shuffle, --drop-last, --resume, --checkpoint-every, "
-               "--target); start every rank with the same command");
+               " samples here) and training flags (--seed, --no-shuffle, "
+               "--drop-last, --resume, --checkpoint-every, --target, "
+               "KILN_CUDA_GRAPHS); start every rank with the same command");
     return false;
   }
 

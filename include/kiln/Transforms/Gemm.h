@@ -11,6 +11,7 @@
 #define KILN_TRANSFORMS_GEMM_H
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include <optional>
 
@@ -38,6 +39,13 @@ struct GemmDescription {
   mlir::linalg::GenericOp biasInit;
   mlir::Value bias;
 };
+
+/// The product behind `v` on tensors: a `kiln.matmul` contraction into a
+/// zero fill, read only through `v`, possibly through a tensor.expand_shape
+/// (a [batch * rows, n] product seen as [batch, rows, n]) returned in
+/// `expand`; null otherwise.
+mlir::linalg::GenericOp zeroFilledProduct(mlir::Value v,
+                                          mlir::tensor::ExpandShapeOp &expand);
 
 /// Describes `op` when it is a `kiln.matmul` on contiguous, statically
 /// shaped buffers whose operands have the output's element type, or are
