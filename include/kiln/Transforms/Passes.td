@@ -538,18 +538,27 @@ def KilnGemmBias : Pass<"kiln-gemm-bias", "mlir::ModuleOp"> {
 }
 
 def KilnSplitReductions : Pass<"kiln-split-reductions", "mlir::ModuleOp"> {
-  let summary = "Long sums into few outputs in two parallel stages";
+  let summary = "Long reductions in two parallel stages";
   let description = [{
     For the CUDA target, on linalg on tensors: a kernel runs a thread per
-    point of its parallel loops, so a sum over many rows into few outputs (a
-    bias or normalization weight's gradient, [batch, seq, n] into [n]) has
-    few threads with long loops. A `linalg.generic` that sums f32 values
-    (`out + g(inputs)`) over leading reduction loops into trailing parallel
-    ones, reading every input whole, becomes a sum of each of f groups of
-    rows into a `[f, columns...]` partial, then a sum of the f partials into
-    the output. f is the largest divisor of the rows that keeps at least
-    `min-rows` rows a group and `f * columns` at most `max-threads`; sums
-    with `max-threads` outputs or more stay as they are.
+    point of its parallel loops, each combining its reduction loops
+    sequentially. A `linalg.generic` that combines f32 values
+    (`combine(out, g(inputs))` with `arith.addf`, `maximumf`, `maxnumf`,
+    `minimumf` or `minnumf`; not a matrix product, and `g` reading no loop
+    index) becomes a partial kernel, starting from the combine's identity,
+    and a kernel combining the partials into the output:
+
+    - over leading reduction loops into trailing parallel ones, reading
+      every input whole (a bias or normalization weight's gradient,
+      `[batch, seq, n]` into `[n]`): f groups of rows, f the largest divisor
+      of the rows that keeps at least `min-rows` rows a group and
+      `f * columns` at most `max-threads`; sums with `max-threads` outputs
+      or more stay as they are;
+    - over one trailing reduction loop of at least 64 (a row: softmax,
+      normalization, cross-entropy), every input read through a projection:
+      f interleaved parts, f the largest divisor up to 32 that leaves at
+      least 4 elements a part; part g combines elements g, g + f, ..., so
+      that neighbouring threads read neighbouring elements.
   }];
   let options = [
     Option<"maxThreads", "max-threads", "int64_t", "65536",
