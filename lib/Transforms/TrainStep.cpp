@@ -329,6 +329,13 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
     Value scale = lossScaleParam(b, module, seed.getLoc(), block);
     b.setInsertionPointAfterValue(scale);
     StepBuilder k{b, seed.getLoc()};
+    // With K micro-batches, as `scaler.scale(loss / K).backward()`: each
+    // backward pass starts from S / K, so what the f16 products see, and
+    // where they overflow, is what PyTorch's accumulation sees; the sum of
+    // the K gradients is then the mean's, scaled by S.
+    if (gradAccum > 1)
+      scale = k.div(scale, k.splat(scale.getType(),
+                                   static_cast<double>(gradAccum)));
     Value scaled = k.like(seed.getResult(), scale);
     seed.getResult().replaceAllUsesWith(scaled);
     seed.erase();
@@ -560,6 +567,10 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
       if (!accumulate)
         return signalPassFailure();
       Block &block = accumulate.getBody().front();
+      // Its loss is reported with train_step's, a mean over the ranks; the
+      // gradients are averaged once, in train_step.
+      if (dataParallel)
+        averageOverRanks(accumulate, loss, {});
       OpBuilder b(block.getTerminator());
       StepBuilder k{b, loc};
       SmallVector<Output> outputs{{loss, "loss", ""}};
@@ -596,7 +607,10 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
       for (Slot &slot : slots) {
         std::string name = slot.name + ".grad_accum";
         Value sum = stateParam(b, module, loc, name, slot.grad.getType(), block);
-        slot.grad = k.scale(k.add(sum, slot.grad), inverse);
+        slot.grad = k.add(sum, slot.grad);
+        // With loss scaling the seeds carried the 1 / K.
+        if (lossScale == 0)
+          slot.grad = k.scale(slot.grad, inverse);
         updates.push_back({k.splat(sum.getType(), 0.0), name, name});
       }
     }

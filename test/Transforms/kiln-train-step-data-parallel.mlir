@@ -1,5 +1,16 @@
 // RUN: kiln-opt %s --kiln-train-step="optimizer=sgd lr=0.1 data-parallel=true bucket-bytes=80" | FileCheck %s
 // RUN: kiln-opt %s --kiln-train-step="optimizer=sgd lr=0.1 data-parallel=true" | FileCheck %s --check-prefix=ONE
+// RUN: kiln-opt %s --kiln-train-step="optimizer=sgd lr=0.1 data-parallel=true grad-accum=2" | FileCheck %s --check-prefix=ACCUM
+
+// With accumulation, accumulate_step averages only its loss (reported with
+// train_step's); the gradients are averaged once, in train_step.
+// ACCUM-LABEL: func.func @accumulate_step(
+// ACCUM: %[[L:.*]] = kiln.reduce_sum
+// ACCUM: %[[LM:.*]] = kiln.all_reduce_mean %[[L]] : tensor<f32>
+// ACCUM-NOT: kiln.all_reduce_mean
+// ACCUM: return %[[LM]],
+// ACCUM-LABEL: func.func @train_step(
+// ACCUM: kiln.all_reduce_mean
 
 // Gradients are averaged over the ranks in buckets of at most 80 bytes, in
 // the order the backward pass finishes them (b2, w2, then w1), each bucket

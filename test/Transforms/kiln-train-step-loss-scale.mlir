@@ -72,10 +72,14 @@ func.func @forward_grad(%x: tensor<3xf32> {kiln.name = "x"}) -> (tensor<f32> {ki
 // CHECK-DAG: kiln.param @amp.loss_scale : tensor<f32> = dense<1.024000e+03> : tensor<f32> {kiln.optimizer_state}
 // CHECK-DAG: kiln.param @amp.growth_tracker : tensor<f32> = dense<0.000000e+00> : tensor<f32> {kiln.optimizer_state}
 
-// With gradient accumulation both steps start from the scale, and the
-// accumulators are cleared whether or not the update is skipped.
+// With gradient accumulation both steps start from the scale over the
+// number of micro-batches (as scaler.scale(loss / K)), and the accumulators
+// are cleared whether or not the update is skipped.
 // ACCUM-LABEL: func.func @accumulate_step(
-// ACCUM: kiln.get_param @amp.loss_scale
+// ACCUM: %[[S:.*]] = kiln.get_param @amp.loss_scale
+// ACCUM: %[[TWO:.*]] = kiln.constant dense<2.000000e+00> : tensor<f32>
+// ACCUM: %[[SEED:.*]] = kiln.div %[[S]], %[[TWO]] : tensor<f32>
+// ACCUM: kiln.broadcast %[[SEED]]
 // ACCUM-LABEL: func.func @train_step(
 // ACCUM: %[[CLEAR:.*]] = kiln.constant dense<0.000000e+00> : tensor<3xf32>
 // ACCUM: return {{.*}}, %[[CLEAR]],

@@ -156,7 +156,9 @@ def KilnTrainStep : Pass<"kiln-train-step", "mlir::ModuleOp"> {
     and the update count keep their values) and halves the scale; after
     `loss-scale-growth-interval` updates in a row without one
     (`amp.growth_tracker`) it doubles it. `train_step` returns the scale it
-    used as `loss_scale`.
+    used as `loss_scale`. With `grad-accum` K > 1 each backward pass starts
+    from S / K (as `scaler.scale(loss / K).backward()` in PyTorch), so the
+    accumulated gradients are the mean's without a further division.
 
     Also builds `eval_step`: `function` returning only the loss.
   }];
