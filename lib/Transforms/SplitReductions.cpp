@@ -70,6 +70,45 @@ Value recombine(OpBuilder &b, Location loc, Operation *combine, Value x,
   return b.create(state)->getResult(0);
 }
 
+/// Replaces `op` by two kernels: `op`'s body over `inputs` (read through
+/// `maps`, the last the partial's), combining from the identity into a new
+/// f32 partial of `partialShape`, its last loop the only reduction; then the
+/// partial combined into `op`'s output, read through `partialMap` and
+/// written through `outMap`, whose loops are parallel but the last.
+void replaceByTwoStages(OpBuilder &b, linalg::GenericOp op, Operation *combine,
+                        double identity, ValueRange inputs,
+                        ArrayRef<AffineMap> maps,
+                        ArrayRef<int64_t> partialShape, AffineMap partialMap,
+                        AffineMap outMap) {
+  Location loc = op.getLoc();
+  Value empty = tensor::EmptyOp::create(b, loc, partialShape, b.getF32Type());
+  Value start = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(identity));
+  Value starts =
+      linalg::FillOp::create(b, loc, ValueRange{start}, ValueRange{empty})
+          .getResult(0);
+  SmallVector<utils::IteratorType> partialIterators(
+      maps.front().getNumDims() - 1, utils::IteratorType::parallel);
+  partialIterators.push_back(utils::IteratorType::reduction);
+  auto partial = linalg::GenericOp::create(
+      b, loc, TypeRange{starts.getType()}, inputs, ValueRange{starts}, maps,
+      partialIterators);
+  IRMapping mapping;
+  op.getRegion().cloneInto(&partial.getRegion(), mapping);
+  SmallVector<utils::IteratorType> finalIterators(
+      partialMap.getNumDims() - 1, utils::IteratorType::parallel);
+  finalIterators.push_back(utils::IteratorType::reduction);
+  auto total = linalg::GenericOp::create(
+      b, loc, op.getResultTypes(), ValueRange{partial.getResult(0)},
+      op.getDpsInits(), ArrayRef<AffineMap>{partialMap, outMap},
+      finalIterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        linalg::YieldOp::create(
+            nb, nloc,
+            ValueRange{recombine(nb, nloc, combine, args[1], args[0])});
+      });
+  op->replaceAllUsesWith(total->getResults());
+  op.erase();
+}
+
 struct KilnSplitReductionsPass
     : kiln::impl::KilnSplitReductionsBase<KilnSplitReductionsPass> {
   using KilnSplitReductionsBase::KilnSplitReductionsBase;
@@ -183,42 +222,13 @@ struct KilnSplitReductionsPass
       partialShape.push_back(d < r ? sizes[d] : f);
     }
     maps.push_back(AffineMap::get(partialLoops, 0, partialExprs, context));
-    SmallVector<utils::IteratorType> partialIterators(
-        partialLoops - 1, utils::IteratorType::parallel);
-    partialIterators.push_back(utils::IteratorType::reduction);
-    Type f32 = b.getF32Type();
-    Value empty = tensor::EmptyOp::create(b, loc, partialShape, f32);
-    Value start =
-        arith::ConstantOp::create(b, loc, b.getF32FloatAttr(identity));
-    Value starts =
-        linalg::FillOp::create(b, loc, ValueRange{start}, ValueRange{empty})
-            .getResult(0);
-    auto partial = linalg::GenericOp::create(
-        b, loc, TypeRange{starts.getType()}, inputs, ValueRange{starts}, maps,
-        partialIterators);
-    IRMapping mapping;
-    op.getRegion().cloneInto(&partial.getRegion(), mapping);
-
     // The parts of each row combined into the output: loops (rows, part).
     SmallVector<AffineExpr> rowExprs;
     for (int64_t d = 0; d < r; ++d)
       rowExprs.push_back(dim(d));
-    SmallVector<utils::IteratorType> finalIterators(
-        r, utils::IteratorType::parallel);
-    finalIterators.push_back(utils::IteratorType::reduction);
-    auto total = linalg::GenericOp::create(
-        b, loc, op.getResultTypes(), ValueRange{partial.getResult(0)},
-        op.getDpsInits(),
-        ArrayRef<AffineMap>{
-            AffineMap::getMultiDimIdentityMap(loops, context),
-            AffineMap::get(loops, 0, rowExprs, context)},
-        finalIterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {
-          linalg::YieldOp::create(
-              nb, nloc,
-              ValueRange{recombine(nb, nloc, combine, args[1], args[0])});
-        });
-    op->replaceAllUsesWith(total->getResults());
-    op.erase();
+    replaceByTwoStages(b, op, combine, identity, inputs, maps, partialShape,
+                       AffineMap::getMultiDimIdentityMap(loops, context),
+                       AffineMap::get(loops, 0, rowExprs, context));
     return success();
   }
 
@@ -304,29 +314,11 @@ struct KilnSplitReductionsPass
       partialExprs.push_back(dim(1 + c));
     }
     AffineMap inputMap = AffineMap::get(partialLoops, 0, inputExprs, context);
-    AffineMap partialMap =
-        AffineMap::get(partialLoops, 0, partialExprs, context);
     SmallVector<AffineMap> maps(inputs.size(), inputMap);
-    maps.push_back(partialMap);
-    SmallVector<utils::IteratorType> partialIterators(
-        partialLoops - 1, utils::IteratorType::parallel);
-    partialIterators.push_back(utils::IteratorType::reduction);
+    maps.push_back(AffineMap::get(partialLoops, 0, partialExprs, context));
     SmallVector<int64_t> partialShape{f};
     partialShape.append(columnShape);
-    Type f32 = b.getF32Type();
-    Value empty = tensor::EmptyOp::create(b, loc, partialShape, f32);
-    Value start =
-        arith::ConstantOp::create(b, loc, b.getF32FloatAttr(identity));
-    Value zeros =
-        linalg::FillOp::create(b, loc, ValueRange{start}, ValueRange{empty})
-            .getResult(0);
-    auto partial = linalg::GenericOp::create(
-        b, loc, TypeRange{zeros.getType()}, inputs, ValueRange{zeros}, maps,
-        partialIterators);
-    IRMapping mapping;
-    op.getRegion().cloneInto(&partial.getRegion(), mapping);
-
-    // The partials added into the output: loops (columns..., group).
+    // The partials combined into the output: loops (columns..., group).
     int64_t finalLoops = 1 + (loops - k);
     SmallVector<AffineExpr> groupExprs{dim(finalLoops - 1)};
     SmallVector<AffineExpr> outExprs;
@@ -334,21 +326,9 @@ struct KilnSplitReductionsPass
       groupExprs.push_back(dim(c));
       outExprs.push_back(dim(c));
     }
-    SmallVector<utils::IteratorType> finalIterators(
-        finalLoops - 1, utils::IteratorType::parallel);
-    finalIterators.push_back(utils::IteratorType::reduction);
-    auto total = linalg::GenericOp::create(
-        b, loc, op.getResultTypes(), ValueRange{partial.getResult(0)},
-        op.getDpsInits(),
-        ArrayRef<AffineMap>{AffineMap::get(finalLoops, 0, groupExprs, context),
-                            AffineMap::get(finalLoops, 0, outExprs, context)},
-        finalIterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {
-          linalg::YieldOp::create(
-              nb, nloc,
-              ValueRange{recombine(nb, nloc, combine, args[1], args[0])});
-        });
-    op->replaceAllUsesWith(total->getResults());
-    op.erase();
+    replaceByTwoStages(b, op, combine, identity, inputs, maps, partialShape,
+                       AffineMap::get(finalLoops, 0, groupExprs, context),
+                       AffineMap::get(finalLoops, 0, outExprs, context));
     return success();
   }
 };
