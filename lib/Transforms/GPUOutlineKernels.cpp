@@ -89,9 +89,9 @@ bool readsMemory(Value value, Block *body, int depth = 0) {
 /// scf.for with constant bounds, no loop-carried values) whose innermost
 /// body adds one value into an element of a buffer it touches nowhere else
 /// (`buffer[i] = buffer[i] + x`), at an index read from memory, runs one
-/// thread per iteration, adding with
-/// an atomic: iterations that hit the same element then add in some order,
-/// as a GPU's scatter-add does. Other loop nests stay on one thread.
+/// thread per iteration, adding with an atomic: iterations that hit the
+/// same element then add in some order, as a GPU's scatter-add does. Other
+/// loop nests stay on one thread.
 void parallelizeScatterAdds(gpu::GPUFuncOp kernel) {
   SmallVector<scf::ForOp> nests;
   for (Operation &op : kernel.getBody().front())

@@ -86,6 +86,16 @@ struct StepBuilder {
   Value max(Value x, Value y) { return MaxOp::create(b, loc, x, y); }
   Value min(Value x, Value y) { return MinOp::create(b, loc, x, y); }
   Value sqrt(Value x) { return SqrtOp::create(b, loc, x); }
+  Value compare(ComparePredicate predicate, Value x, Value y) {
+    return CompareOp::create(b, loc, predicate, x, y);
+  }
+  Value select(Value cond, Value x, Value y) {
+    return SelectOp::create(b, loc, cond, x, y);
+  }
+  /// Whether `x` is 0 exactly.
+  Value isZero(Value x) {
+    return compare(ComparePredicate::eq, x, splat(x.getType(), 0.0));
+  }
   /// `x` times the constant `c`, in x's type.
   Value scale(Value x, double c) { return mul(x, splat(x.getType(), c)); }
   /// `x` times the 0-d `factor`, cast to x's element type and broadcast.
@@ -209,9 +219,8 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
     if (warmupSteps == 0)
       return after;
     Value ramp = k.div(done, k.f64(std::max(1.0, warmup)));
-    Value warming = CompareOp::create(k.b, k.loc, ComparePredicate::lt, done,
-                                      k.f64(warmup));
-    return SelectOp::create(k.b, k.loc, warming, ramp, after);
+    Value warming = k.compare(ComparePredicate::lt, done, k.f64(warmup));
+    return k.select(warming, ramp, after);
   }
 
   /// Scales the gradients to a global norm of at most gradClip; returns the
@@ -357,8 +366,7 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
       Value zeros = k.mul(slot.grad, k.splat(slot.grad.getType(), 0.0));
       poison = k.add(poison, k.convert(k.sumAll(zeros), f32));
     }
-    return CompareOp::create(k.b, k.loc, ComparePredicate::eq, poison,
-                             k.splat(poison.getType(), 0.0));
+    return k.isZero(poison);
   }
 
   /// GradScaler's update of the scale: halved after a step with a
@@ -371,22 +379,20 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
     Value tracker = stateParam(k.b, module, k.loc, "amp.growth_tracker",
                                scalar, block);
     Value successes = k.add(tracker, k.splat(scalar, 1.0));
-    Value grow = CompareOp::create(
-        k.b, k.loc, ComparePredicate::eq, successes,
+    Value grow = k.compare(
+        ComparePredicate::eq, successes,
         k.splat(scalar, static_cast<double>(lossScaleGrowthInterval)));
-    auto select = [&](Value cond, Value x, Value y) {
-      return SelectOp::create(k.b, k.loc, cond, x, y).getResult();
-    };
     Value zero = k.splat(scalar, 0.0);
-    // As GradScaler, a doubling that would overflow keeps the scale.
+    // As GradScaler, a doubling that would overflow keeps the scale (an
+    // infinity times 0 is NaN, not 0).
     Value doubled = k.scale(scale, 2.0);
     Value doubledFinite =
-        CompareOp::create(k.b, k.loc, ComparePredicate::eq,
-                          k.mul(doubled, zero), zero);
-    Value grown = select(grow, select(doubledFinite, doubled, scale), scale);
-    Value nextScale = select(finite, grown, k.scale(scale, 0.5));
+        k.compare(ComparePredicate::eq, k.mul(doubled, zero), zero);
+    Value grown =
+        k.select(grow, k.select(doubledFinite, doubled, scale), scale);
+    Value nextScale = k.select(finite, grown, k.scale(scale, 0.5));
     Value nextTracker =
-        select(finite, select(grow, zero, successes), zero);
+        k.select(finite, k.select(grow, zero, successes), zero);
     outputs.push_back({nextScale, "amp.loss_scale", "amp.loss_scale"});
     outputs.push_back(
         {nextTracker, "amp.growth_tracker", "amp.growth_tracker"});
@@ -408,7 +414,7 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
       if (type.getRank() != 0)
         cond = BroadcastOp::create(
             k.b, k.loc, type.clone(k.b.getI1Type()), finite);
-      o.value = SelectOp::create(k.b, k.loc, cond, o.value, old);
+      o.value = k.select(cond, o.value, old);
     }
   }
 
