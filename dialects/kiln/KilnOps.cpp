@@ -634,6 +634,49 @@ LogicalResult AllReduceMeanOp::verify() {
   return success();
 }
 
+/// The sharding ops: a 1-D f32 input and output (the result, or the output
+/// buffer), one of them `ranks` shards of the other's size: the input of a
+/// scatter or a local shard, the output of a gather.
+static LogicalResult verifySharding(Operation *op, Value input, Value output,
+                                    Value result, int64_t ranks,
+                                    bool gathers) {
+  if (!output == !result)
+    return op->emitOpError(
+        "takes a tensor and returns one, or takes two buffers");
+  if (output && !isa<MemRefType>(input.getType()))
+    return op->emitOpError("takes two buffers or a tensor, not both");
+  Value written = output ? output : result;
+  auto in = cast<ShapedType>(input.getType());
+  auto out = cast<ShapedType>(written.getType());
+  for (ShapedType type : {in, out}) {
+    if (type.getRank() != 1)
+      return op->emitOpError("works on 1-D values, not ") << type;
+    if (!type.getElementType().isF32())
+      return op->emitOpError("works on f32 values, not ") << type;
+  }
+  int64_t whole = gathers ? out.getDimSize(0) : in.getDimSize(0);
+  int64_t shard = gathers ? in.getDimSize(0) : out.getDimSize(0);
+  if (whole != shard * ranks)
+    return op->emitOpError("needs the whole value (")
+           << whole << " elements) to be " << ranks << " shards of " << shard;
+  return success();
+}
+
+LogicalResult ReduceScatterMeanOp::verify() {
+  return verifySharding(*this, getInput(), getOutput(), getResult(),
+                        getRanks(), /*gathers=*/false);
+}
+
+LogicalResult AllGatherOp::verify() {
+  return verifySharding(*this, getInput(), getOutput(), getResult(),
+                        getRanks(), /*gathers=*/true);
+}
+
+LogicalResult LocalShardOp::verify() {
+  return verifySharding(*this, getInput(), getOutput(), getResult(),
+                        getRanks(), /*gathers=*/false);
+}
+
 LogicalResult AttentionOp::verify() {
   if (!getMask())
     return success();

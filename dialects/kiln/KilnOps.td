@@ -927,4 +927,68 @@ def Kiln_AllReduceMeanOp : Kiln_Op<"all_reduce_mean",
   }];
 }
 
+// The three ops of a sharded optimizer (ZeRO-1). Each takes a 1-D f32 value
+// and, after bufferization, also the 1-D buffer it writes. `ranks` is the
+// world size the step is compiled for: the shards have static sizes.
+class Kiln_ShardingOp<string mnemonic, string summaryText>
+    : Kiln_Op<mnemonic> {
+  let summary = summaryText;
+  let arguments = (ins AnyTypeOf<[Kiln_FloatTensor,
+                                  AnyStaticShapeMemRef]>:$input,
+                       Optional<AnyStaticShapeMemRef>:$output,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$ranks);
+  let results = (outs Optional<Kiln_FloatTensor>:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Whether this is the buffer form (input and output buffers, no
+    /// result).
+    bool hasBufferSemantics() { return getOutput() != nullptr; }
+  }];
+}
+
+def Kiln_ReduceScatterMeanOp : Kiln_ShardingOp<"reduce_scatter_mean",
+    "this rank's shard of the mean over all ranks"> {
+  let description = [{
+    The input (1-D, `ranks` times the result's size) holds this rank's
+    values; the result is the mean over all ranks of the shard at
+    `rank * size`. kiln-train-step (with `shard-optimizer`) averages each
+    bucket of gradients with one, so each rank receives only the gradients
+    its shard of the optimizer state updates. The CPU target starts it
+    where the op is and waits just before the input or the result is
+    touched again.
+
+    ```mlir
+    %s = kiln.reduce_scatter_mean %g {ranks = 2 : i64} : (tensor<8xf32>) -> tensor<4xf32>
+    kiln.reduce_scatter_mean %in, %out {ranks = 2 : i64} : (memref<8xf32>, memref<4xf32>) -> ()
+    ```
+  }];
+}
+
+def Kiln_AllGatherOp : Kiln_ShardingOp<"all_gather",
+    "every rank's shard, in rank order"> {
+  let description = [{
+    The result (1-D, `ranks` times the input's size) holds every rank's
+    input, rank 0's first. kiln-train-step (with `shard-optimizer`) gathers
+    the updated parameter shards with one per bucket.
+
+    ```mlir
+    %p = kiln.all_gather %s {ranks = 2 : i64} : (tensor<4xf32>) -> tensor<8xf32>
+    ```
+  }];
+}
+
+def Kiln_LocalShardOp : Kiln_ShardingOp<"local_shard",
+    "this rank's shard of a value all ranks hold"> {
+  let description = [{
+    The elements `[rank * size, (rank + 1) * size)` of the input, where the
+    input's size is `ranks` times the result's: the parameters a rank's
+    shard of the optimizer state updates. No communication.
+
+    ```mlir
+    %s = kiln.local_shard %p {ranks = 2 : i64} : (tensor<8xf32>) -> tensor<4xf32>
+    ```
+  }];
+}
+
 #endif // KILN_OPS_TD

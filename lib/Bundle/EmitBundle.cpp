@@ -239,16 +239,21 @@ llvm::Error kiln::writeBundle(const CompiledModel &model, StringRef path,
     bundle::TensorSpec spec;
     if (llvm::Error error = fillSpec(spec, param.name, param.type))
       return error;
+    uint32_t index;
     if (options.externalWeights && param.trainable) {
-      writer.addParameter(spec, bundle::Parameter::EXTERNAL, param.trainable);
-      continue;
+      index = writer.addParameter(spec, bundle::Parameter::EXTERNAL,
+                                  param.trainable);
+    } else if (isAllZeros(param.value)) {
+      index = writer.addParameter(spec, bundle::Parameter::ZEROS,
+                                  param.trainable);
+    } else {
+      std::string bytes = parameterBytes(param.value);
+      index = writer.addParameter(spec, bytes.data(), bytes.size(),
+                                  param.trainable);
     }
-    if (isAllZeros(param.value)) {
-      writer.addParameter(spec, bundle::Parameter::ZEROS, param.trainable);
-      continue;
-    }
-    std::string bytes = parameterBytes(param.value);
-    writer.addParameter(spec, bytes.data(), bytes.size(), param.trainable);
+    if (param.shardRanks > 0)
+      manifest.mutable_parameters(static_cast<int>(index))
+          ->set_shard_ranks(static_cast<uint32_t>(param.shardRanks));
   }
   llvm::StringMap<unsigned> paramIndex;
   for (auto [i, param] : llvm::enumerate(model.params))

@@ -204,9 +204,11 @@ kiln::compileModel(ModuleOp module, const CompileOptions &options) {
       return makeError("parameter '" + param.getSymName() +
                        "' has no initial value");
     paramIndex[param.getSymName()] = model.params.size();
+    auto shardRanks = param->getAttrOfType<IntegerAttr>("kiln.shard_ranks");
     model.params.push_back({param.getSymName().str(),
                             cast<RankedTensorType>(param.getType()), value,
-                            !param->hasAttr("kiln.optimizer_state")});
+                            !param->hasAttr("kiln.optimizer_state"),
+                            shardRanks ? shardRanks.getInt() : 0});
   }
   model.entries = collectSignatures(module);
 

@@ -4,7 +4,10 @@
 // it bufferizes in place (each result is its operand's buffer), and on the
 // CPU its buffer form becomes calls into the runtime's collectives: a
 // non-blocking start where the op is, and a wait just before the buffer is
-// touched again.
+// touched again. The ops of a sharded optimizer (kiln.reduce_scatter_mean,
+// kiln.all_gather, kiln.local_shard) read their input and write a new
+// buffer; the first two start likewise and wait before either buffer is
+// touched again, the last is a plain copy.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +18,7 @@
 #include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNLOWERCOLLECTIVES
@@ -59,7 +63,48 @@ struct AllReduceMeanBufferization
   }
 };
 
+/// Reads its input, writes a new buffer: the sharding ops.
+template <typename Op>
+struct ShardingBufferization
+    : BufferizableOpInterface::ExternalModel<ShardingBufferization<Op>, Op> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const AnalysisState &) const {
+    return true;
+  }
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
+                               const AnalysisState &) const {
+    return false;
+  }
+  AliasingValueList getAliasingValues(Operation *, OpOperand &,
+                                      const AnalysisState &) const {
+    return {};
+  }
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto sharding = cast<Op>(op);
+    FailureOr<Value> input =
+        getBuffer(rewriter, sharding.getInput(), options, state);
+    if (failed(input))
+      return failure();
+    auto type = cast<RankedTensorType>(sharding.getResult().getType());
+    FailureOr<Value> output = options.createAlloc(
+        rewriter, op->getLoc(),
+        MemRefType::get(type.getShape(), type.getElementType()), {});
+    if (failed(output))
+      return failure();
+    Op::create(rewriter, op->getLoc(), TypeRange{}, *input, *output,
+               sharding.getRanksAttr());
+    replaceOpWithBufferizedValues(rewriter, op, *output);
+    return success();
+  }
+};
+
 constexpr const char *kBegin = "kiln_collective_all_reduce_mean_f32_begin";
+constexpr const char *kReduceScatter =
+    "kiln_collective_reduce_scatter_mean_f32_begin";
+constexpr const char *kAllGather = "kiln_collective_all_gather_f32_begin";
+constexpr const char *kLocalShard = "kiln_collective_local_shard_f32";
 constexpr const char *kWait = "kiln_collective_wait";
 
 func::FuncOp declare(ModuleOp module, StringRef name, FunctionType type) {
@@ -98,15 +143,74 @@ bool touches(Operation *op, const llvm::SmallPtrSetImpl<Value> &aliases) {
   return result.wasInterrupted();
 }
 
+/// The address of `buffer`'s first element, as a pointer.
+Value addressOf(OpBuilder &b, Location loc, Value buffer) {
+  Type ptr = LLVM::LLVMPointerType::get(b.getContext());
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
+  Value integer = arith::IndexCastOp::create(b, loc, b.getI64Type(), base);
+  return LLVM::IntToPtrOp::create(b, loc, ptr, integer);
+}
+
+/// Puts a wait for `request` before the first op after `op` that touches
+/// one of `buffers`, through it or a view of it; at the end of the block if
+/// none does.
+void waitBeforeNextTouch(Operation *op, ValueRange buffers, Value request,
+                         func::FuncOp wait) {
+  llvm::SmallPtrSet<Value, 8> aliases;
+  for (Value buffer : buffers) {
+    aliases.insert(buffer);
+    for (Value source = buffer; auto view = dyn_cast_or_null<
+                                    ViewLikeOpInterface>(source.getDefiningOp());
+         source = view.getViewSource())
+      aliases.insert(view.getViewSource());
+  }
+  Operation *reader = op->getNextNode();
+  for (; reader && !reader->hasTrait<OpTrait::IsTerminator>();
+       reader = reader->getNextNode()) {
+    // Views, addresses and address arithmetic (pure ops) only name the
+    // buffer; what they compute is another alias.
+    if (isPure(reader) && reader->getNumRegions() == 0 &&
+        llvm::any_of(reader->getOperands(),
+                     [&](Value v) { return aliases.contains(v); })) {
+      for (Value result : reader->getResults())
+        aliases.insert(result);
+      continue;
+    }
+    if (touches(reader, aliases))
+      break;
+  }
+  OpBuilder waitBuilder(reader ? reader : op->getBlock()->getTerminator());
+  func::CallOp::create(waitBuilder, op->getLoc(), wait, ValueRange{request});
+}
+
 struct KilnLowerCollectivesPass
     : kiln::impl::KilnLowerCollectivesBase<KilnLowerCollectivesPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    SmallVector<kiln::AllReduceMeanOp> collectives;
-    module.walk([&](kiln::AllReduceMeanOp op) { collectives.push_back(op); });
-    for (kiln::AllReduceMeanOp op : collectives)
-      if (failed(lower(module, op)))
+    SmallVector<Operation *> collectives;
+    module.walk([&](Operation *op) {
+      if (isa<kiln::AllReduceMeanOp, kiln::ReduceScatterMeanOp,
+              kiln::AllGatherOp, kiln::LocalShardOp>(op))
+        collectives.push_back(op);
+    });
+    for (Operation *op : collectives) {
+      LogicalResult lowered =
+          llvm::TypeSwitch<Operation *, LogicalResult>(op)
+              .Case([&](kiln::AllReduceMeanOp reduce) {
+                return lower(module, reduce);
+              })
+              .Case([&](kiln::ReduceScatterMeanOp scatter) {
+                return lowerSharding(module, scatter, kReduceScatter);
+              })
+              .Case([&](kiln::AllGatherOp gather) {
+                return lowerSharding(module, gather, kAllGather);
+              })
+              .Case([&](kiln::LocalShardOp shard) {
+                return lowerSharding(module, shard, kLocalShard);
+              });
+      if (failed(lowered))
         return signalPassFailure();
+    }
   }
 
   LogicalResult lower(ModuleOp module, kiln::AllReduceMeanOp op) {
@@ -125,40 +229,53 @@ struct KilnLowerCollectivesPass
       auto type = cast<MemRefType>(buffer.getType());
       if (!type.getLayout().isIdentity())
         return op.emitError("averages only contiguous buffers, not ") << type;
-      Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
-      Value integer = arith::IndexCastOp::create(b, loc, i64, base);
-      Value address = LLVM::IntToPtrOp::create(b, loc, ptr, integer);
       Value count = arith::ConstantOp::create(
           b, loc, b.getI64IntegerAttr(type.getNumElements()));
       Value request =
-          func::CallOp::create(b, loc, begin, ValueRange{address, count})
+          func::CallOp::create(b, loc, begin,
+                               ValueRange{addressOf(b, loc, buffer), count})
               .getResult(0);
-      // The wait goes before the first later op that touches the buffer,
-      // through it or a view of it.
-      llvm::SmallPtrSet<Value, 8> aliases;
-      aliases.insert(buffer);
-      for (Value source = buffer; auto view = dyn_cast_or_null<
-                                      ViewLikeOpInterface>(source.getDefiningOp());
-           source = view.getViewSource())
-        aliases.insert(view.getViewSource());
-      Operation *reader = op->getNextNode();
-      for (; reader && !reader->hasTrait<OpTrait::IsTerminator>();
-           reader = reader->getNextNode()) {
-        // Views, addresses and address arithmetic (pure ops) only name
-        // the buffer; what they compute is another alias.
-        if (isPure(reader) && reader->getNumRegions() == 0 &&
-            llvm::any_of(reader->getOperands(),
-                         [&](Value v) { return aliases.contains(v); })) {
-          for (Value result : reader->getResults())
-            aliases.insert(result);
-          continue;
-        }
-        if (touches(reader, aliases))
-          break;
-      }
-      OpBuilder waitBuilder(reader ? reader : op->getBlock()->getTerminator());
-      func::CallOp::create(waitBuilder, loc, wait, ValueRange{request});
+      waitBeforeNextTouch(op, buffer, request, wait);
     }
+    op.erase();
+    return success();
+  }
+
+  /// `callee(input, output, shard elements, ranks)`; a collective (one that
+  /// returns a request) is waited for before either buffer is touched again.
+  template <typename Op>
+  LogicalResult lowerSharding(ModuleOp module, Op op, StringRef callee) {
+    if (!op.hasBufferSemantics())
+      return op.emitError("must be bufferized before kiln-lower-collectives");
+    for (Value buffer : {Value(op.getInput()), Value(op.getOutput())})
+      if (!cast<MemRefType>(buffer.getType()).getLayout().isIdentity())
+        return op.emitError("works only on contiguous buffers, not ")
+               << buffer.getType();
+    MLIRContext *context = op.getContext();
+    Type ptr = LLVM::LLVMPointerType::get(context);
+    Type i64 = IntegerType::get(context, 64);
+    bool collective = callee != kLocalShard;
+    func::FuncOp function = declare(
+        module, callee,
+        FunctionType::get(context, {ptr, ptr, i64, i64},
+                          collective ? TypeRange{i64} : TypeRange{}));
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    auto shard = cast<MemRefType>(
+        (isa<kiln::AllGatherOp>(op) ? op.getInput() : op.getOutput())
+            .getType());
+    Value count = arith::ConstantOp::create(
+        b, loc, b.getI64IntegerAttr(shard.getNumElements()));
+    Value ranks = arith::ConstantOp::create(
+        b, loc, b.getI64IntegerAttr(static_cast<int64_t>(op.getRanks())));
+    auto call = func::CallOp::create(
+        b, loc, function,
+        ValueRange{addressOf(b, loc, op.getInput()),
+                   addressOf(b, loc, op.getOutput()), count, ranks});
+    if (collective)
+      waitBeforeNextTouch(
+          op, ValueRange{op.getInput(), op.getOutput()}, call.getResult(0),
+          declare(module, kWait, FunctionType::get(context, {i64}, {})));
     op.erase();
     return success();
   }
@@ -169,5 +286,10 @@ struct KilnLowerCollectivesPass
 void kiln::registerCollectivesBufferization(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, KilnDialect *) {
     AllReduceMeanOp::attachInterface<AllReduceMeanBufferization>(*context);
+    ReduceScatterMeanOp::attachInterface<
+        ShardingBufferization<ReduceScatterMeanOp>>(*context);
+    AllGatherOp::attachInterface<ShardingBufferization<AllGatherOp>>(*context);
+    LocalShardOp::attachInterface<ShardingBufferization<LocalShardOp>>(
+        *context);
   });
 }

@@ -1,6 +1,7 @@
 //===- PlanMemory.cpp - one arena for every transient buffer --------------===//
 
 #include "kiln/KilnInterfaces.h"
+#include "kiln/KilnOps.h"
 #include "kiln/Transforms/Passes.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -153,6 +154,35 @@ Peak findPeak(ArrayRef<Buffer> buffers, Block &block) {
   return peak;
 }
 
+/// The allocation `buffer` is, or is a view of; null for anything else.
+memref::AllocOp rootAllocation(Value buffer) {
+  while (auto view =
+             dyn_cast_or_null<ViewLikeOpInterface>(buffer.getDefiningOp()))
+    buffer = view.getViewSource();
+  return buffer.getDefiningOp<memref::AllocOp>();
+}
+
+/// A reduce-scatter or all-gather reads its input until the wait for it,
+/// which the target puts before the next op that touches its input or its
+/// output: the input stays alive as long as the output does (to the end if
+/// the output is not a planned buffer).
+void keepInputsOfCollectives(Block &block, MutableArrayRef<Buffer> buffers) {
+  DenseMap<Operation *, Buffer *> byAlloc;
+  for (Buffer &buffer : buffers)
+    byAlloc[buffer.alloc] = &buffer;
+  int64_t end = static_cast<int64_t>(block.getOperations().size());
+  for (Operation &op : block) {
+    if (!isa<kiln::ReduceScatterMeanOp, kiln::AllGatherOp>(op) ||
+        op.getNumOperands() != 2)
+      continue;
+    Buffer *input = byAlloc.lookup(rootAllocation(op.getOperand(0)));
+    if (!input)
+      continue;
+    Buffer *output = byAlloc.lookup(rootAllocation(op.getOperand(1)));
+    input->last = std::max(input->last, output ? output->last : end);
+  }
+}
+
 struct KilnPlanMemoryPass
     : kiln::impl::KilnPlanMemoryBase<KilnPlanMemoryPass> {
   void runOnOperation() override {
@@ -201,6 +231,7 @@ struct KilnPlanMemoryPass
     });
     if (walk.wasInterrupted())
       return failure();
+    keepInputsOfCollectives(block, buffers);
 
     // Best fit usually packs tighter; where first fit happens to do better,
     // it is kept.

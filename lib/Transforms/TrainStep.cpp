@@ -190,6 +190,11 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
       return error() << "the loss-scale growth interval must lie in [1, "
                         "2^24], not "
                      << lossScaleGrowthInterval.getValue();
+    if (shardOptimizer < 0)
+      return error() << "shard-optimizer must be a number of ranks, not "
+                     << shardOptimizer.getValue();
+    if (shardOptimizer > 0 && !dataParallel)
+      return error() << "shard-optimizer needs data-parallel";
     for (StringRef name : {"train_step", "eval_step", "accumulate_step"})
       if (module.lookupSymbol(name))
         return error() << "'" << name << "' already exists";
@@ -231,7 +236,7 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
     for (Slot &slot : slots)
       sumOfSquares = k.add(
           sumOfSquares, k.convert(k.sumAll(k.mul(slot.grad, slot.grad)), f32));
-    Value norm = k.sqrt(sumOfSquares);
+    Value norm = k.sqrt(sumOverRanks(k, sumOfSquares));
     Value coef = k.div(k.splat(norm.getType(), gradClip),
                        k.add(norm, k.splat(norm.getType(), 1e-6)));
     coef = k.min(coef, k.splat(norm.getType(), 1.0));
@@ -366,7 +371,7 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
       Value zeros = k.mul(slot.grad, k.splat(slot.grad.getType(), 0.0));
       poison = k.add(poison, k.convert(k.sumAll(zeros), f32));
     }
-    return k.isZero(poison);
+    return k.isZero(sumOverRanks(k, poison));
   }
 
   /// GradScaler's update of the scale: halved after a step with a
@@ -467,6 +472,68 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
     return success();
   }
 
+  /// The op of `step`'s block that computes `v` (null for block arguments).
+  static Operation *positionOf(func::FuncOp step, Value v) {
+    Operation *def = v.getDefiningOp();
+    return def ? step.getBody().front().findAncestorOpInBlock(*def) : nullptr;
+  }
+
+  /// A builder right after the last of `values` is computed in `step`.
+  static OpBuilder builderAfter(func::FuncOp step, ArrayRef<Value> values) {
+    Operation *last = nullptr;
+    for (Value value : values)
+      if (Operation *def = positionOf(step, value))
+        if (!last || last->isBeforeInBlock(def))
+          last = def;
+    OpBuilder b(step.getContext());
+    if (last)
+      b.setInsertionPointAfter(last);
+    else
+      b.setInsertionPointToStart(&step.getBody().front());
+    return b;
+  }
+
+  /// The slots in buckets of at most bucketBytes of gradients, in the order
+  /// the backward pass finishes them.
+  SmallVector<SmallVector<Slot *>> bucketsInBackwardOrder(
+      func::FuncOp step, MutableArrayRef<Slot> slots) {
+    SmallVector<Slot *> order;
+    for (Slot &slot : slots)
+      order.push_back(&slot);
+    llvm::stable_sort(order, [&](Slot *x, Slot *y) {
+      Operation *a = positionOf(step, x->grad), *b = positionOf(step, y->grad);
+      if (!a || !b)
+        return a == nullptr && b != nullptr;
+      return a->isBeforeInBlock(b);
+    });
+    SmallVector<SmallVector<Slot *>> buckets;
+    int64_t bytes = 0;
+    for (Slot *slot : order) {
+      auto type = cast<RankedTensorType>(slot->grad.getType());
+      int64_t size = type.getNumElements() * 4;
+      if (buckets.empty() || bytes + size > bucketBytes) {
+        buckets.emplace_back();
+        bytes = 0;
+      }
+      buckets.back().push_back(slot);
+      bytes += size;
+    }
+    return buckets;
+  }
+
+  /// `values` (in place) replaced by their means over all ranks, right
+  /// after the last of them is computed.
+  void averageNow(func::FuncOp step, ArrayRef<Value *> values) {
+    SmallVector<Value> inputs;
+    for (Value *value : values)
+      inputs.push_back(*value);
+    OpBuilder b = builderAfter(step, inputs);
+    auto op = AllReduceMeanOp::create(
+        b, withPhase(step.getLoc(), StepPhase::Backward), inputs);
+    for (auto [value, result] : llvm::zip(values, op.getResults()))
+      *value = result;
+  }
+
   /// Data parallelism: every rank computed the loss and gradients of its own
   /// batch; their means over all ranks replace them. Gradients go in buckets
   /// of at most bucketBytes, in the order the backward pass finishes them,
@@ -474,55 +541,135 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
   /// overlaps the backward kernels that follow; the loss goes last.
   void averageOverRanks(func::FuncOp step, Value &loss,
                         MutableArrayRef<Slot> slots) {
-    Block &block = step.getBody().front();
-    auto position = [&](Value v) -> Operation * {
-      Operation *def = v.getDefiningOp();
-      return def ? block.findAncestorOpInBlock(*def) : nullptr;
-    };
-    SmallVector<Slot *> order;
-    for (Slot &slot : slots)
-      order.push_back(&slot);
-    llvm::stable_sort(order, [&](Slot *x, Slot *y) {
-      Operation *a = position(x->grad), *b = position(y->grad);
-      if (!a || !b)
-        return a == nullptr && b != nullptr;
-      return a->isBeforeInBlock(b);
-    });
-    auto reduce = [&](ArrayRef<Value *> values) {
-      Operation *last = nullptr;
-      for (Value *value : values)
-        if (Operation *def = position(*value))
-          if (!last || last->isBeforeInBlock(def))
-            last = def;
-      OpBuilder b(step.getContext());
-      if (last)
-        b.setInsertionPointAfter(last);
-      else
-        b.setInsertionPointToStart(&block);
-      SmallVector<Value> inputs;
-      for (Value *value : values)
-        inputs.push_back(*value);
-      auto op = AllReduceMeanOp::create(
-          b, withPhase(step.getLoc(), StepPhase::Backward), inputs);
-      for (auto [value, result] : llvm::zip(values, op.getResults()))
-        *value = result;
-    };
-    SmallVector<Value *> bucket;
-    int64_t bytes = 0;
-    for (Slot *slot : order) {
-      auto type = cast<RankedTensorType>(slot->grad.getType());
-      int64_t size = type.getNumElements() * 4;
-      if (!bucket.empty() && bytes + size > bucketBytes) {
-        reduce(bucket);
-        bucket.clear();
-        bytes = 0;
-      }
-      bucket.push_back(&slot->grad);
-      bytes += size;
+    for (ArrayRef<Slot *> bucket : bucketsInBackwardOrder(step, slots)) {
+      SmallVector<Value *> grads;
+      for (Slot *slot : bucket)
+        grads.push_back(&slot->grad);
+      averageNow(step, grads);
     }
-    if (!bucket.empty())
-      reduce(bucket);
-    reduce({&loss});
+    averageNow(step, {&loss});
+  }
+
+  /// One bucket of a sharded optimizer (ZeRO-1): its parameters flattened
+  /// and joined, padded to a multiple of the ranks; each rank updates one
+  /// shard of that, as if it were one parameter (`shard`).
+  struct ShardedBucket {
+    SmallVector<Slot *> slots;
+    int64_t padding = 0;
+    Slot shard;
+  };
+
+  /// `values` flattened and joined, with `padding` zeros after them.
+  static Value flatJoin(StepBuilder &k, ArrayRef<Value> values,
+                        int64_t padding) {
+    SmallVector<Value> pieces;
+    for (Value value : values) {
+      auto type = StepBuilder::tensorType(value);
+      pieces.push_back(ReshapeOp::create(
+          k.b, k.loc, RankedTensorType::get({type.getNumElements()},
+                                            type.getElementType()),
+          value));
+    }
+    if (padding > 0)
+      pieces.push_back(k.splat(
+          RankedTensorType::get({padding}, k.b.getF32Type()), 0.0));
+    if (pieces.size() == 1)
+      return pieces.front();
+    return ConcatOp::create(k.b, k.loc, pieces, 0);
+  }
+
+  /// Sharded data parallelism: each bucket's gradients, flattened, are
+  /// reduce-scattered right after the last of them is computed, so each
+  /// rank receives the mean of its shard only; the loss is averaged.
+  SmallVector<ShardedBucket> shardOverRanks(func::FuncOp step, Value &loss,
+                                            MutableArrayRef<Slot> slots) {
+    SmallVector<ShardedBucket> buckets;
+    for (ArrayRef<Slot *> slotsOfBucket : bucketsInBackwardOrder(step, slots)) {
+      ShardedBucket &bucket = buckets.emplace_back();
+      bucket.slots.assign(slotsOfBucket.begin(), slotsOfBucket.end());
+      SmallVector<Value> grads;
+      int64_t elements = 0;
+      for (Slot *slot : bucket.slots) {
+        grads.push_back(slot->grad);
+        elements += StepBuilder::tensorType(slot->grad).getNumElements();
+      }
+      int64_t shardSize = llvm::divideCeil(elements, shardOptimizer);
+      bucket.padding = shardSize * shardOptimizer - elements;
+      OpBuilder b = builderAfter(step, grads);
+      StepBuilder k{b, withPhase(step.getLoc(), StepPhase::Backward)};
+      Value flat = flatJoin(k, grads, bucket.padding);
+      auto shardType = RankedTensorType::get({shardSize}, b.getF32Type());
+      bucket.shard.name = "optimizer.bucket" + std::to_string(buckets.size() - 1);
+      bucket.shard.grad = ReduceScatterMeanOp::create(
+          b, k.loc, shardType, flat, Value(),
+          b.getI64IntegerAttr(shardOptimizer)).getResult();
+    }
+    averageNow(step, {&loss});
+    return buckets;
+  }
+
+  /// The shard of each bucket's parameters this rank updates.
+  void takeParameterShards(StepBuilder &k, MutableArrayRef<ShardedBucket> buckets) {
+    for (ShardedBucket &bucket : buckets) {
+      SmallVector<Value> params;
+      for (Slot *slot : bucket.slots)
+        params.push_back(slot->param);
+      Value flat = flatJoin(k, params, bucket.padding);
+      bucket.shard.param = LocalShardOp::create(
+          k.b, k.loc, bucket.shard.grad.getType(), flat, Value(),
+          k.b.getI64IntegerAttr(shardOptimizer)).getResult();
+    }
+  }
+
+  /// Replaces the update of `bucket`'s shard in `outputs` by the updates of
+  /// its parameters: every rank's updated shard, gathered and cut back
+  /// into parameters. Marks the shard's optimizer state as sharded.
+  void gatherUpdate(StepBuilder &k, ModuleOp module, ShardedBucket &bucket,
+                    SmallVectorImpl<Output> &outputs) {
+    StringRef name = bucket.shard.name;
+    auto it = llvm::find_if(outputs,
+                            [&](const Output &o) { return o.updates == name; });
+    Value shard = it->value;
+    outputs.erase(it);
+    for (auto param : module.getOps<ParamOp>())
+      if (param.getSymName().starts_with((name + ".").str()))
+        param->setAttr("kiln.shard_ranks",
+                       k.b.getI64IntegerAttr(shardOptimizer));
+    auto flatType = RankedTensorType::get(
+        {StepBuilder::tensorType(shard).getNumElements() * shardOptimizer},
+        k.b.getF32Type());
+    Value flat = AllGatherOp::create(k.b, k.loc, flatType, shard, Value(),
+                                     k.b.getI64IntegerAttr(shardOptimizer))
+                     .getResult();
+    SmallVector<int64_t> sizes;
+    SmallVector<Type> types;
+    for (Slot *slot : bucket.slots) {
+      int64_t n = StepBuilder::tensorType(slot->param).getNumElements();
+      sizes.push_back(n);
+      types.push_back(RankedTensorType::get({n}, k.b.getF32Type()));
+    }
+    if (bucket.padding > 0) {
+      sizes.push_back(bucket.padding);
+      types.push_back(RankedTensorType::get({bucket.padding}, k.b.getF32Type()));
+    }
+    SmallVector<Value> pieces{flat};
+    if (sizes.size() > 1)
+      pieces = llvm::to_vector_of<Value>(
+          SplitOp::create(k.b, k.loc, types, flat, 0, sizes).getResults());
+    for (auto [slot, piece] : llvm::zip_first(bucket.slots, pieces))
+      outputs.push_back({ReshapeOp::create(k.b, k.loc, slot->param.getType(),
+                                           piece),
+                         slot->name, slot->name});
+  }
+
+  /// With a sharded optimizer, `value` (0-d, a rank's part of a sum) summed
+  /// over all ranks: their mean times their number.
+  Value sumOverRanks(StepBuilder &k, Value value) {
+    if (shardOptimizer == 0)
+      return value;
+    Value mean = AllReduceMeanOp::create(k.b, k.loc, ValueRange{value})
+                     .getResult(0);
+    return k.scale(mean, static_cast<double>(shardOptimizer));
   }
 
   void recordMetadata(ModuleOp module) {
@@ -540,6 +687,8 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
     set("training.grad_accum", std::to_string(gradAccum));
     if (dataParallel)
       set("training.data_parallel", "1");
+    if (shardOptimizer > 0)
+      set("training.shard_optimizer", std::to_string(shardOptimizer));
     if (gradClip != 0)
       set("training.grad_clip", shortest(gradClip));
     if (lossScale > 0)
@@ -620,23 +769,39 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
         updates.push_back({k.splat(sum.getType(), 0.0), name, name});
       }
     }
-    if (dataParallel)
+    // With a sharded optimizer each rank updates its shard of each bucket
+    // (`shards`), from here on in place of the parameters.
+    SmallVector<ShardedBucket> buckets;
+    SmallVector<Slot> shards;
+    if (shardOptimizer > 0) {
+      buckets = shardOverRanks(step, loss, slots);
+      takeParameterShards(k, buckets);
+      for (ShardedBucket &bucket : buckets)
+        shards.push_back(bucket.shard);
+    } else if (dataParallel) {
       averageOverRanks(step, loss, slots);
+    }
+    MutableArrayRef<Slot> updated = shardOptimizer > 0 ? shards : slots;
     SmallVector<Output> outputs{{loss, "loss", ""}};
     Value finite;
     if (lossScale > 0) {
       outputs.push_back(
           {lossScaleParam(b, module, loc, block), "loss_scale", ""});
-      finite = unscaleGradients(k, module, block, slots);
+      finite = unscaleGradients(k, module, block, updated);
     }
     Value lrNow = k.f64(lr);
     if (schedule != "constant" || warmupSteps != 0)
       lrNow = k.scale(scheduleFactor(k, k.sub(t, k.f64(1.0))), lr);
     outputs.push_back({k.convert(lrNow, b.getF32Type()), "lr", ""});
     if (gradClip != 0)
-      outputs.push_back({clipGradients(k, slots), "grad_norm", ""});
-    for (Slot &slot : slots)
+      outputs.push_back({clipGradients(k, updated), "grad_norm", ""});
+    // Each bucket's shards are gathered as soon as they are updated, while
+    // the next bucket's update runs.
+    for (auto [i, slot] : llvm::enumerate(updated)) {
       update(k, module, block, slot, lrNow, t, updates);
+      if (!buckets.empty())
+        gatherUpdate(k, module, buckets[i], updates);
+    }
     if (finite) {
       // A skipped update leaves the update count, the parameters and the
       // optimizer state as they were; the accumulators (which follow the

@@ -20,6 +20,7 @@
 #include <climits>
 #include <deque>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -39,11 +40,19 @@ public:
   virtual const DistributedInfo &info() const = 0;
   /// kiln_collective_all_reduce_mean_f32_begin; failures end the process.
   virtual int64_t beginMeanF32(float *data, int64_t count) = 0;
+  /// kiln_collective_reduce_scatter_mean_f32_begin and
+  /// kiln_collective_all_gather_f32_begin, for the world size they were
+  /// compiled for; failures end the process.
+  virtual int64_t beginReduceScatterMeanF32(const float *input, float *output,
+                                            int64_t count) = 0;
+  virtual int64_t beginAllGatherF32(const float *input, float *output,
+                                    int64_t count) = 0;
   /// kiln_collective_wait; failures end the process.
   virtual void wait(int64_t request) = 0;
   virtual Status barrier() = 0;
   virtual Status allReduce(double *values, size_t count, ReduceOp op) = 0;
   virtual Status broadcast(void *data, size_t bytes, int root) = 0;
+  virtual Status allGather(const void *input, void *output, size_t bytes) = 0;
   virtual double timeoutSeconds() const = 0;
   virtual Status finalize() = 0;
   virtual void abort(int exitCode) = 0;
@@ -54,6 +63,17 @@ class SingleRank final : public Communicator {
 public:
   const DistributedInfo &info() const override { return single; }
   int64_t beginMeanF32(float *, int64_t) override { return 0; }
+  // One rank's shard is the whole value.
+  int64_t beginReduceScatterMeanF32(const float *input, float *output,
+                                    int64_t count) override {
+    std::memcpy(output, input, static_cast<size_t>(count) * sizeof(float));
+    return 0;
+  }
+  int64_t beginAllGatherF32(const float *input, float *output,
+                            int64_t count) override {
+    std::memcpy(output, input, static_cast<size_t>(count) * sizeof(float));
+    return 0;
+  }
   void wait(int64_t) override {}
   Status barrier() override { return Status(); }
   Status allReduce(double *, size_t, ReduceOp) override { return Status(); }
@@ -61,6 +81,11 @@ public:
     if (root != 0)
       return invalidArgument("broadcast from rank ", root,
                              " in a run of one rank");
+    return Status();
+  }
+  Status allGather(const void *input, void *output, size_t bytes) override {
+    if (bytes > 0)
+      std::memcpy(output, input, bytes);
     return Status();
   }
   double timeoutSeconds() const override { return 0; }
@@ -98,6 +123,7 @@ public:
     Slot &slot = slots[index];
     slot.data = data;
     slot.count = count;
+    slot.what = "the all-reduce of " + std::to_string(count) + " f32 values";
     // MPI counts are ints: a larger buffer goes in pieces.
     for (int64_t offset = 0; offset < count; offset += INT_MAX) {
       int piece = static_cast<int>(std::min<int64_t>(count - offset, INT_MAX));
@@ -109,6 +135,49 @@ public:
         fatal("MPI_Iallreduce of " + std::to_string(count) +
               " f32 values failed: " + mpiErrorText(error));
     }
+    return static_cast<int64_t>(index) + 1;
+  }
+
+  int64_t beginReduceScatterMeanF32(const float *input, float *output,
+                                    int64_t count) override {
+    std::string what = "the reduce-scatter of " +
+                       std::to_string(count * information.worldSize) +
+                       " f32 values";
+    if (count > INT_MAX)
+      fatal(what + ": shards of more than " + std::to_string(INT_MAX) +
+            " values are not supported (use smaller --bucket-bytes)");
+    std::lock_guard<std::mutex> lock(mutex);
+    size_t index = takeSlot();
+    Slot &slot = slots[index];
+    slot.data = output;
+    slot.count = count;
+    slot.what = what;
+    slot.requests.push_back(MPI_REQUEST_NULL);
+    if (int error = MPI_Ireduce_scatter_block(
+            input, output, static_cast<int>(count), MPI_FLOAT, MPI_SUM, comm,
+            &slot.requests.back()))
+      fatal("MPI_Ireduce_scatter_block for " + what +
+            " failed: " + mpiErrorText(error));
+    return static_cast<int64_t>(index) + 1;
+  }
+
+  int64_t beginAllGatherF32(const float *input, float *output,
+                            int64_t count) override {
+    std::string what = "the all-gather of " +
+                       std::to_string(count * information.worldSize) +
+                       " f32 values";
+    if (count > INT_MAX)
+      fatal(what + ": shards of more than " + std::to_string(INT_MAX) +
+            " values are not supported (use smaller --bucket-bytes)");
+    std::lock_guard<std::mutex> lock(mutex);
+    size_t index = takeSlot();
+    Slot &slot = slots[index];
+    slot.what = what;
+    slot.requests.push_back(MPI_REQUEST_NULL);
+    if (int error = MPI_Iallgather(input, static_cast<int>(count), MPI_FLOAT,
+                                   output, static_cast<int>(count), MPI_FLOAT,
+                                   comm, &slot.requests.back()))
+      fatal("MPI_Iallgather for " + what + " failed: " + mpiErrorText(error));
     return static_cast<int64_t>(index) + 1;
   }
 
@@ -124,18 +193,19 @@ public:
               " is not outstanding");
       slot = &slots[static_cast<size_t>(request - 1)];
     }
-    Status status = waitFor(slot->requests, "the all-reduce of " +
-                                                std::to_string(slot->count) +
-                                                " f32 values (request " +
+    Status status = waitFor(slot->requests, slot->what + " (request " +
                                                 std::to_string(request) + ")");
     if (!status.ok())
       fatal(status.message());
-    // The mean, as PyTorch's DistributedDataParallel divides the sum.
+    // The mean, as PyTorch's DistributedDataParallel divides the sum (an
+    // all-gather has nothing to divide).
     float divisor = static_cast<float>(information.worldSize);
     for (int64_t i = 0; i < slot->count; ++i)
       slot->data[i] /= divisor;
     std::lock_guard<std::mutex> lock(mutex);
     slot->busy = false;
+    slot->data = nullptr;
+    slot->count = 0;
     slot->requests.clear();
     freeSlots.push_back(static_cast<size_t>(request - 1));
   }
@@ -189,6 +259,23 @@ public:
                                  " bytes from rank " + std::to_string(root));
   }
 
+  Status allGather(const void *input, void *output, size_t bytes) override {
+    if (bytes > INT_MAX)
+      return invalidArgument("an all-gather of ", bytes,
+                             " bytes per rank is more than one call takes");
+    std::vector<MPI_Request> requests(1, MPI_REQUEST_NULL);
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (int error = MPI_Iallgather(input, static_cast<int>(bytes), MPI_BYTE,
+                                     output, static_cast<int>(bytes), MPI_BYTE,
+                                     comm, &requests[0]))
+        return failure("MPI_Iallgather of " + std::to_string(bytes) +
+                       " bytes per rank failed: " + mpiErrorText(error));
+    }
+    return waitFor(requests, "an all-gather of " + std::to_string(bytes) +
+                                 " bytes per rank");
+  }
+
   double timeoutSeconds() const override { return timeout; }
 
   Status finalize() override {
@@ -213,8 +300,12 @@ public:
   }
 
 private:
+  /// An outstanding collective: its MPI requests, what it is (for
+  /// messages), and the `count` values at `data` to divide by the world
+  /// size once it is done (none for an all-gather).
   struct Slot {
     std::vector<MPI_Request> requests;
+    std::string what;
     float *data = nullptr;
     int64_t count = 0;
     bool busy = false;
@@ -400,6 +491,10 @@ Status broadcast(void *data, size_t bytes, int root) {
   return communicator().broadcast(data, bytes, root);
 }
 
+Status allGather(const void *input, void *output, size_t bytes) {
+  return communicator().allGather(input, output, bytes);
+}
+
 DistributedInfo distributedInfo() { return communicator().info(); }
 
 double collectiveTimeoutSeconds() { return communicator().timeoutSeconds(); }
@@ -410,6 +505,50 @@ extern "C" {
 
 int64_t kiln_collective_all_reduce_mean_f32_begin(float *data, int64_t count) {
   return kiln::runtime::communicator().beginMeanF32(data, count);
+}
+
+namespace {
+
+/// The sharded optimizer's collectives run only at the world size their
+/// step was compiled for (sessions refuse others; this guards callers that
+/// bypass them).
+kiln::runtime::Communicator &communicatorFor(int64_t ranks, const char *call) {
+  kiln::runtime::Communicator &comm = kiln::runtime::communicator();
+  int worldSize = comm.info().worldSize;
+  if (ranks != worldSize) {
+    std::fprintf(stderr,
+                 "kiln: error: rank %d of %d: %s: the step was compiled for "
+                 "%lld ranks (kilnc --shard-optimizer)\n",
+                 comm.info().rank, worldSize, call,
+                 static_cast<long long>(ranks));
+    comm.abort(1);
+    _exit(1);
+  }
+  return comm;
+}
+
+} // namespace
+
+int64_t kiln_collective_reduce_scatter_mean_f32_begin(const float *input,
+                                                      float *output,
+                                                      int64_t count,
+                                                      int64_t ranks) {
+  return communicatorFor(ranks, "kiln_collective_reduce_scatter_mean_f32_begin")
+      .beginReduceScatterMeanF32(input, output, count);
+}
+
+int64_t kiln_collective_all_gather_f32_begin(const float *input, float *output,
+                                             int64_t count, int64_t ranks) {
+  return communicatorFor(ranks, "kiln_collective_all_gather_f32_begin")
+      .beginAllGatherF32(input, output, count);
+}
+
+void kiln_collective_local_shard_f32(const float *input, float *output,
+                                     int64_t count, int64_t ranks) {
+  kiln::runtime::Communicator &comm =
+      communicatorFor(ranks, "kiln_collective_local_shard_f32");
+  std::memcpy(output, input + comm.info().rank * count,
+              static_cast<size_t>(count) * sizeof(float));
 }
 
 void kiln_collective_wait(int64_t request) {

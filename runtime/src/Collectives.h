@@ -42,6 +42,9 @@ Status allReduce(double *values, size_t count, ReduceOp op);
 /// Sends `bytes` bytes at `data` on rank `root` to `data` on every other
 /// rank, bounded by the collective timeout; a single rank returns at once.
 Status broadcast(void *data, size_t bytes, int root);
+/// Writes every rank's `bytes` bytes at `input` to `output`, in rank order,
+/// bounded by the collective timeout; a single rank copies.
+Status allGather(const void *input, void *output, size_t bytes);
 
 /// Where this process stands: what kiln_distributed_init said, or a single
 /// rank when it was not called (or after kiln_distributed_finalize).

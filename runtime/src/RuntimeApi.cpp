@@ -387,6 +387,7 @@ kiln_status_t kiln_bundle_get_parameter(const kiln_bundle_t *bundle,
     kiln_parameter_info_t info;
     info.tensor = tensorInfo(parameter.tensor());
     info.trainable = parameter.trainable() ? 1 : 0;
+    info.shard_ranks = static_cast<int>(parameter.shard_ranks());
     *out_info = info;
     return Status();
   });
@@ -442,6 +443,17 @@ kiln_status_t kiln_session_create(const kiln_bundle_t *bundle,
   KILN_REQUIRE(bundle);
   KILN_REQUIRE(out_session);
   return guarded([&]() -> Status {
+    // Sharded optimizer state has a size for one number of ranks.
+    int worldSize = distributedInfo().worldSize;
+    for (const bp::Parameter &parameter : manifestOf(bundle).parameters())
+      if (parameter.shard_ranks() != 0 &&
+          parameter.shard_ranks() != static_cast<uint32_t>(worldSize))
+        return invalidArgument(
+            bundle->reader->name(), ": its optimizer state is sharded over ",
+            parameter.shard_ranks(), " ranks (kilnc --shard-optimizer), so it "
+            "runs only with ", parameter.shard_ranks(), " ranks, not ",
+            worldSize, "; launch it with mpirun -np ", parameter.shard_ranks(),
+            " or recompile it with --shard-optimizer=", worldSize);
     std::unique_ptr<Backend> session;
     KILN_RETURN_IF_ERROR(createSession(
         bundle->reader, target_name ? target_name : "cpu", session));
@@ -535,6 +547,16 @@ kiln_status_t kiln_distributed_all_reduce_f64(double *values, size_t count,
                      : op == KILN_REDUCE_MIN ? ReduceOp::Min
                                              : ReduceOp::Max);
   });
+}
+
+kiln_status_t kiln_distributed_all_gather(const void *input, void *output,
+                                          size_t bytes) {
+  if (bytes > 0) {
+    KILN_REQUIRE(input);
+    KILN_REQUIRE(output);
+  }
+  return guarded(
+      [&]() -> Status { return kiln::runtime::allGather(input, output, bytes); });
 }
 
 } // extern "C"

@@ -1,6 +1,9 @@
 // RUN: kiln-opt %s --kiln-train-step="optimizer=sgd lr=0.1 data-parallel=true bucket-bytes=80" | FileCheck %s
 // RUN: kiln-opt %s --kiln-train-step="optimizer=sgd lr=0.1 data-parallel=true" | FileCheck %s --check-prefix=ONE
 // RUN: kiln-opt %s --kiln-train-step="optimizer=sgd lr=0.1 data-parallel=true grad-accum=2" | FileCheck %s --check-prefix=ACCUM
+// RUN: kiln-opt %s --kiln-train-step="optimizer=adam lr=0.1 data-parallel=true bucket-bytes=80 shard-optimizer=3 grad-clip=1.0" | FileCheck %s --check-prefix=SHARD
+// RUN: not kiln-opt %s --kiln-train-step="optimizer=sgd shard-optimizer=2" 2>&1 | FileCheck %s --check-prefix=NODP
+// NODP: kiln-train-step: shard-optimizer needs data-parallel
 
 // With accumulation, accumulate_step averages only its loss (reported with
 // train_step's); the gradients are averaged once, in train_step.
@@ -36,6 +39,42 @@
 // ONE: kiln.all_reduce_mean %{{.*}} : tensor<f32>
 // ONE: kiln.all_reduce_mean %{{.*}}, %{{.*}}, %{{.*}} : tensor<4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
 // ONE-NOT: kiln.all_reduce_mean
+// A sharded optimizer over 3 ranks: each bucket's gradients (b2 and w2: 20
+// values, padded to 21; w1: 16, padded to 18) are flattened, joined and
+// reduce-scattered right after the last of them; each rank updates its
+// shard of the bucket's parameters with its shard of the Adam state (7 and
+// 6 values), and the updated shards are gathered and cut back into
+// parameters, each bucket's right after its update. Clipping sums the
+// squares of the shards over the ranks (their mean times 3).
+// SHARD: training.shard_optimizer = "3"
+// SHARD-LABEL: func.func @train_step(
+// SHARD-SAME: tensor<7xf32> {kiln.name = "optimizer.bucket0.exp_avg.next", kiln.update = "optimizer.bucket0.exp_avg"}
+// SHARD-SAME: tensor<4xf32> {kiln.name = "b2.next", kiln.update = "b2"}, tensor<4x4xf32> {kiln.name = "w2.next", kiln.update = "w2"}
+// SHARD-SAME: tensor<6xf32> {kiln.name = "optimizer.bucket1.exp_avg_sq.next", kiln.update = "optimizer.bucket1.exp_avg_sq"}, tensor<4x4xf32> {kiln.name = "w1.next", kiln.update = "w1"}
+// SHARD-DAG: %[[W1:.*]] = kiln.get_param @w1
+// SHARD-DAG: %[[W2:.*]] = kiln.get_param @w2
+// SHARD-DAG: %[[B2:.*]] = kiln.get_param @b2
+// SHARD: kiln.all_reduce_mean %{{.*}} : tensor<f32>
+// SHARD-NEXT: %[[GB2:.*]] = kiln.mul %[[B2]], %[[B2]]
+// SHARD-NEXT: %[[GW2:.*]] = kiln.mul %[[W2]], %[[W2]]
+// SHARD: %[[FG2:.*]] = kiln.reshape %[[GW2]] : tensor<4x4xf32> to tensor<16xf32>
+// SHARD: %[[JOIN:.*]] = kiln.concat %{{.*}}, %[[FG2]], %{{.*}} {axis = 0 : i64} : tensor<4xf32>, tensor<16xf32>, tensor<1xf32>
+// SHARD-NEXT: %[[S0:.*]] = kiln.reduce_scatter_mean %[[JOIN]] {ranks = 3 : i64} : (tensor<21xf32>) -> tensor<7xf32>
+// SHARD-NEXT: kiln.add
+// SHARD: %[[S1:.*]] = kiln.reduce_scatter_mean %{{.*}} {ranks = 3 : i64} : (tensor<18xf32>) -> tensor<6xf32>
+// SHARD: %[[P0:.*]] = kiln.local_shard %{{.*}} {ranks = 3 : i64} : (tensor<21xf32>) -> tensor<7xf32>
+// SHARD: %[[P1:.*]] = kiln.local_shard %{{.*}} {ranks = 3 : i64} : (tensor<18xf32>) -> tensor<6xf32>
+// SHARD: %[[SQ:.*]] = kiln.all_reduce_mean %{{.*}} : tensor<f32>
+// SHARD: kiln.mul %[[SQ]], %{{.*}} : tensor<f32>
+// SHARD-NEXT: kiln.sqrt
+// SHARD: %[[NEW0:.*]] = kiln.sub %[[P0]], %{{.*}} : tensor<7xf32>
+// SHARD-NEXT: %[[G0:.*]] = kiln.all_gather %[[NEW0]] {ranks = 3 : i64} : (tensor<7xf32>) -> tensor<21xf32>
+// SHARD-NEXT: %[[PARTS:.*]]:3 = kiln.split %[[G0]] {axis = 0 : i64, sizes = array<i64: 4, 16, 1>}
+// SHARD: %[[NEW1:.*]] = kiln.sub %[[P1]], %{{.*}} : tensor<6xf32>
+// SHARD-NEXT: %[[G1:.*]] = kiln.all_gather %[[NEW1]] {ranks = 3 : i64} : (tensor<6xf32>) -> tensor<18xf32>
+// SHARD: kiln.param @optimizer.bucket0.exp_avg : tensor<7xf32> = dense<0.000000e+00> : tensor<7xf32> {kiln.optimizer_state, kiln.shard_ranks = 3 : i64}
+// SHARD: kiln.param @optimizer.bucket1.exp_avg_sq : tensor<6xf32> = dense<0.000000e+00> : tensor<6xf32> {kiln.optimizer_state, kiln.shard_ranks = 3 : i64}
+
 kiln.param @w1 : tensor<4x4xf32> = dense<1.0> : tensor<4x4xf32>
 kiln.param @w2 : tensor<4x4xf32> = dense<2.0> : tensor<4x4xf32>
 kiln.param @b2 : tensor<4xf32> = dense<0.5> : tensor<4xf32>

@@ -1,6 +1,7 @@
 // RUN: kiln-opt %s --kiln-train-step="optimizer=sgd lr=0.5 loss-scale=1024 loss-scale-growth-interval=3" | FileCheck %s
 // RUN: kiln-opt %s --kiln-train-step="optimizer=sgd grad-accum=2 loss-scale=8" | FileCheck %s --check-prefix=ACCUM
 // RUN: not kiln-opt %s --kiln-train-step="optimizer=sgd loss-scale=-1" 2>&1 | FileCheck %s --check-prefix=NEG
+// RUN: kiln-opt %s --kiln-train-step="optimizer=sgd lr=0.5 loss-scale=1024 data-parallel=true shard-optimizer=2" | FileCheck %s --check-prefix=SHARD
 // RUN: not kiln-opt %s --kiln-train-step="optimizer=sgd loss-scale=8 loss-scale-growth-interval=0" 2>&1 | FileCheck %s --check-prefix=INTERVAL
 
 // Dynamic loss scaling (kilnc --amp=fp16): the backward pass starts from the
@@ -25,6 +26,20 @@ func.func @forward_grad(%x: tensor<3xf32> {kiln.name = "x"}) -> (tensor<f32> {ki
   %g = kiln.mul %b, %x : tensor<3xf32>
   return %l, %g : tensor<f32>, tensor<3xf32>
 }
+
+// With a sharded optimizer each rank checks its shard of the gradients: the
+// ranks' sums of g * 0 are summed (their mean times 2) before the check, so
+// all skip the same updates.
+// SHARD-LABEL: func.func @train_step(
+// SHARD: %[[G:.*]] = kiln.reduce_scatter_mean %{{.*}} {ranks = 2 : i64} : (tensor<4xf32>) -> tensor<2xf32>
+// SHARD: %[[UNSCALED:.*]] = kiln.mul %[[G]], %{{.*}} : tensor<2xf32>
+// SHARD: %[[ZEROS:.*]] = kiln.mul %[[UNSCALED]], %{{.*}} : tensor<2xf32>
+// SHARD: kiln.reduce_sum %[[ZEROS]]
+// SHARD: %[[MEAN:.*]] = kiln.all_reduce_mean %{{.*}} : tensor<f32>
+// SHARD: %[[SUM:.*]] = kiln.mul %[[MEAN]], %{{.*}} : tensor<f32>
+// SHARD: %[[FINITE:.*]] = kiln.compare <eq>, %[[SUM]], %{{.*}} : tensor<f32>
+// SHARD: kiln.all_gather
+// SHARD: kiln.select %{{.*}}, %{{.*}}, %{{.*}} : tensor<3xi1>, tensor<3xf32>
 
 // CHECK: module attributes {kiln.metadata = {{{.*}}training.loss_scale = "dynamic"
 // CHECK-LABEL: func.func @train_step(

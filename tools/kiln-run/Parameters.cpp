@@ -180,23 +180,36 @@ bool setParameters(const kiln_bundle_t *bundle, kiln_session_t *session,
       return false;
     }
     const kiln_tensor_info_t &declared = parameter.tensor;
-    bool sameShape =
-        array.array.shape.size() == static_cast<size_t>(declared.rank) &&
-        std::equal(array.array.shape.begin(), array.array.shape.end(),
-                   declared.shape);
-    if (array.array.elementType != declared.element_type || !sameShape) {
+    // A sharded state is stored whole (every rank's shard, as
+    // encodeSafetensors gathers it); this rank takes its own.
+    std::vector<int64_t> expected(declared.shape,
+                                  declared.shape + declared.rank);
+    if (parameter.shard_ranks > 0 && declared.rank == 1)
+      expected[0] *= parameter.shard_ranks;
+    if (array.array.elementType != declared.element_type ||
+        array.array.shape != expected) {
       printError(source + ": array '" + array.name + "' has type " +
                  kiln::runtime::describeTensorType(array.array.elementType,
                                                    array.array.shape.data(),
                                                    array.array.shape.size()) +
                  ", the parameter is " +
-                 kiln::runtime::describeTensorType(
-                     declared.element_type, declared.shape, declared.rank));
+                 kiln::runtime::describeTensorType(declared.element_type,
+                                                   expected.data(),
+                                                   expected.size()) +
+                 (parameter.shard_ranks > 0
+                      ? " (sharded over " +
+                            std::to_string(parameter.shard_ranks) + " ranks)"
+                      : ""));
       return false;
     }
-    if (kiln_status_t error = kiln_session_set_parameter(
-            session, array.name.c_str(), array.array.data.data(),
-            array.array.data.size()))
+    const uint8_t *data = array.array.data.data();
+    size_t size = array.array.data.size();
+    if (parameter.shard_ranks > 0) {
+      size /= static_cast<size_t>(parameter.shard_ranks);
+      data += size * static_cast<size_t>(distributedInfo().rank);
+    }
+    if (kiln_status_t error =
+            kiln_session_set_parameter(session, array.name.c_str(), data, size))
       return failed(error, source);
   }
   if (!requireAll)
@@ -245,9 +258,21 @@ bool encodeSafetensors(const kiln_bundle_t *bundle, kiln_session_t *session,
     if (kiln_status_t error = kiln_session_get_parameter(
             session, tensor.name, value.data(), value.size()))
       return failed(error);
+    std::vector<int64_t> dims(tensor.shape, tensor.shape + tensor.rank);
+    // A sharded state is gathered from every rank and stored whole.
+    if (parameter.shard_ranks > 0 && tensor.rank == 1) {
+      std::string whole(value.size() *
+                            static_cast<size_t>(parameter.shard_ranks),
+                        '\0');
+      if (kiln_status_t error = kiln_distributed_all_gather(
+              value.data(), whole.data(), value.size()))
+        return failed(error);
+      value = std::move(whole);
+      dims[0] *= parameter.shard_ranks;
+    }
     std::string shape;
-    for (int32_t d = 0; d < tensor.rank; ++d)
-      shape += (d ? "," : "") + std::to_string(tensor.shape[d]);
+    for (size_t d = 0; d < dims.size(); ++d)
+      shape += (d ? "," : "") + std::to_string(dims[d]);
     header += std::string(i ? "," : "") + jsonQuote(tensor.name) +
               ":{\"dtype\":\"" + safetensorsDtype(tensor.element_type) +
               "\",\"shape\":[" + shape + "],\"data_offsets\":[" +
@@ -300,13 +325,29 @@ bool decodeSafetensors(const std::string &bytes, const std::string &path,
   return true;
 }
 
+bool hasShardedState(const kiln_bundle_t *bundle) {
+  kiln_bundle_info_t info;
+  if (kiln_bundle_get_info(bundle, &info) != KILN_OK)
+    return false;
+  for (size_t i = 0; i < info.parameter_count; ++i) {
+    kiln_parameter_info_t parameter;
+    if (kiln_bundle_get_parameter(bundle, i, &parameter) == KILN_OK &&
+        parameter.shard_ranks > 0)
+      return true;
+  }
+  return false;
+}
+
 bool saveParameters(const Options &options, const kiln_bundle_t *bundle,
                     kiln_session_t *session) {
   if (options.saveParams.empty())
     return true;
+  bool root = distributedInfo().rank == 0;
+  if (!root && !hasShardedState(bundle))
+    return true;
   std::string bytes;
   return encodeSafetensors(bundle, session, bytes) &&
-         writeFileAtomically(options.saveParams, bytes);
+         (!root || writeFileAtomically(options.saveParams, bytes));
 }
 
 bool writeFileAtomically(const std::string &path, const std::string &bytes) {

@@ -19,8 +19,10 @@ namespace kiln::run {
 
 /// Sets each of `arrays` as the value of the parameter of its name, each
 /// checked against the parameter's declared type and shape; `source` names
-/// the file in errors. With `requireAll`, every parameter of the bundle must
-/// be among them.
+/// the file in errors. A sharded optimizer state is expected whole (every
+/// rank's shard, as encodeSafetensors stores it); this rank takes its
+/// shard. With `requireAll`, every parameter of the bundle must be among
+/// them.
 bool setParameters(const kiln_bundle_t *bundle, kiln_session_t *session,
                    const std::vector<NamedArray> &arrays,
                    const std::string &source, bool requireAll);
@@ -30,16 +32,22 @@ bool loadParameters(const Options &options, const kiln_bundle_t *bundle,
                     kiln_session_t *session);
 
 /// Every parameter and optimizer state tensor of the session, in the
-/// bundle's order, as the bytes of a safetensors file.
+/// bundle's order, as the bytes of a safetensors file. Optimizer state
+/// sharded over the ranks (kilnc --shard-optimizer) is gathered and stored
+/// whole, so every rank must call it then (hasShardedState).
 bool encodeSafetensors(const kiln_bundle_t *bundle, kiln_session_t *session,
                        std::string &bytes);
+
+/// Whether the bundle holds optimizer state sharded over the ranks.
+bool hasShardedState(const kiln_bundle_t *bundle);
 
 /// The tensors of the safetensors file `bytes` (read from `path`, which
 /// errors name), in header order.
 bool decodeSafetensors(const std::string &bytes, const std::string &path,
                        std::vector<NamedArray> &arrays);
 
-/// Writes the session's parameters to --save-params, if given.
+/// Writes the session's parameters to --save-params, if given (rank 0; with
+/// sharded state every rank must call it).
 bool saveParameters(const Options &options, const kiln_bundle_t *bundle,
                     kiln_session_t *session);
 

@@ -441,19 +441,21 @@ public:
           std::chrono::duration<double>(now - start).count();
       report.stepsThisRun = step + 1 - firstStep;
       // The replicated state and the reports are the same on every rank:
-      // rank 0 alone writes them.
-      if (!isRoot())
-        continue;
-      progress.report(report);
-      if (!metrics.append(report))
-        return false;
+      // rank 0 alone writes them (sharded state is gathered to it).
+      if (isRoot()) {
+        progress.report(report);
+        if (!metrics.append(report))
+          return false;
+      }
       if (checkpointDue(report.step) && !checkpoint(report.step))
         return false;
     }
-    if (!isRoot())
-      return true;
-    progress.finish();
-    return metrics.sync() && saveParameters(options, bundle, session.get());
+    if (isRoot()) {
+      progress.finish();
+      if (!metrics.sync())
+        return false;
+    }
+    return saveParameters(options, bundle, session.get());
   }
 
 private:
@@ -675,12 +677,18 @@ private:
     return info;
   }
 
+  /// Rank 0 writes the checkpoint; with sharded optimizer state every rank
+  /// takes part in gathering it.
   bool checkpoint(long step) {
+    if (!isRoot() && !hasShardedState(bundle))
+      return true;
     std::string parameters;
     CheckpointInfo info = describeRun(step);
-    return metrics.sync() &&
-           encodeSafetensors(bundle, session.get(), parameters) &&
-           writeCheckpoint(options.checkpointDir, info, parameters);
+    if (!encodeSafetensors(bundle, session.get(), parameters))
+      return false;
+    return !isRoot() ||
+           (metrics.sync() &&
+            writeCheckpoint(options.checkpointDir, info, parameters));
   }
 
   /// A fresh run checks the directory; --resume loads its latest checkpoint

@@ -129,6 +129,13 @@ cl::opt<int64_t> bucketBytes(
     cl::desc("--data-parallel: the most gradient bytes one all-reduce "
              "carries (default 25 MiB)"),
     cl::value_desc("N"), cl::init(25 << 20), cl::cat(category()));
+cl::opt<int64_t> shardOptimizer(
+    "shard-optimizer",
+    cl::desc("--data-parallel: shard the optimizer state over N ranks "
+             "(ZeRO-1: each bucket's gradients reduce-scattered, each rank "
+             "updating its shard, the parameters all-gathered); the bundle "
+             "then runs with exactly N ranks (CPU target only)"),
+    cl::value_desc("N"), cl::init(0), cl::cat(category()));
 
 cl::opt<double> lossScaleInit(
     "loss-scale",
@@ -205,6 +212,8 @@ bool kilnc::trainingRequested() { return !optimizer.empty(); }
 
 bool kilnc::lossRequested() { return !loss.empty(); }
 
+bool kilnc::shardedOptimizer() { return shardOptimizer > 0; }
+
 Error kilnc::checkTrainingFlags(bool gradients, bool lossScaling) {
   auto error = [](const Twine &message) {
     return createStringError(inconvertibleErrorCode(), message);
@@ -228,6 +237,13 @@ Error kilnc::checkTrainingFlags(bool gradients, bool lossScaling) {
   if (bucketBytes < 1)
     return error("--bucket-bytes must be at least 1, not " +
                  Twine(bucketBytes));
+  if (shardOptimizer.getNumOccurrences() && !dataParallel)
+    return error("--shard-optimizer applies to --data-parallel");
+  if (shardOptimizer.getNumOccurrences() &&
+      (shardOptimizer < 1 || shardOptimizer > 65536))
+    return error("--shard-optimizer must be a number of ranks in [1, 65536], "
+                 "not " +
+                 Twine(shardOptimizer));
   if (!optimizer.empty() &&
       !llvm::is_contained({"sgd", "adam", "adamw", "adagrad"}, optimizer))
     return error("--optimizer must be sgd, adam, adamw or adagrad, not '" +
@@ -307,6 +323,7 @@ void kilnc::addTrainingPasses(mlir::PassManager &pm, bool lossScaling) {
   step.gradAccum = gradAccum;
   step.dataParallel = dataParallel;
   step.bucketBytes = bucketBytes;
+  step.shardOptimizer = shardOptimizer;
   if (lossScaling) {
     step.lossScale = lossScaleInit;
     step.lossScaleGrowthInterval = lossScaleGrowthInterval;

@@ -27,6 +27,9 @@ bool trainingRequested();
 /// Whether kilnc is to build a loss (--loss).
 bool lossRequested();
 
+/// Whether the optimizer state is to be sharded (--shard-optimizer).
+bool shardedOptimizer();
+
 /// Checks the training flags against each other; `gradients` is --gradients,
 /// `lossScaling` whether the step scales its loss (--amp=fp16).
 llvm::Error checkTrainingFlags(bool gradients, bool lossScaling);

@@ -67,6 +67,9 @@ struct CompiledParam {
   mlir::DenseElementsAttr value;
   /// False for optimizer state.
   bool trainable = true;
+  /// Optimizer state sharded over this many ranks (kilnc --shard-optimizer):
+  /// each rank holds its own shard. 0: the same on every rank.
+  int64_t shardRanks = 0;
 };
 
 struct CompiledModel {

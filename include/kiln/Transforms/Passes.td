@@ -160,6 +160,19 @@ def KilnTrainStep : Pass<"kiln-train-step", "mlir::ModuleOp"> {
     from S / K (as `scaler.scale(loss / K).backward()` in PyTorch), so the
     accumulated gradients are the mean's without a further division.
 
+    With `data-parallel`, the gradients (in buckets of at most
+    `bucket-bytes`, each right after the backward pass finishes its last
+    gradient) and the loss are averaged over the ranks with
+    `kiln.all_reduce_mean`. With `shard-optimizer` N as well, the optimizer
+    state is sharded over N ranks (ZeRO-1): each bucket's gradients,
+    flattened, joined and padded to a multiple of N, are reduce-scattered
+    (`kiln.reduce_scatter_mean`), each rank updates its shard of the
+    bucket's parameters (`kiln.local_shard`) with its shard of the state
+    (`optimizer.bucket<i>.<state>`, 1/N of the bucket each, marked
+    `kiln.shard_ranks = N`), and the updated shards are gathered back
+    (`kiln.all_gather`). Gradient clipping and the loss scale's finite check
+    sum their partial sums over the ranks.
+
     Also builds `eval_step`: `function` returning only the loss.
   }];
   let options = [
@@ -196,6 +209,9 @@ def KilnTrainStep : Pass<"kiln-train-step", "mlir::ModuleOp"> {
            "(kiln.all_reduce_mean), bucket by bucket">,
     Option<"bucketBytes", "bucket-bytes", "int64_t", "26214400",
            "data-parallel: the most gradient bytes one all-reduce carries">,
+    Option<"shardOptimizer", "shard-optimizer", "int64_t", "0",
+           "data-parallel: shard the optimizer state over this many ranks "
+           "(ZeRO-1); 0: every rank holds all of it">,
     Option<"lossScale", "loss-scale", "double", "0.0",
            "Dynamic loss scaling (for f16 products): the initial scale; 0: "
            "none">,
@@ -586,6 +602,13 @@ def KilnLowerCollectives : Pass<"kiln-lower-collectives", "mlir::ModuleOp"> {
     first later op that touches the buffer (through any view of it, or a
     pointer computed from it, as library calls take them), so the reduction
     runs while the kernels in between do. The buffers must be contiguous.
+
+    The sharded optimizer's ops likewise: `kiln.reduce_scatter_mean` calls
+    `kiln_collective_reduce_scatter_mean_f32_begin(input, output, shard,
+    ranks)` and `kiln.all_gather` `kiln_collective_all_gather_f32_begin`,
+    each waited for before the first later op that touches its input or
+    its output; `kiln.local_shard` is a call of
+    `kiln_collective_local_shard_f32`, which copies at once.
   }];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::LLVM::LLVMDialect",

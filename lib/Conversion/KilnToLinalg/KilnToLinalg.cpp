@@ -28,7 +28,8 @@ struct ConvertKilnToLinalgPass
     // Parameters stay as module symbols: their values go into the bundle.
     target.addLegalOp<ParamOp>();
     // Collectives stay kiln ops until the target lowers their buffer form.
-    target.addLegalOp<AllReduceMeanOp>();
+    target.addLegalOp<AllReduceMeanOp, ReduceScatterMeanOp, AllGatherOp,
+                      LocalShardOp>();
     RewritePatternSet patterns(context);
     lowering::populateElementwiseLoweringPatterns(patterns);
     lowering::populateStructuredLoweringPatterns(patterns);

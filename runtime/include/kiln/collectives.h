@@ -38,8 +38,31 @@ extern "C" {
 KILN_COLLECTIVE_API int64_t kiln_collective_all_reduce_mean_f32_begin(
     float *data, int64_t count);
 
-/* Waits until the request's reduction is done and `data` holds the mean; the
- * request is then free. Request 0 returns at once. */
+/* The sharded optimizer's collectives (kilnc --shard-optimizer). `ranks` is
+ * the world size the step was compiled for; a run of another size is an
+ * error (as above). `input` and `output` must not overlap. */
+
+/* Starts writing to `output` this rank's shard, `count` values, of the mean
+ * over all ranks of their `ranks * count` values at `input` (shard r is
+ * elements [r * count, (r + 1) * count)). Returns a request to wait on
+ * before either buffer is touched again; 0 when done at once (one rank). */
+KILN_COLLECTIVE_API int64_t kiln_collective_reduce_scatter_mean_f32_begin(
+    const float *input, float *output, int64_t count, int64_t ranks);
+
+/* Starts writing to `output` every rank's `count` values at `input`, rank
+ * 0's first; a request as above. */
+KILN_COLLECTIVE_API int64_t kiln_collective_all_gather_f32_begin(
+    const float *input, float *output, int64_t count, int64_t ranks);
+
+/* Copies this rank's shard, `count` values, of the `ranks * count` values at
+ * `input` to `output`. No communication. */
+KILN_COLLECTIVE_API void kiln_collective_local_shard_f32(const float *input,
+                                                         float *output,
+                                                         int64_t count,
+                                                         int64_t ranks);
+
+/* Waits until the request's collective is done and its output holds the
+ * result; the request is then free. Request 0 returns at once. */
 KILN_COLLECTIVE_API void kiln_collective_wait(int64_t request);
 
 #ifdef __cplusplus

@@ -176,6 +176,10 @@ typedef struct kiln_parameter_info_t {
   kiln_tensor_info_t tensor;
   /* Nonzero when training updates the parameter. */
   int trainable;
+  /* Nonzero for optimizer state sharded over this many ranks (kilnc
+   * --shard-optimizer): each rank's session holds its own shard, and a
+   * session opens only in a run of exactly this many ranks. */
+  int shard_ranks;
 } kiln_parameter_info_t;
 
 /* Opens the bundle at `path`: maps it read-only and checks everything (magic,
@@ -279,7 +283,9 @@ typedef struct kiln_session_t kiln_session_t;
  * Errors: KILN_STATUS_NOT_FOUND for an unknown target or a kernel the code
  * does not export, KILN_STATUS_UNSUPPORTED for a target this runtime cannot
  * run (a CUDA target without an NVIDIA driver, a device or the CUDA backend
- * library, naming what is missing) or code for another architecture.
+ * library, naming what is missing) or code for another architecture,
+ * KILN_STATUS_INVALID_ARGUMENT for a bundle whose optimizer state is sharded
+ * over another number of ranks than the run has (kiln_parameter_info_t).
  * Thread safety: safe from any thread; sessions are independent of each
  * other, each with its own arena, parameters and copy of the code. */
 KILN_API kiln_status_t kiln_session_create(const kiln_bundle_t *bundle,
@@ -407,6 +413,13 @@ typedef enum kiln_reduce_op_t {
 KILN_API kiln_status_t kiln_distributed_all_reduce_f64(double *values,
                                                        size_t count,
                                                        kiln_reduce_op_t op);
+
+/* Writes every rank's `bytes` bytes at `input` to `output` (world size times
+ * `bytes`), rank 0's first: e.g. to save the shards of a sharded optimizer
+ * state. A single rank copies. Errors as kiln_distributed_barrier.
+ * Thread safety: as kiln_distributed_barrier. */
+KILN_API kiln_status_t kiln_distributed_all_gather(const void *input,
+                                                   void *output, size_t bytes);
 
 #ifdef __cplusplus
 } /* extern "C" */
