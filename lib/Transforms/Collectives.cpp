@@ -229,11 +229,11 @@ struct KilnLowerCollectivesPass
       auto type = cast<MemRefType>(buffer.getType());
       if (!type.getLayout().isIdentity())
         return op.emitError("averages only contiguous buffers, not ") << type;
+      Value address = addressOf(b, loc, buffer);
       Value count = arith::ConstantOp::create(
           b, loc, b.getI64IntegerAttr(type.getNumElements()));
       Value request =
-          func::CallOp::create(b, loc, begin,
-                               ValueRange{addressOf(b, loc, buffer), count})
+          func::CallOp::create(b, loc, begin, ValueRange{address, count})
               .getResult(0);
       waitBeforeNextTouch(op, buffer, request, wait);
     }

@@ -146,6 +146,7 @@ private:
                          " bytes or above 2^62");
     std::set<std::string> names;
     std::vector<std::pair<uint64_t, uint64_t>> ranges;
+    uint32_t shardRanks = 0;
     for (int i = 0; i < manifest.parameters_size(); ++i) {
       const bp::Parameter &parameter = manifest.parameters(i);
       uint64_t bytes = 0;
@@ -182,6 +183,20 @@ private:
       } else {
         return formatError(what, " has unknown init ",
                            static_cast<int>(parameter.init()));
+      }
+      if (parameter.shard_ranks() != 0) {
+        // A rank's shard of an optimizer state (kilnc --shard-optimizer),
+        // all over the same ranks.
+        if (parameter.trainable() || parameter.tensor().shape_size() != 1 ||
+            parameter.tensor().element_type() != bp::F32)
+          return formatError(what, ": only 1-D f32 optimizer state can be "
+                                   "sharded over the ranks (shard_ranks ",
+                             parameter.shard_ranks(), ")");
+        if (shardRanks != 0 && shardRanks != parameter.shard_ranks())
+          return formatError(what, ": sharded over ",
+                             parameter.shard_ranks(),
+                             " ranks, another parameter over ", shardRanks);
+        shardRanks = parameter.shard_ranks();
       }
       if (bytes > 0)
         ranges.emplace_back(parameter.weights_offset(), bytes);

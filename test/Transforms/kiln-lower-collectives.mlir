@@ -45,3 +45,34 @@ func.func @tensors(%x: tensor<4xf32>) -> tensor<4xf32> {
   %y = kiln.all_reduce_mean %x : tensor<4xf32>
   return %y : tensor<4xf32>
 }
+
+// -----
+
+// The sharded optimizer's collectives: each starts where the op was (input,
+// output, shard elements, ranks) and is waited for before the first later
+// op touching its input or its output; a local shard is one call.
+// CHECK-DAG: func.func private @kiln_collective_reduce_scatter_mean_f32_begin(!llvm.ptr, !llvm.ptr, i64, i64) -> i64
+// CHECK-DAG: func.func private @kiln_collective_all_gather_f32_begin(!llvm.ptr, !llvm.ptr, i64, i64) -> i64
+// CHECK-DAG: func.func private @kiln_collective_local_shard_f32(!llvm.ptr, !llvm.ptr, i64, i64)
+// CHECK-LABEL: func.func @sharded(
+// CHECK-SAME: %[[FLAT:[a-z0-9]+]]: memref<12xf32>, %[[SHARD:[a-z0-9]+]]: memref<4xf32>, %[[OTHER:[a-z0-9]+]]: memref<4xf32>, %[[PARAM:[a-z0-9]+]]: memref<4xf32>, %[[WHOLE:[a-z0-9]+]]: memref<12xf32>
+// CHECK: %[[C4:.*]] = arith.constant 4 : i64
+// CHECK: %[[C3:.*]] = arith.constant 3 : i64
+// CHECK: %[[RS:.*]] = call @kiln_collective_reduce_scatter_mean_f32_begin(%{{.*}}, %{{.*}}, %[[C4]], %[[C3]])
+// CHECK-NEXT: linalg.fill {{.*}} outs(%[[OTHER]]
+// CHECK: call @kiln_collective_local_shard_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, !llvm.ptr, i64, i64) -> ()
+// CHECK-NEXT: call @kiln_collective_wait(%[[RS]])
+// CHECK-NEXT: linalg.fill {{.*}} outs(%[[SHARD]]
+// CHECK: %[[AG:.*]] = call @kiln_collective_all_gather_f32_begin(
+// CHECK-NEXT: call @kiln_collective_wait(%[[AG]])
+// CHECK-NEXT: linalg.fill {{.*}} outs(%[[WHOLE]]
+func.func @sharded(%flat: memref<12xf32>, %shard: memref<4xf32>, %other: memref<4xf32>, %param: memref<4xf32>, %whole: memref<12xf32>) {
+  %zero = arith.constant 0.0 : f32
+  kiln.reduce_scatter_mean %flat, %shard {ranks = 3 : i64} : (memref<12xf32>, memref<4xf32>) -> ()
+  linalg.fill ins(%zero : f32) outs(%other : memref<4xf32>)
+  kiln.local_shard %whole, %param {ranks = 3 : i64} : (memref<12xf32>, memref<4xf32>) -> ()
+  linalg.fill ins(%zero : f32) outs(%shard : memref<4xf32>)
+  kiln.all_gather %param, %whole {ranks = 3 : i64} : (memref<4xf32>, memref<12xf32>) -> ()
+  linalg.fill ins(%zero : f32) outs(%whole : memref<12xf32>)
+  return
+}

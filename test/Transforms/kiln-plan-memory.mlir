@@ -262,3 +262,29 @@ func.func @phases(%x: memref<16xf32>, %y: memref<32xf32>, %out: memref<16xf32>) 
   memref.copy %g, %out : memref<16xf32> to memref<16xf32> loc(fused<"kiln.optimizer">[unknown])
   return
 }
+
+// -----
+
+// A reduce-scatter reads its input until the wait the target puts before
+// the next op touching its input or output: the input (%in, 64 bytes at 0)
+// stays alive as long as the output (%shard) does, so %tmp, allocated after
+// the collective, does not take its place but the next 64 bytes.
+// CHECK-LABEL: func.func @collective_input(
+// CHECK-SAME: %[[ARENA:[^:]*]]: memref<192xi8> {kiln.arena})
+// CHECK: %[[OFF_IN:.*]] = arith.constant 0 : index
+// CHECK: %[[IN:.*]] = memref.view %[[ARENA]][%[[OFF_IN]]][] : memref<192xi8> to memref<16xf32>
+// CHECK: %[[SHARD:.*]] = memref.view %[[ARENA]][%{{.*}}][] : memref<192xi8> to memref<8xf32>
+// CHECK: kiln.reduce_scatter_mean %[[IN]], %[[SHARD]]
+// CHECK: %[[OFF_T:.*]] = arith.constant 64 : index
+// CHECK: memref.view %[[ARENA]][%[[OFF_T]]][] : memref<192xi8> to memref<16xf32>
+func.func @collective_input(%x: memref<16xf32>, %out: memref<8xf32>, %out2: memref<16xf32>) {
+  %in = memref.alloc() : memref<16xf32>
+  memref.copy %x, %in : memref<16xf32> to memref<16xf32>
+  %shard = memref.alloc() : memref<8xf32>
+  kiln.reduce_scatter_mean %in, %shard {ranks = 2 : i64} : (memref<16xf32>, memref<8xf32>) -> ()
+  %tmp = memref.alloc() : memref<16xf32>
+  memref.copy %x, %tmp : memref<16xf32> to memref<16xf32>
+  memref.copy %tmp, %out2 : memref<16xf32> to memref<16xf32>
+  memref.copy %shard, %out : memref<8xf32> to memref<8xf32>
+  return
+}

@@ -330,6 +330,45 @@ def check(args):
     return 1 if bad else 0
 
 
+def check_sharded_state(args):
+    """Each gathered bucket of a sharded optimizer state (optimizer.bucket<i>.
+    <state>, every rank's shard in rank order) is the unsharded run's states
+    of its parameters, flattened one after another, then zero padding of
+    fewer elements than the ranks."""
+    plain = read_safetensors(args.unsharded)
+    sharded = read_safetensors(args.sharded)
+    unused = {n: v.ravel() for n, v in plain.items()
+              if "." in n and not n.startswith(("optimizer.", "amp."))
+              and n.rsplit(".", 1)[1] in STATE_SUFFIXES}
+    buckets = {n: v for n, v in sharded.items()
+               if re.match(r"optimizer\.bucket\d+\.", n)}
+    bad = 0
+    for name, values in sorted(buckets.items()):
+        kind = name.rsplit(".", 1)[1]
+        pos = 0
+        while pos < len(values):
+            match = next((n for n, v in unused.items()
+                          if n.endswith("." + kind) and pos + len(v) <= len(values)
+                          and np.allclose(values[pos:pos + len(v)], v,
+                                          rtol=args.rtol, atol=args.atol)), None)
+            if match is None:
+                break
+            pos += len(unused.pop(match))
+        padding = values[pos:]
+        if len(padding) >= args.ranks or np.any(padding != 0):
+            print("error: %s: elements from %d match no parameter's %s" % (
+                name, pos, kind))
+            bad += 1
+    for name in unused:
+        print("error: %s is in no bucket of %s" % (name, args.sharded))
+        bad += 1
+    print("%d buckets of sharded state compared, %d differ" % (len(buckets), bad))
+    return 1 if bad or not buckets else 0
+
+
+STATE_SUFFIXES = ("exp_avg", "exp_avg_sq", "momentum_buffer", "sum")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -380,7 +419,15 @@ def main():
                     "(e.g. 'net.' for the logits-only export)")
     cp.add_argument("--exclude", default="",
                     help="skip parameters whose name matches this regex")
+    cs = sub.add_parser("check-sharded-state")
+    cs.add_argument("unsharded")
+    cs.add_argument("sharded")
+    cs.add_argument("--ranks", type=int, required=True)
+    cs.add_argument("--rtol", type=float, default=1e-4)
+    cs.add_argument("--atol", type=float, default=1e-6)
     args = parser.parse_args()
+    if args.command == "check-sharded-state":
+        return check_sharded_state(args)
     if args.command == "prepare":
         prepare(args)
         return 0

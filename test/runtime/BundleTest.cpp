@@ -499,6 +499,10 @@ TEST(BundleReader, RejectsEachBrokenManifestRule) {
              static_cast<bp::Parameter::Init>(7));
        },
        "parameter 2 'acc' has unknown init 7"},
+      {"sharded trainable parameter",
+       [](bp::Manifest &m) { m.mutable_parameters(0)->set_shard_ranks(2); },
+       "parameter 0 'w': only 1-D f32 optimizer state can be sharded over "
+       "the ranks (shard_ranks 2)"},
       {"parameters overlap",
        [](bp::Manifest &m) { m.mutable_parameters(1)->set_weights_offset(0); },
        "parameters overlap in the weights section at offset 0"},

@@ -648,6 +648,20 @@ TEST_F(CpuSession, DataParallelStepOnOneRank) {
   expectStatus(kiln_distributed_all_reduce_f64(
                    values, 2, static_cast<kiln_reduce_op_t>(7)),
                KILN_STATUS_INVALID_ARGUMENT, "unknown reduction 7");
+  // A world of one: its shard is the whole value, a gather a copy.
+  float whole[3] = {1, 2, 3}, shard[3] = {}, gathered[3] = {};
+  EXPECT_EQ(kiln_collective_reduce_scatter_mean_f32_begin(whole, shard, 3, 1),
+            0);
+  kiln_collective_local_shard_f32(whole, gathered, 3, 1);
+  EXPECT_EQ(shard[2], 3);
+  EXPECT_EQ(gathered[1], 2);
+  EXPECT_EQ(kiln_collective_all_gather_f32_begin(shard, gathered, 3, 1), 0);
+  EXPECT_EQ(gathered[0], 1);
+  char bytes[4] = {'k', 'i', 'l', 'n'}, copy[4] = {};
+  EXPECT_EQ(kiln_distributed_all_gather(bytes, copy, sizeof(bytes)), KILN_OK);
+  EXPECT_EQ(std::string(copy, 4), "kiln");
+  expectStatus(kiln_distributed_all_gather(nullptr, copy, 4),
+               KILN_STATUS_INVALID_ARGUMENT, "input");
   kiln_distributed_abort(1); // a single rank: returns
   EXPECT_EQ(kiln_distributed_finalize(), KILN_OK);
   EXPECT_EQ(kiln_distributed_finalize(), KILN_OK);

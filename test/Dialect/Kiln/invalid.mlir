@@ -1281,3 +1281,43 @@ func.func @all_reduce_mean_empty() {
   "kiln.all_reduce_mean"() : () -> ()
   return
 }
+
+// -----
+
+func.func @reduce_scatter_uneven(%a: tensor<10xf32>) {
+  // expected-error @+1 {{needs the whole value (10 elements) to be 3 shards of 4}}
+  %r = kiln.reduce_scatter_mean %a {ranks = 3 : i64} : (tensor<10xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @all_gather_2d(%a: tensor<2x2xf32>) {
+  // expected-error @+1 {{works on 1-D values, not 'tensor<2x2xf32>'}}
+  %r = kiln.all_gather %a {ranks = 2 : i64} : (tensor<2x2xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @local_shard_f16(%a: tensor<8xf16>) {
+  // expected-error @+1 {{works on f32 values, not 'tensor<8xf16>'}}
+  %r = kiln.local_shard %a {ranks = 2 : i64} : (tensor<8xf16>) -> tensor<4xf16>
+  return
+}
+
+// -----
+
+func.func @all_gather_both(%a: memref<4xf32>, %b: memref<8xf32>) {
+  // expected-error @+1 {{takes a tensor and returns one, or takes two buffers}}
+  %r = "kiln.all_gather"(%a, %b) {ranks = 2 : i64} : (memref<4xf32>, memref<8xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @local_shard_zero_ranks(%a: tensor<8xf32>) {
+  // expected-error @+1 {{attribute 'ranks' failed to satisfy constraint}}
+  %r = kiln.local_shard %a {ranks = 0 : i64} : (tensor<8xf32>) -> tensor<4xf32>
+  return
+}

@@ -966,6 +966,20 @@ func.func @resize(%x: tensor<1x3x4x4xf32>) -> (tensor<1x3x8x8xf32>, tensor<1x3x2
   return %l, %c, %n : tensor<1x3x8x8xf32>, tensor<1x3x2x2xf32>, tensor<1x3x12x4xf32>
 }
 
+// CHECK-LABEL: func.func @sharding(
+// CHECK: kiln.reduce_scatter_mean %{{.*}} {ranks = 2 : i64} : (tensor<8xf32>) -> tensor<4xf32>
+// CHECK: kiln.local_shard %{{.*}} {ranks = 2 : i64} : (tensor<8xf32>) -> tensor<4xf32>
+// CHECK: kiln.all_gather %{{.*}} {ranks = 2 : i64} : (tensor<4xf32>) -> tensor<8xf32>
+// CHECK: kiln.all_gather %{{.*}}, %{{.*}} {ranks = 2 : i64} : (memref<4xf32>, memref<8xf32>) -> ()
+func.func @sharding(%g: tensor<8xf32>, %p: tensor<8xf32>, %m: memref<4xf32>, %w: memref<8xf32>) -> tensor<8xf32> {
+  %s = kiln.reduce_scatter_mean %g {ranks = 2 : i64} : (tensor<8xf32>) -> tensor<4xf32>
+  %l = kiln.local_shard %p {ranks = 2 : i64} : (tensor<8xf32>) -> tensor<4xf32>
+  %n = kiln.sub %l, %s : tensor<4xf32>
+  %a = kiln.all_gather %n {ranks = 2 : i64} : (tensor<4xf32>) -> tensor<8xf32>
+  kiln.all_gather %m, %w {ranks = 2 : i64} : (memref<4xf32>, memref<8xf32>) -> ()
+  return %a : tensor<8xf32>
+}
+
 // CHECK-LABEL: func.func @all_reduce_mean(
 // CHECK: %{{.*}}:2 = kiln.all_reduce_mean %{{.*}}, %{{.*}} : tensor<4xf32>, tensor<f32>
 // CHECK: kiln.all_reduce_mean %{{.*}} : memref<2x3xf32>
