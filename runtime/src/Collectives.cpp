@@ -140,45 +140,21 @@ public:
 
   int64_t beginReduceScatterMeanF32(const float *input, float *output,
                                     int64_t count) override {
-    std::string what = "the reduce-scatter of " +
-                       std::to_string(count * information.worldSize) +
-                       " f32 values";
-    if (count > INT_MAX)
-      fatal(what + ": shards of more than " + std::to_string(INT_MAX) +
-            " values are not supported (use smaller --bucket-bytes)");
-    std::lock_guard<std::mutex> lock(mutex);
-    size_t index = takeSlot();
-    Slot &slot = slots[index];
-    slot.data = output;
-    slot.count = count;
-    slot.what = what;
-    slot.requests.push_back(MPI_REQUEST_NULL);
-    if (int error = MPI_Ireduce_scatter_block(
-            input, output, static_cast<int>(count), MPI_FLOAT, MPI_SUM, comm,
-            &slot.requests.back()))
-      fatal("MPI_Ireduce_scatter_block for " + what +
-            " failed: " + mpiErrorText(error));
-    return static_cast<int64_t>(index) + 1;
+    return beginShards("reduce-scatter", "MPI_Ireduce_scatter_block", output,
+                       count, [&](int n, MPI_Request *request) {
+                         return MPI_Ireduce_scatter_block(
+                             input, output, n, MPI_FLOAT, MPI_SUM, comm,
+                             request);
+                       });
   }
 
   int64_t beginAllGatherF32(const float *input, float *output,
                             int64_t count) override {
-    std::string what = "the all-gather of " +
-                       std::to_string(count * information.worldSize) +
-                       " f32 values";
-    if (count > INT_MAX)
-      fatal(what + ": shards of more than " + std::to_string(INT_MAX) +
-            " values are not supported (use smaller --bucket-bytes)");
-    std::lock_guard<std::mutex> lock(mutex);
-    size_t index = takeSlot();
-    Slot &slot = slots[index];
-    slot.what = what;
-    slot.requests.push_back(MPI_REQUEST_NULL);
-    if (int error = MPI_Iallgather(input, static_cast<int>(count), MPI_FLOAT,
-                                   output, static_cast<int>(count), MPI_FLOAT,
-                                   comm, &slot.requests.back()))
-      fatal("MPI_Iallgather for " + what + " failed: " + mpiErrorText(error));
-    return static_cast<int64_t>(index) + 1;
+    return beginShards("all-gather", "MPI_Iallgather", nullptr, count,
+                       [&](int n, MPI_Request *request) {
+                         return MPI_Iallgather(input, n, MPI_FLOAT, output, n,
+                                               MPI_FLOAT, comm, request);
+                       });
   }
 
   void wait(int64_t request) override {
@@ -310,6 +286,33 @@ private:
     int64_t count = 0;
     bool busy = false;
   };
+
+  /// Starts a collective on shards of `count` values: `start(count,
+  /// request)` makes the MPI call `call`. The `count` values at `mean`, if
+  /// given, are a sum the wait divides by the world size.
+  template <typename Start>
+  int64_t beginShards(const char *name, const char *call, float *mean,
+                      int64_t count, Start start) {
+    std::string what = std::string("the ") + name + " of " +
+                       std::to_string(count * information.worldSize) +
+                       " f32 values";
+    if (count > INT_MAX)
+      fatal(what + ": shards of more than " + std::to_string(INT_MAX) +
+            " values are not supported (use smaller --bucket-bytes)");
+    std::lock_guard<std::mutex> lock(mutex);
+    size_t index = takeSlot();
+    Slot &slot = slots[index];
+    slot.what = what;
+    if (mean) {
+      slot.data = mean;
+      slot.count = count;
+    }
+    slot.requests.push_back(MPI_REQUEST_NULL);
+    if (int error = start(static_cast<int>(count), &slot.requests.back()))
+      fatal(std::string(call) + " for " + what +
+            " failed: " + mpiErrorText(error));
+    return static_cast<int64_t>(index) + 1;
+  }
 
   /// A free slot of the request table, marked busy. Holds `mutex`.
   size_t takeSlot() {
