@@ -151,9 +151,22 @@ Value addressOf(OpBuilder &b, Location loc, Value buffer) {
   return LLVM::IntToPtrOp::create(b, loc, ptr, integer);
 }
 
+/// Whether `value` is the arena kiln-plan-memory placed the buffers in.
+bool isArena(Value value) {
+  auto argument = dyn_cast<BlockArgument>(value);
+  auto function =
+      argument ? dyn_cast<func::FuncOp>(argument.getOwner()->getParentOp())
+               : nullptr;
+  return function &&
+         function.getArgAttr(argument.getArgNumber(), "kiln.arena");
+}
+
 /// Puts a wait for `request` before the first op after `op` that touches
 /// one of `buffers`, through it or a view of it; at the end of the block if
-/// none does.
+/// none does. The arena the buffers are views of does not count: the
+/// planner gives bytes of a buffer to another only after its last use,
+/// which is at or after that first touch (kiln-plan-memory keeps a
+/// collective's buffers alive that long).
 void waitBeforeNextTouch(Operation *op, ValueRange buffers, Value request,
                          func::FuncOp wait) {
   llvm::SmallPtrSet<Value, 8> aliases;
@@ -161,8 +174,11 @@ void waitBeforeNextTouch(Operation *op, ValueRange buffers, Value request,
     aliases.insert(buffer);
     for (Value source = buffer; auto view = dyn_cast_or_null<
                                     ViewLikeOpInterface>(source.getDefiningOp());
-         source = view.getViewSource())
+         source = view.getViewSource()) {
+      if (isArena(view.getViewSource()))
+        break;
       aliases.insert(view.getViewSource());
+    }
   }
   Operation *reader = op->getNextNode();
   for (; reader && !reader->hasTrait<OpTrait::IsTerminator>();

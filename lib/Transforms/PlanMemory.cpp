@@ -162,18 +162,28 @@ memref::AllocOp rootAllocation(Value buffer) {
   return buffer.getDefiningOp<memref::AllocOp>();
 }
 
-/// A reduce-scatter or all-gather reads its input until the wait for it,
-/// which the target puts before the next op that touches its input or its
-/// output: the input stays alive as long as the output does (to the end if
-/// the output is not a planned buffer).
-void keepInputsOfCollectives(Block &block, MutableArrayRef<Buffer> buffers) {
+/// A collective reads and writes its buffers until the wait for it, which
+/// the target puts before the next op that touches one of them (or at the
+/// end): a reduce-scatter's or all-gather's input stays alive as long as
+/// its output does, and a buffer nothing touches after the collective to
+/// the end.
+void keepBuffersOfCollectives(
+    Block &block, MutableArrayRef<Buffer> buffers,
+    const DenseMap<Operation *, int64_t> &position) {
   DenseMap<Operation *, Buffer *> byAlloc;
   for (Buffer &buffer : buffers)
     byAlloc[buffer.alloc] = &buffer;
-  int64_t end = static_cast<int64_t>(block.getOperations().size());
+  int64_t end = static_cast<int64_t>(position.size());
   for (Operation &op : block) {
-    if (!isa<kiln::ReduceScatterMeanOp, kiln::AllGatherOp>(op) ||
-        op.getNumOperands() != 2)
+    int64_t at = position.lookup(&op);
+    if (!isa<kiln::AllReduceMeanOp, kiln::ReduceScatterMeanOp,
+             kiln::AllGatherOp>(op))
+      continue;
+    for (Value operand : op.getOperands())
+      if (Buffer *buffer = byAlloc.lookup(rootAllocation(operand)))
+        if (buffer->last <= at)
+          buffer->last = end;
+    if (isa<kiln::AllReduceMeanOp>(op) || op.getNumOperands() != 2)
       continue;
     Buffer *input = byAlloc.lookup(rootAllocation(op.getOperand(0)));
     if (!input)
@@ -231,7 +241,7 @@ struct KilnPlanMemoryPass
     });
     if (walk.wasInterrupted())
       return failure();
-    keepInputsOfCollectives(block, buffers);
+    keepBuffersOfCollectives(block, buffers, position);
 
     // Best fit usually packs tighter; where first fit happens to do better,
     // it is kept.

@@ -195,6 +195,9 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
                      << shardOptimizer.getValue();
     if (shardOptimizer > 0 && !dataParallel)
       return error() << "shard-optimizer needs data-parallel";
+    if (shardOptimizer > 0 && optimizer == "sgd" && momentum == 0)
+      return error() << "shard-optimizer: SGD without momentum keeps no "
+                        "optimizer state to shard";
     for (StringRef name : {"train_step", "eval_step", "accumulate_step"})
       if (module.lookupSymbol(name))
         return error() << "'" << name << "' already exists";

@@ -298,7 +298,7 @@ private:
                        " f32 values";
     if (count > INT_MAX)
       fatal(what + ": shards of more than " + std::to_string(INT_MAX) +
-            " values are not supported (use smaller --bucket-bytes)");
+            " values per rank are not supported");
     std::lock_guard<std::mutex> lock(mutex);
     size_t index = takeSlot();
     Slot &slot = slots[index];

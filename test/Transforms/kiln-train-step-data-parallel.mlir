@@ -4,6 +4,8 @@
 // RUN: kiln-opt %s --kiln-train-step="optimizer=adam lr=0.1 data-parallel=true bucket-bytes=80 shard-optimizer=3 grad-clip=1.0" | FileCheck %s --check-prefix=SHARD
 // RUN: not kiln-opt %s --kiln-train-step="optimizer=sgd shard-optimizer=2" 2>&1 | FileCheck %s --check-prefix=NODP
 // NODP: kiln-train-step: shard-optimizer needs data-parallel
+// RUN: not kiln-opt %s --kiln-train-step="optimizer=sgd data-parallel=true shard-optimizer=2" 2>&1 | FileCheck %s --check-prefix=NOSTATE
+// NOSTATE: kiln-train-step: shard-optimizer: SGD without momentum keeps no optimizer state to shard
 
 // With accumulation, accumulate_step averages only its loss (reported with
 // train_step's); the gradients are averaged once, in train_step.

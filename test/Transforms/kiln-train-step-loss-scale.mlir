@@ -1,7 +1,7 @@
 // RUN: kiln-opt %s --kiln-train-step="optimizer=sgd lr=0.5 loss-scale=1024 loss-scale-growth-interval=3" | FileCheck %s
 // RUN: kiln-opt %s --kiln-train-step="optimizer=sgd grad-accum=2 loss-scale=8" | FileCheck %s --check-prefix=ACCUM
 // RUN: not kiln-opt %s --kiln-train-step="optimizer=sgd loss-scale=-1" 2>&1 | FileCheck %s --check-prefix=NEG
-// RUN: kiln-opt %s --kiln-train-step="optimizer=sgd lr=0.5 loss-scale=1024 data-parallel=true shard-optimizer=2" | FileCheck %s --check-prefix=SHARD
+// RUN: kiln-opt %s --kiln-train-step="optimizer=sgd momentum=0.9 lr=0.5 loss-scale=1024 data-parallel=true shard-optimizer=2" | FileCheck %s --check-prefix=SHARD
 // RUN: not kiln-opt %s --kiln-train-step="optimizer=sgd loss-scale=8 loss-scale-growth-interval=0" 2>&1 | FileCheck %s --check-prefix=INTERVAL
 
 // Dynamic loss scaling (kilnc --amp=fp16): the backward pass starts from the

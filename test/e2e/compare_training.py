@@ -424,7 +424,7 @@ def main():
     cs.add_argument("sharded")
     cs.add_argument("--ranks", type=int, required=True)
     cs.add_argument("--rtol", type=float, default=1e-4)
-    cs.add_argument("--atol", type=float, default=1e-6)
+    cs.add_argument("--atol", type=float, default=1e-12)
     args = parser.parse_args()
     if args.command == "check-sharded-state":
         return check_sharded_state(args)
