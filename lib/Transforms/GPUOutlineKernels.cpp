@@ -346,7 +346,9 @@ struct KilnGPUOutlineKernelsPass
     // can do; its users fail to outline if they need it.
     // Collectives are not device work either; the target refuses them.
     if (op->hasTrait<OpTrait::IsTerminator>() || op->getNumResults() > 0 ||
-        isa<gpu::LaunchFuncOp, memref::DeallocOp, kiln::AllReduceMeanOp>(op))
+        isa<gpu::LaunchFuncOp, memref::DeallocOp, kiln::AllReduceMeanOp,
+            kiln::ReduceScatterMeanOp, kiln::AllGatherOp, kiln::LocalShardOp>(
+            op))
       return false;
     return op->getNumRegions() > 0 || !isPure(op);
   }

@@ -244,6 +244,10 @@ Error kilnc::checkTrainingFlags(bool gradients, bool lossScaling) {
     return error("--shard-optimizer must be a number of ranks in [1, 65536], "
                  "not " +
                  Twine(shardOptimizer));
+  if (shardOptimizer.getNumOccurrences() && optimizer == "sgd" &&
+      momentum == 0)
+    return error("--shard-optimizer: SGD without --momentum keeps no "
+                 "optimizer state to shard");
   if (!optimizer.empty() &&
       !llvm::is_contained({"sgd", "adam", "adamw", "adagrad"}, optimizer))
     return error("--optimizer must be sgd, adam, adamw or adagrad, not '" +
