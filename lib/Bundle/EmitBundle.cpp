@@ -183,6 +183,22 @@ llvm::Error fillCudaProgram(bundle::Program &program,
       stored->mutable_collective_wait()->set_request(wait->request);
       continue;
     }
+    if (auto *shard = std::get_if<kiln::CudaShard>(&command)) {
+      bundle::ShardCollective *out = stored->mutable_shard();
+      out->set_kind(shard->kind == kiln::CudaShard::ReduceScatterMean
+                        ? bundle::ShardCollective::REDUCE_SCATTER_MEAN
+                    : shard->kind == kiln::CudaShard::AllGather
+                        ? bundle::ShardCollective::ALL_GATHER
+                        : bundle::ShardCollective::LOCAL_SHARD);
+      out->set_count(shard->count);
+      out->set_ranks(shard->ranks);
+      out->set_request(shard->request);
+      buffers.fill(*out->mutable_input(), shard->input.argument,
+                   shard->input.offset, shard->input.size);
+      buffers.fill(*out->mutable_output(), shard->output.argument,
+                   shard->output.offset, shard->output.size);
+      continue;
+    }
     const auto &gemm = std::get<kiln::CudaGemm>(command);
     auto element = elementTypeOf(gemm.element);
     if (!element)

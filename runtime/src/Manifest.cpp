@@ -354,8 +354,8 @@ private:
                                  .withContext(strCat(what, " command ", c)));
       if (!collectives.outstanding.empty()) {
         const auto &[request, started] = *collectives.outstanding.begin();
-        return formatError(what, ": request ", request,
-                           " (the all-reduce of command ", started.command,
+        return formatError(what, ": request ", request, " (the ",
+                           started.what, " of command ", started.command,
                            ") is still outstanding at the end of the program");
       }
     }
@@ -384,12 +384,14 @@ private:
     uint64_t arenaBytes = 0;
   };
 
-  /// The all-reduces of a CUDA program so far: the requests it used, and
-  /// those not yet waited for, with the buffer each reduces in place.
+  /// The collectives of a CUDA program so far: the requests it used, and
+  /// those not yet waited for, with what each is and the buffers it reads
+  /// or writes.
   struct Collectives {
     struct Started {
       int command;
-      bp::BufferRef buffer;
+      const char *what;
+      std::vector<bp::BufferRef> buffers;
     };
     std::map<uint32_t, int> used;
     std::map<uint32_t, Started> outstanding;
@@ -438,6 +440,8 @@ private:
     case bp::Command::kAllReduceMean:
       return validateAllReduce(command.all_reduce_mean(), index, buffers,
                                collectives);
+    case bp::Command::kShard:
+      return validateShard(command.shard(), index, buffers, collectives);
     case bp::Command::kCollectiveWait: {
       uint32_t request = command.collective_wait().request();
       if (!collectives.outstanding.erase(request))
@@ -446,8 +450,8 @@ private:
       return Status();
     }
     default:
-      return formatError("is not a kernel launch, a gemm, an all-reduce or a "
-                         "collective wait");
+      return formatError("is not a kernel launch, a gemm, an all-reduce, a "
+                         "shard collective or a collective wait");
     }
   }
 
@@ -470,10 +474,80 @@ private:
                                  const std::string &what,
                                  const Collectives &collectives) {
     for (const auto &[request, started] : collectives.outstanding)
-      if (overlaps(buffer, started.buffer))
-        return formatError(what, " touches the buffer of request ", request,
-                           " (the all-reduce of command ", started.command,
-                           "), which is still outstanding");
+      for (const bp::BufferRef &busy : started.buffers)
+        if (overlaps(buffer, busy))
+          return formatError(what, " touches the buffer of request ", request,
+                             " (the ", started.what, " of command ",
+                             started.command, "), which is still outstanding");
+    return Status();
+  }
+
+  /// A new request must be nonzero and unused in the program.
+  static Status checkNewRequest(uint32_t request, const char *what,
+                                const Collectives &collectives) {
+    if (request == 0)
+      return formatError(what, " has request 0 (requests count from 1)");
+    auto outstanding = collectives.outstanding.find(request);
+    if (outstanding != collectives.outstanding.end())
+      return formatError(what, " starts request ", request,
+                         ", which is already outstanding (command ",
+                         outstanding->second.command, ")");
+    auto used = collectives.used.find(request);
+    if (used != collectives.used.end())
+      return formatError(what, " starts request ", request, ", which command ",
+                         used->second,
+                         " used already (requests are unique in a program)");
+    return Status();
+  }
+
+  Status validateShard(const bp::ShardCollective &shard, int index,
+                       const Buffers &buffers, Collectives &collectives) {
+    const char *what =
+        shard.kind() == bp::ShardCollective::REDUCE_SCATTER_MEAN ? "reduce-scatter"
+        : shard.kind() == bp::ShardCollective::ALL_GATHER        ? "all-gather"
+        : shard.kind() == bp::ShardCollective::LOCAL_SHARD       ? "local shard"
+                                                                 : nullptr;
+    if (!what)
+      return formatError("shard collective has unknown kind ",
+                         static_cast<int>(shard.kind()));
+    uint64_t count = shard.count();
+    if (shard.ranks() == 0 || shard.ranks() > 65536)
+      return formatError(what, " over ", shard.ranks(),
+                         " ranks (1 to 65536)");
+    if (count == 0 || count > kMaxByteSize / 4 / shard.ranks())
+      return formatError(what, " has count ", count,
+                         " (at least 1, and all ranks' values below 2^62 "
+                         "bytes)");
+    bool gathers = shard.kind() == bp::ShardCollective::ALL_GATHER;
+    uint64_t shardBytes = count * 4, wholeBytes = shardBytes * shard.ranks();
+    const bp::BufferRef &input = shard.input(), &output = shard.output();
+    KILN_RETURN_IF_ERROR(
+        validateBuffer(input, buffers).withContext(strCat(what, " input")));
+    KILN_RETURN_IF_ERROR(
+        validateBuffer(output, buffers).withContext(strCat(what, " output")));
+    if (input.size() != (gathers ? shardBytes : wholeBytes) ||
+        output.size() != (gathers ? wholeBytes : shardBytes))
+      return formatError(what, " of ", count, " f32 values per rank over ",
+                         shard.ranks(), " ranks has an input of ",
+                         input.size(), " and an output of ", output.size(),
+                         " bytes, not ", gathers ? shardBytes : wholeBytes,
+                         " and ", gathers ? wholeBytes : shardBytes);
+    if (overlaps(input, output))
+      return formatError(what, " input and output overlap");
+    KILN_RETURN_IF_ERROR(
+        checkNotReducing(input, strCat(what, " input"), collectives));
+    KILN_RETURN_IF_ERROR(
+        checkNotReducing(output, strCat(what, " output"), collectives));
+    uint32_t request = shard.request();
+    if (shard.kind() == bp::ShardCollective::LOCAL_SHARD) {
+      if (request != 0)
+        return formatError("local shard has request ", request,
+                           " (a copy in stream order has none: 0)");
+      return Status();
+    }
+    KILN_RETURN_IF_ERROR(checkNewRequest(request, what, collectives));
+    collectives.used[request] = index;
+    collectives.outstanding[request] = {index, what, {input, output}};
     return Status();
   }
 
@@ -493,22 +567,11 @@ private:
                          " f32 values has a buffer of ", buffer.size(),
                          " bytes, not ", count * 4);
     uint32_t request = allReduce.request();
-    if (request == 0)
-      return formatError("all-reduce has request 0 (requests count from 1)");
-    auto outstanding = collectives.outstanding.find(request);
-    if (outstanding != collectives.outstanding.end())
-      return formatError("all-reduce starts request ", request,
-                         ", which is already outstanding (command ",
-                         outstanding->second.command, ")");
-    auto used = collectives.used.find(request);
-    if (used != collectives.used.end())
-      return formatError("all-reduce starts request ", request,
-                         ", which command ", used->second,
-                         " used already (requests are unique in a program)");
+    KILN_RETURN_IF_ERROR(checkNewRequest(request, "all-reduce", collectives));
     KILN_RETURN_IF_ERROR(
         checkNotReducing(buffer, "all-reduce buffer", collectives));
     collectives.used[request] = index;
-    collectives.outstanding[request] = {index, buffer};
+    collectives.outstanding[request] = {index, "all-reduce", {buffer}};
     return Status();
   }
 

@@ -143,6 +143,11 @@ def describe(command, kernels):
         return f"all-reduce-mean {r.count} f32, request {r.request}"
     if command.HasField("collective_wait"):
         return f"wait request {command.collective_wait.request}"
+    if command.HasField("shard"):
+        s = command.shard
+        kind = ["reduce-scatter-mean", "all-gather", "local-shard"][s.kind]
+        request = f", request {s.request}" if s.request else ""
+        return f"{kind} {s.count} f32 x {s.ranks} ranks{request}"
     sys.exit(f"error: unknown command {command}")
 
 

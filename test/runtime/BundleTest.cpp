@@ -790,11 +790,12 @@ TEST(BundleReader, RejectsEachBrokenCudaRule) {
          *program(m, 0).add_commands() = m.entry_points(0).commands(0);
        },
        "program 0 (target 'cuda') command 1: is not a kernel launch, a gemm, "
-       "an all-reduce or a collective wait"},
+       "an all-reduce, a shard collective or a collective wait"},
       {"empty command in a CUDA program", false,
        [](bp::Manifest &m) { program(m, 3).add_commands(); },
        "entry point 'add_one': program 0 (target 'cuda') command 1: is not a "
-       "kernel launch, a gemm, an all-reduce or a collective wait"},
+       "kernel launch, a gemm, an all-reduce, a shard collective or a "
+       "collective wait"},
   };
   for (const CudaCase &test : cases) {
     SCOPED_TRACE(test.name);
@@ -822,6 +823,14 @@ bp::AllReduceMean &allReduce(bp::Manifest &m, int command) {
   return *program(m, 0).mutable_commands(command)->mutable_all_reduce_mean();
 }
 
+/// Appends to the all-reduce bundle's program a sharded optimizer's
+/// command (over 2 ranks, 4 values per rank: input arena [0, 32), output
+/// [96, 112) for a reduce-scatter or local shard) and, for a request, its
+/// wait; returns the command.
+bp::ShardCollective &appendShard(bp::Manifest &m,
+                                 bp::ShardCollective::Kind kind,
+                                 uint32_t request);
+
 bp::BufferRef arenaBytes(uint64_t offset, uint64_t size) {
   bp::BufferRef ref;
   ref.set_kind(bp::BufferRef::ARENA);
@@ -844,6 +853,34 @@ TEST(BundleReader, AcceptsAllReducesAndTheirWaits) {
     p.mutable_commands(7)->mutable_all_reduce_mean()->set_request(3);
     p.add_commands()->mutable_collective_wait()->set_request(3);
   }));
+  EXPECT_TRUE(status.ok()) << status.message();
+}
+
+bp::ShardCollective &appendShard(bp::Manifest &m,
+                                 bp::ShardCollective::Kind kind,
+                                 uint32_t request) {
+  bp::Program &p = program(m, 0);
+  bp::ShardCollective &shard = *p.add_commands()->mutable_shard();
+  shard.set_kind(kind);
+  shard.set_count(4);
+  shard.set_ranks(2);
+  shard.set_request(request);
+  bool gathers = kind == bp::ShardCollective::ALL_GATHER;
+  *shard.mutable_input() = arenaBytes(0, gathers ? 16 : 32);
+  *shard.mutable_output() = arenaBytes(96, gathers ? 32 : 16);
+  if (request != 0)
+    p.add_commands()->mutable_collective_wait()->set_request(request);
+  return shard;
+}
+
+TEST(BundleReader, AcceptsShardCollectives) {
+  std::string bytes = withManifest(cudaAllReduceBundleBytes(),
+                                   [](bp::Manifest &m) {
+    appendShard(m, bp::ShardCollective::REDUCE_SCATTER_MEAN, 3);
+    appendShard(m, bp::ShardCollective::LOCAL_SHARD, 0);
+    appendShard(m, bp::ShardCollective::ALL_GATHER, 4);
+  });
+  Status status = readBytes(bytes);
   EXPECT_TRUE(status.ok()) << status.message();
 }
 
@@ -945,6 +982,48 @@ TEST(BundleReader, RejectsEachBrokenCollectiveRule) {
        },
        at + " command 3: all-reduce buffer touches the buffer of request 1 "
             "(the all-reduce of command 1), which is still outstanding"},
+      {"reduce-scatter sizes that do not match its count",
+       [](bp::Manifest &m) {
+         appendShard(m, bp::ShardCollective::REDUCE_SCATTER_MEAN, 3)
+             .set_count(3);
+       },
+       at + " command 7: reduce-scatter of 3 f32 values per rank over 2 ranks "
+            "has an input of 32 and an output of 16 bytes, not 24 and 12"},
+      {"all-gather over 0 ranks",
+       [](bp::Manifest &m) {
+         appendShard(m, bp::ShardCollective::ALL_GATHER, 3).set_ranks(0);
+       },
+       at + " command 7: all-gather over 0 ranks (1 to 65536)"},
+      {"reduce-scatter writing its own input",
+       [](bp::Manifest &m) {
+         *appendShard(m, bp::ShardCollective::REDUCE_SCATTER_MEAN, 3)
+              .mutable_output() = arenaBytes(16, 16);
+       },
+       at + " command 7: reduce-scatter input and output overlap"},
+      {"local shard with a request",
+       [](bp::Manifest &m) {
+         appendShard(m, bp::ShardCollective::LOCAL_SHARD, 0).set_request(5);
+       },
+       at + " command 7: local shard has request 5 (a copy in stream order "
+            "has none: 0)"},
+      {"unknown shard collective",
+       [](bp::Manifest &m) {
+         appendShard(m, static_cast<bp::ShardCollective::Kind>(9), 3);
+       },
+       at + " command 7: shard collective has unknown kind 9"},
+      {"launch reading a reduce-scatter's output before its wait",
+       [](bp::Manifest &m) {
+         appendShard(m, bp::ShardCollective::REDUCE_SCATTER_MEAN, 3);
+         bp::Program &p = program(m, 0);
+         p.mutable_commands()->RemoveLast();
+         *p.add_commands() = p.commands(5);
+         p.mutable_commands(8)->mutable_launch()->mutable_buffers(0)->CopyFrom(
+             arenaBytes(96, 16));
+         p.add_commands()->mutable_collective_wait()->set_request(3);
+       },
+       at + " command 8: (kernel 'add_one') buffer 0 touches the buffer of "
+            "request 3 (the reduce-scatter of command 7), which is still "
+            "outstanding"},
   };
   std::string bytes = cudaAllReduceBundleBytes();
   for (const CollectiveCase &test : cases) {

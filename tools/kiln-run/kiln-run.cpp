@@ -368,6 +368,10 @@ bool printEntryPoints(const kiln_bundle_t *bundle,
         if (program.collective_count > 0)
           collectives =
               ", " + std::to_string(program.collective_count) + " all-reduces";
+        if (program.shard_collective_count > 0)
+          collectives += ", " +
+                         std::to_string(program.shard_collective_count) +
+                         " shard collectives";
         std::printf("    %s: arena %s, %zu commands (%zu kernel launches, %zu "
                     "matrix products%s)\n",
                     target.name, describeBytes(program.arena_bytes).c_str(),

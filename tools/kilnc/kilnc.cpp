@@ -239,9 +239,6 @@ int main(int argc, char **argv) {
   }
   if (emulateCuda && (compileOptions.cudaTarget || !compileOptions.cpuTarget))
     return fail("--emulate-cuda makes a CPU bundle: use it with --target=cpu");
-  if (kilnc::shardedOptimizer() && compileOptions.cudaTarget)
-    return fail("--shard-optimizer is not supported on the CUDA target yet: "
-                "compile it with --target=cpu (or --emulate-cuda)");
 
   kiln::ImportOptions options;
   for (const std::string &binding : dims) {

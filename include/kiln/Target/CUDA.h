@@ -71,8 +71,21 @@ struct CudaWait {
   unsigned request = 0;
 };
 
+/// A step of a sharded optimizer over `ranks` ranks, on shards of `count`
+/// f32 values: this rank's shard of the mean of `input` (a reduce-scatter)
+/// or every rank's `input` (an all-gather) into `output`, running beside
+/// the commands after it until request `request` is waited for; or this
+/// rank's shard of `input` copied to `output` (request 0).
+struct CudaShard {
+  enum Kind { ReduceScatterMean, AllGather, LocalShard } kind = LocalShard;
+  CudaBuffer input, output;
+  uint64_t count = 0;
+  unsigned ranks = 1;
+  unsigned request = 0;
+};
+
 using CudaCommand =
-    std::variant<CudaLaunch, CudaGemm, CudaAllReduce, CudaWait>;
+    std::variant<CudaLaunch, CudaGemm, CudaAllReduce, CudaWait, CudaShard>;
 
 struct CudaProgram {
   std::string entry;

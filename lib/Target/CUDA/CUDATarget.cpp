@@ -1,10 +1,11 @@
 //===- CUDATarget.cpp - kiln modules to CUDA programs and cubins ----------===//
 //
 // kiln-gpu-outline-kernels makes every kernel a gpu.launch_func; what is left
-// of an entry function is launches, products (kiln.matmul) and gradient
-// averages (kiln.all_reduce_mean) on buffers the runtime knows, which become
-// the entry's program; each average runs beside the commands after it until
-// one touches its buffer, which waits for it first. The gpu.module goes
+// of an entry function is launches, products (kiln.matmul), gradient
+// averages (kiln.all_reduce_mean) and a sharded optimizer's collectives on
+// buffers the runtime knows, which become the entry's program; each
+// collective runs beside the commands after it until one touches its
+// buffers, which waits for it first. The gpu.module goes
 // through NVVM to PTX with LLVM's NVPTX backend, one PTX per architecture,
 // and ptxas assembles each into a cubin.
 //
@@ -78,6 +79,12 @@ public:
           return std::move(error);
         continue;
       }
+      if (isa<kiln::ReduceScatterMeanOp, kiln::AllGatherOp,
+              kiln::LocalShardOp>(op)) {
+        if (llvm::Error error = buildShard(&op))
+          return std::move(error);
+        continue;
+      }
       // What remains must only compute addresses and constants.
       if (op.hasTrait<OpTrait::IsTerminator>() ||
           op.hasTrait<OpTrait::ConstantLike>() ||
@@ -92,8 +99,8 @@ public:
                      "bias broadcast that no matrix product takes as its "
                      "epilogue");
     // Nothing may still be in flight when the step returns.
-    for (const kiln::CudaAllReduce &reduce : pending)
-      program.commands.push_back(kiln::CudaWait{reduce.request});
+    for (const Pending &collective : pending)
+      program.commands.push_back(kiln::CudaWait{collective.request});
     pending.clear();
     return std::move(program);
   }
@@ -116,6 +123,8 @@ private:
     }
     if (auto *reduce = std::get_if<kiln::CudaAllReduce>(&command))
       return {reduce->buffer};
+    if (auto *shard = std::get_if<kiln::CudaShard>(&command))
+      return {shard->input, shard->output};
     return {};
   }
 
@@ -124,17 +133,54 @@ private:
   /// until its buffer is next read or written.
   void append(kiln::CudaCommand command) {
     SmallVector<kiln::CudaBuffer, 4> touched = touchedBuffers(command);
-    llvm::erase_if(pending, [&](const kiln::CudaAllReduce &reduce) {
+    llvm::erase_if(pending, [&](const Pending &collective) {
       if (llvm::none_of(touched, [&](const kiln::CudaBuffer &buffer) {
-            return overlap(buffer, reduce.buffer);
+            return llvm::any_of(collective.buffers,
+                                [&](const kiln::CudaBuffer &busy) {
+                                  return overlap(buffer, busy);
+                                });
           }))
         return false;
-      program.commands.push_back(kiln::CudaWait{reduce.request});
+      program.commands.push_back(kiln::CudaWait{collective.request});
       return true;
     });
     if (auto *reduce = std::get_if<kiln::CudaAllReduce>(&command))
-      pending.push_back(*reduce);
+      pending.push_back({reduce->request, {reduce->buffer}});
+    if (auto *shard = std::get_if<kiln::CudaShard>(&command))
+      if (shard->request != 0)
+        pending.push_back({shard->request, {shard->input, shard->output}});
     program.commands.push_back(std::move(command));
+  }
+
+  /// A sharded optimizer's reduce-scatter or all-gather, started where the
+  /// op is (as an all-reduce), or its local shard, a copy in stream order.
+  llvm::Error buildShard(Operation *op) {
+    if (op->getNumOperands() != 2)
+      return located(op, "takes tensors: bufferize it first");
+    auto input = rootBuffer(op, op->getOperand(0));
+    if (!input)
+      return input.takeError();
+    auto output = rootBuffer(op, op->getOperand(1));
+    if (!output)
+      return output.takeError();
+    kiln::CudaShard shard;
+    shard.input = *input;
+    shard.output = *output;
+    shard.ranks = static_cast<unsigned>(
+        op->getAttrOfType<IntegerAttr>("ranks").getInt());
+    if (isa<kiln::AllGatherOp>(op)) {
+      shard.kind = kiln::CudaShard::AllGather;
+      shard.count = input->size / sizeof(float);
+    } else {
+      shard.kind = isa<kiln::LocalShardOp>(op)
+                       ? kiln::CudaShard::LocalShard
+                       : kiln::CudaShard::ReduceScatterMean;
+      shard.count = output->size / sizeof(float);
+    }
+    if (shard.kind != kiln::CudaShard::LocalShard)
+      shard.request = ++requests;
+    append(shard);
+    return llvm::Error::success();
   }
 
   /// One reduction per buffer of the op, each started where the op is.
@@ -259,7 +305,12 @@ private:
   /// Bias broadcasts seen whose product has not come yet.
   llvm::SmallPtrSet<Operation *, 4> biasInits;
   /// Reductions started and not yet waited for, and how many were started.
-  SmallVector<kiln::CudaAllReduce> pending;
+  /// A collective in flight: its request and the bytes it reads or writes.
+  struct Pending {
+    unsigned request;
+    SmallVector<kiln::CudaBuffer, 2> buffers;
+  };
+  SmallVector<Pending> pending;
   unsigned requests = 0;
 };
 

@@ -148,7 +148,7 @@ typedef struct kiln_entry_point_info_t {
 /* What an entry point runs on a target other than the CPU. */
 typedef struct kiln_program_info_t {
   size_t command_count;
-  /* Of which kernel launches and matrix products; the rest are all-reduces
+  /* Of which kernel launches and matrix products; the rest are collectives
    * and the waits for them. */
   size_t launch_count;
   size_t gemm_count;
@@ -157,6 +157,9 @@ typedef struct kiln_program_info_t {
    * ranks of a data-parallel run, through NCCL on CUDA); 0 in a program
    * compiled without data parallelism. */
   size_t collective_count;
+  /* A sharded optimizer's collectives (kilnc --shard-optimizer):
+   * reduce-scatters and all-gathers (NCCL), and local shards (copies). */
+  size_t shard_collective_count;
 } kiln_program_info_t;
 
 typedef struct kiln_target_info_t {

@@ -123,12 +123,39 @@ uint64_t layOut(const google::protobuf::RepeatedPtrField<bp::TensorSpec> &specs,
   return offset;
 }
 
-/// The end of the run of consecutive AllReduceMean commands of `program`
+/// Whether `command` is an NCCL collective: an all-reduce, or a sharded
+/// optimizer's reduce-scatter or all-gather.
+bool isNcclCommand(const bp::Command &command) {
+  return command.has_all_reduce_mean() ||
+         (command.has_shard() &&
+          command.shard().kind() != bp::ShardCollective::LOCAL_SHARD);
+}
+
+uint32_t requestOf(const bp::Command &command) {
+  return command.has_shard() ? command.shard().request()
+                             : command.all_reduce_mean().request();
+}
+
+/// The values a collective command moves per rank, and what it is.
+uint64_t countOf(const bp::Command &command) {
+  return command.has_shard() ? command.shard().count()
+                             : command.all_reduce_mean().count();
+}
+
+const char *nameOf(const bp::Command &command) {
+  if (!command.has_shard())
+    return "all-reduce";
+  return command.shard().kind() == bp::ShardCollective::ALL_GATHER
+             ? "all-gather"
+             : "reduce-scatter";
+}
+
+/// The end of the run of consecutive collective commands of `program`
 /// that starts at `first`.
 int allReduceRunEnd(const bp::Program &program, int first) {
   int end = first;
   while (end < program.commands_size() &&
-         program.commands(end).has_all_reduce_mean())
+         isNcclCommand(program.commands(end)))
     ++end;
   return end;
 }
@@ -139,36 +166,37 @@ std::string describeRequests(const bp::Program &program, int first, int end) {
   bool consecutive = true;
   std::string list;
   for (int c = first; c < end; ++c) {
-    uint32_t request = program.commands(c).all_reduce_mean().request();
+    uint32_t request = requestOf(program.commands(c));
     if (c > first) {
-      consecutive =
-          consecutive &&
-          request == program.commands(c - 1).all_reduce_mean().request() + 1;
+      consecutive = consecutive &&
+                    request == requestOf(program.commands(c - 1)) + 1;
       list += ", ";
     }
     list += std::to_string(request);
   }
   if (!consecutive)
     return "requests " + list;
-  return strCat("requests ",
-                program.commands(first).all_reduce_mean().request(), "-",
-                program.commands(end - 1).all_reduce_mean().request());
+  return strCat("requests ", requestOf(program.commands(first)), "-",
+                requestOf(program.commands(end - 1)));
 }
 
 /// "command 5 (all-reduce of 4096 f32, request 1)" for one all-reduce,
 /// "commands 12-26 (15 all-reduces of 61440 f32 in all, requests 2-16)" for
 /// a run of them.
 std::string describeAllReduces(const bp::Program &program, int first, int end) {
-  const bp::AllReduceMean &head = program.commands(first).all_reduce_mean();
+  const bp::Command &head = program.commands(first);
   if (end - first == 1)
-    return strCat("command ", first, " (all-reduce of ", head.count(),
-                  " f32, request ", head.request(), ")");
+    return strCat("command ", first, " (", nameOf(head), " of ",
+                  countOf(head), " f32, request ", requestOf(head), ")");
   uint64_t total = 0;
-  for (int c = first; c < end; ++c)
-    total += program.commands(c).all_reduce_mean().count();
-  return strCat("commands ", first, "-", end - 1, " (", end - first,
-                " all-reduces of ", total, " f32 in all, ",
-                describeRequests(program, first, end), ")");
+  bool same = true;
+  for (int c = first; c < end; ++c) {
+    total += countOf(program.commands(c));
+    same = same && std::string(nameOf(program.commands(c))) == nameOf(head);
+  }
+  return strCat("commands ", first, "-", end - 1, " (", end - first, " ",
+                same ? nameOf(head) : "collective", "s of ", total,
+                " f32 in all, ", describeRequests(program, first, end), ")");
 }
 
 } // namespace
@@ -295,10 +323,20 @@ Status CudaSession::openDevice() {
                  "cuDevicePrimaryCtxRetain");
 }
 
+/// A sharded optimizer's command runs only at the world size it was
+/// compiled for (the session's creation checks the state's shard_ranks too).
+Status CudaSession::checkShardRanks(const bp::ShardCollective &shard) const {
+  if (shard.ranks() != static_cast<uint32_t>(worldSize))
+    return invalidArgument("the program shards its optimizer over ",
+                           shard.ranks(), " ranks, but the run has ",
+                           worldSize);
+  return Status();
+}
+
 bool CudaSession::hasCollectives() const {
   for (const bp::EntryPoint &entry : manifest.entry_points())
     for (const bp::Command &command : programFor(entry, targetName)->commands())
-      if (command.has_all_reduce_mean())
+      if (isNcclCommand(command))
         return true;
   return false;
 }
@@ -578,12 +616,25 @@ Status CudaSession::planAllReduces(const bp::Program &program, int first,
                                    int end, EntryPlan &plan, Step &step) {
   auto group = std::make_unique<AllReduceGroup>();
   for (int c = first; c < end; ++c) {
-    const bp::AllReduceMean &command = program.commands(c).all_reduce_mean();
     AllReduce reduction;
-    reduction.pointer = deviceAddress(command.buffer(), plan);
-    reduction.count = static_cast<size_t>(command.count());
     reduction.command = c;
-    reduction.request = command.request();
+    if (program.commands(c).has_all_reduce_mean()) {
+      const bp::AllReduceMean &command = program.commands(c).all_reduce_mean();
+      reduction.send = reduction.recv = deviceAddress(command.buffer(), plan);
+      reduction.count = static_cast<size_t>(command.count());
+      reduction.request = command.request();
+    } else {
+      const bp::ShardCollective &command = program.commands(c).shard();
+      KILN_RETURN_IF_ERROR(checkShardRanks(command));
+      reduction.kind =
+          command.kind() == bp::ShardCollective::ALL_GATHER
+              ? AllReduce::AllGather
+              : AllReduce::ReduceScatterMean;
+      reduction.send = deviceAddress(command.input(), plan);
+      reduction.recv = deviceAddress(command.output(), plan);
+      reduction.count = static_cast<size_t>(command.count());
+      reduction.request = command.request();
+    }
     group->reductions.push_back(reduction);
   }
   // Timing off: the events only order the two streams.
@@ -615,6 +666,20 @@ Status CudaSession::planEntryPoint(const bp::EntryPoint &entry,
         done[reduction.request] = step.allReduces->done;
       // The loop's increment moves past the run.
       c = end - 1;
+    } else if (command.has_shard()) {
+      // A local shard (the collectives are in runs above): this rank's
+      // part of the input.
+      const bp::ShardCollective &shard = command.shard();
+      step.description = strCat("command ", c, " (local shard of ",
+                                shard.count(), " f32)");
+      KILN_RETURN_IF_ERROR(
+          checkShardRanks(shard).withContext(step.description));
+      auto copy = std::make_unique<Copy>();
+      copy->bytes = static_cast<size_t>(shard.count()) * sizeof(float);
+      copy->source = deviceAddress(shard.input(), plan) +
+                     static_cast<CUdeviceptr>(rank) * copy->bytes;
+      copy->destination = deviceAddress(shard.output(), plan);
+      step.copy = std::move(copy);
     } else if (command.has_collective_wait()) {
       uint32_t request = command.collective_wait().request();
       step.description =
@@ -695,12 +760,25 @@ Status CudaSession::enqueueAllReduces(const AllReduceGroup &group) {
 /// the group's end resolves.
 Status CudaSession::issueAllReduces(const AllReduceGroup &group) {
   for (const AllReduce &reduction : group.reductions) {
-    void *data = reinterpret_cast<void *>(reduction.pointer);
-    ncclResult_t result = ncclAllReduce(data, data, reduction.count,
-                                        ncclFloat32, ncclAvg, comm, commStream);
+    const void *send = reinterpret_cast<const void *>(reduction.send);
+    void *recv = reinterpret_cast<void *>(reduction.recv);
+    const char *call = "ncclAllReduce";
+    ncclResult_t result;
+    if (reduction.kind == AllReduce::Mean) {
+      result = ncclAllReduce(send, recv, reduction.count, ncclFloat32, ncclAvg,
+                             comm, commStream);
+    } else if (reduction.kind == AllReduce::ReduceScatterMean) {
+      call = "ncclReduceScatter";
+      result = ncclReduceScatter(send, recv, reduction.count, ncclFloat32,
+                                 ncclAvg, comm, commStream);
+    } else {
+      call = "ncclAllGather";
+      result = ncclAllGather(send, recv, reduction.count, ncclFloat32, comm,
+                             commStream);
+    }
     if (result == ncclSuccess || result == ncclInProgress)
       continue;
-    std::string failure = checkNccl(result, "ncclAllReduce", comm).message();
+    std::string failure = checkNccl(result, call, comm).message();
     if (group.reductions.size() == 1)
       return rankFailure(failure);
     return rankFailure(strCat("command ", reduction.command, " (request ",
@@ -720,6 +798,14 @@ Status CudaSession::enqueueSteps(const EntryPlan &plan) {
       KILN_RETURN_IF_ERROR(checkCu(cuStreamWaitEvent(stream, step.waitFor, 0),
                                    "cuStreamWaitEvent")
                                .withContext(step.description));
+      continue;
+    }
+    if (step.copy) {
+      KILN_RETURN_IF_ERROR(
+          checkCu(cuMemcpyDtoDAsync(step.copy->destination, step.copy->source,
+                                    step.copy->bytes, stream),
+                  "cuMemcpyDtoDAsync")
+              .withContext(step.description));
       continue;
     }
     if (step.gemm) {

@@ -86,13 +86,23 @@ private:
     std::vector<CUdeviceptr> pointers;
     std::vector<void *> arguments;
   };
-  /// An in-place mean of `count` f32 values over the ranks, from command
-  /// `command` of the program, for request `request`.
+  /// A collective of command `command` of the program, for request
+  /// `request`: an in-place mean of `count` f32 values over the ranks (an
+  /// AllReduceMean, `send` == `recv`), or a sharded optimizer's
+  /// reduce-scatter (this rank's `count` values of the mean) or all-gather
+  /// (every rank's `count` values).
   struct AllReduce {
-    CUdeviceptr pointer = 0;
+    enum Kind { Mean, ReduceScatterMean, AllGather } kind = Mean;
+    CUdeviceptr send = 0, recv = 0;
     size_t count = 0;
     int command = 0;
     uint32_t request = 0;
+  };
+  /// A sharded optimizer's local shard: `bytes` from `source` (this rank's
+  /// shard) to `destination`, in stream order.
+  struct Copy {
+    CUdeviceptr source = 0, destination = 0;
+    size_t bytes = 0;
   };
   /// A run of consecutive all-reduces, issued as one NCCL group: `ready`
   /// marks the commands before it on the stream, `done` the end of all its
@@ -103,8 +113,8 @@ private:
     CUevent ready = nullptr;
     CUevent done = nullptr;
   };
-  /// One step of a program: a launch, a gemm, a run of all-reduces, or a
-  /// wait for one request (`waitFor`, its group's `done`); `description`
+  /// One step of a program: a launch, a gemm, a run of collectives, a
+  /// local shard's copy, or a wait for one request (`waitFor`, its group's `done`); `description`
   /// names the command or commands in messages ("command 3 (kernel 'k')",
   /// the gemm's sizes, "command 5 (all-reduce of 4096 f32, request 1)",
   /// "commands 12-26 (15 all-reduces of 61440 f32 in all, requests 2-16)").
@@ -113,6 +123,7 @@ private:
     std::unique_ptr<Launch> launch;
     std::unique_ptr<GemmPlan> gemm;
     std::unique_ptr<AllReduceGroup> allReduces;
+    std::unique_ptr<Copy> copy;
     CUevent waitFor = nullptr;
   };
   /// Where each input and output of an entry point lives on the device and
@@ -160,6 +171,7 @@ private:
                         EntryPlan &plan, Step &step);
   /// Whether a program of this session's target has an all-reduce.
   bool hasCollectives() const;
+  Status checkShardRanks(const bundle::ShardCollective &shard) const;
   Status createCommunicator(const BackendHost &host);
   /// Polls the communicator until its pending operation (initialization,
   /// an enqueue, finalization) is no longer in progress, within the
