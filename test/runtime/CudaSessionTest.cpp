@@ -55,9 +55,14 @@ protected:
     ASSERT_TRUE(readFile(ptxPath, ptx).ok()) << "cannot read " << ptxPath;
     writeBundle("ptx.kiln", {{bp::CodeImage::PTX, "compute_80", ptx}});
     writeAllReduceBundle("all-reduce-ptx.kiln",
-                         {{bp::CodeImage::PTX, "compute_80", ptx}}, false);
+                         {{bp::CodeImage::PTX, "compute_80", ptx}},
+                         Variant::Plain);
     writeAllReduceBundle("all-reduce-grouped-ptx.kiln",
-                         {{bp::CodeImage::PTX, "compute_80", ptx}}, true);
+                         {{bp::CodeImage::PTX, "compute_80", ptx}},
+                         Variant::Grouped);
+    writeAllReduceBundle("all-reduce-sharded-ptx.kiln",
+                         {{bp::CodeImage::PTX, "compute_80", ptx}},
+                         Variant::Sharded);
     std::string cubinPath = dir + "/kernels.sm_90a.cubin";
     std::string command = "'" + ptxas + "' -arch=sm_90a -o '" + cubinPath +
                           "' '" + ptxPath + "'";
@@ -65,14 +70,16 @@ protected:
     ASSERT_TRUE(readFile(cubinPath, cubin).ok());
     writeBundle("cubin.kiln", {{bp::CodeImage::CUBIN, "sm_90a", cubin},
                                {bp::CodeImage::PTX, "compute_80", ptx}});
-    writeAllReduceBundle("all-reduce-cubin.kiln",
-                         {{bp::CodeImage::CUBIN, "sm_90a", cubin},
-                          {bp::CodeImage::PTX, "compute_80", ptx}},
-                         false);
-    writeAllReduceBundle("all-reduce-grouped-cubin.kiln",
-                         {{bp::CodeImage::CUBIN, "sm_90a", cubin},
-                          {bp::CodeImage::PTX, "compute_80", ptx}},
-                         true);
+    for (Variant variant : {Variant::Plain, Variant::Grouped, Variant::Sharded})
+      writeAllReduceBundle(
+          std::string("all-reduce") +
+              (variant == Variant::Grouped   ? "-grouped"
+               : variant == Variant::Sharded ? "-sharded"
+                                             : "") +
+              "-cubin.kiln",
+          {{bp::CodeImage::CUBIN, "sm_90a", cubin},
+           {bp::CodeImage::PTX, "compute_80", ptx}},
+          variant);
   }
 
   static void TearDownTestSuite() {
@@ -93,12 +100,51 @@ protected:
   /// NCCL group: mean_step's accumulate launch, between them, moves before
   /// the first (it touches neither request's bytes while they are in
   /// flight, so the results stay the same).
+  enum class Variant { Plain, Grouped, Sharded };
+
+  /// A sharded optimizer's collectives over one rank, appended to
+  /// mean_step: `total` (the accumulator, 4 values) reduce-scattered into
+  /// arena [0, 16), its local shard copied to [16, 32) and all-gathered
+  /// into `y`, so y ends as the accumulator.
+  static void appendShardCollectives(bp::Program &program) {
+    auto ref = [](bp::BufferRef::Kind kind, uint32_t index, uint64_t offset) {
+      bp::BufferRef buffer;
+      buffer.set_kind(kind);
+      buffer.set_index(index);
+      buffer.set_offset(offset);
+      buffer.set_size(16);
+      return buffer;
+    };
+    auto add = [&](bp::ShardCollective::Kind kind, bp::BufferRef input,
+                   bp::BufferRef output, uint32_t request) {
+      bp::ShardCollective &shard = *program.add_commands()->mutable_shard();
+      shard.set_kind(kind);
+      shard.set_count(4);
+      shard.set_ranks(1);
+      shard.set_request(request);
+      *shard.mutable_input() = input;
+      *shard.mutable_output() = output;
+      if (request)
+        program.add_commands()->mutable_collective_wait()->set_request(
+            request);
+    };
+    add(bp::ShardCollective::REDUCE_SCATTER_MEAN,
+        ref(bp::BufferRef::OUTPUT, 1, 0), ref(bp::BufferRef::ARENA, 0, 0), 3);
+    add(bp::ShardCollective::LOCAL_SHARD, ref(bp::BufferRef::ARENA, 0, 0),
+        ref(bp::BufferRef::ARENA, 0, 16), 0);
+    add(bp::ShardCollective::ALL_GATHER, ref(bp::BufferRef::ARENA, 0, 16),
+        ref(bp::BufferRef::OUTPUT, 0, 0), 4);
+  }
+
   static void writeAllReduceBundle(const std::string &name,
                                    std::vector<BundleWriter::Image> images,
-                                   bool grouped) {
+                                   Variant variant) {
     BundleWriter writer;
     buildCudaAllReduceBundle(writer, std::move(images));
-    if (grouped) {
+    if (variant == Variant::Sharded)
+      appendShardCollectives(
+          *writer.manifest().mutable_entry_points(0)->mutable_programs(0));
+    if (variant == Variant::Grouped) {
       auto &commands = *writer.manifest()
                             .mutable_entry_points(0)
                             ->mutable_programs(0)
@@ -316,7 +362,9 @@ TEST_P(CudaSession, ErrorsNameWhatIsWrong) {
 /// rank leaves the values as they are, the kernel after each wait reads
 /// them, and in the ungrouped bundle the accumulate launched while request 1
 /// is in flight is not disturbed by it.
-void runMeanSteps(const std::string &path) {
+/// With `sharded`, mean_step ends with a sharded optimizer's collectives
+/// over one rank that leave the accumulator in y.
+void runMeanSteps(const std::string &path, bool sharded = false) {
   kiln_bundle_t *dataParallel = nullptr;
   ASSERT_EQ(kiln_bundle_open(path.c_str(), &dataParallel), KILN_OK)
       << kiln_status_message();
@@ -340,7 +388,7 @@ void runMeanSteps(const std::string &path) {
       expected[i] = x[i] + 2;
     }
     SCOPED_TRACE("run " + std::to_string(run));
-    expectNear(y, expected);
+    expectNear(y, sharded ? acc : expected);
     expectNear(total, acc);
     std::vector<float> stored(4);
     ASSERT_EQ(kiln_session_get_parameter(reducing, "acc", stored.data(), 16),
@@ -359,6 +407,12 @@ TEST_P(CudaSession, AllReducesOnOneRankKeepTheValues) {
 /// joining the group's end.
 TEST_P(CudaSession, GroupedAllReducesOnOneRankKeepTheValues) {
   runMeanSteps(dir + "/all-reduce-grouped-" + GetParam());
+}
+
+/// A reduce-scatter, a local shard and an all-gather over one rank (NCCL,
+/// then a copy in stream order, then NCCL) move the values unchanged.
+TEST_P(CudaSession, ShardCollectivesOnOneRankMoveTheValues) {
+  runMeanSteps(dir + "/all-reduce-sharded-" + GetParam(), /*sharded=*/true);
 }
 
 INSTANTIATE_TEST_SUITE_P(
