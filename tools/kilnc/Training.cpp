@@ -134,7 +134,7 @@ cl::opt<int64_t> shardOptimizer(
     cl::desc("--data-parallel: shard the optimizer state over N ranks "
              "(ZeRO-1: each bucket's gradients reduce-scattered, each rank "
              "updating its shard, the parameters all-gathered); the bundle "
-             "then runs with exactly N ranks (CPU target only)"),
+             "then runs with exactly N ranks"),
     cl::value_desc("N"), cl::init(0), cl::cat(category()));
 
 cl::opt<double> lossScaleInit(
