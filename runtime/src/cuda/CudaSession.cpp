@@ -657,7 +657,7 @@ Status CudaSession::planEntryPoint(const bp::EntryPoint &entry,
   for (int c = 0; c < program.commands_size(); ++c) {
     const bp::Command &command = program.commands(c);
     Step step;
-    if (command.has_all_reduce_mean()) {
+    if (isNcclCommand(command)) {
       int end = allReduceRunEnd(program, c);
       step.description = describeAllReduces(program, c, end);
       KILN_RETURN_IF_ERROR(planAllReduces(program, c, end, plan, step)
