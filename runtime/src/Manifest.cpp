@@ -466,9 +466,9 @@ private:
            b.offset() < a.offset() + a.size();
   }
 
-  /// `buffer` (`what` of a command) must not touch the bytes of an
-  /// all-reduce still in flight, which the communication stream is
-  /// rewriting; the offsets are inside their buffers, so the sums cannot
+  /// `buffer` (`what` of a command) must not touch the bytes of a
+  /// collective still in flight, which the communication stream is reading
+  /// or rewriting; the offsets are inside their buffers, so the sums cannot
   /// wrap.
   static Status checkNotReducing(const bp::BufferRef &buffer,
                                  const std::string &what,

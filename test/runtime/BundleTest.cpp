@@ -1006,6 +1006,31 @@ TEST(BundleReader, RejectsEachBrokenCollectiveRule) {
        },
        at + " command 7: local shard has request 5 (a copy in stream order "
             "has none: 0)"},
+      {"reduce-scatter of no values",
+       [](bp::Manifest &m) {
+         appendShard(m, bp::ShardCollective::REDUCE_SCATTER_MEAN, 3)
+             .set_count(0);
+       },
+       at + " command 7: reduce-scatter has count 0 (at least 1, and all "
+            "ranks' values below 2^62 bytes)"},
+      {"all-gather reusing a request",
+       [](bp::Manifest &m) {
+         appendShard(m, bp::ShardCollective::ALL_GATHER, 2);
+       },
+       at + " command 7: all-gather starts request 2, which command 3 used "
+            "already (requests are unique in a program)"},
+      {"local shard reading bytes an all-gather writes",
+       [](bp::Manifest &m) {
+         appendShard(m, bp::ShardCollective::ALL_GATHER, 3);
+         bp::Program &p = program(m, 0);
+         p.mutable_commands()->RemoveLast();
+         bp::ShardCollective &copy =
+             appendShard(m, bp::ShardCollective::LOCAL_SHARD, 0);
+         copy.mutable_input()->set_offset(80);
+         copy.mutable_output()->set_offset(64);
+       },
+       at + " command 8: local shard input touches the buffer of request 3 "
+            "(the all-gather of command 7), which is still outstanding"},
       {"unknown shard collective",
        [](bp::Manifest &m) {
          appendShard(m, static_cast<bp::ShardCollective::Kind>(9), 3);

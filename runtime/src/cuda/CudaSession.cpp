@@ -194,9 +194,15 @@ std::string describeAllReduces(const bp::Program &program, int first, int end) {
     total += countOf(program.commands(c));
     same = same && std::string(nameOf(program.commands(c))) == nameOf(head);
   }
+  // Counts are per rank for a sharded optimizer's collectives: a total
+  // only of one kind.
+  if (!same)
+    return strCat("commands ", first, "-", end - 1, " (", end - first,
+                  " collectives, ", describeRequests(program, first, end),
+                  ")");
   return strCat("commands ", first, "-", end - 1, " (", end - first, " ",
-                same ? nameOf(head) : "collective", "s of ", total,
-                " f32 in all, ", describeRequests(program, first, end), ")");
+                nameOf(head), "s of ", total, " f32 in all, ",
+                describeRequests(program, first, end), ")");
 }
 
 } // namespace
@@ -687,7 +693,7 @@ Status CudaSession::planEntryPoint(const bp::EntryPoint &entry,
       auto started = done.find(request);
       if (started == done.end())
         return internalError(step.description,
-                             ": no all-reduce before it started the request");
+                             ": no collective before it started the request");
       step.waitFor = started->second;
     } else if (command.command_case() == bp::Command::kLaunch) {
       const std::string &kernel =
@@ -743,9 +749,9 @@ Status CudaSession::enqueueAllReduces(const AllReduceGroup &group) {
   if (ended == ncclInProgress) {
     Status enqueued = awaitCommunicator(
         "ncclGroupEnd", group.reductions.size() == 1
-                            ? std::string("enqueueing the all-reduce")
+                            ? std::string("enqueueing the collective")
                             : strCat("enqueueing the group of ",
-                                     group.reductions.size(), " all-reduces"));
+                                     group.reductions.size(), " collectives"));
     if (!enqueued.ok())
       return abortCommunicator(enqueued);
   } else if (ended != ncclSuccess) {
@@ -909,13 +915,13 @@ Status CudaSession::runBound(EntryPlan &plan) {
   return Status();
 }
 
-/// With all-reduces in flight, a peer that died or hung would leave the
+/// With collectives in flight, a peer that died or hung would leave the
 /// stream waiting forever: the wait is bounded by the collective timeout,
 /// and NCCL's asynchronous errors end it too. Either aborts the
 /// communicator, which stops its kernels, so the stream drains.
 Status CudaSession::finishRun() {
   const char *failedOnDevice =
-      "finishing the run (a kernel, gemm or all-reduce failed on the device)";
+      "finishing the run (a kernel, gemm or collective failed on the device)";
   if (!comm)
     return checkCu(cuStreamSynchronize(stream), "cuStreamSynchronize")
         .withContext(failedOnDevice);
@@ -933,13 +939,13 @@ Status CudaSession::finishRun() {
           checkNccl(queried, "ncclCommGetAsyncError", comm).message()));
     if (asyncError != ncclSuccess && asyncError != ncclInProgress)
       return abortCommunicator(rankFailure(strCat(
-          "NCCL failed while the run's all-reduces were in flight (a rank "
+          "NCCL failed while the run's collectives were in flight (a rank "
           "died or its network failed): ",
           checkNccl(asyncError, "ncclCommGetAsyncError", comm).message())));
     if (deadline.passed())
       return abortCommunicator(rankFailure(
           strCat("timed out after ", deadline.describe(),
-                 " waiting for the run and its all-reduces; another rank "
+                 " waiting for the run and its collectives; another rank "
                  "failed, hung or stopped issuing the same steps")));
     std::this_thread::sleep_for(kPollInterval);
   }

@@ -165,12 +165,14 @@ private:
   Status allocateStaging(const bundle::EntryPoint &entry, Staging &staging);
   Status planLaunch(const bundle::KernelLaunch &launch, const EntryPlan &plan,
                     Step &step);
-  /// Plans commands [first, end) of `program`, all AllReduceMean, as one
-  /// group.
+  /// Plans commands [first, end) of `program`, all NCCL collectives
+  /// (AllReduceMean, or a ShardCollective's reduce-scatter or all-gather),
+  /// as one group.
   Status planAllReduces(const bundle::Program &program, int first, int end,
                         EntryPlan &plan, Step &step);
-  /// Whether a program of this session's target has an all-reduce.
+  /// Whether a program of this session's target has an NCCL collective.
   bool hasCollectives() const;
+  /// A sharded optimizer's command must be for the run's world size.
   Status checkShardRanks(const bundle::ShardCollective &shard) const;
   Status createCommunicator(const BackendHost &host);
   /// Polls the communicator until its pending operation (initialization,
