@@ -6,6 +6,7 @@ bench/train_throughput.py trained on one rank at batch N*B against N ranks
         [--seq 128] [--warmup 3] [--steps 10] [--trials 3] [--batches 4]
         [--lr 1e-4] [--weight-decay 0.01] [--rtol 1e-5]
         [--openblas-coretype NAME] [--bin build/bin] [--keep DIR] [--smoke]
+        [--shard-optimizer]
 
 The model, its loss, its weights and its data are train_throughput.py's
 (loss_model, training_data, export_loss_model, compile_training: d_model 256,
@@ -49,6 +50,12 @@ steps and a long run of --warmup + --steps steps. Two figures per set-up:
 Each figure is the median over --trials trials, (a) and (b) interleaved.
 scaling = (b) / (a) of the steady rates: above 1, N single-threaded ranks
 train faster than one process with N threads on the same cores.
+
+--shard-optimizer adds (c): (b) with the batch-B bundle compiled also with
+--shard-optimizer=N (ZeRO-1: each rank keeps 1/N of the AdamW state,
+gradients reduce-scattered, parameters all-gathered). Its losses must agree
+with (a)'s as (b)'s do; it prints (c) / (b) of the steady rates and each
+bundle's parameter and state bytes per rank (kiln-run --info).
 
 --smoke: a tiny model (d_model 32, 1 layer, 2 heads, vocab 64, 16 tokens,
 batch 2, 1 warm-up step, 2 timed steps, one trial) to check the script in
@@ -109,6 +116,9 @@ def parse_args(argv):
     parser.add_argument("--keep", metavar="DIR",
                         help="write the model, data, bundles and metrics to "
                         "DIR and keep them")
+    parser.add_argument("--shard-optimizer", action="store_true",
+                        help="also (c): (b) with the optimizer state "
+                        "sharded over the ranks")
     parser.add_argument("--smoke", action="store_true",
                         help="a tiny model and few steps, to check the "
                         "script; the numbers mean nothing")
@@ -126,6 +136,17 @@ def parse_args(argv):
     if not args.mpirun:
         parser.error("no mpirun on PATH (--mpirun)")
     return args
+
+
+def parameter_bytes(kiln_run, bundle):
+    """The bytes of a bundle's parameters and optimizer state (one rank's
+    shard of sharded state), from kiln-run --info."""
+    info = subprocess.run([kiln_run, bundle, "--info"], capture_output=True,
+                          text=True, check=True).stdout
+    for line in info.splitlines():
+        if line.startswith("parameters:"):
+            return "{:,}".format(int(line.split(",")[1].split()[0]))
+    raise RuntimeError("%s --info lists no parameters" % bundle)
 
 
 def uptime():
@@ -212,14 +233,21 @@ def main(argv):
                                                  model, data)
         flags = ["--target=cpu", "--data-parallel"]
         bundles = {}
-        for size in (batch, n * batch):
-            bundles[size] = os.path.join(workdir, "gpt2-b%d.kiln" % size)
-            seconds = compile_training(args, onnx_path, bundles[size], size,
-                                       flags)
+        builds = [(batch, "", flags), (n * batch, "", flags)]
+        if args.shard_optimizer:
+            builds.append((batch, "-sharded",
+                           flags + ["--shard-optimizer=%d" % n]))
+        for size, suffix, build_flags in builds:
+            key = (size, suffix)
+            bundles[key] = os.path.join(workdir,
+                                        "gpt2-b%d%s.kiln" % (size, suffix))
+            seconds = compile_training(args, onnx_path, bundles[key], size,
+                                       build_flags)
             print("kilnc %s --optimizer=adamw --lr=%g --weight-decay=%g "
                   "--loss-output=loss %s --batch-size=%d: %.1f s" % (
                       os.path.basename(onnx_path), args.lr,
-                      args.weight_decay, " ".join(flags), size, seconds))
+                      args.weight_decay, " ".join(build_flags), size,
+                      seconds))
 
         kiln_run = os.path.join(args.bin, "kiln-run")
         mpirun = [args.mpirun, "-np", str(n), "--oversubscribe",
@@ -232,15 +260,28 @@ def main(argv):
             if name in ranks_env:
                 mpirun += ["-x", name]
         setups = [
-            Setup("(a) 1 rank", [kiln_run], bundles[n * batch], data_path,
-                  one_env, os.path.join(workdir, "a.jsonl")),
-            Setup("(b) %d ranks" % n, mpirun + [kiln_run], bundles[batch],
-                  data_path, ranks_env, os.path.join(workdir, "b.jsonl")),
+            Setup("(a) 1 rank", [kiln_run], bundles[(n * batch, "")],
+                  data_path, one_env, os.path.join(workdir, "a.jsonl")),
+            Setup("(b) %d ranks" % n, mpirun + [kiln_run],
+                  bundles[(batch, "")], data_path, ranks_env,
+                  os.path.join(workdir, "b.jsonl")),
         ]
-        for setup, env, what in zip(
-                setups, (one_env, ranks_env),
-                ("1 process, batch %d" % (n * batch),
-                 "%d ranks, batch %d each" % (n, batch))):
+        envs = [one_env, ranks_env]
+        whats = ["1 process, batch %d" % (n * batch),
+                 "%d ranks, batch %d each" % (n, batch)]
+        if args.shard_optimizer:
+            setups.append(Setup(
+                "(c) %d ranks, sharded" % n, mpirun + [kiln_run],
+                bundles[(batch, "-sharded")], data_path, ranks_env,
+                os.path.join(workdir, "c.jsonl")))
+            envs.append(ranks_env)
+            whats.append("%d ranks, batch %d each, --shard-optimizer=%d"
+                         % (n, batch, n))
+            for label, key in (("(b)", (batch, "")),
+                               ("(c)", (batch, "-sharded"))):
+                print("%s parameters and optimizer state per rank: %s bytes"
+                      % (label, parameter_bytes(kiln_run, bundles[key])))
+        for setup, env, what in zip(setups, envs, whats):
             print("%s: %s; OMP_NUM_THREADS=%s OPENBLAS_NUM_THREADS=%s "
                   "OPENBLAS_CORETYPE=%s" % (
                       setup.label, what, env["OMP_NUM_THREADS"],
@@ -267,10 +308,11 @@ def main(argv):
                           trial + 1, setup.label, rate, whole,
                           os.getloadavg()[0]), flush=True)
 
-    a, b = (s.label for s in setups)
+    labels = [s.label for s in setups]
+    a, b = labels[:2]
     table = [["set-up", "steady samples/s", "process samples/s",
               "steady ms/step", "trials steady samples/s"]]
-    for label in (a, b):
+    for label in labels:
         rate = statistics.median(steady[label])
         table.append([label, "%.2f" % rate,
                       "%.2f" % statistics.median(process[label]),
@@ -283,17 +325,27 @@ def main(argv):
         scaling,
         statistics.median(process[b]) / statistics.median(process[a])))
 
-    worst = 0.0
-    for got, want in zip(losses[b], losses[a]):
-        for x, y in zip(got, want):
-            worst = max(worst, abs(x - y) / abs(y))
-    ok = worst <= args.rtol
-    print("losses (a) vs (b): %d steps x %d trials, largest relative "
-          "difference %.3g%s (first step %.7g / %.7g, last %.7g / %.7g)" % (
-              args.warmup + args.steps, args.trials, worst,
-              "" if ok else " WRONG (beyond --rtol %g)" % args.rtol,
-              losses[a][0][0], losses[b][0][0], losses[a][0][-1],
-              losses[b][0][-1]))
+    if len(labels) > 2:
+        c = labels[2]
+        print("sharded (c)/(b), steady: %.3f; process: %.3f" % (
+            statistics.median(steady[c]) / statistics.median(steady[b]),
+            statistics.median(process[c]) / statistics.median(process[b])))
+
+    ok = True
+    for other in labels[1:]:
+        worst = 0.0
+        for got, want in zip(losses[other], losses[a]):
+            for x, y in zip(got, want):
+                worst = max(worst, abs(x - y) / abs(y))
+        ok = ok and worst <= args.rtol
+        print("losses (a) vs %s: %d steps x %d trials, largest relative "
+              "difference %.3g%s (first step %.7g / %.7g, last %.7g / %.7g)"
+              % (other.split()[0], args.warmup + args.steps, args.trials,
+                 worst,
+                 "" if worst <= args.rtol else
+                 " WRONG (beyond --rtol %g)" % args.rtol,
+                 losses[a][0][0], losses[other][0][0], losses[a][0][-1],
+                 losses[other][0][-1]))
     print("uptime after: %s" % uptime())
     return 0 if ok else 1
 
