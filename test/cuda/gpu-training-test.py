@@ -17,7 +17,10 @@ flags:
   communicator of one) and must train exactly as the plain bundle on the
   same target: the same losses and bit-identical parameters and optimizer
   state, since an average over one rank is the value itself and prepare
-  checks that both bundles hold the same CUDA code.
+  checks that both bundles hold the same CUDA code. Its sharded variant
+  (`--shard-optimizer=1`: on the GPU an NCCL reduce-scatter, a local shard
+  copy and an all-gather per bucket) must match the plain bundle's losses
+  within 1e-4 and torch.optim's final parameters.
 
 Two phases, so that a GPU machine that cannot build Kiln can run the check:
 
@@ -474,6 +477,7 @@ def prepare(args):
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "test", "lib"))
     compare_training = os.path.join(ROOT, "test", "e2e", "compare_training.py")
     features = kilnc_features(args, log)
+    kilnc_help = run([args.kilnc, "--help"], log)[1]
     for feature, why in features.items():
         if why:
             print("note: %s not prepared: %s" % (feature, why), flush=True)
@@ -506,6 +510,9 @@ def prepare(args):
             bundles["bf16"] = ["--target=cuda", "--amp=bf16"]
         if not features["data-parallel"] and name == DATA_PARALLEL["model"]:
             bundles["data-parallel"] = DATA_PARALLEL["kilnc"]
+            if "--shard-optimizer" in kilnc_help:
+                bundles["sharded"] = DATA_PARALLEL["kilnc"] + [
+                    "--shard-optimizer=1"]
         files = {}
         for kind, flags in bundles.items():
             files[kind] = compile_bundle(
@@ -708,6 +715,21 @@ def check(args):
                         name, tag), losses_of(metrics), gpu_losses,
                     dp_params, gpu_params,
                     None if exact else DATA_PARALLEL_RTOL)
+        if "sharded" in bundles and gpu_losses is not None:
+            # The optimizer state sharded over one rank: the collectives
+            # move each bucket whole, the update is the plain one's.
+            metrics, sharded_params = train_on(
+                bundles["sharded"], data, steps, args.target,
+                "%s-%s-sharded" % (name, tag), "data-parallel")
+            if metrics:
+                what = "%s sharded optimizer (1 rank)" % name
+                compare_losses(check, "%s losses vs plain, %s" % (what, tag),
+                               losses_of(metrics), gpu_losses,
+                               DATA_PARALLEL_RTOL, "data-parallel")
+                compare_params(check, "%s parameters vs torch.optim, %s"
+                               % (what, tag), sharded_params, torch_params,
+                               spec["exclude"], TORCH_PARAM_RTOL,
+                               TORCH_PARAM_ATOL, "data-parallel")
         if gpu and "bf16" in bundles:
             metrics, bf16_params = train_on(bundles["bf16"], data, steps,
                                             "cuda", name + "-cuda-bf16",
