@@ -307,7 +307,13 @@ def check(args):
     """Compares losses (or, with --column lr, learning rates) with kiln-run's:
     its printed lines, or the records of its --metrics .jsonl file."""
     import json
-    expected = [float(l) for l in open(args.expected).read().split()]
+    if args.expected.endswith(".jsonl"):
+        # Another run's metrics: its values of the column.
+        with open(args.expected) as f:
+            expected = [float(json.loads(line)[args.column])
+                        for line in f if line.strip()]
+    else:
+        expected = [float(l) for l in open(args.expected).read().split()]
     text = open(args.actual).read()
     if args.actual.endswith(".jsonl"):
         records = [json.loads(line) for line in text.splitlines() if line.strip()]
