@@ -643,7 +643,7 @@ static LogicalResult verifySharding(Operation *op, Value input, Value output,
   if (!output == !result)
     return op->emitOpError(
         "takes a tensor and returns one, or takes two buffers");
-  if (output && !isa<MemRefType>(input.getType()))
+  if (isa<MemRefType>(input.getType()) != static_cast<bool>(output))
     return op->emitOpError("takes two buffers or a tensor, not both");
   Value written = output ? output : result;
   auto in = cast<ShapedType>(input.getType());

@@ -1321,3 +1321,11 @@ func.func @local_shard_zero_ranks(%a: tensor<8xf32>) {
   %r = kiln.local_shard %a {ranks = 0 : i64} : (tensor<8xf32>) -> tensor<4xf32>
   return
 }
+
+// -----
+
+func.func @reduce_scatter_buffer_to_tensor(%a: memref<8xf32>) {
+  // expected-error @+1 {{takes two buffers or a tensor, not both}}
+  %r = "kiln.reduce_scatter_mean"(%a) {ranks = 2 : i64} : (memref<8xf32>) -> tensor<4xf32>
+  return
+}
