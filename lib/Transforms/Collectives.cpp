@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/KilnOps.h"
+#include "kiln/Transforms/Buffers.h"
 #include "kiln/Transforms/Collectives.h"
 #include "kiln/Transforms/Passes.h"
 
@@ -243,7 +244,7 @@ struct KilnLowerCollectivesPass
     Location loc = op.getLoc();
     for (Value buffer : op.getInputs()) {
       auto type = cast<MemRefType>(buffer.getType());
-      if (!type.getLayout().isIdentity())
+      if (!kiln::isPlainBuffer(type))
         return op.emitError("averages only contiguous buffers, not ") << type;
       Value address = addressOf(b, loc, buffer);
       Value count = arith::ConstantOp::create(
@@ -264,7 +265,7 @@ struct KilnLowerCollectivesPass
     if (!op.hasBufferSemantics())
       return op.emitError("must be bufferized before kiln-lower-collectives");
     for (Value buffer : {Value(op.getInput()), Value(op.getOutput())})
-      if (!cast<MemRefType>(buffer.getType()).getLayout().isIdentity())
+      if (!kiln::isPlainBuffer(buffer.getType()))
         return op.emitError("works only on contiguous buffers, not ")
                << buffer.getType();
     MLIRContext *context = op.getContext();

@@ -31,12 +31,16 @@ using namespace mlir;
 
 namespace {
 
-/// The op combining the output's element with the rest in `op`'s body:
+/// The op combining the output's element with the rest in `op`'s body, for
+/// a reduction on tensors into one output with parallel loops too:
 /// `combine(out, g(inputs))` for an f32 addf, maximumf, maxnumf, minimumf or
 /// minnumf whose result is yielded, and whose identity `identity` is set;
 /// null otherwise, or when `g` reads the loop indices (which a split
 /// renumbers).
 Operation *combiner(linalg::GenericOp op, double &identity) {
+  if (!op.hasPureTensorSemantics() || op.getNumDpsInits() != 1 ||
+      op.getNumParallelLoops() == 0)
+    return nullptr;
   Block *body = op.getBody();
   if (!body->getOps<linalg::IndexOp>().empty())
     return nullptr;
@@ -146,9 +150,7 @@ struct KilnSplitReductionsPass
   LogicalResult splitRows(linalg::GenericOp op) {
     double identity = 0;
     Operation *combine = nullptr;
-    if (!op.hasPureTensorSemantics() || op.getNumDpsInits() != 1 ||
-        op.getNumReductionLoops() != 1 || op.getNumParallelLoops() == 0 ||
-        !(combine = combiner(op, identity)))
+    if (op.getNumReductionLoops() != 1 || !(combine = combiner(op, identity)))
       return failure();
     int64_t loops = op.getNumLoops();
     int64_t r = loops - 1;
@@ -251,9 +253,7 @@ struct KilnSplitReductionsPass
   LogicalResult split(linalg::GenericOp op) {
     double identity = 0;
     Operation *combine = nullptr;
-    if (!op.hasPureTensorSemantics() || op.getNumDpsInits() != 1 ||
-        op.getNumReductionLoops() == 0 || op.getNumParallelLoops() == 0 ||
-        !(combine = combiner(op, identity)))
+    if (op.getNumReductionLoops() == 0 || !(combine = combiner(op, identity)))
       return failure();
     SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
     int64_t k = op.getNumReductionLoops();

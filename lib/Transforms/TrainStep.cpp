@@ -645,16 +645,13 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
                                      k.b.getI64IntegerAttr(shardOptimizer))
                      .getResult();
     SmallVector<int64_t> sizes;
-    SmallVector<Type> types;
-    for (Slot *slot : bucket.slots) {
-      int64_t n = StepBuilder::tensorType(slot->param).getNumElements();
-      sizes.push_back(n);
-      types.push_back(RankedTensorType::get({n}, k.b.getF32Type()));
-    }
-    if (bucket.padding > 0) {
+    for (Slot *slot : bucket.slots)
+      sizes.push_back(StepBuilder::tensorType(slot->param).getNumElements());
+    if (bucket.padding > 0)
       sizes.push_back(bucket.padding);
-      types.push_back(RankedTensorType::get({bucket.padding}, k.b.getF32Type()));
-    }
+    SmallVector<Type> types;
+    for (int64_t n : sizes)
+      types.push_back(RankedTensorType::get({n}, k.b.getF32Type()));
     SmallVector<Value> pieces{flat};
     if (sizes.size() > 1)
       pieces = llvm::to_vector_of<Value>(

@@ -20,6 +20,16 @@ using kiln::runtime::Status;
 
 namespace {
 
+/// The shape files store `parameter` in: its own, or for a state sharded
+/// over the ranks the whole of it, every rank's shard one after another.
+std::vector<int64_t> storedShape(const kiln_parameter_info_t &parameter) {
+  const kiln_tensor_info_t &tensor = parameter.tensor;
+  std::vector<int64_t> shape(tensor.shape, tensor.shape + tensor.rank);
+  if (parameter.shard_ranks > 0 && tensor.rank == 1)
+    shape[0] *= parameter.shard_ranks;
+  return shape;
+}
+
 const char *safetensorsDtype(kiln_element_type_t type) {
   switch (type) {
   case KILN_ELEMENT_TYPE_F32:
@@ -182,10 +192,7 @@ bool setParameters(const kiln_bundle_t *bundle, kiln_session_t *session,
     const kiln_tensor_info_t &declared = parameter.tensor;
     // A sharded state is stored whole (every rank's shard, as
     // encodeSafetensors gathers it); this rank takes its own.
-    std::vector<int64_t> expected(declared.shape,
-                                  declared.shape + declared.rank);
-    if (parameter.shard_ranks > 0 && declared.rank == 1)
-      expected[0] *= parameter.shard_ranks;
+    std::vector<int64_t> expected = storedShape(parameter);
     if (array.array.elementType != declared.element_type ||
         array.array.shape != expected) {
       printError(source + ": array '" + array.name + "' has type " +
@@ -258,7 +265,7 @@ bool encodeSafetensors(const kiln_bundle_t *bundle, kiln_session_t *session,
     if (kiln_status_t error = kiln_session_get_parameter(
             session, tensor.name, value.data(), value.size()))
       return failed(error);
-    std::vector<int64_t> dims(tensor.shape, tensor.shape + tensor.rank);
+    std::vector<int64_t> dims = storedShape(parameter);
     // A sharded state is gathered from every rank and stored whole.
     if (parameter.shard_ranks > 0 && tensor.rank == 1) {
       std::string whole(value.size() *
@@ -268,7 +275,6 @@ bool encodeSafetensors(const kiln_bundle_t *bundle, kiln_session_t *session,
               value.data(), whole.data(), value.size()))
         return failed(error);
       value = std::move(whole);
-      dims[0] *= parameter.shard_ranks;
     }
     std::string shape;
     for (size_t d = 0; d < dims.size(); ++d)
