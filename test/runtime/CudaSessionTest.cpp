@@ -23,9 +23,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 using namespace kiln::runtime;
 using namespace kiln::runtime::testing;
@@ -173,6 +178,7 @@ protected:
     kiln_session_release(session);
     kiln_bundle_release(bundle);
     unsetenv("KILN_CUDA_GRAPHS");
+    unsetenv("KILN_CUDA_PROFILE");
   }
 
   static std::string dir;
@@ -259,6 +265,62 @@ TEST_P(CudaSession, RefusesAMalformedGraphsSetting) {
             std::string::npos)
       << kiln_status_message();
   EXPECT_EQ(other, nullptr);
+}
+
+std::string readText(const std::string &path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST_P(CudaSession, WritesAProfileOfEachCommand) {
+  if (GetParam() != std::string("ptx.kiln"))
+    GTEST_SKIP() << "one image is enough";
+  std::string pattern = dir + "/profile-%p.txt";
+  std::string path = dir + "/profile-" + std::to_string(getpid()) + ".txt";
+  std::remove(path.c_str());
+  setenv("KILN_CUDA_PROFILE", pattern.c_str(), 1);
+  kiln_session_t *profiled = nullptr;
+  ASSERT_EQ(kiln_session_create(bundle, "cuda", &profiled), KILN_OK)
+      << kiln_status_message();
+  // The first run is left out; the others run directly and are timed, and
+  // still compute the right values.
+  runAffine(profiled, 0);
+  EXPECT_FALSE(std::ifstream(path).good()) << "written before a timed run";
+  for (int run = 1; run < 4; ++run)
+    runAffine(profiled, run);
+  kiln_session_release(profiled);
+  std::string text = readText(path);
+  for (const char *expected :
+       {"Kiln CUDA profile (KILN_CUDA_PROFILE)", "target 'cuda'",
+        "entry point 'affine': 3 run(s) timed, the first run left out",
+        "by kind:", "gemm (m 2, n 3, k 4", " kernel\n",
+        "by command (the 40 longest of 2)", "(kernel '", " grid "})
+    EXPECT_NE(text.find(expected), std::string::npos)
+        << "no '" << expected << "' in:\n" << text;
+}
+
+TEST_P(CudaSession, ReportsAnUnwritableProfile) {
+  if (GetParam() != std::string("ptx.kiln"))
+    GTEST_SKIP() << "one bundle is enough";
+  setenv("KILN_CUDA_PROFILE", (dir + "/no-such-dir/profile.txt").c_str(), 1);
+  kiln_session_t *profiled = nullptr;
+  ASSERT_EQ(kiln_session_create(bundle, "cuda", &profiled), KILN_OK)
+      << kiln_status_message();
+  std::vector<float> x = affineInput(0), y(6);
+  static const std::vector<int64_t> xShape = {2, 4}, yShape = {2, 3};
+  kiln_tensor_t input = f32Tensor("x", x, xShape);
+  kiln_tensor_t output = f32Tensor("y", y, yShape);
+  EXPECT_EQ(kiln_session_run(profiled, "affine", &input, 1, &output, 1),
+            KILN_OK);
+  EXPECT_EQ(kiln_session_run(profiled, "affine", &input, 1, &output, 1),
+            KILN_STATUS_IO_ERROR);
+  EXPECT_NE(std::string(kiln_status_message())
+                .find("KILN_CUDA_PROFILE: cannot write"),
+            std::string::npos)
+      << kiln_status_message();
+  kiln_session_release(profiled);
 }
 
 /// acc += x through captured and replayed runs: each replay must see the

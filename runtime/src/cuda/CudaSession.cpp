@@ -15,6 +15,8 @@
 #include <map>
 #include <thread>
 
+#include <unistd.h>
+
 namespace kiln::runtime::cuda {
 
 namespace bp = kiln::bundle;
@@ -211,6 +213,12 @@ Status CudaOptions::fromEnvironment(CudaOptions &out) {
   CudaOptions options;
   KILN_RETURN_IF_ERROR(parseOrdinal("KILN_CUDA_DEVICE", options.device));
   KILN_RETURN_IF_ERROR(parseFlag("KILN_CUDA_GRAPHS", options.graphs));
+  if (const char *profile = std::getenv("KILN_CUDA_PROFILE")) {
+    options.profilePath = profile;
+    size_t pid = options.profilePath.find("%p");
+    if (pid != std::string::npos)
+      options.profilePath.replace(pid, 2, std::to_string(getpid()));
+  }
   out = options;
   return Status();
 }
@@ -253,6 +261,8 @@ Status CudaSession::initialize(const BackendBundle &bundle,
     KILN_RETURN_IF_ERROR(
         planEntryPoint(entry, plans.back())
             .withContext(strCat("entry point '", entry.name(), "'")));
+    if (!options.profilePath.empty())
+      KILN_RETURN_IF_ERROR(createProfile(entry, plans.back()));
     planIndex[entry.name()] = plans.size() - 1;
   }
   // Last, so that a rank whose session cannot be made here fails before it
@@ -584,6 +594,7 @@ Status CudaSession::planLaunch(const bp::KernelLaunch &command,
                                const EntryPlan &plan, Step &step) {
   auto launch = std::make_unique<Launch>();
   launch->function = functions[command.kernel()];
+  launch->kernel = &target->kernels(static_cast<int>(command.kernel()));
   for (int d = 0; d < 3; ++d) {
     launch->grid[d] = command.grid(d);
     launch->block[d] = command.block(d);
@@ -794,43 +805,49 @@ Status CudaSession::issueAllReduces(const AllReduceGroup &group) {
 }
 
 Status CudaSession::enqueueSteps(const EntryPlan &plan) {
-  for (const Step &step : plan.steps) {
-    if (step.allReduces) {
-      KILN_RETURN_IF_ERROR(
-          enqueueAllReduces(*step.allReduces).withContext(step.description));
-      continue;
-    }
-    if (step.waitFor) {
-      KILN_RETURN_IF_ERROR(checkCu(cuStreamWaitEvent(stream, step.waitFor, 0),
-                                   "cuStreamWaitEvent")
-                               .withContext(step.description));
-      continue;
-    }
-    if (step.copy) {
-      KILN_RETURN_IF_ERROR(
-          checkCu(cuMemcpyDtoDAsync(step.copy->destination, step.copy->source,
-                                    step.copy->bytes, stream),
-                  "cuMemcpyDtoDAsync")
-              .withContext(step.description));
-      continue;
-    }
-    if (step.gemm) {
-      KILN_RETURN_IF_ERROR(step.gemm->enqueue(blasLt, workspace, stream)
-                               .withContext(step.description));
-      continue;
-    }
-    const Launch &launch = *step.launch;
-    void **arguments = launch.arguments.empty()
-                           ? nullptr
-                           : const_cast<void **>(launch.arguments.data());
-    KILN_RETURN_IF_ERROR(
-        checkCu(cuLaunchKernel(launch.function, launch.grid[0], launch.grid[1],
-                               launch.grid[2], launch.block[0], launch.block[1],
-                               launch.block[2], 0, stream, arguments, nullptr),
-                "cuLaunchKernel")
-            .withContext(step.description));
+  CommandProfile *profile = plan.profile.get();
+  if (profile)
+    KILN_RETURN_IF_ERROR(profile->beginRun(stream));
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const Step &step = plan.steps[i];
+    // Collectives run on the communication stream and are not timed; the
+    // waits for them are.
+    if (profile && !step.allReduces)
+      KILN_RETURN_IF_ERROR(profile->begin(i, stream));
+    KILN_RETURN_IF_ERROR(enqueueStep(step));
+    if (profile && !step.allReduces)
+      KILN_RETURN_IF_ERROR(profile->end(i, stream));
   }
+  if (profile)
+    KILN_RETURN_IF_ERROR(profile->endRun(stream));
   return Status();
+}
+
+Status CudaSession::enqueueStep(const Step &step) {
+  if (step.allReduces)
+    return enqueueAllReduces(*step.allReduces).withContext(step.description);
+  if (step.waitFor)
+    return checkCu(cuStreamWaitEvent(stream, step.waitFor, 0),
+                   "cuStreamWaitEvent")
+        .withContext(step.description);
+  if (step.copy)
+    return checkCu(cuMemcpyDtoDAsync(step.copy->destination, step.copy->source,
+                                     step.copy->bytes, stream),
+                   "cuMemcpyDtoDAsync")
+        .withContext(step.description);
+  if (step.gemm)
+    return step.gemm->enqueue(blasLt, workspace, stream)
+        .withContext(step.description);
+  const Launch &launch = *step.launch;
+  void **arguments = launch.arguments.empty()
+                         ? nullptr
+                         : const_cast<void **>(launch.arguments.data());
+  return checkCu(cuLaunchKernel(launch.function, launch.grid[0],
+                                launch.grid[1], launch.grid[2],
+                                launch.block[0], launch.block[1],
+                                launch.block[2], 0, stream, arguments, nullptr),
+                 "cuLaunchKernel")
+      .withContext(step.description);
 }
 
 /// Records the steps as a graph. Capturing runs nothing, so the caller
@@ -869,7 +886,7 @@ Status CudaSession::captureGraph(EntryPlan &plan) {
 Status CudaSession::executeSteps(EntryPlan &plan) {
   if (plan.steps.empty())
     return Status();
-  if (!options.graphs || plan.runs == 0)
+  if (!options.graphs || plan.runs == 0 || plan.profile)
     return enqueueSteps(plan);
   if (!plan.graphExec)
     KILN_RETURN_IF_ERROR(captureGraph(plan));
@@ -906,6 +923,8 @@ Status CudaSession::runBound(EntryPlan &plan) {
   Status synchronized = finishRun();
   KILN_RETURN_IF_ERROR(status);
   KILN_RETURN_IF_ERROR(synchronized);
+  if (plan.profile && plan.runs > 0)
+    KILN_RETURN_IF_ERROR(recordProfile(plan));
   const std::vector<void *> &outputData = plan.tensors.outputData();
   for (size_t i = 0; i < outputData.size(); ++i)
     if (staging.outputBytes[i] > 0)
@@ -913,6 +932,49 @@ Status CudaSession::runBound(EntryPlan &plan) {
                   staging.outputBytes[i]);
   ++plan.runs;
   return Status();
+}
+
+Status CudaSession::createProfile(const bp::EntryPoint &entry,
+                                  EntryPlan &plan) {
+  std::vector<CommandProfile::Command> commands;
+  for (const Step &step : plan.steps) {
+    CommandProfile::Command command;
+    command.description = step.description;
+    if (step.launch) {
+      const Launch &launch = *step.launch;
+      command.kind = "kernel";
+      command.what = *launch.kernel;
+      command.description += strCat(" grid ", launch.grid[0], "x",
+                                    launch.grid[1], "x", launch.grid[2],
+                                    " block ", launch.block[0], "x",
+                                    launch.block[1], "x", launch.block[2]);
+    } else if (step.gemm) {
+      command.kind = "gemm";
+      command.what = step.gemm->description();
+    } else if (step.copy) {
+      command.kind = "copy";
+    } else if (step.waitFor) {
+      command.kind = "wait";
+    } else {
+      command.kind = "collectives";
+    }
+    commands.push_back(std::move(command));
+  }
+  return CommandProfile::create(entry.name(), std::move(commands),
+                                plan.profile);
+}
+
+Status CudaSession::recordProfile(EntryPlan &plan) {
+  KILN_RETURN_IF_ERROR(plan.profile->accumulate());
+  std::vector<const CommandProfile *> profiles;
+  for (const EntryPlan &each : plans)
+    if (each.profile)
+      profiles.push_back(each.profile.get());
+  std::string header =
+      strCat("Kiln CUDA profile (KILN_CUDA_PROFILE): ", bundleName,
+             ", target '", targetName, "', ", deviceName, ", rank ", rank,
+             " of ", worldSize, "\n");
+  return writeProfile(options.profilePath, header, profiles);
 }
 
 /// With collectives in flight, a peer that died or hung would leave the

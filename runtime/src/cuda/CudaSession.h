@@ -27,6 +27,7 @@
 #include "ExternalParameters.h"
 #include "Backend.h"
 #include "Gemm.h"
+#include "Profile.h"
 #include "TensorBinding.h"
 #include "kiln/runtime/bundle.pb.h"
 
@@ -51,8 +52,12 @@ struct CudaOptions {
   /// Capture each entry point as a CUDA graph on its second run and replay
   /// it from then on; off runs every command directly, for debugging.
   bool graphs = true;
+  /// Where to write the device time of each command (empty: no profile);
+  /// profiling runs without graphs. See Profile.h.
+  std::string profilePath;
 
-  /// KILN_CUDA_DEVICE (unset: -1) and KILN_CUDA_GRAPHS (0 or 1, default 1).
+  /// KILN_CUDA_DEVICE (unset: -1), KILN_CUDA_GRAPHS (0 or 1, default 1) and
+  /// KILN_CUDA_PROFILE (a file; "%p" in it becomes the process id).
   static Status fromEnvironment(CudaOptions &out);
 };
 
@@ -81,6 +86,8 @@ private:
   /// parameter array cuLaunchKernel reads them through.
   struct Launch {
     CUfunction function = nullptr;
+    /// The kernel's name in the bundle.
+    const std::string *kernel = nullptr;
     unsigned grid[3] = {1, 1, 1};
     unsigned block[3] = {1, 1, 1};
     std::vector<CUdeviceptr> pointers;
@@ -148,6 +155,8 @@ private:
     uint64_t runs = 0;
     CUgraph graph = nullptr;
     CUgraphExec graphExec = nullptr;
+    /// With KILN_CUDA_PROFILE: the device time of each step.
+    std::unique_ptr<CommandProfile> profile;
   };
 
   CudaSession() = default;
@@ -199,7 +208,13 @@ private:
   /// with a communicator, bounded polls that also watch NCCL's errors.
   Status finishRun();
   Status enqueueSteps(const EntryPlan &plan);
+  Status enqueueStep(const Step &step);
   Status captureGraph(EntryPlan &plan);
+  /// With KILN_CUDA_PROFILE: the profile of `plan`'s steps (`program`'s
+  /// commands, for the kernels' launch shapes).
+  Status createProfile(const bundle::EntryPoint &entry, EntryPlan &plan);
+  /// Adds the run just finished to its profile and rewrites the file.
+  Status recordProfile(EntryPlan &plan);
   Status findParameter(const std::string &name, size_t byteSize,
                        const void *data, CUdeviceptr &address);
 

@@ -102,6 +102,9 @@ Status GemmPlan::create(cublasLtHandle_t handle, const bp::Gemm &gemm,
                       elementTypeName(gemm.a_type()), " x ",
                       elementTypeName(gemm.b_type()), " -> ",
                       elementTypeName(gemm.c_type()),
+                      gemm.transpose_a() ? ", A transposed" : "",
+                      gemm.transpose_b() ? ", B transposed" : "",
+                      gemm.beta() != 0 ? ", accumulating" : "",
                       bias ? ", bias epilogue)" : ")");
   KILN_RETURN_IF_ERROR(
       plan->plan(handle, gemm, workspace).withContext(plan->text));
