@@ -196,6 +196,30 @@ void parallelizeScatterAdds(gpu::GPUFuncOp kernel) {
   }
 }
 
+/// `op` with its parallel dimensions before its reductions, each group in
+/// its order: its loops are then one scf.parallel, which becomes the
+/// threads, around the reductions' scf.for, which each thread runs. In the
+/// given order a reduction before a parallel dimension (a sum over the
+/// batch, `out[i, j] += x[b, i, j]`) would be a sequential loop around the
+/// parallel one, and the whole kernel one thread. Each output element
+/// still adds its terms in the same order.
+linalg::GenericOp parallelDimsFirst(RewriterBase &rewriter,
+                                    linalg::GenericOp op) {
+  SmallVector<unsigned> order;
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  for (auto [d, kind] : llvm::enumerate(iterators))
+    if (kind == utils::IteratorType::parallel)
+      order.push_back(static_cast<unsigned>(d));
+  for (auto [d, kind] : llvm::enumerate(iterators))
+    if (kind != utils::IteratorType::parallel)
+      order.push_back(static_cast<unsigned>(d));
+  if (llvm::equal(order, llvm::seq<unsigned>(0, order.size())))
+    return op;
+  FailureOr<linalg::GenericOp> interchanged =
+      linalg::interchangeGenericOp(rewriter, op, order);
+  return succeeded(interchanged) ? *interchanged : op;
+}
+
 /// Replaces the top-level scf.parallel of `kernel` (if any) by one thread per
 /// point: thread `blockIdx.x * blockSize + threadIdx.x` computes the point of
 /// that linear index, when it is below the number of points. Returns the
@@ -464,6 +488,8 @@ struct KilnGPUOutlineKernelsPass
     if (auto linalgOp = dyn_cast<linalg::LinalgOp>(cloned)) {
       IRRewriter rewriter(b);
       rewriter.setInsertionPoint(cloned);
+      if (auto generic = dyn_cast<linalg::GenericOp>(cloned))
+        linalgOp = parallelDimsFirst(rewriter, generic);
       if (failed(linalg::linalgOpToParallelLoops(rewriter, linalgOp)))
         return kernel->emitError("cannot turn this kernel into loops");
       rewriter.eraseOp(cloned);

@@ -171,3 +171,36 @@ func.func @empty(%out: memref<0x4xf32>) {
   linalg.fill ins(%zero : f32) outs(%out : memref<0x4xf32>)
   return
 }
+
+// -----
+
+// A sum over the leading (batch) dimension, out[i, j] += x[b, i, j], as the
+// gradient of a broadcast position embedding is: its parallel dimensions
+// become the threads (16 x 32 = 512: 2 blocks of 256), and each thread adds
+// its element's 4 terms in order. In the op's own order the reduction would
+// be a sequential loop around the parallel one, and the kernel one thread.
+// CHECK-LABEL: func.func @batch_sum(
+// CHECK: %[[C2:.*]] = arith.constant 2 : index
+// CHECK: %[[C256:.*]] = arith.constant 256 : index
+// CHECK: gpu.launch_func @kiln_kernels::@batch_sum_k0 blocks in (%[[C2]], %{{.*}}, %{{.*}}) threads in (%[[C256]], %{{.*}}, %{{.*}})
+// CHECK: gpu.func @batch_sum_k0(%[[XK:.*]]: memref<4x16x32xf32>, %[[OUTK:.*]]: memref<16x32xf32>) kernel
+// CHECK: %[[LINEAR:.*]] = arith.addi
+// CHECK: scf.if
+// CHECK: %[[J:.*]] = arith.remui %[[LINEAR]], %c32
+// CHECK: %[[I:.*]] = arith.divui %[[LINEAR]], %c32
+// CHECK: scf.for %[[B:.*]] = %c0 to %c4 step %c1
+// CHECK: %[[BB:.*]] = affine.apply #{{.*}}(%[[B]])
+// CHECK: %[[II:.*]] = affine.apply #{{.*}}(%[[I]])
+// CHECK: %[[JJ:.*]] = affine.apply #{{.*}}(%[[J]])
+// CHECK: memref.load %[[XK]][%[[BB]], %[[II]], %[[JJ]]]
+// CHECK: memref.load %[[OUTK]]
+// CHECK: arith.addf
+// CHECK: memref.store %{{.*}}, %[[OUTK]]
+func.func @batch_sum(%x: memref<4x16x32xf32>, %out: memref<16x32xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (i, j)>], iterator_types = ["reduction", "parallel", "parallel"]} ins(%x : memref<4x16x32xf32>) outs(%out : memref<16x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %o, %a : f32
+    linalg.yield %s : f32
+  }
+  return
+}
