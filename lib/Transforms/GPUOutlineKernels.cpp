@@ -85,13 +85,106 @@ bool readsMemory(Value value, Block *body, int depth = 0) {
   });
 }
 
-/// A scatter the lowering wrote as a sequential loop nest (perfectly nested
-/// scf.for with constant bounds, no loop-carried values) whose innermost
-/// body adds one value into an element of a buffer it touches nowhere else
-/// (`buffer[i] = buffer[i] + x`), at an index read from memory, runs one
-/// thread per iteration, adding with an atomic: iterations that hit the
-/// same element then add in some order, as a GPU's scatter-add does. Other
-/// loop nests stay on one thread.
+/// The loop nest `loops` (outermost first) whose innermost body adds into
+/// `store`'s element, at indices that are each a value defined outside the
+/// nest or one of the loops' induction variables (each at most once), as
+/// an scf.parallel over the loops that index the element (they write
+/// distinct elements) around the others, which each thread runs in their
+/// order with the sum in a register: loaded once, stored once. Every
+/// element adds the same terms in the same order as the nest did. Failure
+/// when the indices are not of that form or no loop indexes the element.
+LogicalResult parallelizeIndexedSum(ArrayRef<scf::ForOp> loops,
+                                    memref::StoreOp store, memref::LoadOp old,
+                                    arith::AddFOp add) {
+  SmallVector<int64_t> indexedBy;
+  for (Value index : store.getIndices()) {
+    auto it = llvm::find_if(
+        loops, [&](scf::ForOp loop) { return loop.getInductionVar() == index; });
+    if (it != loops.end()) {
+      int64_t position = it - loops.begin();
+      if (llvm::is_contained(indexedBy, position))
+        return failure();
+      indexedBy.push_back(position);
+    } else if (scf::ForOp(loops.front())
+                   ->isAncestor(index.getParentBlock()->getParentOp())) {
+      return failure();
+    }
+  }
+  if (indexedBy.empty())
+    return failure();
+  SmallVector<scf::ForOp> parallelLoops, sumLoops;
+  for (auto [i, loop] : llvm::enumerate(loops))
+    (llvm::is_contained(indexedBy, int64_t(i)) ? parallelLoops : sumLoops)
+        .push_back(loop);
+
+  scf::ForOp outer = loops.front(), innermost = loops.back();
+  Block *body = innermost.getBody();
+  OpBuilder b(outer);
+  Location loc = outer.getLoc();
+  SmallVector<Value> lbs, ubs, steps;
+  for (scf::ForOp loop : parallelLoops) {
+    lbs.push_back(loop.getLowerBound());
+    ubs.push_back(loop.getUpperBound());
+    steps.push_back(loop.getStep());
+  }
+  auto parallel = scf::ParallelOp::create(b, loc, lbs, ubs, steps);
+  IRMapping mapping;
+  for (auto [loop, iv] :
+       llvm::zip(parallelLoops, parallel.getInductionVars()))
+    mapping.map(loop.getInductionVar(), iv);
+  b.setInsertionPoint(parallel.getBody()->getTerminator());
+  SmallVector<Value> indices;
+  for (Value index : store.getIndices())
+    indices.push_back(mapping.lookupOrDefault(index));
+  Value buffer = store.getMemRef();
+  Value sum = memref::LoadOp::create(b, old.getLoc(), buffer, indices);
+  bool oldFirst = add.getLhs() == old.getResult();
+  // Builds the sum loops from `level` in, returning the sum after them.
+  std::function<Value(size_t, Value)> build = [&](size_t level,
+                                                  Value partial) -> Value {
+    if (level == sumLoops.size()) {
+      for (Operation &op : body->without_terminator()) {
+        if (&op == old.getOperation() || &op == add.getOperation() ||
+            &op == store.getOperation())
+          continue;
+        b.clone(op, mapping);
+      }
+      Value term = mapping.lookupOrDefault(oldFirst ? add.getRhs()
+                                                    : add.getLhs());
+      return oldFirst ? arith::AddFOp::create(b, add.getLoc(), partial, term)
+                            .getResult()
+                      : arith::AddFOp::create(b, add.getLoc(), term, partial)
+                            .getResult();
+    }
+    scf::ForOp loop = sumLoops[level];
+    auto inner = scf::ForOp::create(b, loop.getLoc(), loop.getLowerBound(),
+                                    loop.getUpperBound(), loop.getStep(),
+                                    ValueRange{partial});
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(inner.getBody());
+    mapping.map(loop.getInductionVar(), inner.getInductionVar());
+    Value next = build(level + 1, inner.getRegionIterArgs().front());
+    scf::YieldOp::create(b, loop.getLoc(), next);
+    return inner.getResult(0);
+  };
+  Value total = build(0, sum);
+  memref::StoreOp::create(b, store.getLoc(), total, buffer, indices);
+  outer.erase();
+  return success();
+}
+
+/// A loop nest the lowering wrote (perfectly nested scf.for with constant
+/// bounds, no loop-carried values) whose innermost body adds one value into
+/// an element of a buffer it touches nowhere else (`buffer[i] = buffer[i] +
+/// x`) runs in parallel when it can:
+/// - at an index read from memory (a scatter-add, as an embedding's
+///   gradient), one thread per iteration, adding with an atomic: iterations
+///   that hit the same element then add in some order, as a GPU's
+///   scatter-add does;
+/// - at indices that are loop variables or fixed (a sum into a fixed row,
+///   as the gradient of an embedding whose ids are all the same),
+///   parallelizeIndexedSum's thread per element.
+/// Other loop nests stay on one thread.
 void parallelizeScatterAdds(gpu::GPUFuncOp kernel) {
   SmallVector<scf::ForOp> nests;
   for (Operation &op : kernel.getBody().front())
@@ -148,11 +241,6 @@ void parallelizeScatterAdds(gpu::GPUFuncOp kernel) {
     }
     if (!old || !independentOf(addend, buffer, body))
       continue;
-    // Only scatters, whose target comes from an index tensor: a reduction
-    // into fixed elements keeps its deterministic order.
-    if (llvm::none_of(store.getIndices(),
-                      [&](Value index) { return readsMemory(index, body); }))
-      continue;
     // Nothing else in the nest reads the buffer, through any view of it.
     Value root = viewRoot(buffer);
     bool otherReads = false;
@@ -163,6 +251,13 @@ void parallelizeScatterAdds(gpu::GPUFuncOp kernel) {
       otherReads |= !independentOf(index, buffer, body);
     if (otherReads)
       continue;
+    // Atomics only for scatters, whose target comes from an index tensor:
+    // a sum into elements the loops pick keeps its deterministic order.
+    if (llvm::none_of(store.getIndices(),
+                      [&](Value index) { return readsMemory(index, body); })) {
+      (void)parallelizeIndexedSum(loops, store, old, add);
+      continue;
+    }
 
     OpBuilder b(outer);
     Location loc = outer.getLoc();

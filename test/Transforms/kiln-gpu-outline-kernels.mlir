@@ -204,3 +204,60 @@ func.func @batch_sum(%x: memref<4x16x32xf32>, %out: memref<16x32xf32>) {
   }
   return
 }
+
+// -----
+
+// A loop nest adding into a fixed row (the gradient of an embedding whose
+// ids are all the same, as BERT's token types): the loop that picks the
+// element (%j) becomes the threads (32), and each thread sums its column's
+// 64 terms in order in a register, loaded and stored once. No atomics: the
+// elements the threads write are distinct.
+// CHECK-LABEL: func.func @fixed_row_sum(
+// CHECK: gpu.launch_func @kiln_kernels::@fixed_row_sum_k0 blocks in (%c1, %c1, %c1) threads in (%c32, %c1, %c1)
+// CHECK: gpu.func @fixed_row_sum_k0(%[[XK:.*]]: memref<64x32xf32>, %[[OUTK:.*]]: memref<2x32xf32>) kernel
+// CHECK: %[[J:.*]] = arith.addi
+// CHECK: scf.if
+// CHECK: %[[INIT:.*]] = memref.load %[[OUTK]][%c0, %[[J]]]
+// CHECK: %[[SUM:.*]] = scf.for %[[T:.*]] = %c0 to %c64 step %c1 iter_args(%[[ACC:.*]] = %[[INIT]]) -> (f32)
+// CHECK: %[[V:.*]] = memref.load %[[XK]][%[[T]], %[[J]]]
+// CHECK: %[[NEXT:.*]] = arith.addf %[[ACC]], %[[V]]
+// CHECK: scf.yield %[[NEXT]]
+// CHECK: memref.store %[[SUM]], %[[OUTK]][%c0, %[[J]]]
+// CHECK-NOT: atomic_rmw
+func.func @fixed_row_sum(%x: memref<64x32xf32>, %out: memref<2x32xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  scf.for %t = %c0 to %c64 step %c1 {
+    scf.for %j = %c0 to %c32 step %c1 {
+      %v = memref.load %x[%t, %j] : memref<64x32xf32>
+      %old = memref.load %out[%c0, %j] : memref<2x32xf32>
+      %new = arith.addf %old, %v : f32
+      memref.store %new, %out[%c0, %j] : memref<2x32xf32>
+    }
+  }
+  return
+}
+
+// -----
+
+// The same nest adding every term into one element has no loop that picks
+// the element: it stays one thread.
+// CHECK-LABEL: func.func @one_element_sum(
+// CHECK: gpu.launch_func @kiln_kernels::@one_element_sum_k0 blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1)
+func.func @one_element_sum(%x: memref<64x32xf32>, %out: memref<2x32xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  scf.for %t = %c0 to %c64 step %c1 {
+    scf.for %j = %c0 to %c32 step %c1 {
+      %v = memref.load %x[%t, %j] : memref<64x32xf32>
+      %old = memref.load %out[%c0, %c0] : memref<2x32xf32>
+      %new = arith.addf %old, %v : f32
+      memref.store %new, %out[%c0, %c0] : memref<2x32xf32>
+    }
+  }
+  return
+}

@@ -275,8 +275,6 @@ std::string readText(const std::string &path) {
 }
 
 TEST_P(CudaSession, WritesAProfileOfEachCommand) {
-  if (GetParam() != std::string("ptx.kiln"))
-    GTEST_SKIP() << "one image is enough";
   std::string pattern = dir + "/profile-%p.txt";
   std::string path = dir + "/profile-" + std::to_string(getpid()) + ".txt";
   std::remove(path.c_str());
@@ -302,8 +300,6 @@ TEST_P(CudaSession, WritesAProfileOfEachCommand) {
 }
 
 TEST_P(CudaSession, ReportsAnUnwritableProfile) {
-  if (GetParam() != std::string("ptx.kiln"))
-    GTEST_SKIP() << "one bundle is enough";
   setenv("KILN_CUDA_PROFILE", (dir + "/no-such-dir/profile.txt").c_str(), 1);
   kiln_session_t *profiled = nullptr;
   ASSERT_EQ(kiln_session_create(bundle, "cuda", &profiled), KILN_OK)
