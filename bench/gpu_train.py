@@ -34,7 +34,8 @@ on the GPU machine, needs neither kilnc nor ONNX: it builds the same module
 (same sizes, torch.manual_seed(0)), saves its state_dict entries under the
 recorded initializer names as the --params .npz of `kiln-run --target DEVICE
 --params`, and times what the package holds (its models, precisions and
-data-parallel bundles; --models NAMES selects among the models) as below, on
+data-parallel bundles; --models selects among the models, and
+MODEL:PRECISION among its precisions) as below, on
 the packaged batches. --bin then names the directory of kiln-run.
 
 Models (test/lib/kiln_onnx_models.py torch_modules, the end-to-end tests'
@@ -251,8 +252,14 @@ def parse_args(argv):
             parser.error("%s holds no packaged model (NAME.json)"
                          % args.package)
         if args.models != parser.get_default("models"):
-            wanted = {name for name, _ in args.rows}
-            rows = [(n, p) for n, p in rows if n in wanted]
+            # MODEL selects its packaged precisions, MODEL:P[+P...] those.
+            wanted = {}
+            for item in (m for m in args.models.split(",") if m):
+                name, _, precisions = item.partition(":")
+                wanted[name] = (set(precisions.split("+")) if precisions
+                                else None)
+            rows = [(n, p) for n, p in rows if n in wanted and (
+                wanted[n] is None or p in wanted[n])]
         args.rows = rows
     if args.device != "cuda" and any(p == "fp16" for _, p in args.rows):
         parser.error("fp16 needs --device cuda: kilnc --amp=fp16 rounds the "
