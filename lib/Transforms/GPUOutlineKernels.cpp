@@ -85,6 +85,25 @@ bool readsMemory(Value value, Block *body, int depth = 0) {
   });
 }
 
+/// An scf.parallel before `at` over the iteration spaces of `loops`, with
+/// their induction variables mapped to its own in `mapping` and `b` set to
+/// insert into its body.
+scf::ParallelOp parallelOver(OpBuilder &b, scf::ForOp at,
+                             ArrayRef<scf::ForOp> loops, IRMapping &mapping) {
+  b.setInsertionPoint(at);
+  SmallVector<Value> lbs, ubs, steps;
+  for (scf::ForOp loop : loops) {
+    lbs.push_back(loop.getLowerBound());
+    ubs.push_back(loop.getUpperBound());
+    steps.push_back(loop.getStep());
+  }
+  auto parallel = scf::ParallelOp::create(b, at.getLoc(), lbs, ubs, steps);
+  for (auto [loop, iv] : llvm::zip(loops, parallel.getInductionVars()))
+    mapping.map(scf::ForOp(loop).getInductionVar(), iv);
+  b.setInsertionPoint(parallel.getBody()->getTerminator());
+  return parallel;
+}
+
 /// The loop nest `loops` (outermost first) whose innermost body adds into
 /// `store`'s element, at indices that are each a value defined outside the
 /// nest or one of the loops' induction variables (each at most once), as
@@ -120,19 +139,8 @@ LogicalResult parallelizeIndexedSum(ArrayRef<scf::ForOp> loops,
   scf::ForOp outer = loops.front(), innermost = loops.back();
   Block *body = innermost.getBody();
   OpBuilder b(outer);
-  Location loc = outer.getLoc();
-  SmallVector<Value> lbs, ubs, steps;
-  for (scf::ForOp loop : parallelLoops) {
-    lbs.push_back(loop.getLowerBound());
-    ubs.push_back(loop.getUpperBound());
-    steps.push_back(loop.getStep());
-  }
-  auto parallel = scf::ParallelOp::create(b, loc, lbs, ubs, steps);
   IRMapping mapping;
-  for (auto [loop, iv] :
-       llvm::zip(parallelLoops, parallel.getInductionVars()))
-    mapping.map(loop.getInductionVar(), iv);
-  b.setInsertionPoint(parallel.getBody()->getTerminator());
+  parallelOver(b, outer, parallelLoops, mapping);
   SmallVector<Value> indices;
   for (Value index : store.getIndices())
     indices.push_back(mapping.lookupOrDefault(index));
@@ -260,18 +268,8 @@ void parallelizeScatterAdds(gpu::GPUFuncOp kernel) {
     }
 
     OpBuilder b(outer);
-    Location loc = outer.getLoc();
-    SmallVector<Value> lbs, ubs, steps;
-    for (scf::ForOp loop : loops) {
-      lbs.push_back(loop.getLowerBound());
-      ubs.push_back(loop.getUpperBound());
-      steps.push_back(loop.getStep());
-    }
-    auto parallel = scf::ParallelOp::create(b, loc, lbs, ubs, steps);
     IRMapping mapping;
-    for (auto [loop, iv] : llvm::zip(loops, parallel.getInductionVars()))
-      mapping.map(loop.getInductionVar(), iv);
-    b.setInsertionPoint(parallel.getBody()->getTerminator());
+    parallelOver(b, outer, loops, mapping);
     for (Operation &op : body->without_terminator()) {
       if (&op == old.getOperation() || &op == add.getOperation())
         continue;
