@@ -109,10 +109,13 @@ scf::ParallelOp parallelOver(OpBuilder &b, scf::ForOp at,
 /// nest or one of the loops' induction variables (each at most once), as
 /// an scf.parallel over the loops that index the element (they write
 /// distinct elements) around the others, which each thread runs in their
-/// order with the sum in a register: loaded once, stored once. Every
-/// element adds the same terms in the same order as the nest did. Failure
-/// when the indices are not of that form or no loop indexes the element.
-LogicalResult parallelizeIndexedSum(ArrayRef<scf::ForOp> loops,
+/// order with the sum in a register: loaded once, stored once. With no loop
+/// indexing the element (a sum into one element, as a loss) the kernel
+/// stays one thread, with the sum in a register too, instead of a load and
+/// a store per term, each waiting for the last. Every element adds the same
+/// terms in the same order as the nest did. Failure when the indices are
+/// not of that form.
+LogicalResult sumInRegisters(ArrayRef<scf::ForOp> loops,
                                     memref::StoreOp store, memref::LoadOp old,
                                     arith::AddFOp add) {
   SmallVector<int64_t> indexedBy;
@@ -129,8 +132,6 @@ LogicalResult parallelizeIndexedSum(ArrayRef<scf::ForOp> loops,
       return failure();
     }
   }
-  if (indexedBy.empty())
-    return failure();
   SmallVector<scf::ForOp> parallelLoops, sumLoops;
   for (auto [i, loop] : llvm::enumerate(loops))
     (llvm::is_contained(indexedBy, int64_t(i)) ? parallelLoops : sumLoops)
@@ -140,7 +141,8 @@ LogicalResult parallelizeIndexedSum(ArrayRef<scf::ForOp> loops,
   Block *body = innermost.getBody();
   OpBuilder b(outer);
   IRMapping mapping;
-  parallelOver(b, outer, parallelLoops, mapping);
+  if (!parallelLoops.empty())
+    parallelOver(b, outer, parallelLoops, mapping);
   SmallVector<Value> indices;
   for (Value index : store.getIndices())
     indices.push_back(mapping.lookupOrDefault(index));
@@ -191,7 +193,8 @@ LogicalResult parallelizeIndexedSum(ArrayRef<scf::ForOp> loops,
 ///   scatter-add does;
 /// - at indices that are loop variables or fixed (a sum into a fixed row,
 ///   as the gradient of an embedding whose ids are all the same),
-///   parallelizeIndexedSum's thread per element.
+///   sumInRegisters' thread per element (one thread with the sum in a
+///   register when every term goes into one element).
 /// Other loop nests stay on one thread.
 void parallelizeScatterAdds(gpu::GPUFuncOp kernel) {
   SmallVector<scf::ForOp> nests;
@@ -263,7 +266,7 @@ void parallelizeScatterAdds(gpu::GPUFuncOp kernel) {
     // a sum into elements the loops pick keeps its deterministic order.
     if (llvm::none_of(store.getIndices(),
                       [&](Value index) { return readsMemory(index, body); })) {
-      (void)parallelizeIndexedSum(loops, store, old, add);
+      (void)sumInRegisters(loops, store, old, add);
       continue;
     }
 

@@ -243,9 +243,21 @@ func.func @fixed_row_sum(%x: memref<64x32xf32>, %out: memref<2x32xf32>) {
 // -----
 
 // The same nest adding every term into one element has no loop that picks
-// the element: it stays one thread.
+// the element: it stays one thread, which keeps the sum in a register
+// through both loops (in their order) and stores it once.
 // CHECK-LABEL: func.func @one_element_sum(
 // CHECK: gpu.launch_func @kiln_kernels::@one_element_sum_k0 blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1)
+// CHECK: gpu.func @one_element_sum_k0(%[[XK:.*]]: memref<64x32xf32>, %[[OUTK:.*]]: memref<2x32xf32>) kernel
+// CHECK-NOT: gpu.thread_id
+// CHECK: %[[INIT:.*]] = memref.load %[[OUTK]][%c0, %c0]
+// CHECK: %[[SUM:.*]] = scf.for %[[T:.*]] = %c0 to %c64 step %c1 iter_args(%[[ACC:.*]] = %[[INIT]]) -> (f32)
+// CHECK: %[[ROW:.*]] = scf.for %[[J:.*]] = %c0 to %c32 step %c1 iter_args(%[[ACC2:.*]] = %[[ACC]]) -> (f32)
+// CHECK: %[[V:.*]] = memref.load %[[XK]][%[[T]], %[[J]]]
+// CHECK: %[[NEXT:.*]] = arith.addf %[[ACC2]], %[[V]]
+// CHECK: scf.yield %[[NEXT]]
+// CHECK: scf.yield %[[ROW]]
+// CHECK: memref.store %[[SUM]], %[[OUTK]][%c0, %c0]
+// CHECK-NOT: memref.store
 func.func @one_element_sum(%x: memref<64x32xf32>, %out: memref<2x32xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
