@@ -62,7 +62,8 @@ with kilnc --amp=fp16 (f16 matrix products, f32 accumulation and master
 weights, a dynamic loss scale from 65536 that doubles after 2000 finite
 steps and halves on an overflow, whose update is skipped) and runs PyTorch's
 forward under torch.autocast(float16) with a GradScaler of the same
-defaults; fp32 (the default on cpu) neither. If kilnc rejects --amp, Kiln is
+defaults; fp32 (the default on cpu) neither. If kilnc rejects --amp (an
+older kilnc, or --device cpu, whose target computes in f32), Kiln is
 compiled in fp32 instead and its rows say so (precision "fp32 (kilnc
 rejected --amp=bf16)").
 
@@ -483,8 +484,10 @@ class KilnCompile:
             text = f.read()
         if self.code and self.amp and "--amp" in text and (
                 "Unknown command line argument" in text or
-                "unknown" in text.lower()):
-            message = [l for l in text.splitlines() if "--amp" in l]
+                "unknown" in text.lower() or
+                "applies to the CUDA target" in text):
+            message = [l for l in text.splitlines()
+                       if "--amp" in l and not l.startswith("$ ")]
             print("note: kilnc rejected --amp=%s (%s); compiling Kiln in "
                   "fp32 instead" % (self.amp, message[0].strip() if message
                                     else "see " + self.log), flush=True)
