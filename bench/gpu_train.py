@@ -258,13 +258,9 @@ def parse_args(argv):
                          % args.package)
         if args.models != parser.get_default("models"):
             # MODEL selects its packaged precisions, MODEL:P[+P...] those.
-            wanted = {}
-            for item in (m for m in args.models.split(",") if m):
-                name, _, precisions = item.partition(":")
-                wanted[name] = (set(precisions.split("+")) if precisions
-                                else None)
-            rows = [(n, p) for n, p in rows if n in wanted and (
-                wanted[n] is None or p in wanted[n])]
+            wanted = model_rows(args.models, None)
+            rows = [(n, p) for n, p in rows
+                    if (n, p) in wanted or (n, None) in wanted]
         args.rows = rows
     if args.device != "cuda" and any(p == "fp16" for _, p in args.rows):
         parser.error("fp16 needs --device cuda: kilnc --amp=fp16 rounds the "
@@ -278,7 +274,8 @@ def parse_args(argv):
 
 def model_rows(spec, default_precision):
     """[(model, precision)] of a --models list (MODEL or
-    MODEL:PRECISION[+PRECISION...]); raises ValueError."""
+    MODEL:PRECISION[+PRECISION...]), a MODEL alone with default_precision
+    (which may be None: any); raises ValueError."""
     rows = []
     for item in (m for m in spec.split(",") if m):
         name, _, precisions = item.partition(":")
@@ -287,7 +284,8 @@ def model_rows(spec, default_precision):
                              % name)
         for precision in (precisions.split("+") if precisions
                           else [default_precision]):
-            if precision not in PRECISIONS:
+            if precision not in PRECISIONS and (precisions or
+                                                precision is not None):
                 raise ValueError("unknown precision %r in %r (bf16, fp16, "
                                  "fp32)" % (precision, item))
             if (name, precision) not in rows:

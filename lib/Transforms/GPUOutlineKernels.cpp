@@ -88,8 +88,8 @@ bool readsMemory(Value value, Block *body, int depth = 0) {
 /// An scf.parallel before `at` over the iteration spaces of `loops`, with
 /// their induction variables mapped to its own in `mapping` and `b` set to
 /// insert into its body.
-scf::ParallelOp parallelOver(OpBuilder &b, scf::ForOp at,
-                             ArrayRef<scf::ForOp> loops, IRMapping &mapping) {
+void parallelOver(OpBuilder &b, scf::ForOp at, ArrayRef<scf::ForOp> loops,
+                  IRMapping &mapping) {
   b.setInsertionPoint(at);
   SmallVector<Value> lbs, ubs, steps;
   for (scf::ForOp loop : loops) {
@@ -101,7 +101,6 @@ scf::ParallelOp parallelOver(OpBuilder &b, scf::ForOp at,
   for (auto [loop, iv] : llvm::zip(loops, parallel.getInductionVars()))
     mapping.map(scf::ForOp(loop).getInductionVar(), iv);
   b.setInsertionPoint(parallel.getBody()->getTerminator());
-  return parallel;
 }
 
 /// The loop nest `loops` (outermost first) whose innermost body adds into
@@ -116,8 +115,8 @@ scf::ParallelOp parallelOver(OpBuilder &b, scf::ForOp at,
 /// terms in the same order as the nest did. Failure when the indices are
 /// not of that form.
 LogicalResult sumInRegisters(ArrayRef<scf::ForOp> loops,
-                                    memref::StoreOp store, memref::LoadOp old,
-                                    arith::AddFOp add) {
+                             memref::StoreOp store, memref::LoadOp old,
+                             arith::AddFOp add) {
   SmallVector<int64_t> indexedBy;
   for (Value index : store.getIndices()) {
     auto it = llvm::find_if(
@@ -159,12 +158,11 @@ LogicalResult sumInRegisters(ArrayRef<scf::ForOp> loops,
           continue;
         b.clone(op, mapping);
       }
+      // The operands in the nest's order: the same sums, bit for bit.
       Value term = mapping.lookupOrDefault(oldFirst ? add.getRhs()
                                                     : add.getLhs());
-      return oldFirst ? arith::AddFOp::create(b, add.getLoc(), partial, term)
-                            .getResult()
-                      : arith::AddFOp::create(b, add.getLoc(), term, partial)
-                            .getResult();
+      return arith::AddFOp::create(b, add.getLoc(), oldFirst ? partial : term,
+                                   oldFirst ? term : partial);
     }
     scf::ForOp loop = sumLoops[level];
     auto inner = scf::ForOp::create(b, loop.getLoc(), loop.getLowerBound(),
