@@ -809,13 +809,10 @@ Status CudaSession::enqueueSteps(const EntryPlan &plan) {
   if (profile)
     KILN_RETURN_IF_ERROR(profile->beginRun(stream));
   for (size_t i = 0; i < plan.steps.size(); ++i) {
-    const Step &step = plan.steps[i];
-    // Collectives run on the communication stream and are not timed; the
-    // waits for them are.
-    if (profile && !step.allReduces)
+    if (profile)
       KILN_RETURN_IF_ERROR(profile->begin(i, stream));
-    KILN_RETURN_IF_ERROR(enqueueStep(step));
-    if (profile && !step.allReduces)
+    KILN_RETURN_IF_ERROR(enqueueStep(plan.steps[i]));
+    if (profile)
       KILN_RETURN_IF_ERROR(profile->end(i, stream));
   }
   if (profile)

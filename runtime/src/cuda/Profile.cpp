@@ -54,7 +54,8 @@ Status CommandProfile::create(std::string entryName,
   profile->entryName = std::move(entryName);
   profile->commands = std::move(commands);
   size_t count = profile->commands.size();
-  profile->recorded.assign(count, false);
+  for (const Command &command : profile->commands)
+    profile->timed.push_back(command.kind != "collectives");
   profile->totalMs.assign(count, 0.0);
   for (size_t i = 0; i < 2 * count + 2; ++i) {
     CUevent event = nullptr;
@@ -73,7 +74,6 @@ CommandProfile::~CommandProfile() {
 }
 
 Status CommandProfile::beginRun(CUstream stream) {
-  std::fill(recorded.begin(), recorded.end(), false);
   return checkCu(cuEventRecord(events[2 * commands.size()], stream),
                  "cuEventRecord");
 }
@@ -84,11 +84,14 @@ Status CommandProfile::endRun(CUstream stream) {
 }
 
 Status CommandProfile::begin(size_t index, CUstream stream) {
+  if (!timed[index])
+    return Status();
   return checkCu(cuEventRecord(events[2 * index], stream), "cuEventRecord");
 }
 
 Status CommandProfile::end(size_t index, CUstream stream) {
-  recorded[index] = true;
+  if (!timed[index])
+    return Status();
   return checkCu(cuEventRecord(events[2 * index + 1], stream),
                  "cuEventRecord");
 }
@@ -96,7 +99,7 @@ Status CommandProfile::end(size_t index, CUstream stream) {
 Status CommandProfile::accumulate() {
   float ms = 0;
   for (size_t i = 0; i < commands.size(); ++i) {
-    if (!recorded[i])
+    if (!timed[i])
       continue;
     KILN_RETURN_IF_ERROR(
         checkCu(cuEventElapsedTime(&ms, events[2 * i], events[2 * i + 1]),

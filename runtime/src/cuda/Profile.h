@@ -31,7 +31,8 @@ public:
   /// What one command is, for the report.
   struct Command {
     /// "kernel", "gemm", "copy", "wait" or "collectives" (not timed: they
-    /// run on the communication stream; the waits for them are).
+    /// run on the communication stream; the waits for them are, and
+    /// begin() and end() ignore them).
     std::string kind;
     /// The kernel's name, or the gemm's sizes and types: what the report
     /// sums commands by.
@@ -62,8 +63,8 @@ private:
   std::vector<Command> commands;
   /// A start and an end event per command, then the run's.
   std::vector<CUevent> events;
-  /// Whether command i's events were recorded in this run.
-  std::vector<bool> recorded;
+  /// Whether command i is timed (all but collectives).
+  std::vector<bool> timed;
   std::vector<double> totalMs;
   double runMs = 0;
   uint64_t runs = 0;
