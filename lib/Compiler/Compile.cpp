@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -59,9 +60,24 @@ struct CountKernelsPass
   llvm::StringMap<kiln::KernelCounts> &counts;
 };
 
+/// The passes on tensors. For the CUDA target (`forCuda`) attention becomes
+/// one loop over the query rows (kiln-attention-kernel) before the rest of
+/// the composite ops are expanded.
 void buildTensorPipeline(PassManager &pm, const kiln::CompileOptions &options,
+                         bool forCuda,
                          llvm::StringMap<kiln::KernelCounts> &counts) {
   pm.addPass(kiln::createKilnExternalizeParams());
+  if (forCuda) {
+    kiln::KilnDecomposeOptions keep;
+    keep.keepAttention = true;
+    pm.addPass(kiln::createKilnDecompose(keep));
+    pm.addPass(createCanonicalizerPass());
+    kiln::KilnAttentionKernelOptions kernel;
+    if (options.cudaPrecision != kiln::Precision::F32)
+      kernel.amp =
+          options.cudaPrecision == kiln::Precision::BF16 ? "bf16" : "f16";
+    pm.addPass(kiln::createKilnAttentionKernel(kernel));
+  }
   pm.addPass(kiln::createKilnDecompose());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(std::make_unique<CountKernelsPass>(Stage::KilnOps, counts));
@@ -102,6 +118,9 @@ void buildBufferPipeline(PassManager &pm, bool forCpu,
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // kiln-attention-kernel's loops, for kiln-gpu-outline-kernels.
+  if (!forCpu)
+    pm.addPass(createForallToParallelLoopPass());
   bufferization::BufferResultsToOutParamsPassOptions outParams;
   // Results are computed into their own buffers and copied out at the end:
   // an output that updates a parameter in place may only be written once
@@ -226,17 +245,19 @@ kiln::compileModel(ModuleOp module, const CompileOptions &options) {
     return pm;
   };
   llvm::StringMap<KernelCounts> counts;
-  {
-    auto pm = makePassManager();
-    buildTensorPipeline(*pm, options, counts);
-    if (llvm::Error error = kiln::runPasses(*pm, module, "compiling the model"))
-      return std::move(error);
-  }
-  // From here on the targets part: each bufferizes and plans its own copy.
+  // The targets part before the tensor passes, which already differ in how
+  // they compute attention; each then bufferizes and plans its own copy.
   bool cpu = options.cpuTarget, cuda = options.cudaTarget && !options.planOnly;
   OwningOpRef<ModuleOp> cudaModule;
   if (cpu && cuda)
     cudaModule = module.clone();
+  {
+    auto pm = makePassManager();
+    buildTensorPipeline(*pm, options, /*forCuda=*/!cpu || options.emulateCuda,
+                        counts);
+    if (llvm::Error error = kiln::runPasses(*pm, module, "compiling the model"))
+      return std::move(error);
+  }
   ModuleOp first = cpu ? module : (cudaModule ? *cudaModule : module);
   {
     auto pm = makePassManager();
@@ -273,6 +294,8 @@ kiln::compileModel(ModuleOp module, const CompileOptions &options) {
     ModuleOp target = cudaModule ? *cudaModule : module;
     if (cudaModule) {
       auto pm = makePassManager();
+      llvm::StringMap<KernelCounts> cudaCounts;
+      buildTensorPipeline(*pm, options, /*forCuda=*/true, cudaCounts);
       buildBufferPipeline(*pm, /*forCpu=*/false, options.cudaPrecision);
       if (llvm::Error error =
               kiln::runPasses(*pm, target, "compiling the model for CUDA"))

@@ -447,6 +447,44 @@ def KilnOutlineKernels : Pass<"kiln-outline-kernels", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def KilnAttentionKernel : Pass<"kiln-attention-kernel", "mlir::ModuleOp"> {
+  let summary = "Computes kiln.attention in one kernel, a query row per point";
+  let description = [{
+    For the CUDA target: every `kiln.attention` on statically shaped f32
+    tensors whose head sizes are at most `max-head-size` becomes an
+    `scf.forall` over the batch dimensions and the query rows. Each point
+    reads its query row once and runs over the keys with an online softmax
+    (the running maximum, the running sum of exponentials and the weighted
+    sum of value rows, kept in registers and rescaled when the maximum
+    grows), then writes its output row: the score matrix is never stored.
+    A constant mask that is 0 on and below the diagonal and -inf above it
+    (causal attention) is not read at all: each row stops at its diagonal.
+    Any other mask is read, broadcast, where each score needs it.
+
+    With `amp` (bf16 or f16, as kiln-amp's `type`), the query, key and
+    value elements are rounded to that type as they are read, as the
+    operands of the two matrix products are in mixed precision; the scores,
+    the softmax and the weighted sum stay f32 (unlike the expanded chain,
+    the probabilities are not rounded before they weight the values).
+
+    After bufferization, kiln-gpu-outline-kernels makes the loop (as an
+    `scf.parallel`) a kernel with a thread per query row. Attention the
+    pass does not take stays for kiln-decompose.
+  }];
+  let options = [
+    Option<"amp", "amp", "std::string", /*default=*/"\"\"",
+           "Round the query, key and value to bf16 or f16 as they are read "
+           "(empty: f32 throughout)">,
+    Option<"maxHeadSize", "max-head-size", "int64_t", /*default=*/"128",
+           "The largest query/key and value head size computed in one "
+           "kernel (each thread keeps a row of each in registers)">,
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def KilnGPUOutlineKernels : Pass<"kiln-gpu-outline-kernels", "mlir::ModuleOp"> {
   let summary = "Moves each kernel into a GPU kernel, one thread per point";
   let description = [{

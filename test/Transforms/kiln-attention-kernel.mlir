@@ -1,0 +1,113 @@
+// RUN: kiln-opt %s --kiln-attention-kernel --split-input-file | FileCheck %s
+// RUN: kiln-opt %s --kiln-attention-kernel=amp=bf16 --split-input-file | FileCheck %s --check-prefix=BF16
+// RUN: not kiln-opt %s --kiln-attention-kernel=amp=f8 --split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
+
+// A point per batch index and query row; the scores are never stored: a
+// first pass over the keys finds the maximum and the sum of exponentials,
+// a second weights each value row by its probability. The mask is read
+// through its broadcast (its batch dimension has size 1: index 0).
+// CHECK-LABEL: func.func @masked(
+// CHECK-SAME: %[[Q:[a-z0-9]+]]: tensor<2x3x4xf32>, %[[K:[a-z0-9]+]]: tensor<2x5x4xf32>, %[[V:[a-z0-9]+]]: tensor<2x5x2xf32>, %[[M:[a-z0-9]+]]: tensor<1x3x5xf32>
+// CHECK: %[[EMPTY:.*]] = tensor.empty() : tensor<2x3x2xf32>
+// CHECK: %[[OUT:.*]] = scf.forall (%[[B:.*]], %[[I:.*]]) in (2, 3) shared_outs(%[[ACC:.*]] = %[[EMPTY]])
+// CHECK: %[[SCALE:.*]] = arith.constant 5.000000e-01 : f32
+// CHECK: %[[Q0:.*]] = tensor.extract %[[Q]][%[[B]], %[[I]], %{{.*}}]
+// CHECK: arith.mulf %[[Q0]], %[[SCALE]]
+// CHECK-COUNT-3: tensor.extract %[[Q]]
+// CHECK-NOT: tensor.empty
+// CHECK: %[[STATS:.*]]:2 = scf.for %[[J:.*]] = %{{.*}} to %c5 step %{{.*}} iter_args(%[[MAX:.*]] = %cst{{.*}}, %[[SUM:.*]] = %cst{{.*}}) -> (f32, f32)
+// CHECK-COUNT-4: tensor.extract %[[K]][%[[B]], %[[J]], %{{.*}}]
+// CHECK: %[[MASK:.*]] = tensor.extract %[[M]][%c0{{.*}}, %[[I]], %[[J]]]
+// CHECK: %[[S:.*]] = arith.addf %{{.*}}, %[[MASK]]
+// CHECK: %[[GROWN:.*]] = arith.maximumf %[[MAX]], %[[S]]
+// CHECK: %[[NONE:.*]] = arith.cmpf oeq, %[[GROWN]], %cst
+// CHECK: %[[SHIFT:.*]] = arith.select %[[NONE]], %{{.*}}, %[[GROWN]]
+// CHECK: %[[OLD:.*]] = arith.subf %[[MAX]], %[[SHIFT]]
+// CHECK: %[[RESCALE:.*]] = math.exp %[[OLD]]
+// CHECK: %[[NEW:.*]] = arith.subf %[[S]], %[[SHIFT]]
+// CHECK: %[[WEIGHT:.*]] = math.exp %[[NEW]]
+// CHECK: %[[L:.*]] = math.fma %[[SUM]], %[[RESCALE]], %[[WEIGHT]]
+// CHECK: scf.yield %[[GROWN]], %[[L]]
+// CHECK: %[[FINAL:.*]] = arith.select %{{.*}}, %{{.*}}, %[[STATS]]#0
+// CHECK: %[[ROW:.*]]:2 = scf.for %[[J2:.*]] = {{.*}} iter_args(%[[O0:.*]] = %cst{{.*}}, %[[O1:.*]] = %cst{{.*}}) -> (f32, f32)
+// CHECK: %[[S2:.*]] = arith.addf
+// CHECK: %[[E:.*]] = arith.subf %[[S2]], %[[FINAL]]
+// CHECK: %[[X:.*]] = math.exp %[[E]]
+// CHECK: %[[P:.*]] = arith.divf %[[X]], %[[STATS]]#1
+// CHECK: %[[V0:.*]] = tensor.extract %[[V]][%[[B]], %[[J2]], %c0
+// CHECK: %[[N0:.*]] = math.fma %[[P]], %[[V0]], %[[O0]]
+// CHECK: %[[V1:.*]] = tensor.extract %[[V]][%[[B]], %[[J2]], %c1
+// CHECK: %[[N1:.*]] = math.fma %[[P]], %[[V1]], %[[O1]]
+// CHECK: scf.yield %[[N0]], %[[N1]]
+// CHECK: %[[SLICE:.*]] = tensor.extract_slice %[[ACC]][%[[B]], %[[I]], 0] [1, 1, 2] [1, 1, 1] : tensor<2x3x2xf32> to tensor<2xf32>
+// CHECK: %[[W0:.*]] = tensor.insert %[[ROW]]#0 into %[[SLICE]]
+// CHECK: %[[W1:.*]] = tensor.insert %[[ROW]]#1 into %[[W0]]
+// CHECK: scf.forall.in_parallel
+// CHECK-NEXT: tensor.parallel_insert_slice %[[W1]] into %[[ACC]][%[[B]], %[[I]], 0] [1, 1, 2] [1, 1, 1]
+// CHECK: return %[[OUT]]
+// BF16-LABEL: func.func @masked(
+// Every query, key and value element read is rounded, and so is each
+// probability before it weights its value row.
+// BF16-COUNT-4: arith.truncf %{{.*}} : f32 to bf16
+// BF16: scf.for
+// BF16-COUNT-4: arith.truncf %{{.*}} : f32 to bf16
+// BF16: scf.for
+// BF16-COUNT-4: arith.truncf %{{.*}} : f32 to bf16
+// BF16: %[[P:.*]] = arith.divf
+// BF16-NEXT: %[[R:.*]] = arith.truncf %[[P]] : f32 to bf16
+// BF16-NEXT: %[[PR:.*]] = arith.extf %[[R]] : bf16 to f32
+// BF16: tensor.extract
+// BF16-NEXT: arith.truncf
+// BF16-NEXT: arith.extf
+// BF16-NEXT: math.fma %[[PR]]
+// BAD: kiln-attention-kernel: amp must be bf16, f16 or empty, not 'f8'
+func.func @masked(%q: tensor<2x3x4xf32>, %k: tensor<2x5x4xf32>, %v: tensor<2x5x2xf32>, %m: tensor<1x3x5xf32>) -> tensor<2x3x2xf32> {
+  %o = kiln.attention %q, %k, %v mask %m : tensor<1x3x5xf32> {scale = 0.5 : f64} : tensor<2x3x4xf32>, tensor<2x5x4xf32>, tensor<2x5x2xf32>
+  return %o : tensor<2x3x2xf32>
+}
+
+// -----
+
+// A constant mask that drops exactly the keys after each query is causal:
+// it is not read, and each row's loops stop at its diagonal.
+// CHECK-LABEL: func.func @causal(
+// CHECK: scf.forall (%{{.*}}, %[[I:.*]]) in (2, 3)
+// CHECK: %[[END:.*]] = arith.addi %[[I]], %c1
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[END]]
+// CHECK-NOT: arith.addf
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[END]]
+// CHECK-NOT: arith.addf
+// CHECK: scf.forall.in_parallel
+func.func @causal(%q: tensor<2x3x4xf32>, %k: tensor<2x3x4xf32>, %v: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
+  %m = arith.constant dense<[[0.0, 0xFF800000, 0xFF800000], [0.0, 0.0, 0xFF800000], [0.0, 0.0, 0.0]]> : tensor<3x3xf32>
+  %o = kiln.attention %q, %k, %v mask %m : tensor<3x3xf32> : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>
+  return %o : tensor<2x3x4xf32>
+}
+
+// -----
+
+// Any other constant mask is read: here one score above the diagonal is
+// kept.
+// CHECK-LABEL: func.func @not_causal(
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c3
+// CHECK: tensor.extract %cst
+// CHECK: arith.addf
+func.func @not_causal(%q: tensor<2x3x4xf32>, %k: tensor<2x3x4xf32>, %v: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
+  %m = arith.constant dense<[[0.0, 0.0, 0xFF800000], [0.0, 0.0, 0xFF800000], [0.0, 0.0, 0.0]]> : tensor<3x3xf32>
+  %o = kiln.attention %q, %k, %v mask %m : tensor<3x3xf32> : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>
+  return %o : tensor<2x3x4xf32>
+}
+
+// -----
+
+// Head sizes over max-head-size and other element types stay for
+// kiln-decompose.
+// CHECK-LABEL: func.func @not_taken(
+// CHECK-NOT: scf.forall
+// CHECK: kiln.attention
+// CHECK: kiln.attention
+func.func @not_taken(%q: tensor<1x2x200xf32>, %h: tensor<1x2x4xf16>) -> (tensor<1x2x200xf32>, tensor<1x2x4xf16>) {
+  %0 = kiln.attention %q, %q, %q : tensor<1x2x200xf32>, tensor<1x2x200xf32>, tensor<1x2x200xf32>
+  %1 = kiln.attention %h, %h, %h : tensor<1x2x4xf16>, tensor<1x2x4xf16>, tensor<1x2x4xf16>
+  return %0, %1 : tensor<1x2x200xf32>, tensor<1x2x4xf16>
+}
