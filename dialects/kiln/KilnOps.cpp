@@ -677,30 +677,50 @@ LogicalResult LocalShardOp::verify() {
                         getRanks(), /*gathers=*/false);
 }
 
-LogicalResult AttentionOp::verify() {
-  if (!getMask())
+/// The checks of an attention's optional `mask` against its `query` and
+/// `key`: the same element type, and a shape that broadcasts to the scores.
+static LogicalResult verifyAttentionMask(Operation *op, Value query, Value key,
+                                         Value mask) {
+  if (!mask)
     return success();
-  auto mask = cast<RankedTensorType>(getMask().getType());
-  auto query = getQuery().getType();
-  if (mask.getElementType() != query.getElementType())
-    return emitOpError("mask element type ")
-           << mask.getElementType() << " differs from the query's "
-           << query.getElementType();
+  auto maskType = cast<RankedTensorType>(mask.getType());
+  auto queryType = cast<RankedTensorType>(query.getType());
+  if (maskType.getElementType() != queryType.getElementType())
+    return op->emitOpError("mask element type ")
+           << maskType.getElementType() << " differs from the query's "
+           << queryType.getElementType();
   // The scores: [B..., Sq, Sk].
-  int64_t rank = query.getRank();
-  SmallVector<int64_t> scores(query.getShape().drop_back(1));
-  scores.push_back(getKey().getType().getDimSize(rank - 2));
-  int64_t offset = rank - mask.getRank();
+  int64_t rank = queryType.getRank();
+  SmallVector<int64_t> scores(queryType.getShape().drop_back(1));
+  scores.push_back(cast<RankedTensorType>(key.getType()).getDimSize(rank - 2));
+  int64_t offset = rank - maskType.getRank();
   if (offset < 0)
-    return emitOpError("mask rank ")
-           << mask.getRank() << " exceeds the scores' rank " << rank;
-  for (auto [i, dim] : llvm::enumerate(mask.getShape())) {
+    return op->emitOpError("mask rank ")
+           << maskType.getRank() << " exceeds the scores' rank " << rank;
+  for (auto [i, dim] : llvm::enumerate(maskType.getShape())) {
     int64_t target = scores[i + offset];
     if (dim != 1 && dim != target)
-      return emitOpError("mask dimension ")
+      return op->emitOpError("mask dimension ")
              << i << " of size " << dim << " cannot broadcast to " << target;
   }
   return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  return verifyAttentionMask(*this, getQuery(), getKey(), getMask());
+}
+
+LogicalResult AttentionGradOp::verify() {
+  // The operands of a valid kiln.attention, whose result `out` is.
+  SmallVector<Type> forward;
+  AttentionOp::Adaptor adaptor(ValueRange{getQuery(), getKey(), getValue()});
+  if (failed(AttentionOp::inferReturnTypes(getContext(), getLoc(), adaptor,
+                                           forward)))
+    return failure();
+  if (forward.front() != getOut().getType())
+    return emitOpError("out has type ")
+           << getOut().getType() << ", not the attention's " << forward.front();
+  return verifyAttentionMask(*this, getQuery(), getKey(), getMask());
 }
 
 namespace {

@@ -763,6 +763,43 @@ def Kiln_AttentionOp : Kiln_Op<"attention", [Pure, Kiln_InferTypeOpAdaptor]> {
   let hasVerifier = 1;
 }
 
+def Kiln_AttentionGradOp : Kiln_Op<"attention_grad", [Pure,
+    AllTypesMatch<["query", "query_grad"]>, AllTypesMatch<["key", "key_grad"]>,
+    AllTypesMatch<["value", "value_grad"]>, AllTypesMatch<["out", "grad"]>]> {
+  let summary = "the gradients of kiln.attention's query, key and value";
+  let description = [{
+    Given a `kiln.attention`'s operands, its result `out` and the gradient
+    `grad` of its result, the gradients of its query, key and value. With
+    S = query · keyᵀ · scale + mask, P = softmax(S) and out = P · value:
+    `value_grad = Pᵀ grad`, dP = grad · valueᵀ, dS = P (dP - rowsum(grad
+    out)), `query_grad = dS · key · scale` and `key_grad = dSᵀ · query ·
+    scale`. (rowsum(grad out) is rowsum(dP P).) The mask's gradient, when
+    needed, is not this op's: kiln-autodiff builds it from the expanded
+    chain.
+
+    kiln-autodiff builds this op for kiln.attention, so that a target can
+    compute the backward pass without storing the probabilities
+    (kiln-attention-kernel); kiln-decompose expands it into products and a
+    softmax that recompute them.
+
+    ```mlir
+    %dq, %dk, %dv = kiln.attention_grad %q, %k, %v, %o, %do {scale = 0.25 : f64}
+        : tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$query, Kiln_FloatTensor:$key,
+                       Kiln_FloatTensor:$value, Kiln_FloatTensor:$out,
+                       Kiln_FloatTensor:$grad,
+                       Optional<Kiln_FloatTensor>:$mask,
+                       DefaultValuedAttr<F64Attr, "1.0">:$scale);
+  let results = (outs Kiln_FloatTensor:$query_grad, Kiln_FloatTensor:$key_grad,
+                      Kiln_FloatTensor:$value_grad);
+  let assemblyFormat = "$query `,` $key `,` $value `,` $out `,` $grad "
+      "(`mask` $mask^ `:` type($mask))? attr-dict `:` type($query) `,` "
+      "type($key) `,` type($value) `,` type($out)";
+  let hasVerifier = 1;
+}
+
 def Kiln_LayerNormOp : Kiln_Op<"layer_norm", [Pure,
     AllTypesMatch<["input", "result"]>]> {
   let summary = "layer normalization over the trailing dimensions";

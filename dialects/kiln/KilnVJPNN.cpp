@@ -305,30 +305,33 @@ LogicalResult rule(CumsumOp op, RuleBuilder &k, ArrayRef<Value> grads,
 template <>
 LogicalResult rule(AttentionOp op, RuleBuilder &k, ArrayRef<Value> grads,
                    SmallVectorImpl<Value> &out) {
-  // With S = q kᵀ scale + mask, P = softmax(S) and O = P v:
-  // dv = Pᵀ dO, dP = dO vᵀ, dS = P (dP - rowsum(dP P)), dq = dS k scale,
-  // dk = dSᵀ q scale, and dmask = dS summed over the broadcast dimensions.
-  // P is recomputed here, so the forward keeps only q, k and v.
+  // The query, key and value gradients are one kiln.attention_grad, which a
+  // target may compute without storing the probabilities (its semantics and
+  // kiln-decompose's expansion are in KilnOps.td). The forward keeps q, k, v
+  // and its result.
   Value g = grads[0], q = op.getQuery(), key = op.getKey(),
         value = op.getValue(), mask = op.getMask();
+  auto grad = AttentionGradOp::create(k.b, k.loc, q, key, value,
+                                      op.getResult(), g, mask,
+                                      op.getScaleAttr());
+  out.append({grad.getQueryGrad(), grad.getKeyGrad(), grad.getValueGrad()});
+  if (!mask)
+    return success();
+  // A mask that needs a gradient (a learned bias) gets dS summed over its
+  // broadcast dimensions, with S = q kᵀ scale + mask, P = softmax(S),
+  // dP = dO vᵀ and dS = P (dP - rowsum(dP P)); unused otherwise.
   double scale = op.getScale().convertToDouble();
   Value scores = k.matmul(q, key, false, true);
   ArrayRef<int64_t> shape = RuleBuilder::typeOf(scores).getShape();
   int64_t last = shape.size() - 1;
   if (scale != 1.0)
     scores = k.mul(scores, k.like(scores, scale));
-  if (mask)
-    scores = k.add(scores, k.broadcast(mask, shape));
+  scores = k.add(scores, k.broadcast(mask, shape));
   Value p = SoftmaxOp::create(k.b, k.loc, scores, k.b.getI64IntegerAttr(last));
-  Value dv = k.matmul(p, g, true, false);
   Value dp = k.matmul(g, value, false, true);
   Value rowSum = k.broadcast(k.sum(k.mul(dp, p), {last}, true), shape);
   Value ds = k.mul(p, k.sub(dp, rowSum));
-  Value dsScaled = scale != 1.0 ? k.mul(ds, k.like(ds, scale)) : ds;
-  out.append({k.matmul(dsScaled, key, false, false),
-              k.matmul(dsScaled, q, true, false), dv});
-  if (mask)
-    out.push_back(k.unbroadcast(ds, RuleBuilder::typeOf(mask).getShape()));
+  out.push_back(k.unbroadcast(ds, RuleBuilder::typeOf(mask).getShape()));
   return success();
 }
 

@@ -5,9 +5,15 @@
 // several times over and reads them back as many: on a GPU, elementwise
 // kernels over matrices far larger than the activations around them. Here
 // each query row is one point of an scf.forall that never stores a score:
-// it runs over the keys keeping the running maximum m, the sum l of
-// exp(s - m) and the weighted sum of value rows, rescaling both by
-// exp(m_old - m_new) when the maximum grows, and divides once at the end.
+// it runs over the keys finding the maximum m and the sum l of
+// exp(s - m) in a first pass (rescaling l by exp(m_old - m_new) when the
+// maximum grows), and weights each value row by its probability
+// exp(s - m) / l in a second.
+//
+// kiln.attention_grad gets two such loops: one over the query rows (the
+// query's gradient, and each row's m, l and rowsum(dO O) for the other),
+// one over the key rows (the key's and the value's gradients), each
+// recomputing the probabilities it needs from the scores.
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,59 +57,193 @@ bool isCausalMask(Value mask, int64_t queries, int64_t keys) {
   return true;
 }
 
-/// Builds the loop that replaces one kiln.attention.
-class KernelBuilder {
+/// What the loops of one attention share: its operands, how they are read,
+/// and the builder.
+class LoopBuilder {
 public:
-  /// `narrow`: the type the query, key and value are rounded to as they
-  /// are read (null: none).
-  KernelBuilder(AttentionOp op, bool causal, FloatType narrow)
-      : op(op), causal(causal), narrow(narrow), b(op), loc(op.getLoc()) {}
+  /// `narrow`: the type product operands are rounded to as they are read
+  /// (null: none). `causal`: each query row sees only the keys up to it,
+  /// and `mask` is not read.
+  LoopBuilder(Operation *op, Value query, Value key, Value value, Value mask,
+              double scale, bool causal, FloatType narrow)
+      : query(query), key(key), value(value), mask(mask), scale(scale),
+        causal(causal), narrow(narrow), b(op), loc(op->getLoc()) {
+    auto queryType = cast<RankedTensorType>(query.getType());
+    batchShape = queryType.getShape().drop_back(2);
+    queries = queryType.getShape().drop_back().back();
+    keys = cast<RankedTensorType>(key.getType()).getShape().drop_back().back();
+    headSize = queryType.getShape().back();
+    valueSize = cast<RankedTensorType>(value.getType()).getShape().back();
+  }
 
-  Value build() {
-    auto result = cast<RankedTensorType>(op.getType());
-    ArrayRef<int64_t> shape = result.getShape();
-    int64_t rank = shape.size();
-    // One point per batch index and query row.
-    SmallVector<OpFoldResult> counts;
-    for (int64_t size : shape.drop_back())
-      counts.push_back(b.getIndexAttr(size));
-    Value empty = tensor::EmptyOp::create(b, loc, shape, result.getElementType());
-    auto loop = scf::ForallOp::create(b, loc, counts, ValueRange{empty},
-                                      /*mapping=*/std::nullopt);
-    Block *body = loop.getBody();
-    b.setInsertionPointToStart(body);
-    SmallVector<Value> point(body->getArguments().take_front(rank - 1));
-    Value output = body->getArguments().back();
+  /// softmax(q kᵀ scale + mask) v, a point per query row.
+  Value forward() {
+    auto loop = rowLoop(queries, {valueSize});
+    SmallVector<Value> q = scaledQuery(loop.queryRow);
+    Statistics stats = statistics(loop.queryRow, q);
+    // Each key's probability exp(score - m) / l, as the softmax computes it
+    // (and rounded as a product's operand under mixed precision), weights
+    // its value row.
+    SmallVector<Value> zeros(valueSize, f32(0.0));
+    scf::ForOp weighted = forKeys(
+        loop.queryRow, zeros, [&](Value keyRow, ValueRange carried) {
+          Value p = rounded(probability(score(q, keyRows(keyRow), loop.queryRow,
+                                              keyRow),
+                                        stats.shift, stats.sum));
+          SmallVector<Value> v = readRow(value, keyRow, valueSize, true);
+          SmallVector<Value> next;
+          for (int64_t e = 0; e < valueSize; ++e)
+            next.push_back(math::FmaOp::create(b, loc, p, v[e], carried[e]));
+          return next;
+        });
+    return loop.finish({SmallVector<Value>(weighted.getResults())})[0];
+  }
 
-    SmallVector<Value> row = rowOfSums(point);
-    // The row goes into its slice of the output.
-    int64_t width = shape.back();
-    SmallVector<OpFoldResult> offsets(point.begin(), point.end()),
-        sizes(rank - 1, b.getIndexAttr(1)), strides(rank, b.getIndexAttr(1));
-    offsets.push_back(b.getIndexAttr(0));
-    sizes.push_back(b.getIndexAttr(width));
-    auto rowType = RankedTensorType::get({width}, result.getElementType());
-    Value slice = tensor::ExtractSliceOp::create(b, loc, rowType, output,
-                                                 offsets, sizes, strides);
-    for (auto [e, value] : llvm::enumerate(row))
-      slice = tensor::InsertOp::create(b, loc, value, slice, index(e));
-    b.setInsertionPointToStart(loop.getTerminator().getBody());
-    tensor::ParallelInsertSliceOp::create(b, loc, slice, output, offsets,
-                                          sizes, strides);
-    return loop.getResult(0);
+  /// The query, key and value gradients for the attention's result `out`
+  /// and its gradient `grad`.
+  SmallVector<Value> backward(Value out, Value grad) {
+    // A point per query row: the query's gradient, and the row's
+    // statistics (the shift m, the sum l, rowsum(dO O)) for the key rows.
+    auto queryLoop = rowLoop(queries, {headSize, 3});
+    Value queryRow = queryLoop.queryRow;
+    SmallVector<Value> q = scaledQuery(queryRow);
+    SmallVector<Value> dO = readRow(grad, queryRow, valueSize, true);
+    // rowsum(dO O), which is rowsum(dP P), in f32.
+    SmallVector<Value> gradRow = readRow(grad, queryRow, valueSize, false);
+    SmallVector<Value> outRow = readRow(out, queryRow, valueSize, false);
+    Value centre = dot(gradRow, outRow);
+    Statistics stats = statistics(queryRow, q);
+    SmallVector<Value> zeros(headSize, f32(0.0));
+    scf::ForOp queryGrad =
+        forKeys(queryRow, zeros, [&](Value keyRow, ValueRange carried) {
+          SmallVector<Value> k = keyRows(keyRow);
+          Value p = probability(score(q, k, queryRow, keyRow), stats.shift,
+                                stats.sum);
+          Value dp = dot(dO, readRow(value, keyRow, valueSize, true));
+          Value ds = scoreGrad(p, dp, centre);
+          SmallVector<Value> next;
+          for (int64_t d = 0; d < headSize; ++d)
+            next.push_back(math::FmaOp::create(b, loc, ds, k[d], carried[d]));
+          return next;
+        });
+    SmallVector<Value> rowStats{stats.shift, stats.sum, centre};
+    SmallVector<Value> queryResults = queryLoop.finish(
+        {SmallVector<Value>(queryGrad.getResults()), rowStats});
+    Value queryGradient = queryResults[0], statsTensor = queryResults[1];
+
+    // A point per key row: the key's and the value's gradients, over the
+    // query rows that see it.
+    auto keyLoop = rowLoop(keys, {headSize, valueSize});
+    Value keyRow = keyLoop.queryRow;
+    SmallVector<Value> k = readRow(key, keyRow, headSize, true);
+    SmallVector<Value> v = readRow(value, keyRow, valueSize, true);
+    SmallVector<Value> initial(headSize + valueSize, f32(0.0));
+    Value first = causal ? keyRow : index(0);
+    scf::ForOp keyGrads = loopOver(
+        first, index(queries), initial, [&](Value row, ValueRange carried) {
+          SmallVector<Value> qs = scaledQuery(row);
+          SmallVector<Value> at = rowIndex(row);
+          at.push_back(index(0));
+          Value shift = load(statsTensor, at);
+          at.back() = index(1);
+          Value sum = load(statsTensor, at);
+          at.back() = index(2);
+          Value rowCentre = load(statsTensor, at);
+          Value p = probability(score(qs, k, row, keyRow), shift, sum);
+          SmallVector<Value> dOi = readRow(grad, row, valueSize, true);
+          Value ds = scoreGrad(p, dot(dOi, v), rowCentre);
+          Value pr = rounded(p);
+          SmallVector<Value> qi = readRow(query, row, headSize, true);
+          SmallVector<Value> next;
+          for (int64_t d = 0; d < headSize; ++d)
+            next.push_back(
+                math::FmaOp::create(b, loc, ds, qi[d], carried[d]));
+          for (int64_t e = 0; e < valueSize; ++e)
+            next.push_back(math::FmaOp::create(b, loc, pr, dOi[e],
+                                               carried[headSize + e]));
+          return next;
+        });
+    ValueRange sums = keyGrads.getResults();
+    SmallVector<Value> keyResults = keyLoop.finish(
+        {SmallVector<Value>(sums.take_front(headSize)),
+         SmallVector<Value>(sums.drop_front(headSize))});
+    return {queryGradient, keyResults[0], keyResults[1]};
   }
 
 private:
+  /// An scf.forall over the batch indices and `rows` rows, whose outputs
+  /// are [B..., rows, width] tensors; `finish` writes each point's row of
+  /// each and returns the results.
+  struct RowLoop {
+    LoopBuilder &builder;
+    scf::ForallOp loop;
+    SmallVector<int64_t> widths;
+    Value queryRow; ///< the row index of this point
+
+    SmallVector<Value> finish(ArrayRef<SmallVector<Value>> rows) {
+      OpBuilder &b = builder.b;
+      Location loc = builder.loc;
+      Block *body = loop.getBody();
+      int64_t rank = builder.batchShape.size() + 2;
+      SmallVector<Value> point(body->getArguments().take_front(rank - 1));
+      SmallVector<std::pair<Value, Value>> slices;
+      SmallVector<OpFoldResult> offsets(point.begin(), point.end()),
+          strides(rank, b.getIndexAttr(1));
+      offsets.push_back(b.getIndexAttr(0));
+      for (auto [i, row] : llvm::enumerate(rows)) {
+        Value output = loop.getRegionIterArgs()[i];
+        SmallVector<OpFoldResult> sizes = sizesOf(widths[i]);
+        auto rowType = RankedTensorType::get({widths[i]}, b.getF32Type());
+        Value slice = tensor::ExtractSliceOp::create(b, loc, rowType, output,
+                                                     offsets, sizes, strides);
+        for (auto [e, element] : llvm::enumerate(row))
+          slice = tensor::InsertOp::create(b, loc, element, slice,
+                                           builder.index(e));
+        slices.push_back({slice, output});
+      }
+      b.setInsertionPointToStart(loop.getTerminator().getBody());
+      for (auto [i, slice] : llvm::enumerate(slices))
+        tensor::ParallelInsertSliceOp::create(b, loc, slice.first,
+                                              slice.second, offsets,
+                                              sizesOf(widths[i]), strides);
+      // What follows goes after the loop.
+      b.setInsertionPointAfter(loop);
+      return SmallVector<Value>(loop.getResults());
+    }
+
+    SmallVector<OpFoldResult> sizesOf(int64_t width) {
+      SmallVector<OpFoldResult> sizes(builder.batchShape.size() + 1,
+                                      builder.b.getIndexAttr(1));
+      sizes.push_back(builder.b.getIndexAttr(width));
+      return sizes;
+    }
+  };
+
+  RowLoop rowLoop(int64_t rows, ArrayRef<int64_t> widths) {
+    SmallVector<OpFoldResult> counts;
+    for (int64_t size : batchShape)
+      counts.push_back(b.getIndexAttr(size));
+    counts.push_back(b.getIndexAttr(rows));
+    SmallVector<Value> outputs;
+    for (int64_t width : widths) {
+      SmallVector<int64_t> shape(batchShape);
+      shape.append({rows, width});
+      outputs.push_back(tensor::EmptyOp::create(b, loc, shape, b.getF32Type()));
+    }
+    auto loop = scf::ForallOp::create(b, loc, counts, outputs,
+                                      /*mapping=*/std::nullopt);
+    b.setInsertionPointToStart(loop.getBody());
+    SmallVector<Value> ivs(loop.getInductionVars());
+    batch.assign(ivs.begin(), ivs.end() - 1);
+    return RowLoop{*this, loop, SmallVector<int64_t>(widths), ivs.back()};
+  }
+
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
   Value f32(double v) {
     return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
   }
   Value load(Value tensor, ArrayRef<Value> indices) {
     return tensor::ExtractOp::create(b, loc, tensor, indices);
-  }
-  /// An element of the query, key or value, rounded under mixed precision.
-  Value loadOperand(Value tensor, ArrayRef<Value> indices) {
-    return rounded(load(tensor, indices));
   }
   /// `value` rounded to the mixed-precision type (if any) and back.
   Value rounded(Value value) {
@@ -112,41 +252,104 @@ private:
     Value narrowed = arith::TruncFOp::create(b, loc, narrow, value);
     return arith::ExtFOp::create(b, loc, b.getF32Type(), narrowed);
   }
-
-  /// The output row at `point` (batch indices, then the query row).
-  SmallVector<Value> rowOfSums(ArrayRef<Value> point) {
-    Value query = op.getQuery(), value = op.getValue();
-    int64_t headSize = op.getQuery().getType().getShape().back();
-    int64_t valueSize = op.getValue().getType().getShape().back();
-    int64_t keys = op.getKey().getType().getShape().drop_back().back();
-    ArrayRef<Value> batch = point.drop_back();
-    Value queryRow = point.back();
-
-    // The query row, with the scale applied once instead of to each score.
-    Value scale = f32(op.getScale().convertToDouble());
-    SmallVector<Value> q;
-    SmallVector<Value> at(batch.begin(), batch.end());
-    at.append({queryRow, Value()});
-    for (int64_t d = 0; d < headSize; ++d) {
-      at.back() = index(d);
-      q.push_back(arith::MulFOp::create(b, loc, loadOperand(query, at), scale));
+  /// The indices of row `row` (at this point's batch indices), without the
+  /// column.
+  SmallVector<Value> rowIndex(Value row) {
+    SmallVector<Value> at(batch);
+    at.push_back(row);
+    return at;
+  }
+  /// The `width` elements of row `row` of `tensor`, rounded as product
+  /// operands when `operand`.
+  SmallVector<Value> readRow(Value tensor, Value row, int64_t width,
+                             bool operand) {
+    SmallVector<Value> at = rowIndex(row);
+    at.push_back(Value());
+    SmallVector<Value> elements;
+    for (int64_t e = 0; e < width; ++e) {
+      at.back() = index(e);
+      Value element = load(tensor, at);
+      elements.push_back(operand ? rounded(element) : element);
     }
+    return elements;
+  }
+  /// The query row `row`, with the scale applied once instead of to each
+  /// score.
+  SmallVector<Value> scaledQuery(Value row) {
+    Value factor = f32(scale);
+    SmallVector<Value> q;
+    for (Value element : readRow(query, row, headSize, true))
+      q.push_back(arith::MulFOp::create(b, loc, element, factor));
+    return q;
+  }
+  SmallVector<Value> keyRows(Value keyRow) {
+    return readRow(key, keyRow, headSize, true);
+  }
+  /// x · y, adding the products in order.
+  Value dot(ArrayRef<Value> x, ArrayRef<Value> y) {
+    Value sum = arith::MulFOp::create(b, loc, x[0], y[0]);
+    for (size_t d = 1; d < x.size(); ++d)
+      sum = math::FmaOp::create(b, loc, x[d], y[d], sum);
+    return sum;
+  }
+  /// The score of a query row (scaled) and a key row, masked.
+  Value score(ArrayRef<Value> q, ArrayRef<Value> k, Value queryRow,
+              Value keyRow) {
+    Value s = dot(q, k);
+    if (mask && !causal)
+      s = arith::AddFOp::create(b, loc, s, maskAt(queryRow, keyRow));
+    return s;
+  }
+  Value probability(Value score, Value shift, Value sum) {
+    Value e = math::ExpOp::create(b, loc,
+                                  arith::SubFOp::create(b, loc, score, shift));
+    return arith::DivFOp::create(b, loc, e, sum);
+  }
+  /// dS scale, with dS = P (dP - rowsum(dP P)), rounded as the operand of
+  /// the query's and key's gradient products.
+  Value scoreGrad(Value p, Value dp, Value centre) {
+    Value ds = arith::MulFOp::create(
+        b, loc, p, arith::SubFOp::create(b, loc, dp, centre));
+    if (scale != 1.0)
+      ds = arith::MulFOp::create(b, loc, ds, f32(scale));
+    return rounded(ds);
+  }
 
+  /// A loop from `first` to `end` carrying `initial`; `body` returns what
+  /// one iteration makes of the carried values.
+  scf::ForOp
+  loopOver(Value first, Value end, ArrayRef<Value> initial,
+           function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+    return scf::ForOp::create(
+        b, loc, first, end, index(1), initial,
+        [&](OpBuilder &nested, Location, Value iv, ValueRange carried) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nested.getInsertionBlock(),
+                              nested.getInsertionPoint());
+          scf::YieldOp::create(b, loc, body(iv, carried));
+        });
+  }
+  /// A loop over the keys query row `queryRow` sees.
+  scf::ForOp forKeys(Value queryRow, ArrayRef<Value> initial,
+                     function_ref<SmallVector<Value>(Value, ValueRange)> body) {
     Value end = causal ? arith::AddIOp::create(b, loc, queryRow, index(1))
                              .getResult()
                        : index(keys);
-    auto scoreOf = [&](Value keyRow) {
-      return score(batch, queryRow, keyRow, q);
-    };
+    return loopOver(index(0), end, initial, body);
+  }
 
-    // First pass: the maximum score m and the sum l of exp(score - m), both
-    // updated as each key comes (l rescaled by exp(m_old - m_new) when the
-    // maximum grows).
+  /// The shift m (the maximum score, or 0 where every score is -inf) and
+  /// the sum l of exp(score - m) of a query row.
+  struct Statistics {
+    Value shift, sum;
+  };
+  /// One pass over the keys, both updated as each key comes (l rescaled by
+  /// exp(m_old - m_new) when the maximum grows).
+  Statistics statistics(Value queryRow, ArrayRef<Value> q) {
     Value negInf = f32(-std::numeric_limits<double>::infinity());
-    Value zero = f32(0.0);
-    scf::ForOp statistics = keyLoop(
-        end, {negInf, zero}, [&](Value keyRow, ValueRange carried) {
-          Value s = scoreOf(keyRow);
+    scf::ForOp loop = forKeys(
+        queryRow, {negInf, f32(0.0)}, [&](Value keyRow, ValueRange carried) {
+          Value s = score(q, keyRows(keyRow), queryRow, keyRow);
           Value grown = arith::MaximumFOp::create(b, loc, carried[0], s);
           Value shift = finiteShift(grown);
           Value rescale = math::ExpOp::create(
@@ -156,47 +359,7 @@ private:
           return SmallVector<Value>{
               grown, math::FmaOp::create(b, loc, carried[1], rescale, weight)};
         });
-    Value shift = finiteShift(statistics.getResult(0));
-    Value sum = statistics.getResult(1);
-
-    // Second pass: each key's probability exp(score - m) / l, as the
-    // softmax computes it (and rounded as a product's operand under mixed
-    // precision), weights its value row.
-    SmallVector<Value> initial(valueSize, zero);
-    scf::ForOp weighted =
-        keyLoop(end, initial, [&](Value keyRow, ValueRange carried) {
-          Value probability = arith::DivFOp::create(
-              b, loc,
-              math::ExpOp::create(
-                  b, loc, arith::SubFOp::create(b, loc, scoreOf(keyRow), shift)),
-              sum);
-          probability = rounded(probability);
-          SmallVector<Value> at(batch.begin(), batch.end());
-          at.append({keyRow, Value()});
-          SmallVector<Value> next;
-          for (int64_t e = 0; e < valueSize; ++e) {
-            at.back() = index(e);
-            next.push_back(math::FmaOp::create(
-                b, loc, probability, loadOperand(value, at), carried[e]));
-          }
-          return next;
-        });
-    return SmallVector<Value>(weighted.getResults());
-  }
-
-  /// A loop over the keys before `end` carrying `initial`; `body` returns
-  /// what one key makes of the carried values.
-  scf::ForOp
-  keyLoop(Value end, ArrayRef<Value> initial,
-          function_ref<SmallVector<Value>(Value, ValueRange)> body) {
-    return scf::ForOp::create(
-        b, loc, index(0), end, index(1), initial,
-        [&](OpBuilder &nested, Location, Value keyRow, ValueRange carried) {
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPoint(nested.getInsertionBlock(),
-                              nested.getInsertionPoint());
-          scf::YieldOp::create(b, loc, body(keyRow, carried));
-        });
+    return {finiteShift(loop.getResult(0)), loop.getResult(1)};
   }
 
   /// `maximum`, or 0 while every score so far is -inf (masked): nothing has
@@ -208,30 +371,11 @@ private:
     return arith::SelectOp::create(b, loc, none, f32(0.0), maximum);
   }
 
-  /// The scaled and masked score of the query row and `keyRow`.
-  Value score(ArrayRef<Value> batch, Value queryRow, Value keyRow,
-              ArrayRef<Value> q) {
-    SmallVector<Value> at(batch.begin(), batch.end());
-    at.append({keyRow, Value()});
-    Value sum;
-    for (auto [d, qd] : llvm::enumerate(q)) {
-      at.back() = index(d);
-      Value kd = loadOperand(op.getKey(), at);
-      sum = sum ? math::FmaOp::create(b, loc, qd, kd, sum).getResult()
-                : arith::MulFOp::create(b, loc, qd, kd).getResult();
-    }
-    if (Value mask = op.getMask(); mask && !causal)
-      sum = arith::AddFOp::create(b, loc, sum,
-                                  maskAt(mask, batch, queryRow, keyRow));
-    return sum;
-  }
-
   /// The mask element for this score, through the mask's broadcast: a
   /// size-1 dimension reads index 0.
-  Value maskAt(Value mask, ArrayRef<Value> batch, Value queryRow,
-               Value keyRow) {
-    SmallVector<Value> scoreIndex(batch.begin(), batch.end());
-    scoreIndex.append({queryRow, keyRow});
+  Value maskAt(Value queryRow, Value keyRow) {
+    SmallVector<Value> scoreIndex = rowIndex(queryRow);
+    scoreIndex.push_back(keyRow);
     auto type = cast<RankedTensorType>(mask.getType());
     int64_t offset = scoreIndex.size() - type.getRank();
     SmallVector<Value> at;
@@ -240,11 +384,16 @@ private:
     return load(mask, at);
   }
 
-  AttentionOp op;
+  Value query, key, value, mask;
+  double scale;
   bool causal;
   FloatType narrow;
   OpBuilder b;
   Location loc;
+  ArrayRef<int64_t> batchShape;
+  int64_t queries, keys, headSize, valueSize;
+  /// The batch indices of the point being built.
+  SmallVector<Value> batch;
 };
 
 struct KilnAttentionKernelPass
@@ -263,28 +412,55 @@ struct KilnAttentionKernelPass
           << amp << "'";
       return signalPassFailure();
     }
-    SmallVector<AttentionOp> ops;
-    getOperation().walk([&](AttentionOp op) { ops.push_back(op); });
-    for (AttentionOp op : ops) {
-      auto query = op.getQuery().getType(), key = op.getKey().getType(),
-           value = op.getValue().getType();
-      auto isF32 = [](Value v) {
-        auto type = cast<RankedTensorType>(v.getType());
-        return type.hasStaticShape() && type.getElementType().isF32();
-      };
-      if (!isF32(op.getQuery()) || !isF32(op.getKey()) ||
-          !isF32(op.getValue()) || (op.getMask() && !isF32(op.getMask())) ||
-          query.getRank() < 2 || query.getShape().back() < 1 ||
-          query.getShape().back() > maxHeadSize ||
-          value.getShape().back() > maxHeadSize)
-        continue;
-      int64_t queries = query.getShape().drop_back().back();
-      int64_t keys = key.getShape().drop_back().back();
-      bool causal = isCausalMask(op.getMask(), queries, keys);
-      Value replacement = KernelBuilder(op, causal, narrow).build();
-      op.replaceAllUsesWith(replacement);
-      op.erase();
+    SmallVector<Operation *> ops;
+    getOperation().walk([&](Operation *op) {
+      if (isa<AttentionOp, AttentionGradOp>(op))
+        ops.push_back(op);
+    });
+    for (Operation *op : ops) {
+      if (auto attention = dyn_cast<AttentionOp>(op)) {
+        std::optional<LoopBuilder> loops = builderFor(
+            op, attention.getQuery(), attention.getKey(),
+            attention.getValue(), attention.getMask(),
+            attention.getScale().convertToDouble(), narrow);
+        if (!loops)
+          continue;
+        attention.replaceAllUsesWith(loops->forward());
+      } else {
+        auto grad = cast<AttentionGradOp>(op);
+        std::optional<LoopBuilder> loops =
+            builderFor(op, grad.getQuery(), grad.getKey(), grad.getValue(),
+                       grad.getMask(), grad.getScale().convertToDouble(),
+                       narrow);
+        if (!loops)
+          continue;
+        grad.replaceAllUsesWith(loops->backward(grad.getOut(), grad.getGrad()));
+      }
+      op->erase();
     }
+  }
+
+  /// The loop builder for an attention on these operands, if this pass
+  /// takes it: f32 tensors, head sizes from 1 to max-head-size.
+  std::optional<LoopBuilder> builderFor(Operation *op, Value query, Value key,
+                                        Value value, Value mask, double scale,
+                                        FloatType narrow) {
+    auto isF32 = [](Value v) {
+      return cast<RankedTensorType>(v.getType()).getElementType().isF32();
+    };
+    if (!isF32(query) || !isF32(key) || !isF32(value) ||
+        (mask && !isF32(mask)))
+      return std::nullopt;
+    auto queryType = cast<RankedTensorType>(query.getType());
+    int64_t headSize = queryType.getShape().back();
+    int64_t valueSize = cast<RankedTensorType>(value.getType()).getShape().back();
+    if (headSize < 1 || headSize > maxHeadSize || valueSize > maxHeadSize)
+      return std::nullopt;
+    int64_t queries = queryType.getShape().drop_back().back();
+    int64_t keys =
+        cast<RankedTensorType>(key.getType()).getShape().drop_back().back();
+    bool causal = isCausalMask(mask, queries, keys);
+    return LoopBuilder(op, query, key, value, mask, scale, causal, narrow);
   }
 };
 

@@ -141,6 +141,42 @@ struct DecomposeAttention : OpRewritePattern<AttentionOp> {
   }
 };
 
+/// kiln.attention_grad as products and a softmax recomputing the
+/// probabilities: P = softmax(q kᵀ scale + mask), dv = Pᵀ dO, dP = dO vᵀ,
+/// dS = P (dP - rowsum(dP P)) scale, dq = dS k, dk = dSᵀ q.
+struct DecomposeAttentionGrad : OpRewritePattern<AttentionGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AttentionGradOp op,
+                                PatternRewriter &r) const override {
+    Builder b{r, op.getLoc()};
+    Location loc = op.getLoc();
+    Value q = op.getQuery(), key = op.getKey(), value = op.getValue(),
+          g = op.getGrad();
+    Value scores = MatmulOp::create(r, loc, q, key, /*transpose_lhs=*/false,
+                                    /*transpose_rhs=*/true);
+    ArrayRef<int64_t> shape = b.typeOf(scores).getShape();
+    int64_t last = shape.size() - 1;
+    double scale = op.getScale().convertToDouble();
+    if (scale != 1.0)
+      scores = b.binary<MulOp>(scores, b.splat(b.typeOf(scores), scale));
+    if (Value mask = op.getMask())
+      scores = b.binary<AddOp>(scores, b.bcast(mask, shape));
+    Value p = SoftmaxOp::create(r, loc, scores, r.getI64IntegerAttr(last));
+    Value dv = MatmulOp::create(r, loc, p, g, true, false);
+    Value dp = MatmulOp::create(r, loc, g, value, false, true);
+    SmallVector<int64_t> dims{last};
+    Value rowSum = b.bcast(
+        b.reduce<ReduceSumOp>(b.binary<MulOp>(dp, p), dims, true), shape);
+    Value ds = b.binary<MulOp>(p, b.binary<SubOp>(dp, rowSum));
+    if (scale != 1.0)
+      ds = b.binary<MulOp>(ds, b.splat(b.typeOf(ds), scale));
+    Value dq = MatmulOp::create(r, loc, ds, key, false, false);
+    Value dk = MatmulOp::create(r, loc, ds, q, true, false);
+    r.replaceOp(op, {dq, dk, dv});
+    return success();
+  }
+};
+
 struct DecomposeLogSoftmax : OpRewritePattern<LogSoftmaxOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(LogSoftmaxOp op,
@@ -392,7 +428,7 @@ struct KilnDecomposePass
                  DecomposeBatchNorm, DecomposeBatchNormTrain, DecomposeNllLoss,
                  DecomposeCrossEntropy>(&getContext());
     if (!keepAttention)
-      patterns.add<DecomposeAttention>(&getContext());
+      patterns.add<DecomposeAttention, DecomposeAttentionGrad>(&getContext());
     GreedyRewriteConfig config;
     config.enableFolding(false);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),

@@ -1,5 +1,5 @@
-// RUN: kiln-opt %s --kiln-attention-kernel --split-input-file | FileCheck %s
-// RUN: kiln-opt %s --kiln-attention-kernel=amp=bf16 --split-input-file | FileCheck %s --check-prefix=BF16
+// RUN: kiln-opt %s --kiln-attention-kernel --cse --split-input-file | FileCheck %s
+// RUN: kiln-opt %s --kiln-attention-kernel=amp=bf16 --cse --split-input-file | FileCheck %s --check-prefix=BF16
 // RUN: not kiln-opt %s --kiln-attention-kernel=amp=f8 --split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
 
 // A point per batch index and query row; the scores are never stored: a
@@ -11,13 +11,16 @@
 // CHECK: %[[EMPTY:.*]] = tensor.empty() : tensor<2x3x2xf32>
 // CHECK: %[[OUT:.*]] = scf.forall (%[[B:.*]], %[[I:.*]]) in (2, 3) shared_outs(%[[ACC:.*]] = %[[EMPTY]])
 // CHECK: %[[SCALE:.*]] = arith.constant 5.000000e-01 : f32
-// CHECK: %[[Q0:.*]] = tensor.extract %[[Q]][%[[B]], %[[I]], %{{.*}}]
-// CHECK: arith.mulf %[[Q0]], %[[SCALE]]
-// CHECK-COUNT-3: tensor.extract %[[Q]]
+// CHECK: %[[Q0:.*]] = tensor.extract %[[Q]][%[[B]], %[[I]], %[[C0:.*]]]
+// CHECK-COUNT-3: tensor.extract %[[Q]][%[[B]], %[[I]]
+// CHECK: %[[QS0:.*]] = arith.mulf %[[Q0]], %[[SCALE]]
 // CHECK-NOT: tensor.empty
 // CHECK: %[[STATS:.*]]:2 = scf.for %[[J:.*]] = %{{.*}} to %c5 step %{{.*}} iter_args(%[[MAX:.*]] = %cst{{.*}}, %[[SUM:.*]] = %cst{{.*}}) -> (f32, f32)
-// CHECK-COUNT-4: tensor.extract %[[K]][%[[B]], %[[J]], %{{.*}}]
-// CHECK: %[[MASK:.*]] = tensor.extract %[[M]][%c0{{.*}}, %[[I]], %[[J]]]
+// CHECK: %[[K0:.*]] = tensor.extract %[[K]][%[[B]], %[[J]], %[[C0]]]
+// CHECK-COUNT-3: tensor.extract %[[K]][%[[B]], %[[J]]
+// CHECK: arith.mulf %[[QS0]], %[[K0]]
+// CHECK-COUNT-3: math.fma
+// CHECK: %[[MASK:.*]] = tensor.extract %[[M]][%[[C0]], %[[I]], %[[J]]]
 // CHECK: %[[S:.*]] = arith.addf %{{.*}}, %[[MASK]]
 // CHECK: %[[GROWN:.*]] = arith.maximumf %[[MAX]], %[[S]]
 // CHECK: %[[NONE:.*]] = arith.cmpf oeq, %[[GROWN]], %cst
@@ -34,9 +37,9 @@
 // CHECK: %[[E:.*]] = arith.subf %[[S2]], %[[FINAL]]
 // CHECK: %[[X:.*]] = math.exp %[[E]]
 // CHECK: %[[P:.*]] = arith.divf %[[X]], %[[STATS]]#1
-// CHECK: %[[V0:.*]] = tensor.extract %[[V]][%[[B]], %[[J2]], %c0
-// CHECK: %[[N0:.*]] = math.fma %[[P]], %[[V0]], %[[O0]]
+// CHECK: %[[V0:.*]] = tensor.extract %[[V]][%[[B]], %[[J2]], %[[C0]]]
 // CHECK: %[[V1:.*]] = tensor.extract %[[V]][%[[B]], %[[J2]], %c1
+// CHECK: %[[N0:.*]] = math.fma %[[P]], %[[V0]], %[[O0]]
 // CHECK: %[[N1:.*]] = math.fma %[[P]], %[[V1]], %[[O1]]
 // CHECK: scf.yield %[[N0]], %[[N1]]
 // CHECK: %[[SLICE:.*]] = tensor.extract_slice %[[ACC]][%[[B]], %[[I]], 0] [1, 1, 2] [1, 1, 1] : tensor<2x3x2xf32> to tensor<2xf32>
@@ -56,10 +59,8 @@
 // BF16: %[[P:.*]] = arith.divf
 // BF16-NEXT: %[[R:.*]] = arith.truncf %[[P]] : f32 to bf16
 // BF16-NEXT: %[[PR:.*]] = arith.extf %[[R]] : bf16 to f32
-// BF16: tensor.extract
-// BF16-NEXT: arith.truncf
-// BF16-NEXT: arith.extf
-// BF16-NEXT: math.fma %[[PR]]
+// BF16-COUNT-2: arith.truncf
+// BF16: math.fma %[[PR]]
 // BAD: kiln-attention-kernel: amp must be bf16, f16 or empty, not 'f8'
 func.func @masked(%q: tensor<2x3x4xf32>, %k: tensor<2x5x4xf32>, %v: tensor<2x5x2xf32>, %m: tensor<1x3x5xf32>) -> tensor<2x3x2xf32> {
   %o = kiln.attention %q, %k, %v mask %m : tensor<1x3x5xf32> {scale = 0.5 : f64} : tensor<2x3x4xf32>, tensor<2x5x4xf32>, tensor<2x5x2xf32>
@@ -96,6 +97,108 @@ func.func @not_causal(%q: tensor<2x3x4xf32>, %k: tensor<2x3x4xf32>, %v: tensor<2
   %m = arith.constant dense<[[0.0, 0.0, 0xFF800000], [0.0, 0.0, 0xFF800000], [0.0, 0.0, 0.0]]> : tensor<3x3xf32>
   %o = kiln.attention %q, %k, %v mask %m : tensor<3x3xf32> : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>
   return %o : tensor<2x3x4xf32>
+}
+
+// -----
+
+// The gradient: a point per query row computes the query's gradient (the
+// statistics pass, then dS k over the keys) and keeps its shift, sum and
+// rowsum(dO O); a point per key row then computes the key's and value's
+// gradients over the query rows, each probability recomputed from the
+// score and the row's statistics.
+// CHECK-LABEL: func.func @grad(
+// CHECK-SAME: %[[Q:[a-z0-9]+]]: tensor<2x3x4xf32>, %[[K:[a-z0-9]+]]: tensor<2x5x4xf32>, %[[V:[a-z0-9]+]]: tensor<2x5x2xf32>, %[[O:[a-z0-9]+]]: tensor<2x3x2xf32>, %[[G:[a-z0-9]+]]: tensor<2x3x2xf32>, %[[M:[a-z0-9]+]]: tensor<1x3x5xf32>
+// CHECK: %[[QROWS:.*]]:2 = scf.forall (%[[B:.*]], %[[I:.*]]) in (2, 3) shared_outs(%[[DQ:.*]] = %{{.*}}, %[[ST:.*]] = %{{.*}}) -> (tensor<2x3x4xf32>, tensor<2x3x3xf32>)
+// CHECK: %[[SCALE:.*]] = arith.constant 5.000000e-01 : f32
+// CHECK: %[[G0:.*]] = tensor.extract %[[G]][%[[B]], %[[I]], %[[C0:[a-z0-9_]+]]]
+// CHECK: %[[G1:.*]] = tensor.extract %[[G]][%[[B]], %[[I]], %[[C1:[a-z0-9_]+]]]
+// CHECK: %[[O0:.*]] = tensor.extract %[[O]][%[[B]], %[[I]], %[[C0]]]
+// CHECK: %[[O1:.*]] = tensor.extract %[[O]][%[[B]], %[[I]], %[[C1]]]
+// CHECK: %[[GO:.*]] = arith.mulf %[[G0]], %[[O0]]
+// CHECK: %[[CENTRE:.*]] = math.fma %[[G1]], %[[O1]], %[[GO]]
+// CHECK: %[[STATS:.*]]:2 = scf.for
+// CHECK: %[[SHIFT:.*]] = arith.select %{{.*}}, %{{.*}}, %[[STATS]]#0
+// CHECK: %[[QG:.*]]:4 = scf.for %[[J:.*]] = %{{.*}} to %c5 {{.*}} iter_args(%[[A0:[a-z0-9_]+]] = {{.*}}) -> (f32, f32, f32, f32)
+// CHECK: %[[K0:.*]] = tensor.extract %[[K]][%[[B]], %[[J]], %[[C0]]]
+// CHECK: %[[P:.*]] = arith.divf %{{.*}}, %[[STATS]]#1
+// CHECK: %[[V0:.*]] = tensor.extract %[[V]][%[[B]], %[[J]], %[[C0]]]
+// CHECK: %[[V1:.*]] = tensor.extract %[[V]][%[[B]], %[[J]], %[[C1]]]
+// CHECK: %[[DP0:.*]] = arith.mulf %[[G0]], %[[V0]]
+// CHECK: %[[DP:.*]] = math.fma %[[G1]], %[[V1]], %[[DP0]]
+// CHECK: %[[CENTRED:.*]] = arith.subf %[[DP]], %[[CENTRE]]
+// CHECK: %[[DS:.*]] = arith.mulf %[[P]], %[[CENTRED]]
+// CHECK: %[[DSS:.*]] = arith.mulf %[[DS]], %[[SCALE]]
+// CHECK: math.fma %[[DSS]], %[[K0]], %[[A0]]
+// CHECK: tensor.insert %[[SHIFT]] into
+// CHECK: tensor.insert %[[STATS]]#1 into
+// CHECK: tensor.insert %[[CENTRE]] into
+// CHECK: scf.forall.in_parallel
+// CHECK-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[DQ]][%[[B]], %[[I]], 0] [1, 1, 4]
+// CHECK-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[ST]][%[[B]], %[[I]], 0] [1, 1, 3]
+// CHECK: %[[KROWS:.*]]:2 = scf.forall (%[[B2:.*]], %[[J2:.*]]) in (2, 5) shared_outs(%[[DK:.*]] = %{{.*}}, %[[DV:.*]] = %{{.*}}) -> (tensor<2x5x4xf32>, tensor<2x5x2xf32>)
+// CHECK: %[[KR0:.*]] = tensor.extract %[[K]][%[[B2]], %[[J2]], %[[C0B:[a-z0-9_]+]]]
+// CHECK: %[[VR0:.*]] = tensor.extract %[[V]][%[[B2]], %[[J2]], %[[C0B]]]
+// CHECK: %[[VR1:.*]] = tensor.extract %[[V]][%[[B2]], %[[J2]], %[[C1B:[a-z0-9_]+]]]
+// CHECK: scf.for %[[I2:.*]] = %[[C0B]] to %c3 {{.*}} -> (f32, f32, f32, f32, f32, f32)
+// CHECK: %[[QI0:.*]] = tensor.extract %[[Q]][%[[B2]], %[[I2]], %[[C0B]]]
+// CHECK: %[[SH:.*]] = tensor.extract %[[QROWS]]#1[%[[B2]], %[[I2]], %[[C0B]]]
+// CHECK: %[[SU:.*]] = tensor.extract %[[QROWS]]#1[%[[B2]], %[[I2]], %[[C1B]]]
+// CHECK: %[[CE:.*]] = tensor.extract %[[QROWS]]#1[%[[B2]], %[[I2]], %c2
+// CHECK: tensor.extract %[[M]][%[[C0B]], %[[I2]], %[[J2]]]
+// CHECK: %[[X:.*]] = arith.subf %{{.*}}, %[[SH]]
+// CHECK: %[[E:.*]] = math.exp %[[X]]
+// CHECK: %[[P2:.*]] = arith.divf %[[E]], %[[SU]]
+// CHECK: %[[GI0:.*]] = tensor.extract %[[G]][%[[B2]], %[[I2]], %[[C0B]]]
+// CHECK: %[[GI1:.*]] = tensor.extract %[[G]][%[[B2]], %[[I2]], %[[C1B]]]
+// CHECK: arith.mulf %[[GI0]], %[[VR0]]
+// CHECK: %[[DP2:.*]] = math.fma %[[GI1]], %[[VR1]]
+// CHECK: arith.subf %[[DP2]], %[[CE]]
+// CHECK: %[[DS2:.*]] = arith.mulf %{{.*}}, %cst
+// CHECK: math.fma %[[DS2]], %[[QI0]]
+// CHECK-COUNT-3: math.fma %[[DS2]]
+// CHECK: math.fma %[[P2]], %[[GI0]]
+// CHECK: math.fma %[[P2]], %[[GI1]]
+// CHECK: scf.forall.in_parallel
+// CHECK-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[DK]][%[[B2]], %[[J2]], 0] [1, 1, 4]
+// CHECK-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[DV]][%[[B2]], %[[J2]], 0] [1, 1, 2]
+// CHECK: return %[[QROWS]]#0, %[[KROWS]]#0, %[[KROWS]]#1
+// Under mixed precision the products' operands are rounded: in the key
+// rows' loop, dS before it weights the query row and P before it weights
+// the output gradient's.
+// BF16-LABEL: func.func @grad(
+// BF16: scf.forall
+// BF16: scf.forall
+// BF16: %[[P:.*]] = arith.divf
+// BF16: %[[D:.*]] = arith.mulf %[[P]], %{{.*}}
+// BF16-NEXT: %[[DS:.*]] = arith.mulf %[[D]], %cst
+// BF16-NEXT: %[[DSN:.*]] = arith.truncf %[[DS]] : f32 to bf16
+// BF16-NEXT: %[[DSR:.*]] = arith.extf %[[DSN]]
+// BF16-NEXT: %[[PN:.*]] = arith.truncf %[[P]] : f32 to bf16
+// BF16-NEXT: %[[PR:.*]] = arith.extf %[[PN]]
+// BF16: math.fma %[[DSR]]
+// BF16: math.fma %[[PR]]
+func.func @grad(%q: tensor<2x3x4xf32>, %k: tensor<2x5x4xf32>, %v: tensor<2x5x2xf32>, %o: tensor<2x3x2xf32>, %g: tensor<2x3x2xf32>, %m: tensor<1x3x5xf32>) -> (tensor<2x3x4xf32>, tensor<2x5x4xf32>, tensor<2x5x2xf32>) {
+  %dq, %dk, %dv = kiln.attention_grad %q, %k, %v, %o, %g mask %m : tensor<1x3x5xf32> {scale = 0.5 : f64} : tensor<2x3x4xf32>, tensor<2x5x4xf32>, tensor<2x5x2xf32>, tensor<2x3x2xf32>
+  return %dq, %dk, %dv : tensor<2x3x4xf32>, tensor<2x5x4xf32>, tensor<2x5x2xf32>
+}
+
+// -----
+
+// Causal: the query rows' loops stop at the diagonal, the key rows' start
+// there.
+// CHECK-LABEL: func.func @causal_grad(
+// CHECK: scf.forall (%{{.*}}, %[[I:.*]]) in (2, 3)
+// CHECK: %[[END:.*]] = arith.addi %[[I]], %c1
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[END]]
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[END]]
+// CHECK: scf.forall (%{{.*}}, %[[J:.*]]) in (2, 3)
+// CHECK: scf.for %{{.*}} = %[[J]] to %c3
+// CHECK-NOT: arith.addf
+// CHECK: return
+func.func @causal_grad(%q: tensor<2x3x4xf32>, %k: tensor<2x3x4xf32>, %v: tensor<2x3x4xf32>, %o: tensor<2x3x4xf32>, %g: tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>) {
+  %m = arith.constant dense<[[0.0, 0xFF800000, 0xFF800000], [0.0, 0.0, 0xFF800000], [0.0, 0.0, 0.0]]> : tensor<3x3xf32>
+  %dq, %dk, %dv = kiln.attention_grad %q, %k, %v, %o, %g mask %m : tensor<3x3xf32> : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>
+  return %dq, %dk, %dv : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>
 }
 
 // -----

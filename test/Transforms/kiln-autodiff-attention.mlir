@@ -1,9 +1,11 @@
 // RUN: kiln-opt %s -split-input-file --kiln-autodiff | FileCheck %s
 
-// kiln.attention's own gradient. With S = q kᵀ scale + mask, P = softmax(S)
-// and O = P v: dv = Pᵀ dO, dP = dO vᵀ, dS = P (dP - rowsum(dP P)),
-// dq = (dS scale) k, dk = (dS scale)ᵀ q, dmask = dS summed over the
-// dimensions the mask was broadcast along. P is recomputed from q and k.
+// kiln.attention's own gradient: the query, key and value gradients are one
+// kiln.attention_grad of the operands, the result and its gradient (whose
+// expansion kiln-decompose.mlir checks). A mask gets the gradient of the
+// scores summed over the dimensions it was broadcast along: with
+// S = q kᵀ scale + mask, P = softmax(S) (recomputed from q and k) and
+// dP = dO vᵀ, dS = P (dP - rowsum(dP P)).
 
 kiln.param @q : tensor<2x3x4xf32>
 kiln.param @k : tensor<2x5x4xf32>
@@ -16,26 +18,21 @@ kiln.param @mask : tensor<3x5xf32>
 // CHECK: %[[K:.*]] = kiln.get_param @k
 // CHECK: %[[V:.*]] = kiln.get_param @v
 // CHECK: %[[M:.*]] = kiln.get_param @mask
-// CHECK: kiln.attention %[[Q]], %[[K]], %[[V]] mask %[[M]]
+// CHECK: %[[O:.*]] = kiln.attention %[[Q]], %[[K]], %[[V]] mask %[[M]]
 // CHECK: %[[DO:.*]] = kiln.broadcast %{{.*}} : tensor<1x1x1xf32> to tensor<2x3x6xf32>
-// The probabilities, recomputed.
+// CHECK: %[[DQ:.*]], %[[DK:.*]], %[[DV:.*]] = kiln.attention_grad %[[Q]], %[[K]], %[[V]], %[[O]], %[[DO]] mask %[[M]] : tensor<3x5xf32> {scale = 5.000000e-01 : f64}
 // CHECK: %[[QK:.*]] = kiln.matmul %[[Q]], %[[K]] {transpose_rhs} : tensor<2x3x4xf32>, tensor<2x5x4xf32>
 // CHECK: %[[HALF:.*]] = kiln.constant dense<5.000000e-01> : tensor<2x3x5xf32>
 // CHECK: %[[SCALED:.*]] = kiln.mul %[[QK]], %[[HALF]] : tensor<2x3x5xf32>
 // CHECK: %[[MB:.*]] = kiln.broadcast %[[M]] : tensor<3x5xf32> to tensor<2x3x5xf32>
 // CHECK: %[[S:.*]] = kiln.add %[[SCALED]], %[[MB]] : tensor<2x3x5xf32>
 // CHECK: %[[P:.*]] = kiln.softmax %[[S]] {axis = 2 : i64} : tensor<2x3x5xf32>
-// CHECK: %[[DV:.*]] = kiln.matmul %[[P]], %[[DO]] {transpose_lhs} : tensor<2x3x5xf32>, tensor<2x3x6xf32>
 // CHECK: %[[DP:.*]] = kiln.matmul %[[DO]], %[[V]] {transpose_rhs} : tensor<2x3x6xf32>, tensor<2x5x6xf32>
 // CHECK: %[[DPP:.*]] = kiln.mul %[[DP]], %[[P]] : tensor<2x3x5xf32>
 // CHECK: %[[ROW:.*]] = kiln.reduce_sum %[[DPP]] {dimensions = array<i64: 2>, keepdims} : tensor<2x3x5xf32>
 // CHECK: %[[ROWB:.*]] = kiln.broadcast %[[ROW]] : tensor<2x3x1xf32> to tensor<2x3x5xf32>
 // CHECK: %[[CENTERED:.*]] = kiln.sub %[[DP]], %[[ROWB]] : tensor<2x3x5xf32>
 // CHECK: %[[DS:.*]] = kiln.mul %[[P]], %[[CENTERED]] : tensor<2x3x5xf32>
-// CHECK: %[[HALF2:.*]] = kiln.constant dense<5.000000e-01> : tensor<2x3x5xf32>
-// CHECK: %[[DSS:.*]] = kiln.mul %[[DS]], %[[HALF2]] : tensor<2x3x5xf32>
-// CHECK: %[[DQ:.*]] = kiln.matmul %[[DSS]], %[[K]] : tensor<2x3x5xf32>, tensor<2x5x4xf32>
-// CHECK: %[[DK:.*]] = kiln.matmul %[[DSS]], %[[Q]] {transpose_lhs} : tensor<2x3x5xf32>, tensor<2x3x4xf32>
 // CHECK: %[[DM:.*]] = kiln.reduce_sum %[[DS]] {dimensions = array<i64: 0>} : tensor<2x3x5xf32>
 // CHECK: return %{{.*}}, %[[DQ]], %[[DK]], %[[DV]], %[[DM]]
 func.func @forward() -> (tensor<f32> {kiln.name = "loss"}) {
@@ -51,7 +48,7 @@ func.func @forward() -> (tensor<f32> {kiln.name = "loss"}) {
 
 // -----
 
-// Scale 1 and no mask: no multiplications by the scale, no mask gradient.
+// No mask: the gradients are the kiln.attention_grad's alone.
 
 kiln.param @q : tensor<3x4xf32>
 kiln.param @k : tensor<5x4xf32>
@@ -61,13 +58,8 @@ kiln.param @v : tensor<5x2xf32>
 // CHECK: %[[Q:.*]] = kiln.get_param @q
 // CHECK: %[[K:.*]] = kiln.get_param @k
 // CHECK: %[[V:.*]] = kiln.get_param @v
-// CHECK: %[[QK:.*]] = kiln.matmul %[[Q]], %[[K]] {transpose_rhs} : tensor<3x4xf32>, tensor<5x4xf32>
-// CHECK-NEXT: %[[P:.*]] = kiln.softmax %[[QK]] {axis = 1 : i64} : tensor<3x5xf32>
-// CHECK-NEXT: %[[DV:.*]] = kiln.matmul %[[P]], %{{.*}} {transpose_lhs}
-// CHECK-NEXT: %[[DP:.*]] = kiln.matmul %{{.*}}, %[[V]] {transpose_rhs}
-// CHECK: %[[DS:.*]] = kiln.mul %[[P]], %{{.*}} : tensor<3x5xf32>
-// CHECK-NEXT: %[[DQ:.*]] = kiln.matmul %[[DS]], %[[K]] : tensor<3x5xf32>, tensor<5x4xf32>
-// CHECK-NEXT: %[[DK:.*]] = kiln.matmul %[[DS]], %[[Q]] {transpose_lhs} : tensor<3x5xf32>, tensor<3x4xf32>
+// CHECK: %[[O:.*]] = kiln.attention %[[Q]], %[[K]], %[[V]] :
+// CHECK: %[[DQ:.*]], %[[DK:.*]], %[[DV:.*]] = kiln.attention_grad %[[Q]], %[[K]], %[[V]], %[[O]], %{{[0-9]+}} : tensor<3x4xf32>, tensor<5x4xf32>, tensor<5x2xf32>, tensor<3x2xf32>
 // CHECK-NEXT: return %{{.*}}, %[[DQ]], %[[DK]], %[[DV]] :
 func.func @forward() -> (tensor<f32> {kiln.name = "loss"}) {
   %q = kiln.get_param @q : tensor<3x4xf32>

@@ -62,6 +62,40 @@ func.func @attention(%q: tensor<2x3x4xf32>, %k: tensor<2x5x4xf32>, %v: tensor<2x
   return %o : tensor<2x3x6xf32>
 }
 
+// attention's gradient recomputes the probabilities P from q and k:
+// dv = Pᵀ dO, dP = dO vᵀ, dS = P (dP - rowsum(dP P)) scale, dq = dS k,
+// dk = dSᵀ q. With keep-attention the op stays.
+// CHECK-LABEL: func.func @attention_grad(
+// CHECK-SAME: %[[Q:[a-z0-9]+]]: tensor<2x3x4xf32>, %[[K:[a-z0-9]+]]: tensor<2x5x4xf32>, %[[V:[a-z0-9]+]]: tensor<2x5x6xf32>, %[[O:[a-z0-9]+]]: tensor<2x3x6xf32>, %[[G:[a-z0-9]+]]: tensor<2x3x6xf32>, %[[M:[a-z0-9]+]]: tensor<3x5xf32>
+// CHECK-DAG: %[[SCALE:.*]] = kiln.constant dense<5.000000e-01> : tensor<2x3x5xf32>
+// CHECK: %[[QK:.*]] = kiln.matmul %[[Q]], %[[K]] {transpose_rhs} : tensor<2x3x4xf32>, tensor<2x5x4xf32>
+// CHECK: %[[SCALED:.*]] = kiln.mul %[[QK]], %[[SCALE]] : tensor<2x3x5xf32>
+// CHECK: %[[MB:.*]] = kiln.broadcast %[[M]] : tensor<3x5xf32> to tensor<2x3x5xf32>
+// CHECK: %[[S:.*]] = kiln.add %[[SCALED]], %[[MB]] : tensor<2x3x5xf32>
+// CHECK: kiln.reduce_max %[[S]] {dimensions = array<i64: 2>, keepdims}
+// CHECK: %[[P:.*]] = kiln.div
+// CHECK: %[[DV:.*]] = kiln.matmul %[[P]], %[[G]] {transpose_lhs} : tensor<2x3x5xf32>, tensor<2x3x6xf32>
+// CHECK: %[[DP:.*]] = kiln.matmul %[[G]], %[[V]] {transpose_rhs} : tensor<2x3x6xf32>, tensor<2x5x6xf32>
+// CHECK: %[[DPP:.*]] = kiln.mul %[[DP]], %[[P]] : tensor<2x3x5xf32>
+// CHECK: %[[ROW:.*]] = kiln.reduce_sum %[[DPP]] {dimensions = array<i64: 2>, keepdims} : tensor<2x3x5xf32>
+// CHECK: %[[ROWB:.*]] = kiln.broadcast %[[ROW]] : tensor<2x3x1xf32> to tensor<2x3x5xf32>
+// CHECK: %[[CENTERED:.*]] = kiln.sub %[[DP]], %[[ROWB]] : tensor<2x3x5xf32>
+// CHECK: %[[DS:.*]] = kiln.mul %[[P]], %[[CENTERED]] : tensor<2x3x5xf32>
+// CHECK: %[[DSS:.*]] = kiln.mul %[[DS]], %[[SCALE]] : tensor<2x3x5xf32>
+// CHECK: %[[DQ:.*]] = kiln.matmul %[[DSS]], %[[K]] : tensor<2x3x5xf32>, tensor<2x5x4xf32>
+// CHECK: %[[DK:.*]] = kiln.matmul %[[DSS]], %[[Q]] {transpose_lhs} : tensor<2x3x5xf32>, tensor<2x3x4xf32>
+// CHECK: return %[[DQ]], %[[DK]], %[[DV]]
+// KEEP-LABEL: func.func @attention_grad(
+// KEEP-NEXT: kiln.attention_grad
+// KEEP-NEXT: return
+func.func @attention_grad(%q: tensor<2x3x4xf32>, %k: tensor<2x5x4xf32>, %v: tensor<2x5x6xf32>,
+                          %o: tensor<2x3x6xf32>, %g: tensor<2x3x6xf32>, %m: tensor<3x5xf32>)
+    -> (tensor<2x3x4xf32>, tensor<2x5x4xf32>, tensor<2x5x6xf32>) {
+  %dq, %dk, %dv = kiln.attention_grad %q, %k, %v, %o, %g mask %m : tensor<3x5xf32> {scale = 0.5 : f64}
+      : tensor<2x3x4xf32>, tensor<2x5x4xf32>, tensor<2x5x6xf32>, tensor<2x3x6xf32>
+  return %dq, %dk, %dv : tensor<2x3x4xf32>, tensor<2x5x4xf32>, tensor<2x5x6xf32>
+}
+
 // The divisor is the number of reduced elements: 4 for dimension 1, 3 * 5
 // for dimensions 0 and 2.
 // CHECK-LABEL: func.func @reduce_mean(

@@ -8,16 +8,18 @@ include "mlir/Pass/PassBase.td"
 def KilnDecompose : Pass<"kiln-decompose", "mlir::ModuleOp"> {
   let summary = "Expands composite kiln ops into the core ops";
   let description = [{
-    Rewrites softmax, log-softmax, attention, layer and batch normalization,
-    the losses and reduce_mean / reduce_l2 / reduce_logsumexp into
+    Rewrites softmax, log-softmax, attention and its gradient, layer and
+    batch normalization, the losses and reduce_mean / reduce_l2 /
+    reduce_logsumexp into
     elementwise ops, matrix products, broadcasts, reductions and gathers.
     Activations defined by formulas (gelu, sigmoid, softplus...) stay: code
     generation computes them directly.
   }];
   let options = [
     Option<"keepAttention", "keep-attention", "bool", "false",
-           "Leave kiln.attention as it is (kilnc does until kiln-autodiff "
-           "has used its own gradient)">
+           "Leave kiln.attention and kiln.attention_grad as they are (kilnc "
+           "does until kiln-autodiff has used attention's own gradient, and "
+           "for the CUDA target until kiln-attention-kernel)">
   ];
   let dependentDialects = ["::kiln::KilnDialect"];
 }
@@ -448,36 +450,41 @@ def KilnOutlineKernels : Pass<"kiln-outline-kernels", "mlir::ModuleOp"> {
 }
 
 def KilnAttentionKernel : Pass<"kiln-attention-kernel", "mlir::ModuleOp"> {
-  let summary = "Computes kiln.attention in one kernel, a query row per point";
+  let summary = "Computes attention and its gradient without storing scores";
   let description = [{
-    For the CUDA target: every `kiln.attention` on statically shaped f32
-    tensors whose head sizes are at most `max-head-size` becomes an
-    `scf.forall` over the batch dimensions and the query rows. Each point
-    reads its query row once and runs over the keys with an online softmax
-    (the running maximum, the running sum of exponentials and the weighted
-    sum of value rows, kept in registers and rescaled when the maximum
-    grows), then writes its output row: the score matrix is never stored.
+    For the CUDA target: every `kiln.attention` and `kiln.attention_grad`
+    on f32 tensors whose head sizes are at most `max-head-size` becomes
+    loops (`scf.forall`) over the batch dimensions and rows that never store
+    the [B..., Sq, Sk] scores or probabilities:
+    - attention: a point per query row reads its query row once, finds the
+      maximum score m and the sum l of exp(score - m) in a first pass over
+      the keys (l rescaled by exp(m_old - m_new) when the maximum grows),
+      and adds the value rows weighted by their probabilities
+      exp(score - m) / l in a second;
+    - its gradient: a point per query row computes the query's gradient
+      (the same two passes, the second adding dS k) and keeps the row's m,
+      l and rowsum(dO O); then a point per key row computes the key's and
+      the value's gradients over the query rows, recomputing each
+      probability from the score and those statistics.
     A constant mask that is 0 on and below the diagonal and -inf above it
-    (causal attention) is not read at all: each row stops at its diagonal.
+    (causal attention) is not read at all: the loops stop at the diagonal.
     Any other mask is read, broadcast, where each score needs it.
 
-    With `amp` (bf16 or f16, as kiln-amp's `type`), the query, key and
-    value elements are rounded to that type as they are read, as the
-    operands of the two matrix products are in mixed precision; the scores,
-    the softmax and the weighted sum stay f32 (unlike the expanded chain,
-    the probabilities are not rounded before they weight the values).
+    With `amp` (bf16 or f16, as kiln-amp's `type`), what the expanded chain
+    would round as product operands is rounded as it is read or computed:
+    the query, key, value, output gradient, the probabilities weighting the
+    values and dS; the scores, the softmax and every sum stay f32.
 
-    After bufferization, kiln-gpu-outline-kernels makes the loop (as an
-    `scf.parallel`) a kernel with a thread per query row. Attention the
-    pass does not take stays for kiln-decompose.
+    After bufferization, kiln-gpu-outline-kernels makes each loop (as an
+    `scf.parallel`) a kernel with a thread per row. Attention the pass does
+    not take stays for kiln-decompose.
   }];
   let options = [
     Option<"amp", "amp", "std::string", /*default=*/"\"\"",
-           "Round the query, key and value to bf16 or f16 as they are read "
-           "(empty: f32 throughout)">,
+           "Round product operands to bf16 or f16 (empty: f32 throughout)">,
     Option<"maxHeadSize", "max-head-size", "int64_t", /*default=*/"128",
-           "The largest query/key and value head size computed in one "
-           "kernel (each thread keeps a row of each in registers)">,
+           "The largest query/key and value head size computed in loops "
+           "(each thread keeps rows of that size in registers)">,
   ];
   let dependentDialects = ["::mlir::scf::SCFDialect",
                            "::mlir::arith::ArithDialect",
