@@ -3,14 +3,16 @@ fp16), Kiln (kilnc --target=cuda --amp=bf16, run by kiln-run) beside PyTorch
 eager (torch.autocast) and torch.compile on the same model, batch, data and
 optimizer (AdamW), as tokens/s, TFLOP/s, MFU and ratios to torch.compile;
 with --data-parallel also Kiln's data-parallel bundle on one rank (on the
-GPU, its all-reduces through a NCCL communicator of one), as a ratio to the
-plain Kiln side.
+GPU, its all-reduces through a NCCL communicator of one), and with
+--expanded-attention Kiln's bundle computing attention as score products and
+softmax kernels, each as a ratio to the plain Kiln side.
 
     python3 bench/gpu_train.py [--models gpt2,bert128,bert512] [--layers N]
         [--gpt2-batch 8] [--bert128-batch 64] [--bert512-batch 32]
         [--steps 20] [--warmup 3] [--seconds 10] [--time-budget S]
         [--precision bf16|fp16|fp32] [--data-parallel] [--bucket-bytes N]
-        [--no-compile] [--kiln-only] [--out DIR] [--bin build/bin]
+        [--expanded-attention] [--no-compile] [--kiln-only] [--out DIR]
+        [--bin build/bin]
     python3 bench/gpu_train.py --tiny --device cpu     # the logic, on a CPU
     python3 bench/gpu_train.py --package-prepare DIR [model options]
     python3 bench/gpu_train.py --package DIR [timing options]
@@ -24,7 +26,8 @@ Package mode (prepare here, run there: a GPU machine that cannot build Kiln).
 and compiles it, in each of its precisions, with kilnc --target=DEVICE
 (--amp=bf16 or --amp=fp16) --external-weights: the bundle
 DIR/NAME-PRECISION.kiln holds no weights, only its program and kernels; with
---data-parallel also DIR/NAME-PRECISION-dp.kiln, in the model's first
+--data-parallel also DIR/NAME-PRECISION-dp.kiln, and with
+--expanded-attention DIR/NAME-PRECISION-expanded.kiln, in the model's first
 precision. Beside them: NAME-train.npz (the batches) and NAME.json (the
 architecture, sizes, batch, seed, lr, weight decay, each bundle's precision,
 kilnc command and time, and the name and shape of each of the bundles'
@@ -34,7 +37,8 @@ on the GPU machine, needs neither kilnc nor ONNX: it builds the same module
 (same sizes, torch.manual_seed(0)), saves its state_dict entries under the
 recorded initializer names as the --params .npz of `kiln-run --target DEVICE
 --params`, and times what the package holds (its models, precisions and
-data-parallel bundles; --models selects among the models, and
+data-parallel and expanded-attention bundles; --models selects among the
+models, and
 MODEL:PRECISION among its precisions) as below, on
 the packaged batches. --bin then names the directory of kiln-run.
 
@@ -76,6 +80,15 @@ the plain Kiln side's: what the all-reduces cost when there is nothing to
 exchange. One rank averages each gradient over itself, so its losses must
 be the plain side's: every step both ran is compared (rtol 1e-5); WRONG
 otherwise.
+
+Attention: kilnc's CUDA target computes attention and its gradient as loops
+a thread per query or key row that never store the score matrices
+(--cuda-attention=loops, its default). --expanded-attention (cuda only) also
+compiles each model, in its first precision, with --cuda-attention=expanded
+(score products on tensor cores, softmax kernels over the stored scores, as
+before the loops) and times it as the side "kiln (expanded attention)",
+whose "vs kiln" is its tokens/s over the plain Kiln side's; its losses are
+checked like every side's.
 
 Timing. Kiln: one `kiln-run --target T --data --steps W+S --no-shuffle
 --metrics` process; a step's time is its metrics record's samples /
@@ -202,6 +215,9 @@ def parse_args(argv):
     parser.add_argument("--bucket-bytes", type=int,
                         help="kilnc --bucket-bytes for --data-parallel "
                         "(default kilnc's)")
+    parser.add_argument("--expanded-attention", action="store_true",
+                        help="also time kilnc --cuda-attention=expanded's "
+                        "bundle, in each model's first precision")
     parser.add_argument("--no-compile", action="store_true",
                         help="leave torch.compile out")
     parser.add_argument("--kiln-only", action="store_true",
@@ -248,10 +264,11 @@ def parse_args(argv):
     except ValueError as error:
         parser.error(str(error))
     if args.package:
-        if args.data_parallel or args.bucket_bytes:
-            parser.error("--package measures the data-parallel bundles the "
-                         "package holds; --data-parallel and --bucket-bytes "
-                         "belong to --package-prepare")
+        if args.data_parallel or args.bucket_bytes or args.expanded_attention:
+            parser.error("--package measures the data-parallel and "
+                         "expanded-attention bundles the package holds; "
+                         "--data-parallel, --bucket-bytes and "
+                         "--expanded-attention belong to --package-prepare")
         rows = package_rows(args.package)
         if not rows:
             parser.error("%s holds no packaged model (NAME.json)"
@@ -262,6 +279,10 @@ def parse_args(argv):
             rows = [(n, p) for n, p in rows
                     if (n, p) in wanted or (n, None) in wanted]
         args.rows = rows
+    if args.device != "cuda" and args.expanded_attention:
+        parser.error("--expanded-attention needs --device cuda: "
+                     "--cuda-attention chooses between the CUDA target's "
+                     "ways (the CPU target always expands attention)")
     if args.device != "cuda" and any(p == "fp16" for _, p in args.rows):
         parser.error("fp16 needs --device cuda: kilnc --amp=fp16 rounds the "
                      "products to f16 on the CUDA target only (the CPU target "
@@ -402,7 +423,8 @@ def export_onnx(model, data, batch, path):
 # Kiln.
 #===-----------------------------------------------------------------------===#
 
-def kilnc_command(args, onnx_path, batch, bundle, amp, data_parallel):
+def kilnc_command(args, onnx_path, batch, bundle, amp, data_parallel,
+                  expanded=False):
     command = [os.path.join(args.bin, "kilnc"), onnx_path,
                "--batch-size=%d" % batch, "--optimizer=adamw",
                "--lr=%g" % args.lr, "--weight-decay=%g" % args.weight_decay,
@@ -413,6 +435,8 @@ def kilnc_command(args, onnx_path, batch, bundle, amp, data_parallel):
         command.append("--data-parallel")
         if args.bucket_bytes:
             command.append("--bucket-bytes=%d" % args.bucket_bytes)
+    if expanded:
+        command.append("--cuda-attention=expanded")
     if args.package_prepare:
         command.append("--external-weights")
     return command + ["-o", bundle]
@@ -427,10 +451,10 @@ class KilnCompile:
     queued, running = [], 0
 
     def __init__(self, args, onnx_path, batch, bundle, log, precision,
-                 data_parallel=False):
+                 data_parallel=False, expanded=False):
         self.args, self.onnx_path, self.batch = args, onnx_path, batch
         self.bundle, self.log = bundle, log
-        self.data_parallel = data_parallel
+        self.data_parallel, self.expanded = data_parallel, expanded
         self.amp = precision if precision in ("bf16", "fp16") else None
         self.precision = precision
         self.done = threading.Event()
@@ -449,7 +473,7 @@ class KilnCompile:
         KilnCompile.running += 1
         self.command = kilnc_command(self.args, self.onnx_path, self.batch,
                                      self.bundle, self.amp,
-                                     self.data_parallel)
+                                     self.data_parallel, self.expanded)
         self.output = open(self.log, "w")
         self.output.write("$ %s\n" % " ".join(self.command))
         self.output.flush()
@@ -739,6 +763,9 @@ def check_data_parallel_losses(record, got, want):
                                 if diff <= DATA_PARALLEL_RTOL else "WRONG")
 
 
+EXPANDED_SIDE = "kiln (expanded attention)"
+
+
 def data_parallel_side(args):
     return ("kiln (data-parallel, 1 rank, NCCL)" if args.device == "cuda"
             else "kiln (data-parallel, 1 rank)")
@@ -822,6 +849,15 @@ def measure(args, name, precision, prepared, compiled, budget):
                 tag + "-dp", params, flops, tokens)
             if losses is not None and kiln_losses is not None:
                 check_data_parallel_losses(record, losses, kiln_losses)
+            row["sides"].append(record)
+    if compiled.get("expanded") is not None:
+        side = EXPANDED_SIDE
+        if budget.spent("%s %s" % (what, side)):
+            row["sides"].append(dict(side=side, **skipped))
+        else:
+            record, _ = run_kiln_side(
+                args, side, compiled["expanded"], data_path,
+                tag + "-expanded", params, flops, tokens)
             row["sides"].append(record)
     sides = [("torch eager", False)]
     compile_status = torch_compile_status(args, torch)
@@ -930,19 +966,24 @@ def prepare(args, name):
 
 def start_compiles(args, name, onnx_path, batch, directory):
     """{precision: {"plain": KilnCompile, "data_parallel": KilnCompile or
-    None}} for the model's rows; the data-parallel bundle in its first
-    precision, with --data-parallel."""
+    None, "expanded": KilnCompile or None}} for the model's rows; the
+    data-parallel (--data-parallel) and expanded-attention
+    (--expanded-attention) bundles in its first precision."""
     precisions = [p for n, p in args.rows if n == name]
     jobs = {}
     for precision in precisions:
         stem = os.path.join(directory, "%s-%s" % (name, precision))
         jobs[precision] = dict(plain=KilnCompile(
             args, onnx_path, batch, stem + ".kiln", stem + "-kilnc.log",
-            precision), data_parallel=None)
+            precision), data_parallel=None, expanded=None)
         if args.data_parallel and precision == precisions[0]:
             jobs[precision]["data_parallel"] = KilnCompile(
                 args, onnx_path, batch, stem + "-dp.kiln",
                 stem + "-dp-kilnc.log", precision, data_parallel=True)
+        if args.expanded_attention and precision == precisions[0]:
+            jobs[precision]["expanded"] = KilnCompile(
+                args, onnx_path, batch, stem + "-expanded.kiln",
+                stem + "-expanded-kilnc.log", precision, expanded=True)
     return jobs
 
 
@@ -1128,10 +1169,13 @@ def prepare_from_package(args, name):
             for kind, entry in (
                 ("plain", config["bundles"][precision]["plain"]),
                 ("data_parallel",
-                 config["bundles"][precision].get("data_parallel")))}
+                 config["bundles"][precision].get("data_parallel")),
+                ("expanded", config["bundles"][precision].get("expanded")))}
     print("%s: packaged bundles (%s; batch %d, %s); %d initial weights saved "
           "for --params" % (name, ", ".join(
-              "%s%s" % (p, " and data-parallel" if c["data_parallel"] else "")
+              p + "".join(" and " + kind.replace("_", "-")
+                          for kind in ("data_parallel", "expanded")
+                          if c[kind])
               for p, c in compiled.items()), batch,
               ", ".join("%s %s" % kv for kv in sizes.items()), len(arrays)),
           flush=True)

@@ -67,7 +67,7 @@ void buildTensorPipeline(PassManager &pm, const kiln::CompileOptions &options,
                          bool forCuda,
                          llvm::StringMap<kiln::KernelCounts> &counts) {
   pm.addPass(kiln::createKilnExternalizeParams());
-  if (forCuda) {
+  if (forCuda && options.cudaAttentionLoops) {
     kiln::KilnDecomposeOptions keep;
     keep.keepAttention = true;
     pm.addPass(kiln::createKilnDecompose(keep));

@@ -74,6 +74,20 @@ public:
     keys = cast<RankedTensorType>(key.getType()).getShape().drop_back().back();
     headSize = queryType.getShape().back();
     valueSize = cast<RankedTensorType>(value.getType()).getShape().back();
+    // Any other square mask of full rows and columns may still drop every
+    // score above the diagonal: the loops check, a flag per row (and per
+    // column for the gradient's key rows), and skip those scores where it
+    // does. Their probabilities are exactly 0, so nothing changes.
+    if (mask && !causal) {
+      auto maskType = cast<RankedTensorType>(mask.getType());
+      int64_t rank = maskType.getRank();
+      if (queries == keys && rank >= 2 &&
+          maskType.getDimSize(rank - 2) == queries &&
+          maskType.getDimSize(rank - 1) == keys) {
+        rowFlags = upperTriangleDropped(/*perRow=*/true);
+        columnFlags = upperTriangleDropped(/*perRow=*/false);
+      }
+    }
   }
 
   /// softmax(q kᵀ scale + mask) v, a point per query row.
@@ -138,7 +152,12 @@ public:
     SmallVector<Value> k = readRow(key, keyRow, headSize, true);
     SmallVector<Value> v = readRow(value, keyRow, valueSize, true);
     SmallVector<Value> initial(headSize + valueSize, f32(0.0));
-    Value first = causal ? keyRow : index(0);
+    Value first = index(0);
+    if (causal)
+      first = keyRow;
+    else if (columnFlags)
+      first = arith::SelectOp::create(b, loc, flagAt(columnFlags, keyRow),
+                                      keyRow, first);
     scf::ForOp keyGrads = loopOver(
         first, index(queries), initial, [&](Value row, ValueRange carried) {
           SmallVector<Value> qs = scaledQuery(row);
@@ -332,10 +351,74 @@ private:
   /// A loop over the keys query row `queryRow` sees.
   scf::ForOp forKeys(Value queryRow, ArrayRef<Value> initial,
                      function_ref<SmallVector<Value>(Value, ValueRange)> body) {
-    Value end = causal ? arith::AddIOp::create(b, loc, queryRow, index(1))
-                             .getResult()
-                       : index(keys);
+    Value end = index(keys);
+    if (causal || rowFlags) {
+      Value diagonal = arith::AddIOp::create(b, loc, queryRow, index(1));
+      end = causal ? diagonal
+                   : arith::SelectOp::create(
+                         b, loc, flagAt(rowFlags, queryRow), diagonal, end)
+                         .getResult();
+    }
     return loopOver(index(0), end, initial, body);
+  }
+
+  /// Whether the mask drops (is -inf at) every score above the diagonal:
+  /// per row of the mask (all keys after the row's query), or per column
+  /// (all queries before the column's key). An i1 tensor of the mask's
+  /// shape without its key or query dimension.
+  Value upperTriangleDropped(bool perRow) {
+    auto maskType = cast<RankedTensorType>(mask.getType());
+    int64_t rank = maskType.getRank();
+    int64_t reduced = perRow ? rank - 1 : rank - 2;
+    SmallVector<int64_t> shape;
+    SmallVector<AffineExpr> kept;
+    SmallVector<utils::IteratorType> iterators;
+    for (int64_t d = 0; d < rank; ++d) {
+      iterators.push_back(d == reduced ? utils::IteratorType::reduction
+                                       : utils::IteratorType::parallel);
+      if (d == reduced)
+        continue;
+      shape.push_back(maskType.getDimSize(d));
+      kept.push_back(b.getAffineDimExpr(d));
+    }
+    Value init = tensor::EmptyOp::create(b, loc, shape, b.getI1Type());
+    Value yes = arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
+    Value all = linalg::FillOp::create(b, loc, yes, init).getResult(0);
+    SmallVector<AffineMap> maps{
+        b.getMultiDimIdentityMap(rank),
+        AffineMap::get(rank, 0, kept, b.getContext())};
+    auto generic = linalg::GenericOp::create(
+        b, loc, TypeRange{all.getType()}, ValueRange{mask}, ValueRange{all},
+        maps, iterators,
+        [&](OpBuilder &nb, Location nloc, ValueRange args) {
+          Value row = linalg::IndexOp::create(nb, nloc, rank - 2);
+          Value column = linalg::IndexOp::create(nb, nloc, rank - 1);
+          Value above = arith::CmpIOp::create(
+              nb, nloc, arith::CmpIPredicate::ugt, column, row);
+          Value dropped = arith::CmpFOp::create(
+              nb, nloc, arith::CmpFPredicate::OEQ, args[0],
+              arith::ConstantOp::create(
+                  nb, nloc,
+                  nb.getF32FloatAttr(-std::numeric_limits<double>::infinity())));
+          Value yesHere = arith::ConstantOp::create(nb, nloc, nb.getBoolAttr(true));
+          Value ok =
+              arith::SelectOp::create(nb, nloc, above, dropped, yesHere);
+          linalg::YieldOp::create(
+              nb, nloc, ValueRange{arith::AndIOp::create(nb, nloc, args[1], ok)});
+        });
+    return generic.getResult(0);
+  }
+
+  /// The flag of score row (or column) `row` at this point's batch indices,
+  /// through the mask's broadcast.
+  Value flagAt(Value flags, Value row) {
+    auto type = cast<RankedTensorType>(flags.getType());
+    int64_t offset = batch.size() - (type.getRank() - 1);
+    SmallVector<Value> at;
+    for (auto [d, size] : llvm::enumerate(type.getShape().drop_back()))
+      at.push_back(size == 1 ? index(0) : batch[d + offset]);
+    at.push_back(row);
+    return load(flags, at);
   }
 
   /// The shift m (the maximum score, or 0 where every score is -inf) and
@@ -385,6 +468,8 @@ private:
   }
 
   Value query, key, value, mask;
+  /// upperTriangleDropped per row and per column, when the mask is square.
+  Value rowFlags, columnFlags;
   double scale;
   bool causal;
   FloatType narrow;

@@ -87,16 +87,56 @@ func.func @causal(%q: tensor<2x3x4xf32>, %k: tensor<2x3x4xf32>, %v: tensor<2x3x4
 
 // -----
 
-// Any other constant mask is read: here one score above the diagonal is
-// kept.
-// CHECK-LABEL: func.func @not_causal(
-// CHECK: scf.for %{{.*}} = %{{.*}} to %c3
-// CHECK: tensor.extract %cst
-// CHECK: arith.addf
-func.func @not_causal(%q: tensor<2x3x4xf32>, %k: tensor<2x3x4xf32>, %v: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
-  %m = arith.constant dense<[[0.0, 0.0, 0xFF800000], [0.0, 0.0, 0xFF800000], [0.0, 0.0, 0.0]]> : tensor<3x3xf32>
-  %o = kiln.attention %q, %k, %v mask %m : tensor<3x3xf32> : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>
+// Any other mask is read. A square one (here an argument, as a buffer
+// parameter is) may still drop every score above the diagonal: a flag per
+// row of the mask says whether it does, computed first, and a row whose
+// flag holds stops at the diagonal (the scores it skips have probability
+// 0).
+// CHECK-LABEL: func.func @flagged(
+// CHECK-SAME: %[[M:[a-z0-9]+]]: tensor<1x3x3xf32>
+// CHECK: %[[TRUE:.*]] = arith.constant true
+// CHECK: %[[INIT:.*]] = linalg.fill ins(%[[TRUE]] : i1) outs(%{{.*}} : tensor<1x3xi1>)
+// CHECK: %[[ROWS:.*]] = linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[M]] : tensor<1x3x3xf32>) outs(%[[INIT]] : tensor<1x3xi1>)
+// CHECK-NEXT: ^bb0(%[[X:.*]]: f32, %[[ACC:.*]]: i1):
+// CHECK-NEXT: %[[R:.*]] = linalg.index 1
+// CHECK-NEXT: %[[C:.*]] = linalg.index 2
+// CHECK-NEXT: %[[ABOVE:.*]] = arith.cmpi ugt, %[[C]], %[[R]]
+// CHECK-NEXT: %[[NEGINF:.*]] = arith.constant 0xFF800000 : f32
+// CHECK-NEXT: %[[DROPPED:.*]] = arith.cmpf oeq, %[[X]], %[[NEGINF]]
+// CHECK-NEXT: %[[OK:.*]] = arith.select %[[ABOVE]], %[[DROPPED]], %[[TRUE]]
+// CHECK-NEXT: %[[ALL:.*]] = arith.andi %[[ACC]], %[[OK]]
+// CHECK-NEXT: linalg.yield %[[ALL]]
+// CHECK: scf.forall (%{{.*}}, %[[I:.*]]) in (2, 3)
+// CHECK: %[[DIAGONAL:.*]] = arith.addi %[[I]], %c1
+// CHECK: %[[FLAG:.*]] = tensor.extract %[[ROWS]][%c0, %[[I]]]
+// CHECK: %[[END:.*]] = arith.select %[[FLAG]], %[[DIAGONAL]], %c3
+// CHECK: scf.for %{{.*}} = %c0 to %[[END]]
+// CHECK: tensor.extract %[[M]]
+// CHECK: scf.for %{{.*}} = %c0 to %[[END]]
+// CHECK: tensor.extract %[[M]]
+func.func @flagged(%q: tensor<2x3x4xf32>, %k: tensor<2x3x4xf32>, %v: tensor<2x3x4xf32>, %m: tensor<1x3x3xf32>) -> tensor<2x3x4xf32> {
+  %o = kiln.attention %q, %k, %v mask %m : tensor<1x3x3xf32> : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>
   return %o : tensor<2x3x4xf32>
+}
+
+// -----
+
+// The gradient's key rows use a flag per column of the mask: whether every
+// query before the key drops it; where it holds, a key row's loop starts at
+// the diagonal.
+// CHECK-LABEL: func.func @flagged_grad(
+// CHECK-SAME: %[[M:[a-z0-9]+]]: tensor<3x3xf32>
+// CHECK: %[[ROWS:.*]] = linalg.generic {indexing_maps = [#map, #map1], {{.*}}ins(%[[M]]
+// CHECK: %[[COLUMNS:.*]] = linalg.generic {indexing_maps = [#map, #map2], {{.*}}ins(%[[M]]
+// CHECK: scf.forall
+// CHECK: tensor.extract %[[ROWS]]
+// CHECK: scf.forall (%{{.*}}, %[[J:.*]]) in (2, 3)
+// CHECK: %[[FLAG:.*]] = tensor.extract %[[COLUMNS]][%[[J]]]
+// CHECK: %[[FIRST:.*]] = arith.select %[[FLAG]], %[[J]], %c0
+// CHECK: scf.for %{{.*}} = %[[FIRST]] to %c3
+func.func @flagged_grad(%q: tensor<2x3x4xf32>, %k: tensor<2x3x4xf32>, %v: tensor<2x3x4xf32>, %o: tensor<2x3x4xf32>, %g: tensor<2x3x4xf32>, %m: tensor<3x3xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>) {
+  %dq, %dk, %dv = kiln.attention_grad %q, %k, %v, %o, %g mask %m : tensor<3x3xf32> : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>
+  return %dq, %dk, %dv : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>
 }
 
 // -----

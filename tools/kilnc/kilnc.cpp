@@ -114,6 +114,18 @@ cl::opt<Amp> amp(
                           "training step (--loss-scale)")),
     cl::init(Amp::Off), cl::cat(kilncCategory));
 
+enum class CudaAttention { Loops, Expanded };
+cl::opt<CudaAttention> cudaAttention(
+    "cuda-attention",
+    cl::desc("How the CUDA target computes attention and its gradient"),
+    cl::values(clEnumValN(CudaAttention::Loops, "loops",
+                          "loops a thread per query or key row that never "
+                          "store the score matrices (default)"),
+               clEnumValN(CudaAttention::Expanded, "expanded",
+                          "score products, softmax kernels and products, as "
+                          "the CPU target")),
+    cl::init(CudaAttention::Loops), cl::cat(kilncCategory));
+
 cl::opt<bool> externalWeights(
     "external-weights",
     cl::desc("Store no initial values of trainable parameters in the bundle: "
@@ -229,6 +241,11 @@ int main(int argc, char **argv) {
                 "cpu,cuda)");
   compileOptions.cuda.toolkitPath = cudaPath;
   compileOptions.emulateCuda = emulateCuda;
+  if (cudaAttention.getNumOccurrences() && !compileOptions.cudaTarget &&
+      !emulateCuda)
+    return fail("--cuda-attention applies to the CUDA target: use it with "
+                "--target=cuda or cpu,cuda");
+  compileOptions.cudaAttentionLoops = cudaAttention == CudaAttention::Loops;
   if (amp != Amp::Off) {
     if (!compileOptions.cudaTarget && !emulateCuda)
       return fail(std::string("--amp=") + (amp == Amp::BF16 ? "bf16" : "fp16") +

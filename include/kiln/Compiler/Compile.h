@@ -100,6 +100,10 @@ struct CompileOptions {
   CUDATargetOptions cuda;
   /// The CUDA target's precision (--amp); the CPU target computes in f32.
   Precision cudaPrecision = Precision::F32;
+  /// The CUDA target computes attention and its gradient as loops that
+  /// never store the scores (kiln-attention-kernel); false: as the CPU
+  /// target does, products and softmax kernels (--cuda-attention=expanded).
+  bool cudaAttentionLoops = true;
   /// Prints the IR after every pass to stderr (the debug switch).
   bool printIRAfterAll = false;
   /// Recomputes cheap activations in the backward pass instead of keeping

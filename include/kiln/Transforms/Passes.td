@@ -468,7 +468,13 @@ def KilnAttentionKernel : Pass<"kiln-attention-kernel", "mlir::ModuleOp"> {
       probability from the score and those statistics.
     A constant mask that is 0 on and below the diagonal and -inf above it
     (causal attention) is not read at all: the loops stop at the diagonal.
-    Any other mask is read, broadcast, where each score needs it.
+    Any other mask is read, broadcast, where each score needs it; when it is
+    square (its last two dimensions the scores'), a linalg.generic first
+    computes, per row of the mask, whether it is -inf at every key after the
+    row's query (and per column whether at every query before the column's
+    key), and the loops of a row (or key column) where it is stop (or start)
+    at the diagonal: the scores they skip have probability 0. A causal mask
+    held in a buffer parameter (as exporters write it) is skipped so.
 
     With `amp` (bf16 or f16, as kiln-amp's `type`), what the expanded chain
     would round as product operands is rounded as it is read or computed:
