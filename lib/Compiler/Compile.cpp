@@ -29,8 +29,9 @@ namespace {
 enum class Stage { KilnOps, BeforeFusion, AfterFusion };
 
 /// Records, per function, how many kernels the IR holds at one point of the
-/// pipeline: kiln ops, linalg ops, or (after bufferization) linalg ops, calls
-/// and copies, each of which the compiled code runs as one loop nest or call.
+/// pipeline: kiln ops, linalg ops (and kiln-attention-kernel's loops), or
+/// (after bufferization) linalg ops, calls, copies and those loops, each of
+/// which the compiled code runs as one loop nest or call.
 struct CountKernelsPass
     : PassWrapper<CountKernelsPass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CountKernelsPass)
@@ -46,9 +47,10 @@ struct CountKernelsPass
                op->getDialect()->getNamespace() == "kiln" &&
                !isa<kiln::ConstantOp, kiln::GetParamOp>(op);
         else if (stage == Stage::BeforeFusion)
-          n += isa<linalg::LinalgOp>(op);
+          n += isa<linalg::LinalgOp, scf::ForallOp>(op);
         else
-          n += isa<linalg::LinalgOp, func::CallOp, memref::CopyOp>(op);
+          n += isa<linalg::LinalgOp, func::CallOp, memref::CopyOp,
+                   scf::ParallelOp>(op);
       });
       kiln::KernelCounts &c = counts[function.getName()];
       (stage == Stage::KilnOps        ? c.kilnOps

@@ -90,9 +90,10 @@ public:
     }
   }
 
-  /// softmax(q kᵀ scale + mask) v, a point per query row.
-  Value forward() {
-    auto loop = rowLoop(queries, {valueSize});
+  /// softmax(q kᵀ scale + mask) v, a point per query row; and each row's
+  /// shift m and sum l ([B..., Sq, 2]), which the gradient reuses.
+  std::pair<Value, Value> forward() {
+    auto loop = rowLoop(queries, {valueSize, 2});
     SmallVector<Value> q = scaledQuery(loop.queryRow);
     Statistics stats = statistics(loop.queryRow, q);
     // Each key's probability exp(score - m) / l, as the softmax computes it
@@ -110,12 +111,16 @@ public:
             next.push_back(math::FmaOp::create(b, loc, p, v[e], carried[e]));
           return next;
         });
-    return loop.finish({SmallVector<Value>(weighted.getResults())})[0];
+    SmallVector<Value> results =
+        loop.finish({SmallVector<Value>(weighted.getResults()),
+                     SmallVector<Value>{stats.shift, stats.sum}});
+    return {results[0], results[1]};
   }
 
   /// The query, key and value gradients for the attention's result `out`
-  /// and its gradient `grad`.
-  SmallVector<Value> backward(Value out, Value grad) {
+  /// and its gradient `grad`; `known` is forward's statistics of `out`, when
+  /// the forward is kiln-attention-kernel's (null: computed again).
+  SmallVector<Value> backward(Value out, Value grad, Value known) {
     // A point per query row: the query's gradient, and the row's
     // statistics (the shift m, the sum l, rowsum(dO O)) for the key rows.
     auto queryLoop = rowLoop(queries, {headSize, 3});
@@ -126,7 +131,16 @@ public:
     SmallVector<Value> gradRow = readRow(grad, queryRow, valueSize, false);
     SmallVector<Value> outRow = readRow(out, queryRow, valueSize, false);
     Value centre = dot(gradRow, outRow);
-    Statistics stats = statistics(queryRow, q);
+    Statistics stats;
+    if (known) {
+      SmallVector<Value> at = rowIndex(queryRow);
+      at.push_back(index(0));
+      stats.shift = load(known, at);
+      at.back() = index(1);
+      stats.sum = load(known, at);
+    } else {
+      stats = statistics(queryRow, q);
+    }
     SmallVector<Value> zeros(headSize, f32(0.0));
     scf::ForOp queryGrad =
         forKeys(queryRow, zeros, [&](Value keyRow, ValueRange carried) {
@@ -502,6 +516,8 @@ struct KilnAttentionKernelPass
       if (isa<AttentionOp, AttentionGradOp>(op))
         ops.push_back(op);
     });
+    // The statistics of each output the pass computed, for its gradient.
+    llvm::DenseMap<Value, Value> statisticsOf;
     for (Operation *op : ops) {
       if (auto attention = dyn_cast<AttentionOp>(op)) {
         std::optional<LoopBuilder> loops = builderFor(
@@ -510,7 +526,9 @@ struct KilnAttentionKernelPass
             attention.getScale().convertToDouble(), narrow);
         if (!loops)
           continue;
-        attention.replaceAllUsesWith(loops->forward());
+        auto [out, statistics] = loops->forward();
+        attention.replaceAllUsesWith(out);
+        statisticsOf[out] = statistics;
       } else {
         auto grad = cast<AttentionGradOp>(op);
         std::optional<LoopBuilder> loops =
@@ -519,7 +537,9 @@ struct KilnAttentionKernelPass
                        narrow);
         if (!loops)
           continue;
-        grad.replaceAllUsesWith(loops->backward(grad.getOut(), grad.getGrad()));
+        grad.replaceAllUsesWith(loops->backward(
+            grad.getOut(), grad.getGrad(),
+            statisticsOf.lookup(grad.getOut())));
       }
       op->erase();
     }

@@ -9,7 +9,7 @@
 // CHECK-LABEL: func.func @masked(
 // CHECK-SAME: %[[Q:[a-z0-9]+]]: tensor<2x3x4xf32>, %[[K:[a-z0-9]+]]: tensor<2x5x4xf32>, %[[V:[a-z0-9]+]]: tensor<2x5x2xf32>, %[[M:[a-z0-9]+]]: tensor<1x3x5xf32>
 // CHECK: %[[EMPTY:.*]] = tensor.empty() : tensor<2x3x2xf32>
-// CHECK: %[[OUT:.*]] = scf.forall (%[[B:.*]], %[[I:.*]]) in (2, 3) shared_outs(%[[ACC:.*]] = %[[EMPTY]])
+// CHECK: %[[OUT:.*]]:2 = scf.forall (%[[B:.*]], %[[I:.*]]) in (2, 3) shared_outs(%[[ACC:.*]] = %[[EMPTY]], %[[STATS_OUT:.*]] = %{{.*}})
 // CHECK: %[[SCALE:.*]] = arith.constant 5.000000e-01 : f32
 // CHECK: %[[Q0:.*]] = tensor.extract %[[Q]][%[[B]], %[[I]], %[[C0:.*]]]
 // CHECK-COUNT-3: tensor.extract %[[Q]][%[[B]], %[[I]]
@@ -47,7 +47,7 @@
 // CHECK: %[[W1:.*]] = tensor.insert %[[ROW]]#1 into %[[W0]]
 // CHECK: scf.forall.in_parallel
 // CHECK-NEXT: tensor.parallel_insert_slice %[[W1]] into %[[ACC]][%[[B]], %[[I]], 0] [1, 1, 2] [1, 1, 1]
-// CHECK: return %[[OUT]]
+// CHECK: return %[[OUT]]#0
 // BF16-LABEL: func.func @masked(
 // Every query, key and value element read is rounded, and so is each
 // probability before it weights its value row.
@@ -220,6 +220,30 @@ func.func @flagged_grad(%q: tensor<2x3x4xf32>, %k: tensor<2x3x4xf32>, %v: tensor
 func.func @grad(%q: tensor<2x3x4xf32>, %k: tensor<2x5x4xf32>, %v: tensor<2x5x2xf32>, %o: tensor<2x3x2xf32>, %g: tensor<2x3x2xf32>, %m: tensor<1x3x5xf32>) -> (tensor<2x3x4xf32>, tensor<2x5x4xf32>, tensor<2x5x2xf32>) {
   %dq, %dk, %dv = kiln.attention_grad %q, %k, %v, %o, %g mask %m : tensor<1x3x5xf32> {scale = 0.5 : f64} : tensor<2x3x4xf32>, tensor<2x5x4xf32>, tensor<2x5x2xf32>, tensor<2x3x2xf32>
   return %dq, %dk, %dv : tensor<2x3x4xf32>, tensor<2x5x4xf32>, tensor<2x5x2xf32>
+}
+
+// -----
+
+// The forward loops also keep each row's shift and sum; the gradient of
+// their output reads them instead of running the statistics pass again.
+// CHECK-LABEL: func.func @forward_and_grad(
+// CHECK: %[[FWD:.*]]:2 = scf.forall {{.*}} -> (tensor<2x3x4xf32>, tensor<2x3x2xf32>)
+// CHECK-COUNT-2: scf.for
+// CHECK: scf.forall.in_parallel
+// CHECK: %[[QROWS:.*]]:2 = scf.forall {{.*}} -> (tensor<2x3x4xf32>, tensor<2x3x3xf32>)
+// CHECK: %[[SHIFT:.*]] = tensor.extract %[[FWD]]#1[%{{.*}}, %{{.*}}, %c0]
+// CHECK: %[[SUM:.*]] = tensor.extract %[[FWD]]#1[%{{.*}}, %{{.*}}, %c1]
+// CHECK-NOT: scf.for
+// CHECK: scf.for
+// CHECK: arith.subf %{{.*}}, %[[SHIFT]]
+// CHECK: arith.divf %{{.*}}, %[[SUM]]
+// CHECK-NOT: scf.for
+// CHECK: scf.forall.in_parallel
+// CHECK: return %[[FWD]]#0, %[[QROWS]]#0
+func.func @forward_and_grad(%q: tensor<2x3x4xf32>, %k: tensor<2x3x4xf32>, %v: tensor<2x3x4xf32>, %g: tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>) {
+  %o = kiln.attention %q, %k, %v : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>
+  %dq, %dk, %dv = kiln.attention_grad %q, %k, %v, %o, %g : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>
+  return %o, %dq, %dk, %dv : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>
 }
 
 // -----

@@ -462,10 +462,12 @@ def KilnAttentionKernel : Pass<"kiln-attention-kernel", "mlir::ModuleOp"> {
       and adds the value rows weighted by their probabilities
       exp(score - m) / l in a second;
     - its gradient: a point per query row computes the query's gradient
-      (the same two passes, the second adding dS k) and keeps the row's m,
-      l and rowsum(dO O); then a point per key row computes the key's and
-      the value's gradients over the query rows, recomputing each
-      probability from the score and those statistics.
+      (the same two passes, the second adding dS k; the first is skipped
+      when the forward is this pass's, whose loops also write each row's m
+      and l) and keeps the row's m, l and rowsum(dO O); then a point per
+      key row computes the key's and the value's gradients over the query
+      rows, recomputing each probability from the score and those
+      statistics.
     A constant mask that is 0 on and below the diagonal and -inf above it
     (causal attention) is not read at all: the loops stop at the diagonal.
     Any other mask is read, broadcast, where each score needs it; when it is
@@ -504,9 +506,10 @@ def KilnGPUOutlineKernels : Pass<"kiln-gpu-outline-kernels", "mlir::ModuleOp"> {
     The CUDA target's first step from bufferized, memory-planned IR. In every
     function with a body, each op of the entry block that is a linalg op
     (other than a `kiln.matmul` product on contiguous buffers, which stays
-    for the target to hand to cuBLASLt) or a `memref.copy` (a kernel)
-    becomes a `gpu.launch_func` of a `gpu.func` in the module
-    `@kiln_kernels`.
+    for the target to hand to cuBLASLt), a `memref.copy` or a loop the
+    lowering wrote (`scf.parallel`, as kiln-attention-kernel's, or
+    sequential ones) is a kernel: it becomes a `gpu.launch_func` of a
+    `gpu.func` in the module `@kiln_kernels`.
 
     The kernel's arguments are the buffers its operands are views of: an
     argument of the function, or a `memref.view` of one at a constant offset
@@ -515,8 +518,9 @@ def KilnGPUOutlineKernels : Pass<"kiln-gpu-outline-kernels", "mlir::ModuleOp"> {
     contiguous, statically shaped buffers cross the launch (one pointer
     each).
 
-    In the kernel the op becomes loops; the parallel ones collapse into one
-    index space of N points, one thread each: blocks of up to
+    In the kernel the op becomes loops; the parallel ones (an
+    `scf.parallel` at the top of the kernel) collapse into one index space
+    of N points, one thread each: blocks of up to
     `block-size` threads, `ceil(N / block-size)` blocks, and a guard for
     the last block. Reductions stay sequential loops inside a thread. A
     kernel with no parallel loop runs on one thread.
