@@ -74,19 +74,19 @@ public:
     keys = cast<RankedTensorType>(key.getType()).getShape().drop_back().back();
     headSize = queryType.getShape().back();
     valueSize = cast<RankedTensorType>(value.getType()).getShape().back();
-    // Any other square mask of full rows and columns may still drop every
-    // score above the diagonal: the loops check, a flag per row (and per
-    // column for the gradient's key rows), and skip those scores where it
-    // does. Their probabilities are exactly 0, so nothing changes.
-    if (mask && !causal) {
+    // Any other mask may still drop whole runs of scores: every key after
+    // some point (a causal mask held in a buffer, padding), or every query
+    // before some point. Its bounds, computed first, end (and for the
+    // gradient's key rows, start) the loops there; the scores they skip
+    // have probability exactly 0, so nothing changes.
+    if (mask && !causal &&
+        cast<RankedTensorType>(mask.getType()).getRank() >= 2) {
       auto maskType = cast<RankedTensorType>(mask.getType());
       int64_t rank = maskType.getRank();
-      if (queries == keys && rank >= 2 &&
-          maskType.getDimSize(rank - 2) == queries &&
-          maskType.getDimSize(rank - 1) == keys) {
-        rowFlags = upperTriangleDropped(/*perRow=*/true);
-        columnFlags = upperTriangleDropped(/*perRow=*/false);
-      }
+      // A mask broadcast along the keys has no last key of its own.
+      if (maskType.getDimSize(rank - 1) == keys)
+        rowEnds = maskBounds(/*perRow=*/true);
+      columnStarts = maskBounds(/*perRow=*/false);
     }
   }
 
@@ -169,9 +169,8 @@ public:
     Value first = index(0);
     if (causal)
       first = keyRow;
-    else if (columnFlags)
-      first = arith::SelectOp::create(b, loc, flagAt(columnFlags, keyRow),
-                                      keyRow, first);
+    else if (columnStarts)
+      first = boundAt(columnStarts, keyRow);
     scf::ForOp keyGrads = loopOver(
         first, index(queries), initial, [&](Value row, ValueRange carried) {
           SmallVector<Value> qs = scaledQuery(row);
@@ -366,21 +365,25 @@ private:
   scf::ForOp forKeys(Value queryRow, ArrayRef<Value> initial,
                      function_ref<SmallVector<Value>(Value, ValueRange)> body) {
     Value end = index(keys);
-    if (causal || rowFlags) {
-      Value diagonal = arith::AddIOp::create(b, loc, queryRow, index(1));
-      end = causal ? diagonal
-                   : arith::SelectOp::create(
-                         b, loc, flagAt(rowFlags, queryRow), diagonal, end)
-                         .getResult();
+    if (causal) {
+      end = arith::AddIOp::create(b, loc, queryRow, index(1));
+    } else if (rowEnds) {
+      // 0: a row the mask drops entirely keeps every key, so that its
+      // probabilities are 0 / 0 as the softmax's are.
+      Value last = boundAt(rowEnds, queryRow);
+      Value none = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                         last, index(0));
+      end = arith::SelectOp::create(b, loc, none, end, last);
     }
     return loopOver(index(0), end, initial, body);
   }
 
-  /// Whether the mask drops (is -inf at) every score above the diagonal:
-  /// per row of the mask (all keys after the row's query), or per column
-  /// (all queries before the column's key). An i1 tensor of the mask's
-  /// shape without its key or query dimension.
-  Value upperTriangleDropped(bool perRow) {
+  /// Where the mask stops dropping scores: per row of the mask (`perRow`),
+  /// one past its last key that is not -inf (0 when there is none); per
+  /// column, its first query that is not -inf (the scores' query count
+  /// when there is none). An i32 tensor of the mask's shape without its key
+  /// or query dimension.
+  Value maskBounds(bool perRow) {
     auto maskType = cast<RankedTensorType>(mask.getType());
     int64_t rank = maskType.getRank();
     int64_t reduced = perRow ? rank - 1 : rank - 2;
@@ -395,44 +398,52 @@ private:
       shape.push_back(maskType.getDimSize(d));
       kept.push_back(b.getAffineDimExpr(d));
     }
-    Value init = tensor::EmptyOp::create(b, loc, shape, b.getI1Type());
-    Value yes = arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
-    Value all = linalg::FillOp::create(b, loc, yes, init).getResult(0);
+    Type i32 = b.getI32Type();
+    int64_t none = perRow ? 0 : queries;
+    Value init = tensor::EmptyOp::create(b, loc, shape, i32);
+    Value start = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(none));
+    Value filled = linalg::FillOp::create(b, loc, start, init).getResult(0);
     SmallVector<AffineMap> maps{
         b.getMultiDimIdentityMap(rank),
         AffineMap::get(rank, 0, kept, b.getContext())};
     auto generic = linalg::GenericOp::create(
-        b, loc, TypeRange{all.getType()}, ValueRange{mask}, ValueRange{all},
-        maps, iterators,
+        b, loc, TypeRange{filled.getType()}, ValueRange{mask},
+        ValueRange{filled}, maps, iterators,
         [&](OpBuilder &nb, Location nloc, ValueRange args) {
-          Value row = linalg::IndexOp::create(nb, nloc, rank - 2);
-          Value column = linalg::IndexOp::create(nb, nloc, rank - 1);
-          Value above = arith::CmpIOp::create(
-              nb, nloc, arith::CmpIPredicate::ugt, column, row);
-          Value dropped = arith::CmpFOp::create(
-              nb, nloc, arith::CmpFPredicate::OEQ, args[0],
+          Value at = arith::IndexCastOp::create(
+              nb, nloc, i32, linalg::IndexOp::create(nb, nloc, reduced));
+          if (perRow)
+            at = arith::AddIOp::create(
+                nb, nloc, at,
+                arith::ConstantOp::create(nb, nloc, nb.getI32IntegerAttr(1)));
+          // NaN counts as kept: it reaches the result as the softmax's does.
+          Value kept = arith::CmpFOp::create(
+              nb, nloc, arith::CmpFPredicate::UNE, args[0],
               arith::ConstantOp::create(
                   nb, nloc,
                   nb.getF32FloatAttr(-std::numeric_limits<double>::infinity())));
-          Value yesHere = arith::ConstantOp::create(nb, nloc, nb.getBoolAttr(true));
-          Value ok =
-              arith::SelectOp::create(nb, nloc, above, dropped, yesHere);
-          linalg::YieldOp::create(
-              nb, nloc, ValueRange{arith::AndIOp::create(nb, nloc, args[1], ok)});
+          Value here = arith::SelectOp::create(
+              nb, nloc, kept, at,
+              arith::ConstantOp::create(nb, nloc, nb.getI32IntegerAttr(none)));
+          Value bound =
+              perRow ? arith::MaxSIOp::create(nb, nloc, args[1], here).getResult()
+                     : arith::MinSIOp::create(nb, nloc, args[1], here).getResult();
+          linalg::YieldOp::create(nb, nloc, ValueRange{bound});
         });
     return generic.getResult(0);
   }
 
-  /// The flag of score row (or column) `row` at this point's batch indices,
-  /// through the mask's broadcast.
-  Value flagAt(Value flags, Value row) {
-    auto type = cast<RankedTensorType>(flags.getType());
+  /// The bound of score row (or key column) `row` at this point's batch
+  /// indices, through the mask's broadcast, as an index.
+  Value boundAt(Value bounds, Value row) {
+    auto type = cast<RankedTensorType>(bounds.getType());
     int64_t offset = batch.size() - (type.getRank() - 1);
     SmallVector<Value> at;
     for (auto [d, size] : llvm::enumerate(type.getShape().drop_back()))
       at.push_back(size == 1 ? index(0) : batch[d + offset]);
-    at.push_back(row);
-    return load(flags, at);
+    at.push_back(type.getShape().back() == 1 ? index(0) : row);
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(),
+                                      load(bounds, at));
   }
 
   /// The shift m (the maximum score, or 0 where every score is -inf) and
@@ -482,8 +493,8 @@ private:
   }
 
   Value query, key, value, mask;
-  /// upperTriangleDropped per row and per column, when the mask is square.
-  Value rowFlags, columnFlags;
+  /// maskBounds per row and per column (null: none).
+  Value rowEnds, columnStarts;
   double scale;
   bool causal;
   FloatType narrow;

@@ -15,7 +15,7 @@
 // CHECK-COUNT-3: tensor.extract %[[Q]][%[[B]], %[[I]]
 // CHECK: %[[QS0:.*]] = arith.mulf %[[Q0]], %[[SCALE]]
 // CHECK-NOT: tensor.empty
-// CHECK: %[[STATS:.*]]:2 = scf.for %[[J:.*]] = %{{.*}} to %c5 step %{{.*}} iter_args(%[[MAX:.*]] = %cst{{.*}}, %[[SUM:.*]] = %cst{{.*}}) -> (f32, f32)
+// CHECK: %[[STATS:.*]]:2 = scf.for %[[J:.*]] = %{{.*}} to %[[END:.*]] step %{{.*}} iter_args(%[[MAX:.*]] = %cst{{.*}}, %[[SUM:.*]] = %cst{{.*}}) -> (f32, f32)
 // CHECK: %[[K0:.*]] = tensor.extract %[[K]][%[[B]], %[[J]], %[[C0]]]
 // CHECK-COUNT-3: tensor.extract %[[K]][%[[B]], %[[J]]
 // CHECK: arith.mulf %[[QS0]], %[[K0]]
@@ -32,7 +32,7 @@
 // CHECK: %[[L:.*]] = math.fma %[[SUM]], %[[RESCALE]], %[[WEIGHT]]
 // CHECK: scf.yield %[[GROWN]], %[[L]]
 // CHECK: %[[FINAL:.*]] = arith.select %{{.*}}, %{{.*}}, %[[STATS]]#0
-// CHECK: %[[ROW:.*]]:2 = scf.for %[[J2:.*]] = {{.*}} iter_args(%[[O0:.*]] = %cst{{.*}}, %[[O1:.*]] = %cst{{.*}}) -> (f32, f32)
+// CHECK: %[[ROW:.*]]:2 = scf.for %[[J2:.*]] = %{{.*}} to %[[END]] {{.*}} iter_args(%[[O0:.*]] = %cst{{.*}}, %[[O1:.*]] = %cst{{.*}}) -> (f32, f32)
 // CHECK: %[[S2:.*]] = arith.addf
 // CHECK: %[[E:.*]] = arith.subf %[[S2]], %[[FINAL]]
 // CHECK: %[[X:.*]] = math.exp %[[E]]
@@ -87,56 +87,64 @@ func.func @causal(%q: tensor<2x3x4xf32>, %k: tensor<2x3x4xf32>, %v: tensor<2x3x4
 
 // -----
 
-// Any other mask is read. A square one (here an argument, as a buffer
-// parameter is) may still drop every score above the diagonal: a flag per
-// row of the mask says whether it does, computed first, and a row whose
-// flag holds stops at the diagonal (the scores it skips have probability
-// 0).
-// CHECK-LABEL: func.func @flagged(
+// Any other mask is read. Its bounds are computed first: per row of the
+// mask, one past its last key that is not -inf (here an argument, as a
+// causal mask held in a buffer parameter is); each query row's loops end
+// there (every key when the row has none: its probabilities are 0 / 0, as
+// the softmax's). The scores skipped have probability 0.
+// CHECK-LABEL: func.func @bounded(
 // CHECK-SAME: %[[M:[a-z0-9]+]]: tensor<1x3x3xf32>
-// CHECK: %[[TRUE:.*]] = arith.constant true
-// CHECK: %[[INIT:.*]] = linalg.fill ins(%[[TRUE]] : i1) outs(%{{.*}} : tensor<1x3xi1>)
-// CHECK: %[[ROWS:.*]] = linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[M]] : tensor<1x3x3xf32>) outs(%[[INIT]] : tensor<1x3xi1>)
-// CHECK-NEXT: ^bb0(%[[X:.*]]: f32, %[[ACC:.*]]: i1):
-// CHECK-NEXT: %[[R:.*]] = linalg.index 1
-// CHECK-NEXT: %[[C:.*]] = linalg.index 2
-// CHECK-NEXT: %[[ABOVE:.*]] = arith.cmpi ugt, %[[C]], %[[R]]
+// CHECK: %[[ZERO:.*]] = arith.constant 0 : i32
+// CHECK: %[[INIT:.*]] = linalg.fill ins(%[[ZERO]] : i32) outs(%{{.*}} : tensor<1x3xi32>)
+// CHECK: %[[ENDS:.*]] = linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[M]] : tensor<1x3x3xf32>) outs(%[[INIT]] : tensor<1x3xi32>)
+// CHECK-NEXT: ^bb0(%[[X:.*]]: f32, %[[ACC:.*]]: i32):
+// CHECK-NEXT: %[[J:.*]] = linalg.index 2
+// CHECK-NEXT: %[[J32:.*]] = arith.index_cast %[[J]] : index to i32
+// CHECK-NEXT: %[[ONE:.*]] = arith.constant 1 : i32
+// CHECK-NEXT: %[[AFTER:.*]] = arith.addi %[[J32]], %[[ONE]]
 // CHECK-NEXT: %[[NEGINF:.*]] = arith.constant 0xFF800000 : f32
-// CHECK-NEXT: %[[DROPPED:.*]] = arith.cmpf oeq, %[[X]], %[[NEGINF]]
-// CHECK-NEXT: %[[OK:.*]] = arith.select %[[ABOVE]], %[[DROPPED]], %[[TRUE]]
-// CHECK-NEXT: %[[ALL:.*]] = arith.andi %[[ACC]], %[[OK]]
-// CHECK-NEXT: linalg.yield %[[ALL]]
+// CHECK-NEXT: %[[KEPT:.*]] = arith.cmpf une, %[[X]], %[[NEGINF]]
+// CHECK-NEXT: %[[HERE:.*]] = arith.select %[[KEPT]], %[[AFTER]], %[[ZERO]]
+// CHECK-NEXT: %[[LAST:.*]] = arith.maxsi %[[ACC]], %[[HERE]]
+// CHECK-NEXT: linalg.yield %[[LAST]]
 // CHECK: scf.forall (%{{.*}}, %[[I:.*]]) in (2, 3)
-// CHECK: %[[DIAGONAL:.*]] = arith.addi %[[I]], %c1
-// CHECK: %[[FLAG:.*]] = tensor.extract %[[ROWS]][%c0, %[[I]]]
-// CHECK: %[[END:.*]] = arith.select %[[FLAG]], %[[DIAGONAL]], %c3
+// CHECK: %[[E32:.*]] = tensor.extract %[[ENDS]][%c0, %[[I]]]
+// CHECK: %[[E:.*]] = arith.index_cast %[[E32]] : i32 to index
+// CHECK: %[[NONE:.*]] = arith.cmpi eq, %[[E]], %c0
+// CHECK: %[[END:.*]] = arith.select %[[NONE]], %c3, %[[E]]
 // CHECK: scf.for %{{.*}} = %c0 to %[[END]]
 // CHECK: tensor.extract %[[M]]
 // CHECK: scf.for %{{.*}} = %c0 to %[[END]]
 // CHECK: tensor.extract %[[M]]
-func.func @flagged(%q: tensor<2x3x4xf32>, %k: tensor<2x3x4xf32>, %v: tensor<2x3x4xf32>, %m: tensor<1x3x3xf32>) -> tensor<2x3x4xf32> {
+func.func @bounded(%q: tensor<2x3x4xf32>, %k: tensor<2x3x4xf32>, %v: tensor<2x3x4xf32>, %m: tensor<1x3x3xf32>) -> tensor<2x3x4xf32> {
   %o = kiln.attention %q, %k, %v mask %m : tensor<1x3x3xf32> : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>
   return %o : tensor<2x3x4xf32>
 }
 
 // -----
 
-// The gradient's key rows use a flag per column of the mask: whether every
-// query before the key drops it; where it holds, a key row's loop starts at
-// the diagonal.
-// CHECK-LABEL: func.func @flagged_grad(
-// CHECK-SAME: %[[M:[a-z0-9]+]]: tensor<3x3xf32>
-// CHECK: %[[ROWS:.*]] = linalg.generic {indexing_maps = [#map, #map1], {{.*}}ins(%[[M]]
-// CHECK: %[[COLUMNS:.*]] = linalg.generic {indexing_maps = [#map, #map2], {{.*}}ins(%[[M]]
-// CHECK: scf.forall
-// CHECK: tensor.extract %[[ROWS]]
-// CHECK: scf.forall (%{{.*}}, %[[J:.*]]) in (2, 3)
-// CHECK: %[[FLAG:.*]] = tensor.extract %[[COLUMNS]][%[[J]]]
-// CHECK: %[[FIRST:.*]] = arith.select %[[FLAG]], %[[J]], %c0
+// The gradient's key rows start at their column's first query that is not
+// -inf (the query count when there is none: that key has no weight). A
+// padding mask, broadcast along the queries ([B, 1, Sk] here), bounds both
+// by each batch's keys.
+// CHECK-LABEL: func.func @bounded_grad(
+// CHECK-SAME: %[[M:[a-z0-9]+]]: tensor<2x1x5xf32>
+// CHECK: %[[ENDS:.*]] = linalg.generic {{.*}}ins(%[[M]] : tensor<2x1x5xf32>) outs(%{{.*}} : tensor<2x1xi32>)
+// CHECK: %[[Q:.*]] = arith.constant 3 : i32
+// CHECK: %[[INIT:.*]] = linalg.fill ins(%[[Q]] : i32) outs(%{{.*}} : tensor<2x5xi32>)
+// CHECK: %[[STARTS:.*]] = linalg.generic {{.*}}ins(%[[M]] : tensor<2x1x5xf32>) outs(%[[INIT]] : tensor<2x5xi32>)
+// CHECK: linalg.index 1
+// CHECK-NOT: arith.addi
+// CHECK: arith.minsi
+// CHECK: scf.forall (%[[B:.*]], %[[I:.*]]) in (2, 3)
+// CHECK: tensor.extract %[[ENDS]][%[[B]], %c0]
+// CHECK: scf.forall (%[[B2:.*]], %[[J:.*]]) in (2, 5)
+// CHECK: %[[S32:.*]] = tensor.extract %[[STARTS]][%[[B2]], %[[J]]]
+// CHECK: %[[FIRST:.*]] = arith.index_cast %[[S32]] : i32 to index
 // CHECK: scf.for %{{.*}} = %[[FIRST]] to %c3
-func.func @flagged_grad(%q: tensor<2x3x4xf32>, %k: tensor<2x3x4xf32>, %v: tensor<2x3x4xf32>, %o: tensor<2x3x4xf32>, %g: tensor<2x3x4xf32>, %m: tensor<3x3xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>) {
-  %dq, %dk, %dv = kiln.attention_grad %q, %k, %v, %o, %g mask %m : tensor<3x3xf32> : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>
-  return %dq, %dk, %dv : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>
+func.func @bounded_grad(%q: tensor<2x3x4xf32>, %k: tensor<2x5x4xf32>, %v: tensor<2x5x4xf32>, %o: tensor<2x3x4xf32>, %g: tensor<2x3x4xf32>, %m: tensor<2x1x5xf32>) -> (tensor<2x3x4xf32>, tensor<2x5x4xf32>, tensor<2x5x4xf32>) {
+  %dq, %dk, %dv = kiln.attention_grad %q, %k, %v, %o, %g mask %m : tensor<2x1x5xf32> : tensor<2x3x4xf32>, tensor<2x5x4xf32>, tensor<2x5x4xf32>, tensor<2x3x4xf32>
+  return %dq, %dk, %dv : tensor<2x3x4xf32>, tensor<2x5x4xf32>, tensor<2x5x4xf32>
 }
 
 // -----
@@ -158,7 +166,7 @@ func.func @flagged_grad(%q: tensor<2x3x4xf32>, %k: tensor<2x3x4xf32>, %v: tensor
 // CHECK: %[[CENTRE:.*]] = math.fma %[[G1]], %[[O1]], %[[GO]]
 // CHECK: %[[STATS:.*]]:2 = scf.for
 // CHECK: %[[SHIFT:.*]] = arith.select %{{.*}}, %{{.*}}, %[[STATS]]#0
-// CHECK: %[[QG:.*]]:4 = scf.for %[[J:.*]] = %{{.*}} to %c5 {{.*}} iter_args(%[[A0:[a-z0-9_]+]] = {{.*}}) -> (f32, f32, f32, f32)
+// CHECK: %[[QG:.*]]:4 = scf.for %[[J:.*]] = %{{.*}} to %{{.*}} iter_args(%[[A0:[a-z0-9_]+]] = {{.*}}) -> (f32, f32, f32, f32)
 // CHECK: %[[K0:.*]] = tensor.extract %[[K]][%[[B]], %[[J]], %[[C0]]]
 // CHECK: %[[P:.*]] = arith.divf %{{.*}}, %[[STATS]]#1
 // CHECK: %[[V0:.*]] = tensor.extract %[[V]][%[[B]], %[[J]], %[[C0]]]
@@ -179,7 +187,7 @@ func.func @flagged_grad(%q: tensor<2x3x4xf32>, %k: tensor<2x3x4xf32>, %v: tensor
 // CHECK: %[[KR0:.*]] = tensor.extract %[[K]][%[[B2]], %[[J2]], %[[C0B:[a-z0-9_]+]]]
 // CHECK: %[[VR0:.*]] = tensor.extract %[[V]][%[[B2]], %[[J2]], %[[C0B]]]
 // CHECK: %[[VR1:.*]] = tensor.extract %[[V]][%[[B2]], %[[J2]], %[[C1B:[a-z0-9_]+]]]
-// CHECK: scf.for %[[I2:.*]] = %[[C0B]] to %c3 {{.*}} -> (f32, f32, f32, f32, f32, f32)
+// CHECK: scf.for %[[I2:.*]] = %{{.*}} to %c3 {{.*}} -> (f32, f32, f32, f32, f32, f32)
 // CHECK: %[[QI0:.*]] = tensor.extract %[[Q]][%[[B2]], %[[I2]], %[[C0B]]]
 // CHECK: %[[SH:.*]] = tensor.extract %[[QROWS]]#1[%[[B2]], %[[I2]], %[[C0B]]]
 // CHECK: %[[SU:.*]] = tensor.extract %[[QROWS]]#1[%[[B2]], %[[I2]], %[[C1B]]]

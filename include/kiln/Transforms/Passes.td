@@ -470,13 +470,15 @@ def KilnAttentionKernel : Pass<"kiln-attention-kernel", "mlir::ModuleOp"> {
       statistics.
     A constant mask that is 0 on and below the diagonal and -inf above it
     (causal attention) is not read at all: the loops stop at the diagonal.
-    Any other mask is read, broadcast, where each score needs it; when it is
-    square (its last two dimensions the scores'), a linalg.generic first
-    computes, per row of the mask, whether it is -inf at every key after the
-    row's query (and per column whether at every query before the column's
-    key), and the loops of a row (or key column) where it is stop (or start)
-    at the diagonal: the scores they skip have probability 0. A causal mask
-    held in a buffer parameter (as exporters write it) is skipped so.
+    Any other mask is read, broadcast, where each score needs it; first,
+    linalg.generic ops compute its bounds: per row of the mask, one past its
+    last key that is not -inf, and per column, its first query that is not
+    -inf. Each query row's loops end at its row's bound (all keys when the
+    row has none, whose probabilities are then 0 / 0 as the softmax's), and
+    each key row's loop in the gradient starts at its column's: the scores
+    skipped have probability 0. A causal mask held in a buffer parameter
+    (as exporters write GPT-2's) or a padding mask of -inf is skipped so; a
+    large finite mask value (-10000) is not -inf and is computed.
 
     With `amp` (bf16 or f16, as kiln-amp's `type`), what the expanded chain
     would round as product operands is rounded as it is read or computed:
