@@ -839,26 +839,21 @@ def measure(args, name, precision, prepared, compiled, budget):
             args, "kiln", compiled["plain"], data_path, tag, params, flops,
             tokens)
         row["sides"].append(record)
-    if compiled.get("data_parallel") is not None:
-        side = data_parallel_side(args)
+    # The other Kiln bundles of this model and precision, if any.
+    for kind, side, suffix in (("data_parallel", data_parallel_side(args),
+                                "-dp"),
+                               ("expanded", EXPANDED_SIDE, "-expanded")):
+        if compiled.get(kind) is None:
+            continue
         if budget.spent("%s %s" % (what, side)):
             row["sides"].append(dict(side=side, **skipped))
-        else:
-            record, losses = run_kiln_side(
-                args, side, compiled["data_parallel"], data_path,
-                tag + "-dp", params, flops, tokens)
-            if losses is not None and kiln_losses is not None:
-                check_data_parallel_losses(record, losses, kiln_losses)
-            row["sides"].append(record)
-    if compiled.get("expanded") is not None:
-        side = EXPANDED_SIDE
-        if budget.spent("%s %s" % (what, side)):
-            row["sides"].append(dict(side=side, **skipped))
-        else:
-            record, _ = run_kiln_side(
-                args, side, compiled["expanded"], data_path,
-                tag + "-expanded", params, flops, tokens)
-            row["sides"].append(record)
+            continue
+        record, losses = run_kiln_side(args, side, compiled[kind], data_path,
+                                       tag + suffix, params, flops, tokens)
+        if (kind == "data_parallel" and losses is not None and
+                kiln_losses is not None):
+            check_data_parallel_losses(record, losses, kiln_losses)
+        row["sides"].append(record)
     sides = [("torch eager", False)]
     compile_status = torch_compile_status(args, torch)
     if args.kiln_only:

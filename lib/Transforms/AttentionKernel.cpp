@@ -1,4 +1,4 @@
-//===- AttentionKernel.cpp - kiln.attention as one online-softmax loop ----===//
+//===- AttentionKernel.cpp - attention as loops that store no scores ------===//
 //
 // Expanded into its chain (a batched product, the scale and mask, a
 // softmax, a second product), attention stores the [B..., Sq, Sk] scores
@@ -11,9 +11,11 @@
 // exp(s - m) / l in a second.
 //
 // kiln.attention_grad gets two such loops: one over the query rows (the
-// query's gradient, and each row's m, l and rowsum(dO O) for the other),
-// one over the key rows (the key's and the value's gradients), each
-// recomputing the probabilities it needs from the scores.
+// query's gradient, from the forward's m and l, and each row's
+// rowsum(dO O) for the other), one over the key rows (the key's and the
+// value's gradients), each recomputing the probabilities it needs from the
+// scores. Where a mask drops every key after some point, or every query
+// before some point, the loops end (or start) there.
 //
 //===----------------------------------------------------------------------===//
 
@@ -74,35 +76,22 @@ public:
     keys = cast<RankedTensorType>(key.getType()).getShape().drop_back().back();
     headSize = queryType.getShape().back();
     valueSize = cast<RankedTensorType>(value.getType()).getShape().back();
-    // Any other mask may still drop whole runs of scores: every key after
-    // some point (a causal mask held in a buffer, padding), or every query
-    // before some point. Its bounds, computed first, end (and for the
-    // gradient's key rows, start) the loops there; the scores they skip
-    // have probability exactly 0, so nothing changes.
-    if (mask && !causal &&
-        cast<RankedTensorType>(mask.getType()).getRank() >= 2) {
-      auto maskType = cast<RankedTensorType>(mask.getType());
-      int64_t rank = maskType.getRank();
-      // A mask broadcast along the keys has no last key of its own.
-      if (maskType.getDimSize(rank - 1) == keys)
-        rowEnds = maskBounds(/*perRow=*/true);
-      columnStarts = maskBounds(/*perRow=*/false);
-    }
   }
 
   /// softmax(q kᵀ scale + mask) v, a point per query row; and each row's
   /// shift m and sum l ([B..., Sq, 2]), which the gradient reuses.
   std::pair<Value, Value> forward() {
+    computeBounds(/*columns=*/false);
     auto loop = rowLoop(queries, {valueSize, 2});
-    SmallVector<Value> q = scaledQuery(loop.queryRow);
-    Statistics stats = statistics(loop.queryRow, q);
+    SmallVector<Value> q = scaledQuery(loop.row);
+    Statistics stats = statistics(loop.row, q);
     // Each key's probability exp(score - m) / l, as the softmax computes it
     // (and rounded as a product's operand under mixed precision), weights
     // its value row.
     SmallVector<Value> zeros(valueSize, f32(0.0));
     scf::ForOp weighted = forKeys(
-        loop.queryRow, zeros, [&](Value keyRow, ValueRange carried) {
-          Value p = rounded(probability(score(q, keyRows(keyRow), loop.queryRow,
+        loop.row, zeros, [&](Value keyRow, ValueRange carried) {
+          Value p = rounded(probability(score(q, keyRows(keyRow), loop.row,
                                               keyRow),
                                         stats.shift, stats.sum));
           SmallVector<Value> v = readRow(value, keyRow, valueSize, true);
@@ -121,10 +110,11 @@ public:
   /// and its gradient `grad`; `known` is forward's statistics of `out`, when
   /// the forward is kiln-attention-kernel's (null: computed again).
   SmallVector<Value> backward(Value out, Value grad, Value known) {
+    computeBounds(/*columns=*/true);
     // A point per query row: the query's gradient, and the row's
     // statistics (the shift m, the sum l, rowsum(dO O)) for the key rows.
     auto queryLoop = rowLoop(queries, {headSize, 3});
-    Value queryRow = queryLoop.queryRow;
+    Value queryRow = queryLoop.row;
     SmallVector<Value> q = scaledQuery(queryRow);
     SmallVector<Value> dO = readRow(grad, queryRow, valueSize, true);
     // rowsum(dO O), which is rowsum(dP P), in f32.
@@ -162,7 +152,7 @@ public:
     // A point per key row: the key's and the value's gradients, over the
     // query rows that see it.
     auto keyLoop = rowLoop(keys, {headSize, valueSize});
-    Value keyRow = keyLoop.queryRow;
+    Value keyRow = keyLoop.row;
     SmallVector<Value> k = readRow(key, keyRow, headSize, true);
     SmallVector<Value> v = readRow(value, keyRow, valueSize, true);
     SmallVector<Value> initial(headSize + valueSize, f32(0.0));
@@ -203,6 +193,23 @@ public:
   }
 
 private:
+  /// A mask other than a constant causal one may still drop whole runs of
+  /// scores: every key after some point (a causal mask held in a buffer,
+  /// padding), or every query before some point. Its bounds (per row, and
+  /// with `columns` per column too), computed before the loops, end (and
+  /// for the gradient's key rows, start) them there; the scores they skip
+  /// have probability exactly 0, so nothing changes.
+  void computeBounds(bool columns) {
+    if (!mask || causal || cast<RankedTensorType>(mask.getType()).getRank() < 2)
+      return;
+    auto maskType = cast<RankedTensorType>(mask.getType());
+    // A mask broadcast along the keys has no last key of its own.
+    if (maskType.getDimSize(maskType.getRank() - 1) == keys)
+      rowEnds = maskBounds(/*perRow=*/true);
+    if (columns)
+      columnStarts = maskBounds(/*perRow=*/false);
+  }
+
   /// An scf.forall over the batch indices and `rows` rows, whose outputs
   /// are [B..., rows, width] tensors; `finish` writes each point's row of
   /// each and returns the results.
@@ -210,7 +217,7 @@ private:
     LoopBuilder &builder;
     scf::ForallOp loop;
     SmallVector<int64_t> widths;
-    Value queryRow; ///< the row index of this point
+    Value row; ///< the row index of this point
 
     SmallVector<Value> finish(ArrayRef<SmallVector<Value>> rows) {
       OpBuilder &b = builder.b;
