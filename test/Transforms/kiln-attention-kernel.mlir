@@ -275,6 +275,21 @@ func.func @causal_grad(%q: tensor<2x3x4xf32>, %k: tensor<2x3x4xf32>, %v: tensor<
 
 // -----
 
+// A constant mask is causal only if every batch of it is: here the second
+// keeps a score above the diagonal, so the mask is read, with its bounds.
+// CHECK-LABEL: func.func @causal_in_one_batch(
+// CHECK: linalg.generic
+// CHECK: scf.forall
+// CHECK: tensor.extract %cst
+func.func @causal_in_one_batch(%q: tensor<2x3x4xf32>, %k: tensor<2x3x4xf32>, %v: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
+  %m = arith.constant dense<[[[0.0, 0xFF800000, 0xFF800000], [0.0, 0.0, 0xFF800000], [0.0, 0.0, 0.0]],
+                             [[0.0, 0xFF800000, 0xFF800000], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]]> : tensor<2x3x3xf32>
+  %o = kiln.attention %q, %k, %v mask %m : tensor<2x3x3xf32> : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>
+  return %o : tensor<2x3x4xf32>
+}
+
+// -----
+
 // Head sizes over max-head-size and other element types stay for
 // kiln-decompose.
 // CHECK-LABEL: func.func @not_taken(
