@@ -5,7 +5,7 @@ stored order), the same optimizer, every step's loss.
         [--steps N] [--batch B] [--lr LR] [--momentum M] [--nesterov]
         [--weight-decay W] [--lr-decay D] [--schedule constant|linear|cosine
         --warmup-steps W --total-steps T] [--grad-clip C] [--grad-accum K]
-        [--kiln-loss]
+        [--kiln-loss] [--padding-inf]
         writes DIR/MODEL-loss.onnx, DIR/MODEL-train.npz and the losses of
         torch.optim on them to DIR/MODEL-losses.txt
         and the parameters torch.optim ends with to DIR/MODEL-final.npz;
@@ -15,7 +15,7 @@ stored order), the same optimizer, every step's loss.
         reports their mean loss, as kiln-run does. MODEL is mlp, gpt2, cnn
         (exported and trained in training mode: its batch norm uses each
         batch's statistics) or bert (one layer; rows pad up to half of their
-        tokens, masked out)
+        tokens, masked out by adding -10000, or with --padding-inf by -inf)
     compare_training.py check EXPECTED.txt KILN_RUN_OUTPUT.txt [--rtol R]
         compares the 'loss' column of `kiln-run --data ... --no-shuffle`
     compare_training.py check-params FINAL.npz SAVED.safetensors
@@ -38,10 +38,11 @@ from kiln_test_io import read_safetensors, save_npz  # noqa: E402
 TRAINING_MODE = ("cnn",)
 
 
-def training_model(name):
+def training_model(name, padding_inf=False):
     """(torch, the model followed by its mean cross-entropy loss,
     make_inputs(generator, samples) -> {graph input name: tensor}, the
-    labels last)."""
+    labels last). padding_inf: bert masks its padding with -inf, not by
+    adding -10000."""
     if name in ("mlp", "gpt2"):
         torch, model, make_inputs = wrapped(name)
 
@@ -50,7 +51,7 @@ def training_model(name):
             return {input_name: x, "labels": labels}
         return torch, model, named_inputs
     from kiln_onnx_models import SEQ, VOCAB, torch_modules
-    torch, _, Cnn, _, Bert = torch_modules(layers=1)
+    torch, _, Cnn, _, Bert = torch_modules(layers=1, padding_inf=padding_inf)
 
     class WithLoss(torch.nn.Module):
         def __init__(self, net):
@@ -84,7 +85,7 @@ def training_model(name):
 def prepare(args):
     import torch
     torch.manual_seed(0)
-    torch, model, make_inputs = training_model(args.model)
+    torch, model, make_inputs = training_model(args.model, args.padding_inf)
     model.train(args.model in TRAINING_MODE)
     with torch.no_grad():
         for parameter in model.parameters():
@@ -397,6 +398,9 @@ def main():
     p.add_argument("--grad-clip", type=float, default=0.0)
     p.add_argument("--grad-accum", type=int, default=1)
     p.add_argument("--kiln-loss", action="store_true")
+    p.add_argument("--padding-inf", action="store_true",
+                   help="bert: mask the padding keys with -inf instead of "
+                        "adding -10000")
     p.add_argument("--bf16-matmul", dest="matmul_operands",
                    action="store_const", const="bf16",
                    help="train the reference with matrix products on bf16 "

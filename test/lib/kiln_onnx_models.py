@@ -580,10 +580,12 @@ def export(module, args, path, input_names, dynamic_axes):
 
 
 def torch_modules(d_model=D_MODEL, heads=HEADS, vocab=VOCAB, seq=SEQ,
-                  layers=2):
+                  layers=2, padding_inf=False):
     """The PyTorch models, defined on first use: importing torch is slow.
     The sizes are those of the GPT-2- and BERT-style models (the lit tests'
-    by default); seq is the longest sequence they take."""
+    by default); seq is the longest sequence they take. BERT masks its
+    padding keys by adding -10000 (as Hugging Face's BERT), or with
+    padding_inf by filling their scores' mask with -inf."""
     import math
 
     import torch
@@ -729,8 +731,13 @@ def torch_modules(d_model=D_MODEL, heads=HEADS, vocab=VOCAB, seq=SEQ,
                  self.position_embeddings(positions) +
                  self.token_type_embeddings(types))
             x = self.dropout(self.emb_norm(x))
-            extended = attention_mask[:, None, None, :].to(x.dtype)
-            extended = (1.0 - extended) * -10000.0
+            if padding_inf:
+                padding = attention_mask[:, None, None, :] == 0
+                extended = torch.zeros(padding.shape, dtype=x.dtype)
+                extended = extended.masked_fill(padding, float("-inf"))
+            else:
+                extended = attention_mask[:, None, None, :].to(x.dtype)
+                extended = (1.0 - extended) * -10000.0
             for layer in self.layers:
                 x = layer(x, extended)
             pooled = torch.tanh(self.pooler(x[:, 0]))
