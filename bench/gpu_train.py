@@ -86,9 +86,9 @@ a thread per query or key row that never store the score matrices
 (--cuda-attention=loops, its default). --expanded-attention (cuda only) also
 compiles each model, in its first precision, with --cuda-attention=expanded
 (score products on tensor cores, softmax kernels over the stored scores, as
-before the loops) and times it as the side "kiln (expanded attention)",
-whose "vs kiln" is its tokens/s over the plain Kiln side's; its losses are
-checked like every side's.
+before the loops) and times it, after the PyTorch sides, as the side "kiln
+(expanded attention)", whose "vs kiln" is its tokens/s over the plain Kiln
+side's; its losses are checked like every side's.
 
 Timing. Kiln: one `kiln-run --target T --data --steps W+S --no-shuffle
 --metrics` process; a step's time is its metrics record's samples /
@@ -839,21 +839,21 @@ def measure(args, name, precision, prepared, compiled, budget):
             args, "kiln", compiled["plain"], data_path, tag, params, flops,
             tokens)
         row["sides"].append(record)
-    # The other Kiln bundles of this model and precision, if any.
-    for kind, side, suffix in (("data_parallel", data_parallel_side(args),
-                                "-dp"),
-                               ("expanded", EXPANDED_SIDE, "-expanded")):
+
+    def other_bundle(kind, side, suffix):
+        """Times the model's other Kiln bundle of this kind, if any."""
         if compiled.get(kind) is None:
-            continue
+            return
         if budget.spent("%s %s" % (what, side)):
             row["sides"].append(dict(side=side, **skipped))
-            continue
+            return
         record, losses = run_kiln_side(args, side, compiled[kind], data_path,
                                        tag + suffix, params, flops, tokens)
         if (kind == "data_parallel" and losses is not None and
                 kiln_losses is not None):
             check_data_parallel_losses(record, losses, kiln_losses)
         row["sides"].append(record)
+    other_bundle("data_parallel", data_parallel_side(args), "-dp")
     sides = [("torch eager", False)]
     compile_status = torch_compile_status(args, torch)
     if args.kiln_only:
@@ -900,6 +900,9 @@ def measure(args, name, precision, prepared, compiled, budget):
                 type(error).__name__, error)))
             if args.device == "cuda":
                 torch.cuda.empty_cache()
+    # After the peers: when time runs short, the comparison with PyTorch
+    # comes first.
+    other_bundle("expanded", EXPANDED_SIDE, "-expanded")
     return row, compare_sides(args, row)
 
 
