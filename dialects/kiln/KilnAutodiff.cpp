@@ -101,6 +101,27 @@ Location kiln::withPhase(Location loc, StepPhase phase) {
                        loc.getContext());
 }
 
+static constexpr llvm::StringLiteral kKernelMark = "kiln.kernel.";
+
+Location kiln::withKernelLabel(Location loc, StringRef label) {
+  return FusedLoc::get({loc},
+                       StringAttr::get(loc.getContext(), kKernelMark + label),
+                       loc.getContext());
+}
+
+std::string kiln::kernelLabelOf(Location loc) {
+  std::string label;
+  loc->walk([&](Location inner) {
+    auto fused = dyn_cast<FusedLoc>(inner);
+    auto mark = fused ? dyn_cast_or_null<StringAttr>(fused.getMetadata())
+                      : StringAttr();
+    if (mark && mark.getValue().starts_with(kKernelMark))
+      label = mark.getValue().drop_front(kKernelMark.size()).str();
+    return WalkResult::advance();
+  });
+  return label;
+}
+
 StepPhase kiln::phaseOf(Location loc) {
   // The outermost mark wins: an optimizer op built from a cloned backward
   // op is part of the update.

@@ -37,6 +37,15 @@ mlir::Location withPhase(mlir::Location loc, StepPhase phase);
 
 /// The phase `loc` is marked with, or Forward.
 StepPhase phaseOf(mlir::Location loc);
+
+/// `loc`, marked with a label for the kernel an op becomes (a FusedLoc
+/// whose metadata is "kiln.kernel.LABEL"; LABEL a C identifier):
+/// kiln-gpu-outline-kernels appends it to the kernel's name, so that a
+/// profile says what the kernel computes.
+mlir::Location withKernelLabel(mlir::Location loc, llvm::StringRef label);
+
+/// The innermost kernel label `loc` is marked with, or "".
+std::string kernelLabelOf(mlir::Location loc);
 } // namespace kiln
 
 #endif // KILN_KILNINTERFACES_H

@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/KilnInterfaces.h"
 #include "kiln/KilnOps.h"
 #include "kiln/Transforms/Passes.h"
 
@@ -82,7 +83,7 @@ public:
   /// shift m and sum l ([B..., Sq, 2]), which the gradient reuses.
   std::pair<Value, Value> forward() {
     computeBounds(/*columns=*/false);
-    auto loop = rowLoop(queries, {valueSize, 2});
+    auto loop = rowLoop(queries, {valueSize, 2}, "attention");
     SmallVector<Value> q = scaledQuery(loop.row);
     Statistics stats = statistics(loop.row, q);
     // Each key's probability exp(score - m) / l, as the softmax computes it
@@ -113,7 +114,7 @@ public:
     computeBounds(/*columns=*/true);
     // A point per query row: the query's gradient, and the row's
     // statistics (the shift m, the sum l, rowsum(dO O)) for the key rows.
-    auto queryLoop = rowLoop(queries, {headSize, 3});
+    auto queryLoop = rowLoop(queries, {headSize, 3}, "attention_dq");
     Value queryRow = queryLoop.row;
     SmallVector<Value> q = scaledQuery(queryRow);
     SmallVector<Value> dO = readRow(grad, queryRow, valueSize, true);
@@ -151,7 +152,7 @@ public:
 
     // A point per key row: the key's and the value's gradients, over the
     // query rows that see it.
-    auto keyLoop = rowLoop(keys, {headSize, valueSize});
+    auto keyLoop = rowLoop(keys, {headSize, valueSize}, "attention_dk_dv");
     Value keyRow = keyLoop.row;
     SmallVector<Value> k = readRow(key, keyRow, headSize, true);
     SmallVector<Value> v = readRow(value, keyRow, valueSize, true);
@@ -258,7 +259,8 @@ private:
     }
   };
 
-  RowLoop rowLoop(int64_t rows, ArrayRef<int64_t> widths) {
+  /// `label` names the kernel the loop becomes (withKernelLabel).
+  RowLoop rowLoop(int64_t rows, ArrayRef<int64_t> widths, StringRef label) {
     SmallVector<OpFoldResult> counts;
     for (int64_t size : batchShape)
       counts.push_back(b.getIndexAttr(size));
@@ -269,8 +271,8 @@ private:
       shape.append({rows, width});
       outputs.push_back(tensor::EmptyOp::create(b, loc, shape, b.getF32Type()));
     }
-    auto loop = scf::ForallOp::create(b, loc, counts, outputs,
-                                      /*mapping=*/std::nullopt);
+    auto loop = scf::ForallOp::create(b, withKernelLabel(loc, label), counts,
+                                      outputs, /*mapping=*/std::nullopt);
     b.setInsertionPointToStart(loop.getBody());
     SmallVector<Value> ivs(loop.getInductionVars());
     batch.assign(ivs.begin(), ivs.end() - 1);
@@ -414,7 +416,8 @@ private:
         b.getMultiDimIdentityMap(rank),
         AffineMap::get(rank, 0, kept, b.getContext())};
     auto generic = linalg::GenericOp::create(
-        b, loc, TypeRange{filled.getType()}, ValueRange{mask},
+        b, withKernelLabel(loc, "attention_mask_bounds"),
+        TypeRange{filled.getType()}, ValueRange{mask},
         ValueRange{filled}, maps, iterators,
         [&](OpBuilder &nb, Location nloc, ValueRange args) {
           Value at = arith::IndexCastOp::create(

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/KilnInterfaces.h"
 #include "kiln/KilnOps.h"
 #include "kiln/Transforms/Buffers.h"
 #include "kiln/Transforms/Gemm.h"
@@ -550,6 +551,9 @@ struct KilnGPUOutlineKernelsPass
     b.setInsertionPointToEnd(module.getBody());
     std::string name =
         (entry.getName() + "_k" + std::to_string(next++)).str();
+    if (std::string label = kiln::kernelLabelOf(kernel->getLoc());
+        !label.empty())
+      name += "_" + label;
     auto function = gpu::GPUFuncOp::create(
         b, kernel->getLoc(), name, b.getFunctionType(argumentTypes, {}));
     function->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),

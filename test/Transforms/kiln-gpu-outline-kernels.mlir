@@ -273,3 +273,26 @@ func.func @one_element_sum(%x: memref<64x32xf32>, %out: memref<2x32xf32>) {
   }
   return
 }
+
+// -----
+
+// A loop the lowering wrote as parallel (kiln-attention-kernel's, after
+// bufferization) is a kernel with a thread per point; the label its
+// location carries (kiln.kernel.LABEL) ends the kernel's name.
+// CHECK-LABEL: func.func @labelled(
+// CHECK: gpu.launch_func @kiln_kernels::@labelled_k0_attention blocks in (%c1, %c1, %c1) threads in (%c6, %c1, %c1)
+// CHECK: gpu.func @labelled_k0_attention(
+// CHECK: gpu.block_id x
+// CHECK: gpu.thread_id x
+func.func @labelled(%x: memref<2x3xf32>, %out: memref<2x3xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c2, %c3) step (%c1, %c1) {
+    %v = memref.load %x[%i, %j] : memref<2x3xf32>
+    %w = arith.addf %v, %v : f32
+    memref.store %w, %out[%i, %j] : memref<2x3xf32>
+  } loc(fused<"kiln.kernel.attention">["labelled.mlir":1:1])
+  return
+}

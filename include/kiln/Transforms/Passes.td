@@ -527,8 +527,10 @@ def KilnGPUOutlineKernels : Pass<"kiln-gpu-outline-kernels", "mlir::ModuleOp"> {
     the last block. Reductions stay sequential loops inside a thread. A
     kernel with no parallel loop runs on one thread.
 
-    Kernels with the same body and argument types are emitted once and
-    launched on different buffers. A kernel that reads something other than
+    A kernel is named `ENTRY_kN`, followed by `_LABEL` when its op's
+    location carries one (a FusedLoc whose metadata is "kiln.kernel.LABEL",
+    as kiln-attention-kernel's loops have). Kernels with the same body and
+    argument types are emitted once and launched on different buffers. A kernel that reads something other than
     constants and such buffers is an error: it cannot run on the GPU yet.
   }];
   let options = [
