@@ -567,7 +567,8 @@ struct KilnAttentionKernelPass
   }
 
   /// The loop builder for an attention on these operands, if this pass
-  /// takes it: f32 tensors, head sizes from 1 to max-head-size.
+  /// takes it: f32 tensors, query and value head sizes from 1 to
+  /// max-head-size.
   std::optional<LoopBuilder> builderFor(Operation *op, Value query, Value key,
                                         Value value, Value mask, double scale,
                                         FloatType narrow) {
@@ -580,7 +581,8 @@ struct KilnAttentionKernelPass
     auto queryType = cast<RankedTensorType>(query.getType());
     int64_t headSize = queryType.getShape().back();
     int64_t valueSize = cast<RankedTensorType>(value.getType()).getShape().back();
-    if (headSize < 1 || headSize > maxHeadSize || valueSize > maxHeadSize)
+    if (headSize < 1 || headSize > maxHeadSize || valueSize < 1 ||
+        valueSize > maxHeadSize)
       return std::nullopt;
     int64_t queries = queryType.getShape().drop_back().back();
     int64_t keys =

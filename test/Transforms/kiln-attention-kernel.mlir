@@ -290,14 +290,16 @@ func.func @causal_in_one_batch(%q: tensor<2x3x4xf32>, %k: tensor<2x3x4xf32>, %v:
 
 // -----
 
-// Head sizes over max-head-size and other element types stay for
-// kiln-decompose.
+// Head sizes over max-head-size (or empty value rows) and other element
+// types stay for kiln-decompose.
 // CHECK-LABEL: func.func @not_taken(
 // CHECK-NOT: scf.forall
 // CHECK: kiln.attention
 // CHECK: kiln.attention
-func.func @not_taken(%q: tensor<1x2x200xf32>, %h: tensor<1x2x4xf16>) -> (tensor<1x2x200xf32>, tensor<1x2x4xf16>) {
+// CHECK: kiln.attention
+func.func @not_taken(%q: tensor<1x2x200xf32>, %h: tensor<1x2x4xf16>, %s: tensor<1x2x4xf32>, %e: tensor<1x2x0xf32>) -> (tensor<1x2x200xf32>, tensor<1x2x4xf16>, tensor<1x2x0xf32>) {
   %0 = kiln.attention %q, %q, %q : tensor<1x2x200xf32>, tensor<1x2x200xf32>, tensor<1x2x200xf32>
   %1 = kiln.attention %h, %h, %h : tensor<1x2x4xf16>, tensor<1x2x4xf16>, tensor<1x2x4xf16>
-  return %0, %1 : tensor<1x2x200xf32>, tensor<1x2x4xf16>
+  %2 = kiln.attention %s, %s, %e : tensor<1x2x4xf32>, tensor<1x2x4xf32>, tensor<1x2x0xf32>
+  return %0, %1, %2 : tensor<1x2x200xf32>, tensor<1x2x4xf16>, tensor<1x2x0xf32>
 }
