@@ -117,11 +117,12 @@ public:
     auto queryLoop = rowLoop(queries, {headSize, 3}, "attention_dq");
     Value queryRow = queryLoop.row;
     SmallVector<Value> q = scaledQuery(queryRow);
-    SmallVector<Value> dO = readRow(grad, queryRow, valueSize, true);
-    // rowsum(dO O), which is rowsum(dP P), in f32.
+    // rowsum(dO O), which is rowsum(dP P), in f32; dO is a product operand.
     SmallVector<Value> gradRow = readRow(grad, queryRow, valueSize, false);
     SmallVector<Value> outRow = readRow(out, queryRow, valueSize, false);
     Value centre = dot(gradRow, outRow);
+    SmallVector<Value> dO =
+        llvm::map_to_vector(gradRow, [&](Value v) { return rounded(v); });
     Statistics stats;
     if (known) {
       SmallVector<Value> at = rowIndex(queryRow);
@@ -164,7 +165,8 @@ public:
       first = boundAt(columnStarts, keyRow);
     scf::ForOp keyGrads = loopOver(
         first, index(queries), initial, [&](Value row, ValueRange carried) {
-          SmallVector<Value> qs = scaledQuery(row);
+          SmallVector<Value> qi;
+          SmallVector<Value> qs = scaledQuery(row, qi);
           SmallVector<Value> at = rowIndex(row);
           at.push_back(index(0));
           Value shift = load(statsTensor, at);
@@ -176,7 +178,6 @@ public:
           SmallVector<Value> dOi = readRow(grad, row, valueSize, true);
           Value ds = scoreGrad(p, dot(dOi, v), rowCentre);
           Value pr = rounded(p);
-          SmallVector<Value> qi = readRow(query, row, headSize, true);
           SmallVector<Value> next;
           for (int64_t d = 0; d < headSize; ++d)
             next.push_back(
@@ -315,13 +316,18 @@ private:
     return elements;
   }
   /// The query row `row`, with the scale applied once instead of to each
-  /// score.
-  SmallVector<Value> scaledQuery(Value row) {
+  /// score; `read` gets the row as read (rounded as a product operand).
+  SmallVector<Value> scaledQuery(Value row, SmallVector<Value> &read) {
     Value factor = f32(scale);
+    read = readRow(query, row, headSize, true);
     SmallVector<Value> q;
-    for (Value element : readRow(query, row, headSize, true))
+    for (Value element : read)
       q.push_back(arith::MulFOp::create(b, loc, element, factor));
     return q;
+  }
+  SmallVector<Value> scaledQuery(Value row) {
+    SmallVector<Value> read;
+    return scaledQuery(row, read);
   }
   SmallVector<Value> keyRows(Value keyRow) {
     return readRow(key, keyRow, headSize, true);
@@ -446,14 +452,8 @@ private:
   /// The bound of score row (or key column) `row` at this point's batch
   /// indices, through the mask's broadcast, as an index.
   Value boundAt(Value bounds, Value row) {
-    auto type = cast<RankedTensorType>(bounds.getType());
-    int64_t offset = batch.size() - (type.getRank() - 1);
-    SmallVector<Value> at;
-    for (auto [d, size] : llvm::enumerate(type.getShape().drop_back()))
-      at.push_back(size == 1 ? index(0) : batch[d + offset]);
-    at.push_back(type.getShape().back() == 1 ? index(0) : row);
-    return arith::IndexCastOp::create(b, loc, b.getIndexType(),
-                                      load(bounds, at));
+    return arith::IndexCastOp::create(
+        b, loc, b.getIndexType(), broadcastLoad(bounds, rowIndex(row)));
   }
 
   /// The shift m (the maximum score, or 0 where every score is -inf) and
@@ -489,17 +489,22 @@ private:
     return arith::SelectOp::create(b, loc, none, f32(0.0), maximum);
   }
 
-  /// The mask element for this score, through the mask's broadcast: a
-  /// size-1 dimension reads index 0.
+  /// The mask element for this score.
   Value maskAt(Value queryRow, Value keyRow) {
     SmallVector<Value> scoreIndex = rowIndex(queryRow);
     scoreIndex.push_back(keyRow);
-    auto type = cast<RankedTensorType>(mask.getType());
-    int64_t offset = scoreIndex.size() - type.getRank();
+    return broadcastLoad(mask, scoreIndex);
+  }
+
+  /// The element of `tensor` (numpy-broadcast, from the right, to a shape
+  /// indexed by `full`) at `full`: a size-1 dimension reads index 0.
+  Value broadcastLoad(Value tensor, ArrayRef<Value> full) {
+    auto type = cast<RankedTensorType>(tensor.getType());
+    int64_t offset = full.size() - type.getRank();
     SmallVector<Value> at;
     for (auto [d, size] : llvm::enumerate(type.getShape()))
-      at.push_back(size == 1 ? index(0) : scoreIndex[d + offset]);
-    return load(mask, at);
+      at.push_back(size == 1 ? index(0) : full[d + offset]);
+    return load(tensor, at);
   }
 
   Value query, key, value, mask;

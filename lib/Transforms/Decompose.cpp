@@ -120,22 +120,30 @@ struct DecomposeSoftmax : OpRewritePattern<SoftmaxOp> {
   }
 };
 
+/// softmax(query keyᵀ scale + mask) along the last dimension: attention's
+/// probabilities, as kiln.attention and kiln.attention_grad expand them.
+Value attentionProbabilities(Builder &b, Value query, Value key, Value mask,
+                             double scale) {
+  Value scores = MatmulOp::create(b.r, b.loc, query, key,
+                                  /*transpose_lhs=*/false,
+                                  /*transpose_rhs=*/true);
+  ArrayRef<int64_t> shape = b.typeOf(scores).getShape();
+  if (scale != 1.0)
+    scores = b.binary<MulOp>(scores, b.splat(b.typeOf(scores), scale));
+  if (mask)
+    scores = b.binary<AddOp>(scores, b.bcast(mask, shape));
+  return SoftmaxOp::create(b.r, b.loc, scores,
+                           b.r.getI64IntegerAttr(shape.size() - 1));
+}
+
 struct DecomposeAttention : OpRewritePattern<AttentionOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(AttentionOp op,
                                 PatternRewriter &r) const override {
     Builder b{r, op.getLoc()};
-    Value scores = MatmulOp::create(r, op.getLoc(), op.getQuery(), op.getKey(),
-                                    /*transpose_lhs=*/false,
-                                    /*transpose_rhs=*/true);
-    ArrayRef<int64_t> shape = b.typeOf(scores).getShape();
-    double scale = op.getScale().convertToDouble();
-    if (scale != 1.0)
-      scores = b.binary<MulOp>(scores, b.splat(b.typeOf(scores), scale));
-    if (Value mask = op.getMask())
-      scores = b.binary<AddOp>(scores, b.bcast(mask, shape));
-    Value probs = SoftmaxOp::create(r, op.getLoc(), scores,
-                                    r.getI64IntegerAttr(shape.size() - 1));
+    Value probs =
+        attentionProbabilities(b, op.getQuery(), op.getKey(), op.getMask(),
+                               op.getScale().convertToDouble());
     r.replaceOpWithNewOp<MatmulOp>(op, probs, op.getValue(), false, false);
     return success();
   }
@@ -152,19 +160,12 @@ struct DecomposeAttentionGrad : OpRewritePattern<AttentionGradOp> {
     Location loc = op.getLoc();
     Value q = op.getQuery(), key = op.getKey(), value = op.getValue(),
           g = op.getGrad();
-    Value scores = MatmulOp::create(r, loc, q, key, /*transpose_lhs=*/false,
-                                    /*transpose_rhs=*/true);
-    ArrayRef<int64_t> shape = b.typeOf(scores).getShape();
-    int64_t last = shape.size() - 1;
     double scale = op.getScale().convertToDouble();
-    if (scale != 1.0)
-      scores = b.binary<MulOp>(scores, b.splat(b.typeOf(scores), scale));
-    if (Value mask = op.getMask())
-      scores = b.binary<AddOp>(scores, b.bcast(mask, shape));
-    Value p = SoftmaxOp::create(r, loc, scores, r.getI64IntegerAttr(last));
+    Value p = attentionProbabilities(b, q, key, op.getMask(), scale);
+    ArrayRef<int64_t> shape = b.typeOf(p).getShape();
     Value dv = MatmulOp::create(r, loc, p, g, true, false);
     Value dp = MatmulOp::create(r, loc, g, value, false, true);
-    SmallVector<int64_t> dims{last};
+    SmallVector<int64_t> dims{static_cast<int64_t>(shape.size()) - 1};
     Value rowSum = b.bcast(
         b.reduce<ReduceSumOp>(b.binary<MulOp>(dp, p), dims, true), shape);
     Value ds = b.binary<MulOp>(p, b.binary<SubOp>(dp, rowSum));
