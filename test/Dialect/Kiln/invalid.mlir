@@ -1329,3 +1329,27 @@ func.func @reduce_scatter_buffer_to_tensor(%a: memref<8xf32>) {
   %r = "kiln.reduce_scatter_mean"(%a) {ranks = 2 : i64} : (memref<8xf32>) -> tensor<4xf32>
   return
 }
+
+// -----
+
+func.func @attention_grad_operands(%q: tensor<8x4xf32>, %k: tensor<6x5xf32>, %o: tensor<8x5xf32>) {
+  // expected-error @+1 {{query and key rows differ in size: 4 and 5}}
+  %dq, %dk, %dv = kiln.attention_grad %q, %k, %k, %o, %o : tensor<8x4xf32>, tensor<6x5xf32>, tensor<6x5xf32>, tensor<8x5xf32>
+  return
+}
+
+// -----
+
+func.func @attention_grad_out(%q: tensor<8x4xf32>, %k: tensor<6x4xf32>, %o: tensor<6x4xf32>) {
+  // expected-error @+1 {{'kiln.attention_grad' op out has type 'tensor<6x4xf32>', not the attention's 'tensor<8x4xf32>'}}
+  %dq, %dk, %dv = kiln.attention_grad %q, %k, %k, %o, %o : tensor<8x4xf32>, tensor<6x4xf32>, tensor<6x4xf32>, tensor<6x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_grad_mask_shape(%q: tensor<8x4xf32>, %k: tensor<6x4xf32>, %o: tensor<8x4xf32>, %m: tensor<8x4xf32>) {
+  // expected-error @+1 {{'kiln.attention_grad' op mask dimension 1 of size 4 cannot broadcast to 6}}
+  %dq, %dk, %dv = kiln.attention_grad %q, %k, %k, %o, %o mask %m : tensor<8x4xf32> : tensor<8x4xf32>, tensor<6x4xf32>, tensor<6x4xf32>, tensor<8x4xf32>
+  return
+}
