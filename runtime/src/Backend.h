@@ -37,6 +37,20 @@ public:
                      size_t inputCount, const kiln_tensor_t *outputs,
                      size_t outputCount) = 0;
 
+  /// Checks inputs as run() does and copies them for a later runStaged() of
+  /// entry point `entryName`, behind the sets already waiting (at most
+  /// InputStager::kMaxWaiting); may run beside a run of the same session
+  /// (stages are serialized with each other).
+  virtual Status stageInputs(const std::string &entryName,
+                             const kiln_tensor_t *inputs,
+                             size_t inputCount) = 0;
+
+  /// Runs entry point `entryName` as run() does, on the oldest staged set of
+  /// its inputs, which the run uses up.
+  virtual Status runStaged(const std::string &entryName,
+                           const kiln_tensor_t *outputs,
+                           size_t outputCount) = 0;
+
   /// The bytes of the arena allocated at creation.
   virtual uint64_t arenaBytes() const = 0;
 
@@ -86,7 +100,7 @@ struct BackendHost {
 /// Raised whenever BackendBundle, BackendHost, Backend or the factory's
 /// signature changes, so that a stale libkilnrt-cuda.so next to a newer
 /// libkilnrt.so is refused instead of misread.
-inline constexpr int kBackendAbiVersion = 2;
+inline constexpr int kBackendAbiVersion = 3;
 
 } // namespace kiln::runtime
 

@@ -477,6 +477,28 @@ kiln_status_t kiln_session_run(kiln_session_t *session, const char *entry_point,
   });
 }
 
+kiln_status_t kiln_session_stage_inputs(kiln_session_t *session,
+                                        const char *entry_point,
+                                        const kiln_tensor_t *inputs,
+                                        size_t input_count) {
+  KILN_REQUIRE(session);
+  KILN_REQUIRE(entry_point);
+  return guarded([&]() -> Status {
+    return session->session->stageInputs(entry_point, inputs, input_count);
+  });
+}
+
+kiln_status_t kiln_session_run_staged(kiln_session_t *session,
+                                      const char *entry_point,
+                                      const kiln_tensor_t *outputs,
+                                      size_t output_count) {
+  KILN_REQUIRE(session);
+  KILN_REQUIRE(entry_point);
+  return guarded([&]() -> Status {
+    return session->session->runStaged(entry_point, outputs, output_count);
+  });
+}
+
 kiln_status_t kiln_session_get_arena_bytes(const kiln_session_t *session,
                                            uint64_t *out_bytes) {
   KILN_REQUIRE(session);

@@ -149,20 +149,79 @@ Status CpuSession::planEntryPoint(const bp::EntryPoint &entry,
   return Status();
 }
 
+CpuSession::EntryPlan *CpuSession::findPlan(const std::string &entryName) {
+  auto found = planIndex.find(entryName);
+  return found == planIndex.end() ? nullptr : &plans[found->second];
+}
+
 Status CpuSession::run(const std::string &entryName,
                        const kiln_tensor_t *inputs, size_t inputCount,
                        const kiln_tensor_t *outputs, size_t outputCount) {
-  auto found = planIndex.find(entryName);
-  if (found == planIndex.end())
+  EntryPlan *plan = findPlan(entryName);
+  if (!plan)
     return entryPointNotFound(bundle->name(), bundle->manifest(), entryName);
   std::lock_guard<std::mutex> lock(mutex);
   if (external)
     KILN_RETURN_IF_ERROR(external->checkAllSet(bundle->name()));
-  EntryPlan &plan = plans[found->second];
   KILN_RETURN_IF_ERROR(
-      plan.tensors.bind(inputs, inputCount, outputs, outputCount));
-  const std::vector<void *> &inputData = plan.tensors.inputData();
-  const std::vector<void *> &outputData = plan.tensors.outputData();
+      plan->tensors.bind(inputs, inputCount, outputs, outputCount));
+  execute(*plan, plan->tensors.inputData(), plan->tensors.outputData());
+  return Status();
+}
+
+Status CpuSession::stageInputs(const std::string &entryName,
+                               const kiln_tensor_t *inputs, size_t inputCount) {
+  EntryPlan *plan = findPlan(entryName);
+  if (!plan)
+    return entryPointNotFound(bundle->name(), bundle->manifest(), entryName);
+  std::string where = strCat("entry point '", entryName, "'");
+  std::lock_guard<std::mutex> lock(stageMutex);
+  StagedInputs &stage = plan->stage;
+  InputStager &stager = stage.stager;
+  if (!stage.buffers) {
+    auto buffers = std::make_unique<AlignedBuffer[]>(stager.slotCount());
+    for (size_t i = 0; i < stager.slotCount(); ++i)
+      KILN_RETURN_IF_ERROR(
+          AlignedBuffer::allocate(stager.getLayout().end, buffers[i])
+              .withContext(where + ": staged inputs"));
+    stage.buffers = std::move(buffers);
+  }
+  size_t slot = 0;
+  KILN_RETURN_IF_ERROR(stager.freeSlot(slot).withContext(where));
+  KILN_RETURN_IF_ERROR(
+      stager.copy(inputs, inputCount, stage.buffers[slot].data()));
+  stager.push(slot);
+  return Status();
+}
+
+Status CpuSession::runStaged(const std::string &entryName,
+                             const kiln_tensor_t *outputs, size_t outputCount) {
+  EntryPlan *plan = findPlan(entryName);
+  if (!plan)
+    return entryPointNotFound(bundle->name(), bundle->manifest(), entryName);
+  std::lock_guard<std::mutex> lock(mutex);
+  if (external)
+    KILN_RETURN_IF_ERROR(external->checkAllSet(bundle->name()));
+  KILN_RETURN_IF_ERROR(plan->tensors.bindOutputs(outputs, outputCount));
+  StagedInputs &stage = plan->stage;
+  size_t slot = 0;
+  {
+    std::lock_guard<std::mutex> stageLock(stageMutex);
+    KILN_RETURN_IF_ERROR(stage.stager.take(slot).withContext(
+        strCat("entry point '", entryName, "'")));
+  }
+  const TensorLayout &layout = stage.stager.getLayout();
+  stage.runningData.resize(layout.offsets.size());
+  for (size_t i = 0; i < layout.offsets.size(); ++i)
+    stage.runningData[i] = stage.buffers[slot].data() + layout.offsets[i];
+  execute(*plan, stage.runningData, plan->tensors.outputData());
+  std::lock_guard<std::mutex> stageLock(stageMutex);
+  stage.stager.release();
+  return Status();
+}
+
+void CpuSession::execute(EntryPlan &plan, const std::vector<void *> &inputData,
+                         const std::vector<void *> &outputData) {
   for (KernelInvocation &invocation : plan.invocations) {
     for (const CallerBuffer &buffer : invocation.callerBuffers) {
       void *base =
@@ -172,7 +231,6 @@ Status CpuSession::run(const std::string &entryName,
     }
     invocation.function(invocation.buffers.data());
   }
-  return Status();
 }
 
 Status CpuSession::findParameter(const std::string &name, size_t byteSize,

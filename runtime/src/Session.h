@@ -35,6 +35,15 @@ public:
              size_t inputCount, const kiln_tensor_t *outputs,
              size_t outputCount) override;
 
+  /// Copies the inputs into a staging buffer of the entry point's under a
+  /// lock of its own, so a loader thread stages the next batch while a run
+  /// goes on.
+  Status stageInputs(const std::string &entryName, const kiln_tensor_t *inputs,
+                     size_t inputCount) override;
+  /// Runs on the oldest staged buffer.
+  Status runStaged(const std::string &entryName, const kiln_tensor_t *outputs,
+                   size_t outputCount) override;
+
   /// The bytes of the arena this session allocated.
   uint64_t arenaBytes() const override { return arena.size(); }
 
@@ -57,10 +66,23 @@ private:
     std::vector<void *> buffers;
     std::vector<CallerBuffer> callerBuffers;
   };
+  /// Staged inputs: a buffer per slot (allocated by the first stage), the
+  /// run reading its slot until it ends.
+  struct StagedInputs {
+    explicit StagedInputs(const bundle::EntryPoint &entry)
+        : stager(entry, kTensorAlignment, InputStager::kMaxWaiting + 1) {}
+    InputStager stager;
+    /// stager.slotCount() buffers, or none before the first stage.
+    std::unique_ptr<AlignedBuffer[]> buffers;
+    /// Each input's address in the slot a run reads.
+    std::vector<void *> runningData;
+  };
   struct EntryPlan {
-    explicit EntryPlan(const bundle::EntryPoint &entry) : tensors(entry) {}
+    explicit EntryPlan(const bundle::EntryPoint &entry)
+        : tensors(entry), stage(entry) {}
     EntryTensors tensors;
     std::vector<KernelInvocation> invocations;
+    StagedInputs stage;
   };
 
   CpuSession() = default;
@@ -70,6 +92,10 @@ private:
   Status planEntryPoint(const bundle::EntryPoint &entry, EntryPlan &plan);
   Status findParameter(const std::string &name, size_t byteSize,
                        uint8_t *&storage);
+  EntryPlan *findPlan(const std::string &entryName);
+  /// Runs `plan`'s commands on these inputs and outputs (entry order).
+  void execute(EntryPlan &plan, const std::vector<void *> &inputData,
+               const std::vector<void *> &outputData);
 
   std::shared_ptr<const BundleReader> bundle;
   std::unique_ptr<CpuCode> code;
@@ -86,6 +112,8 @@ private:
   std::vector<EntryPlan> plans;
   std::unordered_map<std::string, size_t> planIndex;
   std::mutex mutex;
+  /// Guards the plans' StagedInputs (taken after `mutex` where both are).
+  std::mutex stageMutex;
 };
 
 } // namespace kiln::runtime

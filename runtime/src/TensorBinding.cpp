@@ -5,6 +5,7 @@
 #include "kiln/runtime/Manifest.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace kiln::runtime {
 
@@ -90,11 +91,20 @@ void EntryTensors::prepare(
 Status EntryTensors::bind(const kiln_tensor_t *inputTensors, size_t inputCount,
                           const kiln_tensor_t *outputTensors,
                           size_t outputCount) {
-  std::string context = strCat("entry point '", entry->name(), "'");
-  KILN_RETURN_IF_ERROR(
-      bindSide("input", inputs, inputTensors, inputCount).withContext(context));
+  KILN_RETURN_IF_ERROR(bindInputs(inputTensors, inputCount));
+  return bindOutputs(outputTensors, outputCount);
+}
+
+Status EntryTensors::bindInputs(const kiln_tensor_t *inputTensors,
+                                size_t inputCount) {
+  return bindSide("input", inputs, inputTensors, inputCount)
+      .withContext(strCat("entry point '", entry->name(), "'"));
+}
+
+Status EntryTensors::bindOutputs(const kiln_tensor_t *outputTensors,
+                                 size_t outputCount) {
   return bindSide("output", outputs, outputTensors, outputCount)
-      .withContext(context);
+      .withContext(strCat("entry point '", entry->name(), "'"));
 }
 
 Status EntryTensors::bindSide(const char *kind, Side &side,
@@ -124,6 +134,52 @@ Status EntryTensors::bindSide(const char *kind, Side &side,
       return invalidArgument(
           "missing ", kind, " '", specs[static_cast<int>(k)].name(), "' (",
           describeTensorType(specs[static_cast<int>(k)]), ")");
+  return Status();
+}
+
+TensorLayout::TensorLayout(
+    const google::protobuf::RepeatedPtrField<bp::TensorSpec> &specs,
+    uint64_t begin, uint64_t alignment)
+    : end(begin) {
+  for (const bp::TensorSpec &spec : specs) {
+    uint64_t size = 0;
+    tensorByteSize(spec, size);
+    end = alignUp(end, alignment);
+    offsets.push_back(end);
+    bytes.push_back(size);
+    end += size;
+  }
+}
+
+Status InputStager::freeSlot(size_t &slot) const {
+  if (waiting.size() >= kMaxWaiting)
+    return invalidArgument(kMaxWaiting,
+                           " staged sets of inputs wait for runs already; "
+                           "run the entry point before staging more");
+  for (slot = 0; slot < slots; ++slot)
+    if (slot != held &&
+        std::find(waiting.begin(), waiting.end(), slot) == waiting.end())
+      return Status();
+  return internalError("no free staging slot of ", slots);
+}
+
+Status InputStager::take(size_t &slot) {
+  if (waiting.empty())
+    return invalidArgument("no inputs are staged for this run "
+                           "(kiln_session_stage_inputs stages them; each "
+                           "staged set serves one run)");
+  slot = held = waiting.front();
+  waiting.pop_front();
+  return Status();
+}
+
+Status InputStager::copy(const kiln_tensor_t *inputs, size_t inputCount,
+                         uint8_t *destination) {
+  KILN_RETURN_IF_ERROR(tensors.bindInputs(inputs, inputCount));
+  const std::vector<void *> &data = tensors.inputData();
+  for (size_t i = 0; i < data.size(); ++i)
+    if (layout.bytes[i] > 0)
+      std::memcpy(destination + layout.offsets[i], data[i], layout.bytes[i]);
   return Status();
 }
 

@@ -14,9 +14,11 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <unistd.h>
@@ -576,6 +578,109 @@ TEST_F(CpuSession, ConcurrentRunsOnOneSessionAreSerialized) {
             KILN_OK);
   for (int i = 0; i < 4; ++i)
     EXPECT_EQ(acc[i], kWeightAcc[i] + 2 * kRuns) << i;
+}
+
+TEST_F(CpuSession, StagedInputsAreCopiedAndServeOneRunEach) {
+  float x[4] = {1, 2, 3, 4}, y[4] = {};
+  kiln_tensor_t input = f32Tensor("x", x, kShape4, 1);
+  kiln_tensor_t output = f32Tensor("y", y, kShape4, 1);
+  ASSERT_EQ(kiln_session_stage_inputs(session, "add_one", &input, 1), KILN_OK)
+      << kiln_status_message();
+  // The stage copied them: changing the caller's tensor does not reach it.
+  x[0] = 100;
+  ASSERT_EQ(kiln_session_run_staged(session, "add_one", &output, 1), KILN_OK)
+      << kiln_status_message();
+  EXPECT_EQ(y[0], 2);
+  EXPECT_EQ(y[3], 5);
+  expectStatus(kiln_session_run_staged(session, "add_one", &output, 1),
+               KILN_STATUS_INVALID_ARGUMENT,
+               "entry point 'add_one': no inputs are staged for this run");
+}
+
+TEST_F(CpuSession, StagedSetsWaitInOrderTwoAtATime) {
+  float a[4] = {1, 1, 1, 1}, b[4] = {2, 2, 2, 2}, y[4] = {};
+  kiln_tensor_t first = f32Tensor("x", a, kShape4, 1);
+  kiln_tensor_t second = f32Tensor("x", b, kShape4, 1);
+  kiln_tensor_t output = f32Tensor("y", y, kShape4, 1);
+  ASSERT_EQ(kiln_session_stage_inputs(session, "add_one", &first, 1), KILN_OK);
+  ASSERT_EQ(kiln_session_stage_inputs(session, "add_one", &second, 1),
+            KILN_OK);
+  expectStatus(kiln_session_stage_inputs(session, "add_one", &first, 1),
+               KILN_STATUS_INVALID_ARGUMENT,
+               "entry point 'add_one': 2 staged sets of inputs wait for runs "
+               "already");
+  // A wrong stage names the tensor and leaves the waiting sets alone.
+  kiln_tensor_t wrong = f32Tensor("x", a, kShape3, 1);
+  ASSERT_EQ(kiln_session_run_staged(session, "add_one", &output, 1), KILN_OK);
+  EXPECT_EQ(y[0], 2);
+  expectStatus(kiln_session_stage_inputs(session, "add_one", &wrong, 1),
+               KILN_STATUS_INVALID_ARGUMENT,
+               "entry point 'add_one': input 'x' has type f32[3], expected "
+               "f32[4]");
+  ASSERT_EQ(kiln_session_run_staged(session, "add_one", &output, 1), KILN_OK);
+  EXPECT_EQ(y[0], 3);
+  // Each entry point has its own sets; a plain run takes none of them.
+  ASSERT_EQ(kiln_session_stage_inputs(session, "add_one", &first, 1), KILN_OK);
+  ASSERT_EQ(kiln_session_run(session, "add_one", &second, 1, &output, 1),
+            KILN_OK);
+  EXPECT_EQ(y[0], 3);
+  float z[4] = {};
+  kiln_tensor_t affineOutput = f32Tensor("y", z, kShape2x2, 2);
+  expectStatus(kiln_session_run_staged(session, "affine", &affineOutput, 1),
+               KILN_STATUS_INVALID_ARGUMENT,
+               "entry point 'affine': no inputs are staged");
+  ASSERT_EQ(kiln_session_run_staged(session, "add_one", &output, 1), KILN_OK);
+  EXPECT_EQ(y[0], 2);
+  expectStatus(kiln_session_stage_inputs(session, "nope", &first, 1),
+               KILN_STATUS_NOT_FOUND, "no entry point 'nope'");
+  expectStatus(kiln_session_stage_inputs(nullptr, "add_one", &first, 1),
+               KILN_STATUS_INVALID_ARGUMENT, "session");
+}
+
+/// The use the API is for: a loader thread stages batch k + 1 while the
+/// step runs batch k. Here it stages batch k once run k - 2 has ended, so
+/// up to two sets wait, and the runs at times find none yet.
+TEST_F(CpuSession, ALoaderThreadStagesWhileTheStepRuns) {
+  constexpr int kBatches = 2000;
+  std::mutex mutex;
+  std::condition_variable changed;
+  int started = 0; // runs begun by the main thread
+  std::thread loader([&]() {
+    float x[4];
+    for (int k = 0; k < kBatches; ++k) {
+      {
+        std::unique_lock<std::mutex> lock(mutex);
+        changed.wait(lock, [&] { return started >= k - 1; });
+      }
+      for (float &value : x)
+        value = static_cast<float>(k);
+      kiln_tensor_t input = f32Tensor("x", x, kShape4, 1);
+      ASSERT_EQ(kiln_session_stage_inputs(session, "add_one", &input, 1),
+                KILN_OK)
+          << kiln_status_message();
+    }
+  });
+  float y[4] = {};
+  kiln_tensor_t output = f32Tensor("y", y, kShape4, 1);
+  int wrong = 0;
+  for (int k = 0; k < kBatches; ++k) {
+    kiln_status_t status;
+    // The loader may not have staged batch k yet.
+    while ((status = kiln_session_run_staged(session, "add_one", &output,
+                                             1)) != KILN_OK) {
+      ASSERT_EQ(status, KILN_STATUS_INVALID_ARGUMENT) << kiln_status_message();
+      std::this_thread::yield();
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      started = k + 1;
+    }
+    changed.notify_one();
+    wrong += y[0] != static_cast<float>(k + 1) ||
+             y[3] != static_cast<float>(k + 1);
+  }
+  loader.join();
+  EXPECT_EQ(wrong, 0);
 }
 
 TEST_F(CpuSession, ErrorMessagesAreThreadLocal) {

@@ -28,6 +28,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <unistd.h>
@@ -243,6 +244,43 @@ TEST_P(CudaSession, RunsAGemmAndAKernelAndReplaysTheGraph) {
   uint64_t arena = 0;
   ASSERT_EQ(kiln_session_get_arena_bytes(session, &arena), KILN_OK);
   EXPECT_EQ(arena, 512u);
+}
+
+/// A loader thread stages run k + 1's input (pinned, copied to the device on
+/// the copy stream) while run k goes on, through the direct, captured and
+/// replayed runs; staged inputs are copied at once and serve one run each.
+TEST_P(CudaSession, StagesTheNextInputWhileARunGoesOn) {
+  constexpr int kRuns = 12;
+  static const std::vector<int64_t> xShape = {2, 4}, yShape = {2, 3};
+  std::vector<float> x = affineInput(0), y(6, -99);
+  kiln_tensor_t input = f32Tensor("x", x, xShape);
+  kiln_tensor_t output = f32Tensor("y", y, yShape);
+  ASSERT_EQ(kiln_session_stage_inputs(session, "affine", &input, 1), KILN_OK)
+      << kiln_status_message();
+  x.assign(8, 1e6f); // the stage copied the tensor
+  for (int run = 0; run < kRuns; ++run) {
+    std::thread loader([&]() {
+      if (run + 1 == kRuns)
+        return;
+      std::vector<float> next = affineInput(run + 1);
+      kiln_tensor_t staged = f32Tensor("x", next, xShape);
+      EXPECT_EQ(kiln_session_stage_inputs(session, "affine", &staged, 1),
+                KILN_OK)
+          << kiln_status_message();
+    });
+    ASSERT_EQ(kiln_session_run_staged(session, "affine", &output, 1), KILN_OK)
+        << kiln_status_message();
+    loader.join();
+    SCOPED_TRACE("run " + std::to_string(run));
+    expectNear(y, affineReference(affineInput(run)));
+  }
+  EXPECT_EQ(kiln_session_run_staged(session, "affine", &output, 1),
+            KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kiln_status_message()).find("no inputs are staged"),
+            std::string::npos)
+      << kiln_status_message();
+  // Plain runs still copy their own inputs.
+  runAffine(session, 3);
 }
 
 TEST_P(CudaSession, RunsWithGraphsOff) {

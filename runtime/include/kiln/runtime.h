@@ -319,6 +319,39 @@ KILN_API kiln_status_t kiln_session_run(kiln_session_t *session,
                                         const kiln_tensor_t *outputs,
                                         size_t output_count);
 
+/* Stages inputs for a later kiln_session_run_staged of `entry_point`, so
+ * that a loader thread prepares batch k+1 while the step runs batch k. The
+ * tensors are checked as kiln_session_run checks its inputs (errors name the
+ * tensor) and copied before the call returns, so the caller may reuse them at
+ * once: on the CPU into a buffer of the session's; on a CUDA target into
+ * pinned host memory, from which their copy to the device starts on a stream
+ * of its own, overlapping the run in progress, and the call returns without
+ * waiting for it. Staged sets wait in order, at most two at a time (a loader
+ * may stage set k+1 before the run of set k has taken it); each staged run
+ * takes the oldest. A third stage while two wait fails with
+ * KILN_STATUS_INVALID_ARGUMENT; a failed stage leaves the waiting sets as
+ * they were. The first call for an entry point allocates its staging
+ * buffers (on the CPU three times the inputs' size; on CUDA once pinned and
+ * twice on the device).
+ * Thread safety: safe from any thread; staging calls on one session are
+ * serialized with each other, but not with the session's runs: a stage may
+ * go on while another thread is inside a run of the same session. */
+KILN_API kiln_status_t kiln_session_stage_inputs(kiln_session_t *session,
+                                                 const char *entry_point,
+                                                 const kiln_tensor_t *inputs,
+                                                 size_t input_count);
+
+/* Runs `entry_point` as kiln_session_run does, on the oldest set of inputs
+ * kiln_session_stage_inputs staged for it, which the run uses up: each
+ * staged set serves one run. With nothing staged it fails with
+ * KILN_STATUS_INVALID_ARGUMENT before anything runs; the outputs are checked
+ * as kiln_session_run checks them.
+ * Thread safety: as kiln_session_run. */
+KILN_API kiln_status_t kiln_session_run_staged(kiln_session_t *session,
+                                               const char *entry_point,
+                                               const kiln_tensor_t *outputs,
+                                               size_t output_count);
+
 /* Stores in `*out_bytes` the size of the arena the session allocated when it
  * was created: the largest arena of its entry points (kilnc --report=memory
  * prints the same figure as the peak arena). Runs allocate nothing more.

@@ -109,22 +109,6 @@ const bp::Program *programFor(const bp::EntryPoint &entry,
   return nullptr;
 }
 
-/// Where `kind` tensors of `specs` go in a staging area that starts at
-/// `offset`; returns the end.
-uint64_t layOut(const google::protobuf::RepeatedPtrField<bp::TensorSpec> &specs,
-                uint64_t offset, std::vector<uint64_t> &offsets,
-                std::vector<uint64_t> &sizes) {
-  for (const bp::TensorSpec &spec : specs) {
-    uint64_t bytes = 0;
-    tensorByteSize(spec, bytes);
-    offset = alignUp(offset, kStagingAlignment);
-    offsets.push_back(offset);
-    sizes.push_back(bytes);
-    offset += bytes;
-  }
-  return offset;
-}
-
 /// Whether `command` is an NCCL collective: an all-reduce, or a sharded
 /// optimizer's reduce-scatter or all-gather.
 bool isNcclCommand(const bp::Command &command) {
@@ -257,7 +241,7 @@ Status CudaSession::initialize(const BackendBundle &bundle,
   KILN_RETURN_IF_ERROR(checkCublas(cublasLtCreate(&blasLt), "cublasLtCreate"));
   plans.reserve(static_cast<size_t>(manifest.entry_points_size()));
   for (const bp::EntryPoint &entry : manifest.entry_points()) {
-    plans.emplace_back(entry);
+    plans.emplace_back(entry, kStagingAlignment);
     KILN_RETURN_IF_ERROR(
         planEntryPoint(entry, plans.back())
             .withContext(strCat("entry point '", entry.name(), "'")));
@@ -551,12 +535,17 @@ Status CudaSession::uploadParameters(const BackendBundle &bundle) {
 }
 
 Status CudaSession::allocateStaging(const bp::EntryPoint &entry,
+                                    const TensorLayout &inputs,
                                     Staging &staging) {
-  staging.inputEnd =
-      layOut(entry.inputs(), 0, staging.inputOffsets, staging.inputBytes);
+  staging.inputOffsets = inputs.offsets;
+  staging.inputBytes = inputs.bytes;
+  staging.inputEnd = inputs.end;
   staging.outputBegin = alignUp(staging.inputEnd, kStagingAlignment);
-  staging.outputEnd = layOut(entry.outputs(), staging.outputBegin,
-                             staging.outputOffsets, staging.outputBytes);
+  TensorLayout outputs(entry.outputs(), staging.outputBegin,
+                       kStagingAlignment);
+  staging.outputOffsets = outputs.offsets;
+  staging.outputBytes = outputs.bytes;
+  staging.outputEnd = outputs.end;
   if (staging.outputEnd == 0)
     return Status();
   KILN_RETURN_IF_ERROR(
@@ -666,7 +655,9 @@ Status CudaSession::planAllReduces(const bp::Program &program, int first,
 
 Status CudaSession::planEntryPoint(const bp::EntryPoint &entry,
                                    EntryPlan &plan) {
-  KILN_RETURN_IF_ERROR(allocateStaging(entry, plan.staging));
+  // Inputs where staged inputs have them, so they arrive in one copy.
+  KILN_RETURN_IF_ERROR(
+      allocateStaging(entry, plan.stage.stager.getLayout(), plan.staging));
   const bp::Program &program = *programFor(entry, targetName);
   // The `done` event of each request's group, for its wait (the manifest's
   // validation guarantees the all-reduce comes first).
@@ -890,21 +881,49 @@ Status CudaSession::executeSteps(EntryPlan &plan) {
   return checkCu(cuGraphLaunch(plan.graphExec, stream), "cuGraphLaunch");
 }
 
-Status CudaSession::runBound(EntryPlan &plan) {
-  ContextScope current(context);
-  KILN_RETURN_IF_ERROR(current.status);
+Status CudaSession::copyBoundInputs(EntryPlan &plan) {
   Staging &staging = plan.staging;
   const std::vector<void *> &inputData = plan.tensors.inputData();
   for (size_t i = 0; i < inputData.size(); ++i)
     if (staging.inputBytes[i] > 0)
       std::memcpy(staging.host + staging.inputOffsets[i], inputData[i],
                   staging.inputBytes[i]);
-  Status status;
-  if (staging.inputEnd > 0)
-    status = checkCu(cuMemcpyHtoDAsync(staging.device, staging.host,
-                                       staging.inputEnd, stream),
-                     "cuMemcpyHtoDAsync")
-                 .withContext("copying the inputs");
+  if (staging.inputEnd == 0)
+    return Status();
+  return checkCu(cuMemcpyHtoDAsync(staging.device, staging.host,
+                                   staging.inputEnd, stream),
+                 "cuMemcpyHtoDAsync")
+      .withContext("copying the inputs");
+}
+
+Status CudaSession::takeStagedInputs(EntryPlan &plan) {
+  std::lock_guard<std::mutex> lock(stageMutex);
+  StagedInputs &stage = plan.stage;
+  size_t index = 0;
+  KILN_RETURN_IF_ERROR(stage.stager.take(index));
+  // The slot is the stream's now: the next copy into it waits for
+  // `consumed`.
+  stage.stager.release();
+  const StagedInputs::Slot &slot = stage.slots[index];
+  const char *what = "taking the staged inputs";
+  KILN_RETURN_IF_ERROR(
+      checkCu(cuStreamWaitEvent(stream, slot.copied, 0), "cuStreamWaitEvent")
+          .withContext(what));
+  if (plan.staging.inputEnd > 0)
+    KILN_RETURN_IF_ERROR(
+        checkCu(cuMemcpyDtoDAsync(plan.staging.device, slot.device,
+                                  plan.staging.inputEnd, stream),
+                "cuMemcpyDtoDAsync")
+            .withContext(what));
+  return checkCu(cuEventRecord(slot.consumed, stream), "cuEventRecord")
+      .withContext(what);
+}
+
+Status CudaSession::runBound(EntryPlan &plan, bool staged) {
+  ContextScope current(context);
+  KILN_RETURN_IF_ERROR(current.status);
+  Staging &staging = plan.staging;
+  Status status = staged ? takeStagedInputs(plan) : copyBoundInputs(plan);
   if (status.ok())
     status = executeSteps(plan);
   if (status.ok() && staging.outputEnd > staging.outputBegin)
@@ -1010,24 +1029,125 @@ Status CudaSession::finishRun() {
   }
 }
 
-Status CudaSession::run(const std::string &entryName,
-                        const kiln_tensor_t *inputs, size_t inputCount,
-                        const kiln_tensor_t *outputs, size_t outputCount) {
+CudaSession::EntryPlan *CudaSession::findPlan(const std::string &entryName) {
   auto found = planIndex.find(entryName);
-  if (found == planIndex.end())
-    return entryPointNotFound(bundleName, manifest, entryName);
-  std::lock_guard<std::mutex> lock(mutex);
+  return found == planIndex.end() ? nullptr : &plans[found->second];
+}
+
+Status CudaSession::checkRunnable() {
   if (!communicatorLost.ok())
     return communicatorLost.withContext(
         strCat(bundleName, ": target '", targetName,
                "': the session cannot run since its NCCL communicator was "
                "aborted"));
-  KILN_RETURN_IF_ERROR(external->checkAllSet(bundleName));
-  EntryPlan &plan = plans[found->second];
+  return external->checkAllSet(bundleName);
+}
+
+Status CudaSession::run(const std::string &entryName,
+                        const kiln_tensor_t *inputs, size_t inputCount,
+                        const kiln_tensor_t *outputs, size_t outputCount) {
+  EntryPlan *plan = findPlan(entryName);
+  if (!plan)
+    return entryPointNotFound(bundleName, manifest, entryName);
+  std::lock_guard<std::mutex> lock(mutex);
+  KILN_RETURN_IF_ERROR(checkRunnable());
   KILN_RETURN_IF_ERROR(
-      plan.tensors.bind(inputs, inputCount, outputs, outputCount));
-  return runBound(plan).withContext(strCat(bundleName, ": target '", targetName,
-                                           "': entry point '", entryName, "'"));
+      plan->tensors.bind(inputs, inputCount, outputs, outputCount));
+  return runBound(*plan, /*staged=*/false)
+      .withContext(strCat(bundleName, ": target '", targetName,
+                          "': entry point '", entryName, "'"));
+}
+
+Status CudaSession::runStaged(const std::string &entryName,
+                              const kiln_tensor_t *outputs,
+                              size_t outputCount) {
+  EntryPlan *plan = findPlan(entryName);
+  if (!plan)
+    return entryPointNotFound(bundleName, manifest, entryName);
+  std::lock_guard<std::mutex> lock(mutex);
+  KILN_RETURN_IF_ERROR(checkRunnable());
+  KILN_RETURN_IF_ERROR(plan->tensors.bindOutputs(outputs, outputCount));
+  return runBound(*plan, /*staged=*/true)
+      .withContext(strCat(bundleName, ": target '", targetName,
+                          "': entry point '", entryName, "'"));
+}
+
+Status CudaSession::allocateStagedInputs(StagedInputs &stage) {
+  const char *what = "the staged inputs";
+  if (!copyStream)
+    KILN_RETURN_IF_ERROR(
+        checkCu(cuStreamCreate(&copyStream, CU_STREAM_NON_BLOCKING),
+                "cuStreamCreate")
+            .withContext("the stream of the staged inputs' copies"));
+  uint64_t bytes = stage.stager.getLayout().end;
+  if (bytes > 0 && !stage.host) {
+    void *host = nullptr;
+    KILN_RETURN_IF_ERROR(
+        checkCu(cuMemHostAlloc(&host, bytes, 0), "cuMemHostAlloc")
+            .withContext(what));
+    stage.host = static_cast<uint8_t *>(host);
+  }
+  // Grown one slot at a time, so that a failure leaves nothing unowned.
+  stage.slots.resize(stage.stager.slotCount());
+  for (StagedInputs::Slot &slot : stage.slots) {
+    if (bytes > 0 && !slot.device)
+      KILN_RETURN_IF_ERROR(checkCu(cuMemAlloc(&slot.device, bytes),
+                                   "cuMemAlloc")
+                               .withContext(what));
+    for (CUevent *event : {&slot.copied, &slot.consumed})
+      if (!*event)
+        KILN_RETURN_IF_ERROR(
+            checkCu(cuEventCreate(event, CU_EVENT_DISABLE_TIMING),
+                    "cuEventCreate")
+                .withContext(what));
+  }
+  stage.allocated = true;
+  return Status();
+}
+
+/// The pinned buffer is rewritten only once the last staged copy has read
+/// it, and a slot's device buffer only after the run that took the set in it
+/// copied it out.
+Status CudaSession::stageInputs(const std::string &entryName,
+                                const kiln_tensor_t *inputs,
+                                size_t inputCount) {
+  EntryPlan *plan = findPlan(entryName);
+  if (!plan)
+    return entryPointNotFound(bundleName, manifest, entryName);
+  std::string where = strCat(bundleName, ": target '", targetName,
+                             "': entry point '", entryName, "'");
+  std::lock_guard<std::mutex> lock(stageMutex);
+  ContextScope current(context);
+  KILN_RETURN_IF_ERROR(current.status);
+  StagedInputs &stage = plan->stage;
+  InputStager &stager = stage.stager;
+  if (!stage.allocated)
+    KILN_RETURN_IF_ERROR(allocateStagedInputs(stage).withContext(where));
+  size_t index = 0;
+  KILN_RETURN_IF_ERROR(stager.freeSlot(index).withContext(where));
+  if (stage.lastCopied)
+    KILN_RETURN_IF_ERROR(
+        checkCu(cuEventSynchronize(stage.lastCopied), "cuEventSynchronize")
+            .withContext(where + ": the last staged copy"));
+  KILN_RETURN_IF_ERROR(stager.copy(inputs, inputCount, stage.host));
+  const StagedInputs::Slot &slot = stage.slots[index];
+  uint64_t bytes = stager.getLayout().end;
+  if (bytes > 0) {
+    KILN_RETURN_IF_ERROR(
+        checkCu(cuStreamWaitEvent(copyStream, slot.consumed, 0),
+                "cuStreamWaitEvent")
+            .withContext(where));
+    KILN_RETURN_IF_ERROR(
+        checkCu(cuMemcpyHtoDAsync(slot.device, stage.host, bytes, copyStream),
+                "cuMemcpyHtoDAsync")
+            .withContext(where + ": copying the staged inputs"));
+  }
+  KILN_RETURN_IF_ERROR(
+      checkCu(cuEventRecord(slot.copied, copyStream), "cuEventRecord")
+          .withContext(where));
+  stage.lastCopied = slot.copied;
+  stager.push(index);
+  return Status();
 }
 
 Status CudaSession::findParameter(const std::string &name, size_t byteSize,
@@ -1121,7 +1241,21 @@ CudaSession::~CudaSession() {
         cuMemFreeHost(plan.staging.host);
       if (plan.staging.device)
         cuMemFree(plan.staging.device);
+      StagedInputs &stage = plan.stage;
+      if (stage.lastCopied)
+        cuEventSynchronize(stage.lastCopied);
+      for (StagedInputs::Slot &slot : stage.slots) {
+        for (CUevent event : {slot.copied, slot.consumed})
+          if (event)
+            cuEventDestroy(event);
+        if (slot.device)
+          cuMemFree(slot.device);
+      }
+      if (stage.host)
+        cuMemFreeHost(stage.host);
     }
+    if (copyStream)
+      cuStreamDestroy(copyStream);
     // After the graphs, which may hold the communicator's resources.
     releaseCommunicator();
     if (commStream)

@@ -75,6 +75,10 @@ public:
   Status run(const std::string &entryName, const kiln_tensor_t *inputs,
              size_t inputCount, const kiln_tensor_t *outputs,
              size_t outputCount) override;
+  Status stageInputs(const std::string &entryName, const kiln_tensor_t *inputs,
+                     size_t inputCount) override;
+  Status runStaged(const std::string &entryName, const kiln_tensor_t *outputs,
+                   size_t outputCount) override;
   uint64_t arenaBytes() const override { return arenaSize; }
   Status getParameter(const std::string &name, void *data,
                       size_t byteSize) override;
@@ -143,10 +147,32 @@ private:
     CUdeviceptr device = 0;
     uint8_t *host = nullptr;
   };
+  /// Inputs staged for the next staged runs: checked and copied into the
+  /// pinned `host`, then copied to a slot's `device` buffer on the copy
+  /// stream, which records the slot's `copied`. A staged run waits for
+  /// `copied`, copies the slot into its staging area (the same layout) and
+  /// records `consumed`, which the next copy into the slot waits for; the
+  /// next stage rewrites `host` once the last copy (`lastCopied`) read it.
+  /// Allocated by the first stage.
+  struct StagedInputs {
+    struct Slot {
+      CUdeviceptr device = 0;
+      CUevent copied = nullptr, consumed = nullptr;
+    };
+    StagedInputs(const bundle::EntryPoint &entry, uint64_t alignment)
+        : stager(entry, alignment, InputStager::kMaxWaiting) {}
+    InputStager stager;
+    uint8_t *host = nullptr;
+    std::vector<Slot> slots;
+    CUevent lastCopied = nullptr;
+    bool allocated = false;
+  };
   struct EntryPlan {
-    explicit EntryPlan(const bundle::EntryPoint &entry) : tensors(entry) {}
+    EntryPlan(const bundle::EntryPoint &entry, uint64_t stagingAlignment)
+        : tensors(entry), stage(entry, stagingAlignment) {}
     EntryTensors tensors;
     Staging staging;
+    StagedInputs stage;
     std::vector<Step> steps;
     /// The events of the all-reduces, owned here.
     std::vector<CUevent> events;
@@ -171,7 +197,10 @@ private:
   Status allocateArena();
   Status uploadParameters(const BackendBundle &bundle);
   Status planEntryPoint(const bundle::EntryPoint &entry, EntryPlan &plan);
-  Status allocateStaging(const bundle::EntryPoint &entry, Staging &staging);
+  /// The staging area: the inputs as `inputs` lays them out, the outputs
+  /// after them.
+  Status allocateStaging(const bundle::EntryPoint &entry,
+                         const TensorLayout &inputs, Staging &staging);
   Status planLaunch(const bundle::KernelLaunch &launch, const EntryPlan &plan,
                     Step &step);
   /// Plans commands [first, end) of `program`, all NCCL collectives
@@ -201,8 +230,20 @@ private:
   Status issueAllReduces(const AllReduceGroup &group);
   CUdeviceptr deviceAddress(const bundle::BufferRef &buffer,
                             const EntryPlan &plan) const;
-  /// Runs `plan` on the tensors its last bind() recorded.
-  Status runBound(EntryPlan &plan);
+  /// Runs `plan` on the outputs its last bind recorded and the inputs it
+  /// bound too or, with `staged`, the inputs staged for it.
+  Status runBound(EntryPlan &plan, bool staged);
+  /// Enqueues the copy of the caller's bound inputs to the device.
+  Status copyBoundInputs(EntryPlan &plan);
+  /// Enqueues the wait for the staged inputs and their copy into the run's
+  /// staging area; fails when nothing is staged.
+  Status takeStagedInputs(EntryPlan &plan);
+  /// The pinned and device buffers and the events of `stage`, and the copy
+  /// stream.
+  Status allocateStagedInputs(StagedInputs &stage);
+  EntryPlan *findPlan(const std::string &entryName);
+  /// Why the session refuses to run, if it does.
+  Status checkRunnable();
   Status executeSteps(EntryPlan &plan);
   /// Waits until the stream has finished the run: cuStreamSynchronize, or,
   /// with a communicator, bounded polls that also watch NCCL's errors.
@@ -234,6 +275,9 @@ private:
   int maxGrid[3] = {0, 0, 0};
   CUcontext context = nullptr;
   CUstream stream = nullptr;
+  /// Where staged inputs are copied to the device (created by the first
+  /// stage).
+  CUstream copyStream = nullptr;
   /// Where the all-reduces run, and their communicator (null when the
   /// programs have none, and after it was aborted).
   CUstream commStream = nullptr;
@@ -258,6 +302,9 @@ private:
   std::vector<EntryPlan> plans;
   std::unordered_map<std::string, size_t> planIndex;
   std::mutex mutex;
+  /// Guards the plans' StagedInputs and the copy stream (taken after `mutex`
+  /// where both are).
+  std::mutex stageMutex;
 };
 
 } // namespace kiln::runtime::cuda
