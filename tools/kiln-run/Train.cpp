@@ -10,11 +10,17 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <fcntl.h>
+#include <functional>
+#include <mutex>
+#include <optional>
 #include <random>
+#include <thread>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -166,6 +172,104 @@ private:
   std::vector<int64_t> order, shard;
   int64_t orderEpoch = -1;
   StreamCursor next;
+};
+
+/// Fills and stages the micro-batches on a thread of its own, one ahead of
+/// the step: as the run of micro-batch k starts, the loader takes batch
+/// k + 1's samples from the stream and stages it (kiln_session_stage_inputs,
+/// which on a CUDA target starts its copy to the device from pinned memory),
+/// so both overlap run k. It never runs further ahead, so at most two staged
+/// sets wait (k + 1 may be staged before run k has taken set k), and the
+/// stream's cursor after each batch travels with it for checkpoints.
+class BatchLoader {
+public:
+  /// Stages `count` micro-batches, batch i for entry point `entryOf(i)`,
+  /// filling them into `batch` (whose tensors are `tensors`).
+  BatchLoader(DataStream &stream, std::vector<NamedArray> &batch,
+              std::vector<kiln_tensor_t> &tensors, kiln_session_t *session,
+              long count, std::function<const char *(long)> entryOf)
+      : stream(stream), batch(batch), tensors(tensors), session(session),
+        count(count), entryOf(std::move(entryOf)) {
+    if (count > 0)
+      thread = std::thread([this] { load(); });
+  }
+
+  ~BatchLoader() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      stopping = true;
+    }
+    changed.notify_all();
+    if (thread.joinable())
+      thread.join();
+  }
+
+  /// Waits until the next micro-batch is staged; gives its first sample's
+  /// epoch and the stream's cursor after it, and lets the loader go on to
+  /// the one after. False, having printed why, when staging failed.
+  bool next(int64_t &epoch, StreamCursor &after) {
+    std::unique_lock<std::mutex> lock(mutex);
+    changed.wait(lock, [&] { return !ready.empty() || failure; });
+    if (ready.empty()) {
+      printError(*failure);
+      return false;
+    }
+    epoch = ready.front().epoch;
+    after = ready.front().after;
+    ready.pop_front();
+    ++allowed;
+    lock.unlock();
+    changed.notify_all();
+    return true;
+  }
+
+private:
+  struct Staged {
+    int64_t epoch;
+    StreamCursor after;
+  };
+
+  void load() {
+    for (long i = 0; i < count; ++i) {
+      {
+        std::unique_lock<std::mutex> lock(mutex);
+        changed.wait(lock, [&] { return stopping || allowed > i; });
+        if (stopping)
+          return;
+      }
+      Staged staged;
+      staged.epoch = stream.fill(batch);
+      staged.after = stream.cursor();
+      kiln_status_t status = kiln_session_stage_inputs(
+          session, entryOf(i), tensors.data(), tensors.size());
+      std::lock_guard<std::mutex> lock(mutex);
+      if (status != KILN_OK) {
+        // The message is this thread's: keep it for the step's thread.
+        std::string message = kiln_status_message();
+        failure = "staging micro-batch " + std::to_string(i + 1) + ": " +
+                  (message.empty() ? kiln_status_name(status) : message);
+        changed.notify_all();
+        return;
+      }
+      ready.push_back(staged);
+      changed.notify_all();
+    }
+  }
+
+  DataStream &stream;
+  std::vector<NamedArray> &batch;
+  std::vector<kiln_tensor_t> &tensors;
+  kiln_session_t *session;
+  long count;
+  std::function<const char *(long)> entryOf;
+  std::mutex mutex;
+  std::condition_variable changed;
+  /// Batches the loader may have staged: one ahead of those taken.
+  long allowed = 1;
+  std::deque<Staged> ready;
+  std::optional<std::string> failure;
+  bool stopping = false;
+  std::thread thread;
 };
 
 /// An entry point the loop runs, with its output buffers.
@@ -428,6 +532,13 @@ public:
     if (!prepareCheckpoints(firstStep) ||
         (isRoot() && !metrics.open(options, firstStep)))
       return false;
+    consumed = stream->cursor();
+    loader = std::make_unique<BatchLoader>(
+        *stream, batch, batchTensors, session.get(),
+        (options.steps - firstStep) * gradAccum, [this](long i) {
+          return i % gradAccum + 1 < gradAccum ? accumulateStep.info.name
+                                               : trainStep.info.name;
+        });
     Clock::time_point start = Clock::now();
     for (long step = firstStep; step < options.steps; ++step) {
       StepReport report;
@@ -609,13 +720,13 @@ private:
     return true;
   }
 
-  /// Runs `entry` on the batch the stream fills next; adds its loss to
+  /// Runs `entry` on the batch the loader staged next; adds its loss to
   /// `lossSum`.
   bool runMicroBatch(StepEntry &entry, int64_t &epoch, double &lossSum) {
-    epoch = stream->fill(batch);
-    if (kiln_status_t status = kiln_session_run(
-            session.get(), entry.info.name, batchTensors.data(),
-            batchTensors.size(), entry.outputTensors.data(),
+    if (!loader->next(epoch, consumed))
+      return false;
+    if (kiln_status_t status = kiln_session_run_staged(
+            session.get(), entry.info.name, entry.outputTensors.data(),
             entry.outputTensors.size()))
       return failed(status, options.data);
     // On the CPU the run is synchronous and the outputs are host memory the
@@ -673,7 +784,8 @@ private:
     info.shuffle = !options.noShuffle;
     info.dropLast = options.dropLast;
     info.worldSize = ranks.world_size;
-    info.cursor = stream->cursor();
+    // Where the batches run so far end, not the ones staged ahead.
+    info.cursor = consumed;
     return info;
   }
 
@@ -784,6 +896,10 @@ private:
   Session session{nullptr, kiln_session_release};
   uint64_t fingerprint = 0;
   std::unique_ptr<DataStream> stream;
+  /// The stream's cursor after the last micro-batch run.
+  StreamCursor consumed;
+  /// After `session`, so that it stops before the session goes.
+  std::unique_ptr<BatchLoader> loader;
   MetricsFile metrics;
   ProgressReporter progress;
   const kiln_distributed_info_t &ranks = distributedInfo();
