@@ -11,7 +11,12 @@
 
 #include "kiln/Transforms/Passes.h"
 
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNAUTOMIXEDPRECISION
@@ -24,7 +29,7 @@ namespace {
 
 /// `value` (an f32 tensor) rounded to `element`, by a new elementwise op
 /// after its definition.
-Value roundTo(OpBuilder &b, Value value, FloatType element) {
+Value roundAfter(OpBuilder &b, Value value, FloatType element) {
   auto type = cast<RankedTensorType>(value.getType());
   Location loc = value.getLoc();
   auto rounded = RankedTensorType::get(type.getShape(), element);
@@ -41,6 +46,103 @@ Value roundTo(OpBuilder &b, Value value, FloatType element) {
             ValueRange{arith::TruncFOp::create(nb, nloc, element, args[0])});
       });
   return round.getResult(0);
+}
+
+/// The elementwise op computing `value` when it can also write `value`
+/// rounded: a generic on tensors, all of whose loops are parallel, that is
+/// no product, writing `value` through a permutation of its loops at a
+/// static shape. Null otherwise.
+linalg::GenericOp roundableProducer(Value value) {
+  auto op = value.getDefiningOp<linalg::GenericOp>();
+  if (!op || !op.hasPureTensorSemantics() || op->hasAttr("kiln.matmul") ||
+      op.getNumLoops() != op.getNumParallelLoops() ||
+      !cast<RankedTensorType>(value.getType()).hasStaticShape())
+    return {};
+  if (!op.getIndexingMapMatchingResult(cast<OpResult>(value)).isPermutation())
+    return {};
+  return op;
+}
+
+/// `op` rebuilt with one more result, its last: its result `value` rounded
+/// to `element`, computed by the same thread from the same element, so the
+/// rounding costs no kernel and no second read. `op`'s results are replaced
+/// by the new op's and `op` is erased.
+linalg::GenericOp roundInProducer(linalg::GenericOp op, OpResult value,
+                                  FloatType element) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<Value> outputs(op.getDpsInits());
+  outputs.push_back(
+      tensor::EmptyOp::create(b, loc, type.getShape(), element));
+  SmallVector<Type> resultTypes(op.getResultTypes());
+  resultTypes.push_back(RankedTensorType::get(type.getShape(), element));
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  maps.push_back(op.getIndexingMapMatchingResult(value));
+  auto rounding = linalg::GenericOp::create(
+      b, loc, resultTypes, op.getDpsInputs(), outputs, maps,
+      op.getIteratorTypesArray());
+  rounding->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+  rounding.getRegion().takeBody(op.getRegion());
+  Block *body = rounding.getBody();
+  body->addArgument(element, loc);
+  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+  b.setInsertionPoint(yield);
+  Value narrow = arith::TruncFOp::create(
+      b, loc, element, yield.getOperand(value.getResultNumber()));
+  yield->insertOperands(yield->getNumOperands(), narrow);
+  op->replaceAllUsesWith(
+      rounding->getResults().take_front(op->getNumResults()));
+  op.erase();
+  return rounding;
+}
+
+/// Rebuilds `op` without the results nothing reads (unless its body reads
+/// their initial values), such as a result whose only reader was a product
+/// that now reads its rounded copy. Reshapes nothing reads go first.
+void dropUnreadResults(linalg::GenericOp op) {
+  for (OpResult result : op->getResults())
+    for (Operation *user : llvm::make_early_inc_range(result.getUsers()))
+      if (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(user) &&
+          user->use_empty())
+        user->erase();
+  SmallVector<unsigned> kept;
+  for (OpResult result : op->getResults())
+    if (!result.use_empty() || op.payloadUsesValueFromOperand(
+                                   op.getDpsInitOperand(result.getResultNumber())))
+      kept.push_back(result.getResultNumber());
+  if (kept.size() == op->getNumResults() || kept.empty())
+    return;
+  unsigned inputs = op.getNumDpsInputs();
+  SmallVector<Value> outputs;
+  SmallVector<Type> types;
+  SmallVector<AffineMap> maps(op.getIndexingMapsArray());
+  maps.resize(inputs);
+  for (unsigned r : kept) {
+    outputs.push_back(op.getDpsInits()[r]);
+    types.push_back(op->getResult(r).getType());
+    maps.push_back(op.getIndexingMapsArray()[inputs + r]);
+  }
+  OpBuilder b(op);
+  auto rebuilt = linalg::GenericOp::create(b, op.getLoc(), types,
+                                           op.getDpsInputs(), outputs, maps,
+                                           op.getIteratorTypesArray());
+  rebuilt->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+  rebuilt.getRegion().takeBody(op.getRegion());
+  Block *body = rebuilt.getBody();
+  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+  SmallVector<Value> yielded;
+  for (unsigned r : kept)
+    yielded.push_back(yield.getOperand(r));
+  yield->setOperands(yielded);
+  llvm::BitVector erase(body->getNumArguments());
+  for (unsigned r = 0; r < op->getNumResults(); ++r)
+    if (!llvm::is_contained(kept, r))
+      erase.set(inputs + r);
+  body->eraseArguments(erase);
+  for (auto [i, r] : llvm::enumerate(kept))
+    op->getResult(r).replaceAllUsesWith(rebuilt->getResult(i));
+  op.erase();
 }
 
 struct KilnAutoMixedPrecisionPass
@@ -60,27 +162,22 @@ struct KilnAutoMixedPrecisionPass
       return signalPassFailure();
     }
     getOperation().walk([&](func::FuncOp function) {
-      llvm::DenseMap<Value, Value> rounded;
+      SmallVector<linalg::GenericOp> products;
       function.walk([&](linalg::GenericOp op) {
-        if (!op->hasAttr("kiln.matmul") || !op.hasPureTensorSemantics() ||
-            op.getNumDpsInputs() != 2)
-          return;
-        for (OpOperand *input : op.getDpsInputOperands())
-          if (!getElementTypeOrSelf(input->get().getType()).isF32())
-            return;
+        if (op->hasAttr("kiln.matmul") && op.hasPureTensorSemantics() &&
+            op.getNumDpsInputs() == 2 &&
+            llvm::all_of(op.getDpsInputOperands(), [](OpOperand *input) {
+              return getElementTypeOrSelf(input->get().getType()).isF32();
+            }))
+          products.push_back(op);
+      });
+      llvm::DenseMap<Value, Value> rounded;
+      for (linalg::GenericOp op : products) {
         Block &body = op.getRegion().front();
         for (OpOperand *input : op.getDpsInputOperands()) {
-          Value value = input->get();
-          Value &narrow = rounded[value];
-          if (!narrow) {
-            OpBuilder b(op.getContext());
-            if (Operation *def = value.getDefiningOp())
-              b.setInsertionPointAfter(def);
-            else
-              b.setInsertionPointToStart(
-                  cast<BlockArgument>(value).getOwner());
-            narrow = roundTo(b, value, element);
-          }
+          Value narrow = rounded.lookup(input->get());
+          if (!narrow)
+            narrow = round(input->get(), element, rounded);
           input->set(narrow);
           // The body reads the narrow element and widens it (exactly).
           BlockArgument argument =
@@ -91,8 +188,80 @@ struct KilnAutoMixedPrecisionPass
                                              argument);
           argument.replaceAllUsesExcept(wide, wide.getDefiningOp());
         }
-      });
+      }
+      for (linalg::GenericOp op : roundedInProducer)
+        dropUnreadResults(op);
+      roundedInProducer.clear();
     });
+  }
+
+  /// The ops roundWhereComputed rebuilt, in this function.
+  llvm::SetVector<linalg::GenericOp> roundedInProducer;
+
+  /// `value` rounded to `element` and recorded in `rounded`: where it is
+  /// computed (roundWhereComputed), else by a new op after it.
+  Value round(Value value, FloatType element,
+              llvm::DenseMap<Value, Value> &rounded) {
+    if (Value narrow = roundWhereComputed(value, element, rounded))
+      return narrow;
+    OpBuilder b(value.getContext());
+    if (Operation *def = value.getDefiningOp())
+      b.setInsertionPointAfter(def);
+    else
+      b.setInsertionPointToStart(cast<BlockArgument>(value).getOwner());
+    return rounded[value] = roundAfter(b, value, element);
+  }
+
+  /// `value` rounded by the elementwise op that computes it
+  /// (roundableProducer), seen through reshapes (which then reshape the
+  /// rounded tensor too); a transpose becomes such an op first. Records it
+  /// in `rounded`, where a rebuilt op's results take the old ones' places.
+  /// Null when `value` is not computed so.
+  Value roundWhereComputed(Value value, FloatType element,
+                           llvm::DenseMap<Value, Value> &rounded) {
+    Operation *def = value.getDefiningOp();
+    if (isa_and_nonnull<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(def)) {
+      Value source = def->getOperand(0);
+      Value narrowSource = rounded.lookup(source);
+      if (!narrowSource)
+        narrowSource = roundWhereComputed(source, element, rounded);
+      if (!narrowSource)
+        return {};
+      OpBuilder b(def);
+      b.setInsertionPointAfterValue(narrowSource);
+      IRMapping mapping;
+      mapping.map(def->getOperand(0), narrowSource);
+      Operation *reshape = b.clone(*def, mapping);
+      auto type = cast<RankedTensorType>(value.getType());
+      reshape->getResult(0).setType(
+          RankedTensorType::get(type.getShape(), element));
+      return rounded[value] = reshape->getResult(0);
+    }
+    if (auto transpose = dyn_cast_or_null<linalg::TransposeOp>(def)) {
+      if (!transpose.hasPureTensorSemantics())
+        return {};
+      IRRewriter rewriter(transpose);
+      FailureOr<linalg::GenericOp> generic =
+          linalg::generalizeNamedOp(rewriter, transpose);
+      if (failed(generic))
+        return {};
+      value = generic->getResult(0);
+    }
+    linalg::GenericOp producer = roundableProducer(value);
+    if (!producer)
+      return {};
+    SmallVector<Value> old(producer->getResults());
+    unsigned number = cast<OpResult>(value).getResultNumber();
+    linalg::GenericOp rebuilt =
+        roundInProducer(producer, cast<OpResult>(value), element);
+    for (auto [i, result] : llvm::enumerate(old))
+      if (Value narrow = rounded.lookup(result)) {
+        rounded.erase(result);
+        rounded[rebuilt->getResult(i)] = narrow;
+      }
+    roundedInProducer.remove(producer);
+    roundedInProducer.insert(rebuilt);
+    return rounded[rebuilt->getResult(number)] = rebuilt->getResults().back();
   }
 };
 

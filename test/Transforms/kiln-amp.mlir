@@ -58,3 +58,57 @@ func.func @step(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %y: tensor<4x8xf32>) 
   } -> tensor<4x16xf32>
   return %sum : tensor<4x16xf32>
 }
+
+// An operand computed by an elementwise op is rounded by that op, which
+// writes the rounded copy as one more result: no rounding kernel, no second
+// read. Seen through a reshape (the rounded copy is reshaped the same way)
+// and from a transpose (which becomes such an op). A result the product
+// alone read is no longer written in f32; one that others read still is.
+// CHECK-LABEL: func.func @producers(
+// CHECK-SAME: %[[A:.*]]: tensor<2x4x8xf32>, %[[B:.*]]: tensor<8x8xf32>, %[[T:.*]]: tensor<8x16xf32>
+// CHECK: %[[G:.*]] = linalg.generic {{.*}} ins(%[[A]] : tensor<2x4x8xf32>) outs(%{{.*}} : tensor<2x4x8xbf16>)
+// CHECK-NEXT: ^bb0(%[[IN:.*]]: f32, %{{.*}}: bf16):
+// CHECK-NEXT: %[[E:.*]] = math.exp %[[IN]] : f32
+// CHECK-NEXT: %[[R:.*]] = arith.truncf %[[E]] : f32 to bf16
+// CHECK-NEXT: linalg.yield %[[R]] : bf16
+// CHECK: %[[GC:.*]] = tensor.collapse_shape %[[G]] {{\[}}[0, 1], [2]] : tensor<2x4x8xbf16> into tensor<8x8xbf16>
+// CHECK: %[[N:.*]]:2 = linalg.generic {{.*}} ins(%[[B]] : tensor<8x8xf32>) outs(%{{.*}}, %{{.*}} : tensor<8x8xf32>, tensor<8x8xbf16>)
+// CHECK: %[[TT:.*]] = linalg.generic {{.*}} ins(%[[T]] : tensor<8x16xf32>) outs(%{{.*}} : tensor<16x8xbf16>)
+// CHECK-NOT: linalg.transpose
+// CHECK: linalg.generic {{.*}} ins(%[[GC]], %[[N]]#1 : tensor<8x8xbf16>, tensor<8x8xbf16>) outs(%{{.*}} : tensor<8x8xf32>) attrs = {kiln.matmul = {}}
+// CHECK: linalg.generic {{.*}} ins(%[[TT]], %[[N]]#1 : tensor<16x8xbf16>, tensor<8x8xbf16>) outs(%{{.*}} : tensor<16x8xf32>) attrs = {kiln.matmul = {}}
+// CHECK: return %{{.*}}, %{{.*}}, %[[N]]#0
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @producers(%a: tensor<2x4x8xf32>, %b: tensor<8x8xf32>, %t: tensor<8x16xf32>) -> (tensor<8x8xf32>, tensor<16x8xf32>, tensor<8x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %ea = tensor.empty() : tensor<2x4x8xf32>
+  %g = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%a : tensor<2x4x8xf32>) outs(%ea : tensor<2x4x8xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %e = math.exp %x : f32
+    linalg.yield %e : f32
+  } -> tensor<2x4x8xf32>
+  %gc = tensor.collapse_shape %g [[0, 1], [2]] : tensor<2x4x8xf32> into tensor<8x8xf32>
+  %eb = tensor.empty() : tensor<8x8xf32>
+  %n = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%b : tensor<8x8xf32>) outs(%eb : tensor<8x8xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %m = arith.negf %x : f32
+    linalg.yield %m : f32
+  } -> tensor<8x8xf32>
+  %et = tensor.empty() : tensor<16x8xf32>
+  %tt = linalg.transpose ins(%t : tensor<8x16xf32>) outs(%et : tensor<16x8xf32>) permutation = [1, 0]
+  %init = linalg.fill ins(%zero : f32) outs(%eb : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %p = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"], kiln.matmul = {}} ins(%gc, %n : tensor<8x8xf32>, tensor<8x8xf32>) outs(%init : tensor<8x8xf32>) {
+  ^bb0(%l: f32, %r: f32, %o: f32):
+    %m = arith.mulf %l, %r : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<8x8xf32>
+  %init2 = linalg.fill ins(%zero : f32) outs(%et : tensor<16x8xf32>) -> tensor<16x8xf32>
+  %q = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"], kiln.matmul = {}} ins(%tt, %n : tensor<16x8xf32>, tensor<8x8xf32>) outs(%init2 : tensor<16x8xf32>) {
+  ^bb0(%l: f32, %r: f32, %o: f32):
+    %m = arith.mulf %l, %r : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<16x8xf32>
+  return %p, %q, %n : tensor<8x8xf32>, tensor<16x8xf32>, tensor<8x8xf32>
+}

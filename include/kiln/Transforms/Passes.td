@@ -573,10 +573,16 @@ def KilnAutoMixedPrecision : Pass<"kiln-amp", "mlir::ModuleOp"> {
     Mixed precision as GPUs run it fastest: on linalg on tensors, every
     `kiln.matmul` product of f32 operands reads them rounded to bf16
     (round to nearest even), multiplies in f32 (a product of two bf16
-    values is exact in f32) and accumulates into its f32 output. Each
-    rounding is a new elementwise op producing a bf16 tensor, shared by all
-    the products of a function that read the same value (a weight in the
-    forward and the backward pass). Everything else stays f32: parameters
+    values is exact in f32) and accumulates into its f32 output. A value is
+    rounded once per function, for all the products that read it (a weight
+    in the forward and the backward pass). Where the value is computed by
+    an elementwise op (a linalg.generic whose loops are all parallel, seen
+    through reshapes; a linalg.transpose becomes one first), that op writes
+    the rounded copy as one more result, from the element it computes, and
+    stops writing the f32 one when nothing else reads it: no rounding
+    kernel and no second read of the value. Anything else (a parameter, a
+    product's result, an attention loop's) gets a new elementwise op
+    producing the bf16 tensor. Everything else stays f32: parameters
     (the master weights), their gradients, the optimizer, reductions,
     normalizations and the loss.
 
