@@ -114,6 +114,8 @@ void buildBufferPipeline(PassManager &pm, bool forCpu,
     pm.addPass(kiln::createKilnAutoMixedPrecision(amp));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
+    // CSE merged the zero inits kiln-split-shared-fills had split.
+    pm.addPass(kiln::createKilnSplitSharedFills());
   }
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
