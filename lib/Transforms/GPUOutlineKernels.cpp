@@ -20,6 +20,9 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
+#include "mlir/IR/Dominance.h"
+#include "mlir/Transforms/CSE.h"
+#include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/MapVector.h"
 
@@ -288,6 +291,96 @@ void parallelizeScatterAdds(gpu::GPUFuncOp kernel) {
       b.clone(op, mapping);
     }
     outer.erase();
+  }
+}
+
+/// In `loop`'s body, a store of an element and the load of that element
+/// before it (the same buffer at the same indices, both defined outside the
+/// loop), when nothing else in the loop touches the buffer (through any
+/// view of it) or memory it cannot see: the element is then the loop's own
+/// for its whole run. Null when there is none.
+std::pair<memref::LoadOp, memref::StoreOp> ownedElement(scf::ForOp loop) {
+  Block *body = loop.getBody();
+  for (auto store : body->getOps<memref::StoreOp>()) {
+    if (!loop.isDefinedOutsideOfLoop(store.getMemRef()) ||
+        !llvm::all_of(store.getIndices(), [&](Value index) {
+          return loop.isDefinedOutsideOfLoop(index);
+        }))
+      continue;
+    memref::LoadOp load;
+    for (auto candidate : body->getOps<memref::LoadOp>())
+      if (candidate.getMemRef() == store.getMemRef() &&
+          candidate.getIndices() == store.getIndices() &&
+          candidate->isBeforeInBlock(store)) {
+        load = candidate;
+        break;
+      }
+    if (!load)
+      continue;
+    Value root = viewRoot(store.getMemRef());
+    WalkResult touched = body->walk([&](Operation *op) {
+      if (op == load.getOperation() || op == store.getOperation())
+        return WalkResult::advance();
+      if (auto other = dyn_cast<memref::LoadOp>(op))
+        return viewRoot(other.getMemRef()) == root ? WalkResult::interrupt()
+                                                   : WalkResult::advance();
+      if (auto other = dyn_cast<memref::StoreOp>(op))
+        return viewRoot(other.getMemRef()) == root ? WalkResult::interrupt()
+                                                   : WalkResult::advance();
+      if (isPure(op) || isa<scf::ForOp, scf::IfOp, scf::YieldOp>(op))
+        return WalkResult::advance();
+      return WalkResult::interrupt();
+    });
+    if (!touched.wasInterrupted())
+      return {load, store};
+  }
+  return {};
+}
+
+/// A thread that combines terms into an element of its output in a loop
+/// (a reduction's `out[i] = out[i] + x[i, k]` for every k, as the lowering of
+/// a linalg op writes it) loads and stores the element once, around the
+/// loop, and keeps it in a register in between: the loop carries it. Each
+/// iteration otherwise waits for the store of the last to reach memory and
+/// come back, which on a GPU is a trip to L2. Loops are taken innermost
+/// first, so a nest carries the element through every level. The same
+/// operations run in the same order: the results are bit for bit the same.
+void carryElementsInRegisters(gpu::GPUFuncOp kernel) {
+  SmallVector<scf::ForOp> loops;
+  kernel.walk([&](scf::ForOp loop) { loops.push_back(loop); });
+  if (loops.empty())
+    return;
+  // The lowering recomputes an element's indices in the loop, for the load
+  // and again for the store: one value each, outside the loop, first.
+  IRRewriter rewriter(kernel.getContext());
+  DominanceInfo dominance(kernel);
+  eliminateCommonSubExpressions(rewriter, dominance, kernel);
+  for (scf::ForOp loop : loops)
+    moveLoopInvariantCode(cast<LoopLikeOpInterface>(loop.getOperation()));
+  for (scf::ForOp loop : loops) {
+    while (true) {
+      auto [load, store] = ownedElement(loop);
+      if (!load)
+        break;
+      rewriter.setInsertionPoint(loop);
+      Value initial = memref::LoadOp::create(
+          rewriter, load.getLoc(), load.getMemRef(), load.getIndices());
+      Value stored = store.getValueToStore();
+      FailureOr<LoopLikeOpInterface> carried =
+          loop.replaceWithAdditionalYields(
+              rewriter, initial, /*replaceInitOperandUsesInLoop=*/false,
+              [&](OpBuilder &, Location, ArrayRef<BlockArgument>) {
+                return SmallVector<Value>{stored};
+              });
+      if (failed(carried))
+        break;
+      loop = cast<scf::ForOp>(carried->getOperation());
+      rewriter.replaceOp(load, loop.getRegionIterArgs().back());
+      rewriter.setInsertionPointAfter(loop);
+      memref::StoreOp::create(rewriter, store.getLoc(), loop.getResults().back(),
+                              store.getMemRef(), store.getIndices());
+      rewriter.eraseOp(store);
+    }
   }
 }
 
@@ -596,6 +689,7 @@ struct KilnGPUOutlineKernelsPass
     FailureOr<int64_t> points = mapToThreads(function, blockSize);
     if (failed(points))
       return failure();
+    carryElementsInRegisters(function);
     // A kernel over an empty tensor has nothing to do: no launch.
     if (*points == 0) {
       function.erase();

@@ -51,10 +51,19 @@
 // CHECK: arith.divui %[[I]], %{{.*}} : index
 // CHECK: arith.mulf
 // CHECK: gpu.return
+// A row sum: each thread loads its element once, carries the sum through
+// the loop in a register and stores it once.
 // CHECK: gpu.func @step_k1(%[[S0:.*]]: memref<4x300xf32>, %[[S1:.*]]: memref<4xf32>) kernel {
 // CHECK-NEXT: memref.subview %[[S0]][0, 0] [4, 8] [1, 1]
 // CHECK: scf.if
-// CHECK-NEXT: scf.for
+// CHECK: %[[ROW:.*]] = affine.apply
+// CHECK-NEXT: %[[FIRST:.*]] = memref.load %[[S1]][%[[ROW]]]
+// CHECK-NEXT: %[[RS:.*]] = scf.for %{{.*}} = %c0 to %c8 step %c1 iter_args(%[[RACC:.*]] = %[[FIRST]]) -> (f32)
+// CHECK-NOT: memref.store
+// CHECK: arith.addf %[[RACC]], %{{.*}} : f32
+// CHECK: scf.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: memref.store %[[RS]], %[[S1]][%[[ROW]]]
 // CHECK: gpu.func @step_k2(
 // CHECK-NOT: gpu.thread_id
 // CHECK: scf.for
@@ -177,7 +186,8 @@ func.func @empty(%out: memref<0x4xf32>) {
 // A sum over the leading (batch) dimension, out[i, j] += x[b, i, j], as the
 // gradient of a broadcast position embedding is: its parallel dimensions
 // become the threads (16 x 32 = 512: 2 blocks of 256), and each thread adds
-// its element's 4 terms in order. In the op's own order the reduction would
+// its element's 4 terms in order, in a register between one load and one
+// store. In the op's own order the reduction would
 // be a sequential loop around the parallel one, and the kernel one thread.
 // CHECK-LABEL: func.func @batch_sum(
 // CHECK: %[[C2:.*]] = arith.constant 2 : index
@@ -188,14 +198,15 @@ func.func @empty(%out: memref<0x4xf32>) {
 // CHECK: scf.if
 // CHECK: %[[J:.*]] = arith.remui %[[LINEAR]], %c32
 // CHECK: %[[I:.*]] = arith.divui %[[LINEAR]], %c32
-// CHECK: scf.for %[[B:.*]] = %c0 to %c4 step %c1
-// CHECK: %[[BB:.*]] = affine.apply #{{.*}}(%[[B]])
 // CHECK: %[[II:.*]] = affine.apply #{{.*}}(%[[I]])
 // CHECK: %[[JJ:.*]] = affine.apply #{{.*}}(%[[J]])
-// CHECK: memref.load %[[XK]][%[[BB]], %[[II]], %[[JJ]]]
-// CHECK: memref.load %[[OUTK]]
-// CHECK: arith.addf
-// CHECK: memref.store %{{.*}}, %[[OUTK]]
+// CHECK: %[[OLD:.*]] = memref.load %[[OUTK]][%[[II]], %[[JJ]]]
+// CHECK: %[[SUM:.*]] = scf.for %[[B:.*]] = %c0 to %c4 step %c1 iter_args(%[[ACC:.*]] = %[[OLD]]) -> (f32)
+// CHECK: %[[BB:.*]] = affine.apply #{{.*}}(%[[B]])
+// CHECK: %[[X:.*]] = memref.load %[[XK]][%[[BB]], %[[II]], %[[JJ]]]
+// CHECK: %[[NEW:.*]] = arith.addf %[[ACC]], %[[X]]
+// CHECK: scf.yield %[[NEW]]
+// CHECK: memref.store %[[SUM]], %[[OUTK]][%[[II]], %[[JJ]]]
 func.func @batch_sum(%x: memref<4x16x32xf32>, %out: memref<16x32xf32>) {
   linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (i, j)>], iterator_types = ["reduction", "parallel", "parallel"]} ins(%x : memref<4x16x32xf32>) outs(%out : memref<16x32xf32>) {
   ^bb0(%a: f32, %o: f32):
