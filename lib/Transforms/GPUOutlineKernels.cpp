@@ -384,6 +384,60 @@ void carryElementsInRegisters(gpu::GPUFuncOp kernel) {
   }
 }
 
+/// The fill just before `op` that a reduction `op` makes dead: `op` writes
+/// its one output's every element (its output map takes every output
+/// dimension from a parallel loop), starting from what the fill wrote.
+/// Null when there is none or `op` is no such reduction.
+linalg::FillOp fillBeforeReduction(linalg::GenericOp op) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1 ||
+      op.getNumReductionLoops() == 0)
+    return {};
+  OpOperand *out = op.getDpsInitOperand(0);
+  AffineMap map = op.getMatchingIndexingMap(out);
+  auto type = dyn_cast<MemRefType>(out->get().getType());
+  if (!type || !map.isProjectedPermutation() ||
+      map.getNumResults() != type.getRank())
+    return {};
+  for (AffineExpr result : map.getResults())
+    if (op.getIteratorTypesArray()[cast<AffineDimExpr>(result).getPosition()] !=
+        utils::IteratorType::parallel)
+      return {};
+  linalg::FillOp fill = kiln::findFill(op, out->get());
+  if (!fill || !matchPattern(fill.getDpsInputs()[0], m_Constant()))
+    return {};
+  return fill;
+}
+
+/// Where every read of `buffer` (a kernel argument) in `kernel` is the
+/// first value of an element a loop carries (carryElementsInRegisters) and
+/// the buffer holds `value` everywhere when the kernel starts, the loops
+/// start from `value` and the kernel reads nothing of the buffer. False,
+/// changing nothing, when any read is another.
+bool startFromFill(gpu::GPUFuncOp kernel, Value buffer,
+                   TypedAttr value) {
+  SmallVector<memref::LoadOp> reads;
+  WalkResult other = kernel.walk([&](memref::LoadOp load) {
+    if (viewRoot(load.getMemRef()) != buffer)
+      return WalkResult::advance();
+    if (!load->hasOneUse())
+      return WalkResult::interrupt();
+    auto loop = dyn_cast<scf::ForOp>(*load->getUsers().begin());
+    if (!loop || !llvm::is_contained(loop.getInitArgs(), load.getResult()))
+      return WalkResult::interrupt();
+    reads.push_back(load);
+    return WalkResult::advance();
+  });
+  if (other.wasInterrupted() || reads.empty())
+    return false;
+  for (memref::LoadOp load : reads) {
+    OpBuilder b(load);
+    load.replaceAllUsesWith(
+        arith::ConstantOp::create(b, load.getLoc(), value).getResult());
+    load.erase();
+  }
+  return true;
+}
+
 /// `op` with its parallel dimensions before its reductions, each group in
 /// its order: its loops are then one scf.parallel, which becomes the
 /// threads, around the reductions' scf.for, which each thread runs. In the
@@ -490,6 +544,7 @@ struct KilnGPUOutlineKernelsPass
     // A pass instance may run on several modules (--split-input-file).
     gpuModule = {};
     bodies.clear();
+    fillsBefore.clear();
     globals.clear();
     ModuleOp module = getOperation();
     SmallVector<func::FuncOp> entries;
@@ -507,9 +562,18 @@ struct KilnGPUOutlineKernelsPass
       for (Operation &op : entry.getBody().front())
         if (isKernel(&op) && !library.contains(&op))
           kernels.push_back(&op);
+      // Fills that reductions may make dead wait for their reduction.
+      llvm::SmallPtrSet<Operation *, 16> deferred;
+      for (Operation *kernel : kernels)
+        if (auto generic = dyn_cast<linalg::GenericOp>(kernel))
+          if (linalg::FillOp fill = fillBeforeReduction(generic)) {
+            fillsBefore[kernel] = fill;
+            deferred.insert(fill);
+          }
       int64_t next = 0;
       for (Operation *kernel : kernels)
-        if (failed(outline(entry, kernel, next)))
+        if (!deferred.contains(kernel) &&
+            failed(outline(entry, kernel, next)))
           return signalPassFailure();
     }
     if (!gpuModule)
@@ -690,6 +754,22 @@ struct KilnGPUOutlineKernelsPass
     if (failed(points))
       return failure();
     carryElementsInRegisters(function);
+    // A reduction whose output was just filled starts from the fill's value
+    // instead of reading it back, and the fill goes; or it is a kernel
+    // after all, launched where it was.
+    if (linalg::FillOp fill = fillsBefore.lookup(kernel)) {
+      fillsBefore.erase(kernel);
+      TypedAttr value;
+      matchPattern(fill.getDpsInputs()[0], m_Constant(&value));
+      SmallVector<Operation *> chain;
+      FailureOr<Value> root = traceToRoot(
+          cast<linalg::GenericOp>(kernel).getDpsInits()[0], chain);
+      if (succeeded(root) &&
+          startFromFill(function, mapping.lookup(*root), value))
+        fill.erase();
+      else if (failed(outline(entry, fill, next)))
+        return failure();
+    }
     // A kernel over an empty tensor has nothing to do: no launch.
     if (*points == 0) {
       function.erase();
@@ -739,6 +819,9 @@ struct KilnGPUOutlineKernelsPass
   }
 
   gpu::GPUModuleOp gpuModule;
+  /// The fill just before each reduction that may start from its value
+  /// instead (fillBeforeReduction), until the reduction is outlined.
+  llvm::DenseMap<Operation *, linalg::FillOp> fillsBefore;
   llvm::StringMap<gpu::GPUFuncOp> bodies;
   SetVector<memref::GlobalOp> globals;
 };

@@ -307,3 +307,50 @@ func.func @labelled(%x: memref<2x3xf32>, %out: memref<2x3xf32>) {
   } loc(fused<"kiln.kernel.attention">["labelled.mlir":1:1])
   return
 }
+
+// -----
+
+// A reduction whose output was filled just before starts each element's
+// sum from the fill's value (-inf for a maximum) instead of reading it back,
+// and the fill is no kernel: one launch. Where something else comes between
+// (here a kernel reading the filled buffer), the fill stays a kernel.
+// CHECK-LABEL: func.func @filled_reduction(
+// CHECK: gpu.launch_func @kiln_kernels::@filled_reduction_k0
+// CHECK-NOT: gpu.launch_func
+// CHECK: return
+// CHECK-LABEL: func.func @fill_read_between(
+// CHECK-COUNT-3: gpu.launch_func
+// CHECK-NOT: gpu.launch_func
+// CHECK: gpu.func @filled_reduction_k0(%[[X:.*]]: memref<4x8xf32>, %[[M:.*]]: memref<4xf32>) kernel
+// CHECK: scf.if
+// CHECK-NOT: memref.load %[[M]]
+// CHECK: %[[NEG:.*]] = arith.constant 0xFF800000 : f32
+// CHECK-NEXT: %[[MAX:.*]] = scf.for %{{.*}} iter_args(%[[ACC:.*]] = %[[NEG]]) -> (f32)
+// CHECK: arith.maximumf %[[ACC]], %{{.*}} : f32
+// CHECK: memref.store %[[MAX]], %[[M]]
+func.func @filled_reduction(%x: memref<4x8xf32>, %m: memref<4xf32>) {
+  %neg = arith.constant 0xFF800000 : f32
+  linalg.fill ins(%neg : f32) outs(%m : memref<4xf32>)
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]} ins(%x : memref<4x8xf32>) outs(%m : memref<4xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.maximumf %o, %v : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+func.func @fill_read_between(%x: memref<4x8xf32>, %m: memref<4xf32>, %y: memref<4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%m : memref<4xf32>)
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%m : memref<4xf32>) outs(%y : memref<4xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %e = math.exp %v : f32
+    linalg.yield %e : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]} ins(%x : memref<4x8xf32>) outs(%m : memref<4xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.addf %o, %v : f32
+    linalg.yield %r : f32
+  }
+  return
+}
