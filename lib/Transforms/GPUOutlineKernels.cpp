@@ -384,10 +384,52 @@ void carryElementsInRegisters(gpu::GPUFuncOp kernel) {
   }
 }
 
-/// The fill just before `op` that a reduction `op` makes dead: `op` writes
-/// its one output's every element (its output map takes every output
-/// dimension from a parallel loop), starting from what the fill wrote.
-/// Null when there is none or `op` is no such reduction.
+/// The bytes [first, end) of function argument `argument` that root
+/// buffer `root` (an argument or an arena slot) covers.
+struct ByteRange {
+  BlockArgument argument;
+  int64_t first = 0, end = 0;
+  bool overlaps(const ByteRange &other) const {
+    return argument == other.argument && first < other.end &&
+           other.first < end;
+  }
+};
+std::optional<ByteRange> bytesOf(Value root) {
+  std::optional<kiln::RootBuffer> buffer = kiln::asRootBuffer(root);
+  auto type = dyn_cast<MemRefType>(root.getType());
+  if (!buffer || !type || !type.hasStaticShape())
+    return std::nullopt;
+  int64_t bytes = (type.getElementTypeBitWidth() + 7) / 8 *
+                  type.getNumElements();
+  return ByteRange{buffer->argument, buffer->byteOffset,
+                   buffer->byteOffset + std::max<int64_t>(1, bytes)};
+}
+
+/// Whether `op` (or an op nested in it) may read or write a buffer
+/// overlapping `bytes`, or one whose bytes are unknown.
+bool touches(Operation *op, const ByteRange &bytes) {
+  // Views and arithmetic name memory without reading or writing it.
+  if (op->getNumRegions() == 0 && isPure(op))
+    return false;
+  SetVector<Value> used(op->getOperands().begin(), op->getOperands().end());
+  for (Region &region : op->getRegions())
+    getUsedValuesDefinedAbove(region, used);
+  return llvm::any_of(used, [&](Value v) {
+    if (!isa<BaseMemRefType>(v.getType()))
+      return false;
+    SmallVector<Operation *> chain;
+    FailureOr<Value> root = traceToRoot(v, chain);
+    std::optional<ByteRange> other =
+        succeeded(root) ? bytesOf(*root) : std::nullopt;
+    return !other || other->overlaps(bytes);
+  });
+}
+
+/// The fill that a reduction `op` makes dead: `op` writes its one output's
+/// every element (its output map takes every output dimension from a
+/// parallel loop), and the last op before it touching the bytes of the
+/// output's buffer (an argument or arena slot, through any view) fills
+/// exactly that output with a constant. Null when there is none or `op` is no such reduction.
 linalg::FillOp fillBeforeReduction(linalg::GenericOp op) {
   if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1 ||
       op.getNumReductionLoops() == 0)
@@ -402,10 +444,23 @@ linalg::FillOp fillBeforeReduction(linalg::GenericOp op) {
     if (op.getIteratorTypesArray()[cast<AffineDimExpr>(result).getPosition()] !=
         utils::IteratorType::parallel)
       return {};
-  linalg::FillOp fill = kiln::findFill(op, out->get());
-  if (!fill || !matchPattern(fill.getDpsInputs()[0], m_Constant()))
+  SmallVector<Operation *> chain;
+  FailureOr<Value> root = traceToRoot(out->get(), chain);
+  std::optional<ByteRange> bytes =
+      succeeded(root) ? bytesOf(*root) : std::nullopt;
+  if (!bytes)
     return {};
-  return fill;
+  for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
+    if (!touches(prev, *bytes))
+      continue;
+    auto fill = dyn_cast<linalg::FillOp>(prev);
+    if (fill && fill.hasPureBufferSemantics() &&
+        fill.getDpsInits()[0] == out->get() &&
+        matchPattern(fill.getDpsInputs()[0], m_Constant()))
+      return fill;
+    return {};
+  }
+  return {};
 }
 
 /// Where every read of `buffer` (a kernel argument) in `kernel` is the

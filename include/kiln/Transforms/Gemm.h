@@ -40,11 +40,6 @@ struct GemmDescription {
   mlir::Value bias;
 };
 
-/// The fill of buffer `init` just before `op` in its block, when nothing in
-/// between may touch `init` (only ops without regions that do not take it:
-/// views, constants); null otherwise.
-mlir::linalg::FillOp findFill(mlir::Operation *op, mlir::Value init);
-
 /// The product behind `v` on tensors: a `kiln.matmul` contraction into a
 /// zero fill, read only through `v`, possibly through a tensor.expand_shape
 /// (a [batch * rows, n] product seen as [batch, rows, n]) returned in

@@ -337,17 +337,14 @@ def KilnFuseElementwise : Pass<"kiln-fuse-elementwise", "mlir::ModuleOp"> {
 def KilnSplitSharedFills : Pass<"kiln-split-shared-fills", "mlir::ModuleOp"> {
   let summary = "Gives each user of a tensor fill its own fill";
   let description = [{
-    Runs on linalg on tensors, just before bufferization. Every use of a
-    `linalg.fill` on tensors of a `tensor.empty` in the fill's block (CSE
-    merges the identical zero inits of reductions and matrix products into
-    one) gets a copy of the `tensor.empty` and the fill, placed just before
-    its user; the original goes when no use is left (a use in a nested
-    region keeps it). Bufferized, a shared value would be allocated once and
-    copied into a fresh buffer for every user that writes it; a fill per
-    user writes each buffer once, next to the kernel or product that then
-    writes over it, which can take the fill over (a product's beta 0, a
-    reduction on the CUDA target that starts from the fill's value). Fills
-    of anything but a `tensor.empty` stay shared.
+    Runs on linalg on tensors, just before bufferization. A `linalg.fill` on
+    tensors of a `tensor.empty` whose result has several uses (CSE merges the
+    identical zero inits of reductions and matrix products into one) stays
+    with one of them; every other use gets a copy of the `tensor.empty` and
+    the fill, placed just before its user. Bufferized, the shared value would be
+    allocated once and copied into a fresh buffer for every user that writes
+    it; a fill per user writes each buffer once. Fills of anything but a
+    `tensor.empty` stay shared.
   }];
 }
 
@@ -529,6 +526,15 @@ def KilnGPUOutlineKernels : Pass<"kiln-gpu-outline-kernels", "mlir::ModuleOp"> {
     `block-size` threads, `ceil(N / block-size)` blocks, and a guard for
     the last block. Reductions stay sequential loops inside a thread. A
     kernel with no parallel loop runs on one thread.
+
+    A thread that combines terms into an element of its output in a loop
+    (`out[i] = out[i] + x[i, k]` for every k) loads the element once before
+    the loop, carries it through it in a register and stores it once after,
+    when nothing else in the loop touches that buffer; the same operations
+    run in the same order. When a reduction writes every element of its one
+    output and the last op before it that touches that buffer (any view of
+    the same argument or arena slot) is a `linalg.fill` of it, each element
+    starts from the fill's constant and the fill launches nothing.
 
     A kernel is named `ENTRY_kN`, followed by `_LABEL` when its op's
     location carries one (a FusedLoc whose metadata is "kiln.kernel.LABEL",
