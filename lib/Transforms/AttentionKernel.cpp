@@ -284,8 +284,72 @@ private:
   Value f32(double v) {
     return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
   }
+  /// The element of `tensor` at `indices`, read where it is stored when
+  /// `tensor` only rearranges another tensor: a kiln.transpose, a
+  /// kiln.reshape that splits the last dimension (the heads of a
+  /// projection), a kiln.split or a kiln.slice. Attention's operands are
+  /// such views of a projection's output, so the rearranged copies need no
+  /// kernel of their own once nothing else reads them.
   Value load(Value tensor, ArrayRef<Value> indices) {
-    return tensor::ExtractOp::create(b, loc, tensor, indices);
+    SmallVector<Value> at(indices);
+    while (Operation *def = tensor.getDefiningOp()) {
+      if (auto transpose = dyn_cast<kiln::TransposeOp>(def)) {
+        SmallVector<Value> from(at.size());
+        for (auto [i, p] : llvm::enumerate(transpose.getPermutation()))
+          from[p] = at[i];
+        at = from;
+        tensor = transpose.getInput();
+        continue;
+      }
+      if (auto reshape = dyn_cast<kiln::ReshapeOp>(def)) {
+        auto in = cast<RankedTensorType>(reshape.getInput().getType());
+        auto out = cast<RankedTensorType>(reshape.getType());
+        int64_t rank = in.getRank();
+        if (!in.hasStaticShape() || !out.hasStaticShape() ||
+            out.getRank() != rank + 1 ||
+            in.getShape().drop_back() != out.getShape().take_front(rank - 1) ||
+            in.getDimSize(rank - 1) !=
+                out.getDimSize(rank - 1) * out.getDimSize(rank))
+          break;
+        Value last = arith::AddIOp::create(
+            b, loc,
+            arith::MulIOp::create(b, loc, at[rank - 1],
+                                  index(out.getDimSize(rank))),
+            at[rank]);
+        at.resize(rank);
+        at.back() = last;
+        tensor = reshape.getInput();
+        continue;
+      }
+      if (auto split = dyn_cast<kiln::SplitOp>(def)) {
+        int64_t axis = split.getAxis();
+        if (axis < 0 || axis >= static_cast<int64_t>(at.size()))
+          break;
+        int64_t offset = 0;
+        for (int64_t size : split.getSizes().take_front(
+                 cast<OpResult>(tensor).getResultNumber()))
+          offset += size;
+        if (offset != 0)
+          at[axis] = arith::AddIOp::create(b, loc, at[axis], index(offset));
+        tensor = split.getInput();
+        continue;
+      }
+      if (auto slice = dyn_cast<kiln::SliceOp>(def)) {
+        for (auto [i, start, stride] :
+             llvm::enumerate(slice.getStart(), slice.getStride())) {
+          Value position = at[i];
+          if (stride != 1)
+            position = arith::MulIOp::create(b, loc, position, index(stride));
+          if (start != 0)
+            position = arith::AddIOp::create(b, loc, position, index(start));
+          at[i] = position;
+        }
+        tensor = slice.getInput();
+        continue;
+      }
+      break;
+    }
+    return tensor::ExtractOp::create(b, loc, tensor, at);
   }
   /// `value` rounded to the mixed-precision type (if any) and back.
   Value rounded(Value value) {

@@ -303,3 +303,37 @@ func.func @not_taken(%q: tensor<1x2x200xf32>, %h: tensor<1x2x4xf16>, %s: tensor<
   %2 = kiln.attention %s, %s, %e : tensor<1x2x4xf32>, tensor<1x2x4xf32>, tensor<1x2x0xf32>
   return %0, %1, %2 : tensor<1x2x200xf32>, tensor<1x2x4xf16>, tensor<1x2x0xf32>
 }
+
+// -----
+
+// Queries, keys and values that only rearrange a projection's output (its
+// three parts split off, their heads split from the last dimension and
+// moved before the rows) are read where the projection stored them: element
+// [b, h, i, d] of the keys is [b, i, 4 + h * 2 + d] of the projection. The
+// rearranged copies are then unused.
+// CHECK-LABEL: func.func @projected(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<2x3x12xf32>
+// CHECK-NOT: kiln.transpose
+// CHECK: scf.forall (%[[B:.*]], %[[H:.*]], %[[I:.*]]) in (2, 2, 3)
+// CHECK: %[[HQ:.*]] = arith.muli %[[H]], %c2
+// CHECK: %[[Q0:.*]] = arith.addi %[[HQ]], %c0
+// CHECK: tensor.extract %[[X]][%[[B]], %[[I]], %[[Q0]]]
+// CHECK: scf.for %[[J:[a-z0-9]+]] =
+// CHECK: %[[K0:.*]] = arith.addi %[[Q0]], %c4
+// CHECK: tensor.extract %[[X]][%[[B]], %[[J]], %[[K0]]]
+// CHECK: scf.for %[[J2:[a-z0-9]+]] =
+// CHECK: %[[V0:.*]] = arith.addi %[[Q0]], %c8
+// CHECK: tensor.extract %[[X]][%[[B]], %[[J2]], %[[V0]]]
+// CHECK-NOT: tensor.extract %{{.*}} : tensor<2x2x3x2xf32>
+// CHECK: scf.forall.in_parallel
+func.func @projected(%x: tensor<2x3x12xf32>) -> tensor<2x2x3x2xf32> {
+  %q, %k, %v = kiln.split %x {axis = 2 : i64, sizes = array<i64: 4, 4, 4>} : tensor<2x3x12xf32>
+  %qh = kiln.reshape %q : tensor<2x3x4xf32> to tensor<2x3x2x2xf32>
+  %kh = kiln.reshape %k : tensor<2x3x4xf32> to tensor<2x3x2x2xf32>
+  %vh = kiln.reshape %v : tensor<2x3x4xf32> to tensor<2x3x2x2xf32>
+  %qt = kiln.transpose %qh {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x3x2x2xf32>
+  %kt = kiln.transpose %kh {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x3x2x2xf32>
+  %vt = kiln.transpose %vh {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x3x2x2xf32>
+  %o = kiln.attention %qt, %kt, %vt : tensor<2x2x3x2xf32>, tensor<2x2x3x2xf32>, tensor<2x2x3x2xf32>
+  return %o : tensor<2x2x3x2xf32>
+}
