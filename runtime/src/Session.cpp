@@ -154,21 +154,6 @@ CpuSession::EntryPlan *CpuSession::findPlan(const std::string &entryName) {
   return found == planIndex.end() ? nullptr : &plans[found->second];
 }
 
-Status CpuSession::run(const std::string &entryName,
-                       const kiln_tensor_t *inputs, size_t inputCount,
-                       const kiln_tensor_t *outputs, size_t outputCount) {
-  EntryPlan *plan = findPlan(entryName);
-  if (!plan)
-    return entryPointNotFound(bundle->name(), bundle->manifest(), entryName);
-  std::lock_guard<std::mutex> lock(mutex);
-  if (external)
-    KILN_RETURN_IF_ERROR(external->checkAllSet(bundle->name()));
-  KILN_RETURN_IF_ERROR(
-      plan->tensors.bind(inputs, inputCount, outputs, outputCount));
-  execute(*plan, plan->tensors.inputData(), plan->tensors.outputData());
-  return Status();
-}
-
 Status CpuSession::stageInputs(const std::string &entryName,
                                const kiln_tensor_t *inputs, size_t inputCount) {
   EntryPlan *plan = findPlan(entryName);
@@ -194,14 +179,22 @@ Status CpuSession::stageInputs(const std::string &entryName,
   return Status();
 }
 
-Status CpuSession::runStaged(const std::string &entryName,
-                             const kiln_tensor_t *outputs, size_t outputCount) {
+Status CpuSession::runEntry(const std::string &entryName,
+                            const kiln_tensor_t *inputs, size_t inputCount,
+                            bool staged, const kiln_tensor_t *outputs,
+                            size_t outputCount) {
   EntryPlan *plan = findPlan(entryName);
   if (!plan)
     return entryPointNotFound(bundle->name(), bundle->manifest(), entryName);
   std::lock_guard<std::mutex> lock(mutex);
   if (external)
     KILN_RETURN_IF_ERROR(external->checkAllSet(bundle->name()));
+  if (!staged) {
+    KILN_RETURN_IF_ERROR(
+        plan->tensors.bind(inputs, inputCount, outputs, outputCount));
+    execute(*plan, plan->tensors.inputData(), plan->tensors.outputData());
+    return Status();
+  }
   KILN_RETURN_IF_ERROR(plan->tensors.bindOutputs(outputs, outputCount));
   StagedInputs &stage = plan->stage;
   size_t slot = 0;

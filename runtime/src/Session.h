@@ -33,7 +33,10 @@ public:
   /// its commands. Serialized with every other call on this session.
   Status run(const std::string &entryName, const kiln_tensor_t *inputs,
              size_t inputCount, const kiln_tensor_t *outputs,
-             size_t outputCount) override;
+             size_t outputCount) override {
+    return runEntry(entryName, inputs, inputCount, /*staged=*/false, outputs,
+                    outputCount);
+  }
 
   /// Copies the inputs into a staging buffer of the entry point's under a
   /// lock of its own, so a loader thread stages the next batch while a run
@@ -42,7 +45,10 @@ public:
                      size_t inputCount) override;
   /// Runs on the oldest staged buffer.
   Status runStaged(const std::string &entryName, const kiln_tensor_t *outputs,
-                   size_t outputCount) override;
+                   size_t outputCount) override {
+    return runEntry(entryName, nullptr, 0, /*staged=*/true, outputs,
+                    outputCount);
+  }
 
   /// The bytes of the arena this session allocated.
   uint64_t arenaBytes() const override { return arena.size(); }
@@ -93,6 +99,11 @@ private:
   Status findParameter(const std::string &name, size_t byteSize,
                        uint8_t *&storage);
   EntryPlan *findPlan(const std::string &entryName);
+  /// run() and runStaged(): checks the caller's tensors (the outputs alone
+  /// when `staged`) and runs on them, or on the oldest staged inputs.
+  Status runEntry(const std::string &entryName, const kiln_tensor_t *inputs,
+                  size_t inputCount, bool staged,
+                  const kiln_tensor_t *outputs, size_t outputCount);
   /// Runs `plan`'s commands on these inputs and outputs (entry order).
   void execute(EntryPlan &plan, const std::vector<void *> &inputData,
                const std::vector<void *> &outputData);

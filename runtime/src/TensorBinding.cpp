@@ -140,7 +140,7 @@ Status EntryTensors::bindSide(const char *kind, Side &side,
 TensorLayout::TensorLayout(
     const google::protobuf::RepeatedPtrField<bp::TensorSpec> &specs,
     uint64_t begin, uint64_t alignment)
-    : end(begin) {
+    : begin(begin), end(begin) {
   for (const bp::TensorSpec &spec : specs) {
     uint64_t size = 0;
     tensorByteSize(spec, size);
@@ -149,6 +149,20 @@ TensorLayout::TensorLayout(
     bytes.push_back(size);
     end += size;
   }
+}
+
+void TensorLayout::gather(const std::vector<void *> &data,
+                          uint8_t *area) const {
+  for (size_t i = 0; i < data.size(); ++i)
+    if (bytes[i] > 0)
+      std::memcpy(area + offsets[i], data[i], bytes[i]);
+}
+
+void TensorLayout::scatter(const uint8_t *area,
+                           const std::vector<void *> &data) const {
+  for (size_t i = 0; i < data.size(); ++i)
+    if (bytes[i] > 0)
+      std::memcpy(data[i], area + offsets[i], bytes[i]);
 }
 
 Status InputStager::freeSlot(size_t &slot) const {
@@ -176,10 +190,7 @@ Status InputStager::take(size_t &slot) {
 Status InputStager::copy(const kiln_tensor_t *inputs, size_t inputCount,
                          uint8_t *destination) {
   KILN_RETURN_IF_ERROR(tensors.bindInputs(inputs, inputCount));
-  const std::vector<void *> &data = tensors.inputData();
-  for (size_t i = 0; i < data.size(); ++i)
-    if (layout.bytes[i] > 0)
-      std::memcpy(destination + layout.offsets[i], data[i], layout.bytes[i]);
+  layout.gather(tensors.inputData(), destination);
   return Status();
 }
 

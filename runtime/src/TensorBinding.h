@@ -59,12 +59,19 @@ private:
 /// Where tensors of `specs` lie in one staging area: from `begin`, each at
 /// an offset aligned to `alignment`, in their order.
 struct TensorLayout {
+  TensorLayout() = default;
   TensorLayout(
       const google::protobuf::RepeatedPtrField<bundle::TensorSpec> &specs,
       uint64_t begin, uint64_t alignment);
+  /// Copies the tensors at `data` (in the specs' order) into `area`, an
+  /// area laid out so, and back out.
+  void gather(const std::vector<void *> &data, uint8_t *area) const;
+  void scatter(const uint8_t *area, const std::vector<void *> &data) const;
+
   std::vector<uint64_t> offsets, bytes;
-  /// One past the last tensor's last byte (`begin` for none).
-  uint64_t end = 0;
+  /// Where the first tensor may start, and one past the last tensor's last
+  /// byte (`begin` for none).
+  uint64_t begin = 0, end = 0;
 };
 
 /// Inputs staged for an entry point's next runs (kiln_session_stage_inputs):

@@ -537,23 +537,18 @@ Status CudaSession::uploadParameters(const BackendBundle &bundle) {
 Status CudaSession::allocateStaging(const bp::EntryPoint &entry,
                                     const TensorLayout &inputs,
                                     Staging &staging) {
-  staging.inputOffsets = inputs.offsets;
-  staging.inputBytes = inputs.bytes;
-  staging.inputEnd = inputs.end;
-  staging.outputBegin = alignUp(staging.inputEnd, kStagingAlignment);
-  TensorLayout outputs(entry.outputs(), staging.outputBegin,
-                       kStagingAlignment);
-  staging.outputOffsets = outputs.offsets;
-  staging.outputBytes = outputs.bytes;
-  staging.outputEnd = outputs.end;
-  if (staging.outputEnd == 0)
+  staging.inputs = inputs;
+  staging.outputs = TensorLayout(entry.outputs(),
+                                 alignUp(inputs.end, kStagingAlignment),
+                                 kStagingAlignment);
+  if (staging.outputs.end == 0)
     return Status();
   KILN_RETURN_IF_ERROR(
-      checkCu(cuMemAlloc(&staging.device, staging.outputEnd), "cuMemAlloc")
+      checkCu(cuMemAlloc(&staging.device, staging.outputs.end), "cuMemAlloc")
           .withContext("the staging buffers of the inputs and outputs"));
   void *host = nullptr;
   KILN_RETURN_IF_ERROR(
-      checkCu(cuMemHostAlloc(&host, staging.outputEnd, 0), "cuMemHostAlloc")
+      checkCu(cuMemHostAlloc(&host, staging.outputs.end, 0), "cuMemHostAlloc")
           .withContext("the pinned copies of the inputs and outputs"));
   staging.host = static_cast<uint8_t *>(host);
   return Status();
@@ -564,10 +559,10 @@ CUdeviceptr CudaSession::deviceAddress(const bp::BufferRef &buffer,
   const Staging &staging = plan.staging;
   switch (buffer.kind()) {
   case bp::BufferRef::INPUT:
-    return staging.device + staging.inputOffsets[buffer.index()] +
+    return staging.device + staging.inputs.offsets[buffer.index()] +
            buffer.offset();
   case bp::BufferRef::OUTPUT:
-    return staging.device + staging.outputOffsets[buffer.index()] +
+    return staging.device + staging.outputs.offsets[buffer.index()] +
            buffer.offset();
   case bp::BufferRef::PARAM:
     return parameterBase +
@@ -883,15 +878,11 @@ Status CudaSession::executeSteps(EntryPlan &plan) {
 
 Status CudaSession::copyBoundInputs(EntryPlan &plan) {
   Staging &staging = plan.staging;
-  const std::vector<void *> &inputData = plan.tensors.inputData();
-  for (size_t i = 0; i < inputData.size(); ++i)
-    if (staging.inputBytes[i] > 0)
-      std::memcpy(staging.host + staging.inputOffsets[i], inputData[i],
-                  staging.inputBytes[i]);
-  if (staging.inputEnd == 0)
+  staging.inputs.gather(plan.tensors.inputData(), staging.host);
+  if (staging.inputs.end == 0)
     return Status();
   return checkCu(cuMemcpyHtoDAsync(staging.device, staging.host,
-                                   staging.inputEnd, stream),
+                                   staging.inputs.end, stream),
                  "cuMemcpyHtoDAsync")
       .withContext("copying the inputs");
 }
@@ -909,10 +900,10 @@ Status CudaSession::takeStagedInputs(EntryPlan &plan) {
   KILN_RETURN_IF_ERROR(
       checkCu(cuStreamWaitEvent(stream, slot.copied, 0), "cuStreamWaitEvent")
           .withContext(what));
-  if (plan.staging.inputEnd > 0)
+  if (plan.staging.inputs.end > 0)
     KILN_RETURN_IF_ERROR(
         checkCu(cuMemcpyDtoDAsync(plan.staging.device, slot.device,
-                                  plan.staging.inputEnd, stream),
+                                  plan.staging.inputs.end, stream),
                 "cuMemcpyDtoDAsync")
             .withContext(what));
   return checkCu(cuEventRecord(slot.consumed, stream), "cuEventRecord")
@@ -926,11 +917,11 @@ Status CudaSession::runBound(EntryPlan &plan, bool staged) {
   Status status = staged ? takeStagedInputs(plan) : copyBoundInputs(plan);
   if (status.ok())
     status = executeSteps(plan);
-  if (status.ok() && staging.outputEnd > staging.outputBegin)
-    status = checkCu(cuMemcpyDtoHAsync(staging.host + staging.outputBegin,
-                                       staging.device + staging.outputBegin,
-                                       staging.outputEnd - staging.outputBegin,
-                                       stream),
+  const TensorLayout &outputs = staging.outputs;
+  if (status.ok() && outputs.end > outputs.begin)
+    status = checkCu(cuMemcpyDtoHAsync(staging.host + outputs.begin,
+                                       staging.device + outputs.begin,
+                                       outputs.end - outputs.begin, stream),
                      "cuMemcpyDtoHAsync")
                  .withContext("copying the outputs");
   // Wait even after a failure, so nothing still in flight touches the
@@ -941,11 +932,7 @@ Status CudaSession::runBound(EntryPlan &plan, bool staged) {
   KILN_RETURN_IF_ERROR(synchronized);
   if (plan.profile && plan.runs > 0)
     KILN_RETURN_IF_ERROR(recordProfile(plan));
-  const std::vector<void *> &outputData = plan.tensors.outputData();
-  for (size_t i = 0; i < outputData.size(); ++i)
-    if (staging.outputBytes[i] > 0)
-      std::memcpy(outputData[i], staging.host + staging.outputOffsets[i],
-                  staging.outputBytes[i]);
+  outputs.scatter(staging.host, plan.tensors.outputData());
   ++plan.runs;
   return Status();
 }
@@ -1034,40 +1021,24 @@ CudaSession::EntryPlan *CudaSession::findPlan(const std::string &entryName) {
   return found == planIndex.end() ? nullptr : &plans[found->second];
 }
 
-Status CudaSession::checkRunnable() {
+Status CudaSession::runEntry(const std::string &entryName,
+                             const kiln_tensor_t *inputs, size_t inputCount,
+                             bool staged, const kiln_tensor_t *outputs,
+                             size_t outputCount) {
+  EntryPlan *plan = findPlan(entryName);
+  if (!plan)
+    return entryPointNotFound(bundleName, manifest, entryName);
+  std::lock_guard<std::mutex> lock(mutex);
   if (!communicatorLost.ok())
     return communicatorLost.withContext(
         strCat(bundleName, ": target '", targetName,
                "': the session cannot run since its NCCL communicator was "
                "aborted"));
-  return external->checkAllSet(bundleName);
-}
-
-Status CudaSession::run(const std::string &entryName,
-                        const kiln_tensor_t *inputs, size_t inputCount,
-                        const kiln_tensor_t *outputs, size_t outputCount) {
-  EntryPlan *plan = findPlan(entryName);
-  if (!plan)
-    return entryPointNotFound(bundleName, manifest, entryName);
-  std::lock_guard<std::mutex> lock(mutex);
-  KILN_RETURN_IF_ERROR(checkRunnable());
+  KILN_RETURN_IF_ERROR(external->checkAllSet(bundleName));
   KILN_RETURN_IF_ERROR(
-      plan->tensors.bind(inputs, inputCount, outputs, outputCount));
-  return runBound(*plan, /*staged=*/false)
-      .withContext(strCat(bundleName, ": target '", targetName,
-                          "': entry point '", entryName, "'"));
-}
-
-Status CudaSession::runStaged(const std::string &entryName,
-                              const kiln_tensor_t *outputs,
-                              size_t outputCount) {
-  EntryPlan *plan = findPlan(entryName);
-  if (!plan)
-    return entryPointNotFound(bundleName, manifest, entryName);
-  std::lock_guard<std::mutex> lock(mutex);
-  KILN_RETURN_IF_ERROR(checkRunnable());
-  KILN_RETURN_IF_ERROR(plan->tensors.bindOutputs(outputs, outputCount));
-  return runBound(*plan, /*staged=*/true)
+      staged ? plan->tensors.bindOutputs(outputs, outputCount)
+             : plan->tensors.bind(inputs, inputCount, outputs, outputCount));
+  return runBound(*plan, staged)
       .withContext(strCat(bundleName, ": target '", targetName,
                           "': entry point '", entryName, "'"));
 }

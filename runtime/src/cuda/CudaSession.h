@@ -74,11 +74,17 @@ public:
 
   Status run(const std::string &entryName, const kiln_tensor_t *inputs,
              size_t inputCount, const kiln_tensor_t *outputs,
-             size_t outputCount) override;
+             size_t outputCount) override {
+    return runEntry(entryName, inputs, inputCount, /*staged=*/false, outputs,
+                    outputCount);
+  }
+  Status runStaged(const std::string &entryName, const kiln_tensor_t *outputs,
+                   size_t outputCount) override {
+    return runEntry(entryName, nullptr, 0, /*staged=*/true, outputs,
+                    outputCount);
+  }
   Status stageInputs(const std::string &entryName, const kiln_tensor_t *inputs,
                      size_t inputCount) override;
-  Status runStaged(const std::string &entryName, const kiln_tensor_t *outputs,
-                   size_t outputCount) override;
   uint64_t arenaBytes() const override { return arenaSize; }
   Status getParameter(const std::string &name, void *data,
                       size_t byteSize) override;
@@ -138,12 +144,11 @@ private:
     CUevent waitFor = nullptr;
   };
   /// Where each input and output of an entry point lives on the device and
-  /// in its pinned host mirror: at the same offsets, inputs first, so each
-  /// direction is one copy.
+  /// in its pinned host mirror: at the same offsets, inputs first (laid out
+  /// as staged inputs are, so they arrive in one copy), so each direction
+  /// is one copy.
   struct Staging {
-    std::vector<uint64_t> inputOffsets, outputOffsets;
-    std::vector<uint64_t> inputBytes, outputBytes;
-    uint64_t inputEnd = 0, outputBegin = 0, outputEnd = 0;
+    TensorLayout inputs, outputs;
     CUdeviceptr device = 0;
     uint8_t *host = nullptr;
   };
@@ -201,6 +206,11 @@ private:
   /// after them.
   Status allocateStaging(const bundle::EntryPoint &entry,
                          const TensorLayout &inputs, Staging &staging);
+  /// run() and runStaged(): checks the caller's tensors (the outputs alone
+  /// when `staged`) and runs on them, or on the oldest staged inputs.
+  Status runEntry(const std::string &entryName, const kiln_tensor_t *inputs,
+                  size_t inputCount, bool staged,
+                  const kiln_tensor_t *outputs, size_t outputCount);
   Status planLaunch(const bundle::KernelLaunch &launch, const EntryPlan &plan,
                     Step &step);
   /// Plans commands [first, end) of `program`, all NCCL collectives
@@ -242,8 +252,6 @@ private:
   /// stream.
   Status allocateStagedInputs(StagedInputs &stage);
   EntryPlan *findPlan(const std::string &entryName);
-  /// Why the session refuses to run, if it does.
-  Status checkRunnable();
   Status executeSteps(EntryPlan &plan);
   /// Waits until the stream has finished the run: cuStreamSynchronize, or,
   /// with a communicator, bounded polls that also watch NCCL's errors.
