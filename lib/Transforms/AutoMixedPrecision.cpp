@@ -14,7 +14,6 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
-#include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -97,52 +96,18 @@ linalg::GenericOp roundInProducer(linalg::GenericOp op, OpResult value,
   return rounding;
 }
 
-/// Rebuilds `op` without the results nothing reads (unless its body reads
-/// their initial values), such as a result whose only reader was a product
-/// that now reads its rounded copy. Reshapes nothing reads go first.
+/// `op` without the results nothing reads (unless its body reads their
+/// initial values), such as a result whose only reader was a product that
+/// now reads its rounded copy. Reshapes nothing reads go first.
 void dropUnreadResults(linalg::GenericOp op) {
   for (OpResult result : op->getResults())
     for (Operation *user : llvm::make_early_inc_range(result.getUsers()))
       if (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(user) &&
           user->use_empty())
         user->erase();
-  SmallVector<unsigned> kept;
-  for (OpResult result : op->getResults())
-    if (!result.use_empty() || op.payloadUsesValueFromOperand(
-                                   op.getDpsInitOperand(result.getResultNumber())))
-      kept.push_back(result.getResultNumber());
-  if (kept.size() == op->getNumResults() || kept.empty())
-    return;
-  unsigned inputs = op.getNumDpsInputs();
-  SmallVector<Value> outputs;
-  SmallVector<Type> types;
-  SmallVector<AffineMap> maps(op.getIndexingMapsArray());
-  maps.resize(inputs);
-  for (unsigned r : kept) {
-    outputs.push_back(op.getDpsInits()[r]);
-    types.push_back(op->getResult(r).getType());
-    maps.push_back(op.getIndexingMapsArray()[inputs + r]);
-  }
-  OpBuilder b(op);
-  auto rebuilt = linalg::GenericOp::create(b, op.getLoc(), types,
-                                           op.getDpsInputs(), outputs, maps,
-                                           op.getIteratorTypesArray());
-  rebuilt->setDiscardableAttrs(op->getDiscardableAttrDictionary());
-  rebuilt.getRegion().takeBody(op.getRegion());
-  Block *body = rebuilt.getBody();
-  auto yield = cast<linalg::YieldOp>(body->getTerminator());
-  SmallVector<Value> yielded;
-  for (unsigned r : kept)
-    yielded.push_back(yield.getOperand(r));
-  yield->setOperands(yielded);
-  llvm::BitVector erase(body->getNumArguments());
-  for (unsigned r = 0; r < op->getNumResults(); ++r)
-    if (!llvm::is_contained(kept, r))
-      erase.set(inputs + r);
-  body->eraseArguments(erase);
-  for (auto [i, r] : llvm::enumerate(kept))
-    op->getResult(r).replaceAllUsesWith(rebuilt->getResult(i));
-  op.erase();
+  IRRewriter rewriter(op);
+  (void)linalg::deduplicateOperandsAndRemoveDeadResults(rewriter, op,
+                                                        /*removeOutputs=*/true);
 }
 
 struct KilnAutoMixedPrecisionPass
