@@ -1,0 +1,596 @@
+//===- FlashAttention.h - attention on tensor cores, storing no scores ----===//
+//
+// Attention forward and backward in the manner of FlashAttention-2: each
+// warp owns 16 rows, computes their scores a 64-wide tile at a time with
+// mma.sync.m16n8k16 (bf16 or f16 operands, f32 accumulators), keeps the
+// softmax's running maximum and sum in registers, and never stores a score.
+// The probabilities go from the product's accumulators into the next
+// product's operand registers directly, since the two layouts line up.
+//
+//   forward: O = softmax(Q Kᵀ scale + mask) V, and per row the log2 of the
+//            softmax's denominator (with its shift), which the backward
+//            reads instead of recomputing the row statistics.
+//   backward, two kernels and no atomics (deterministic):
+//     dq:    per query row, delta = rowsum(dO O) (kept for the next kernel)
+//            and dQ = dS K scale, dS = P (dO Vᵀ - delta);
+//     dkdv:  per key row, dV = Pᵀ dO and dK = dSᵀ Q scale.
+//
+// The kernels are written once, over a `Ctx` that supplies the thread's
+// indices, shared memory, barriers, warp shuffles and the mma: on the GPU
+// those are the hardware's (FlashAttention.cu); on the host a test runs
+// every thread of a block as a thread of its own, so the fragment layouts
+// and the softmax bookkeeping are checked without a GPU.
+//
+// Q, K and V hold 16-bit elements (the `T` of the kernel) and O, dO and the
+// gradients f32, each addressed as base + batch * b + head * h + row * r +
+// column, columns contiguous: so a head can be read in place from a fused
+// projection. The optional additive mask is f32 per (batch, head, key)
+// (strides may be 0): a padding mask. Causal attention needs none.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_CUDA_FLASHATTENTION_H
+#define KILN_RUNTIME_CUDA_FLASHATTENTION_H
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define KILN_FA_FN __device__ __forceinline__
+#else
+#include <cmath>
+#include <cstring>
+#define KILN_FA_FN inline
+#endif
+
+namespace kiln::flash {
+
+/// Threads per block: four warps of 16 rows each.
+constexpr int kThreads = 128;
+constexpr int kWarps = 4;
+/// Rows a block owns (queries in forward and dq, keys in dkdv), and the
+/// width of the tiles it walks the other side in.
+constexpr int kBlockRows = 64;
+constexpr int kTile = 64;
+/// Shared tiles' rows are padded so that the lanes reading one column of
+/// consecutive rows hit different banks.
+constexpr int kPad = 8;
+
+/// Where tensor element (batch, head, row, column) is, in elements.
+struct TensorRef {
+  void *data = nullptr;
+  int64_t batch = 0, head = 0, row = 0;
+};
+
+struct Params {
+  int batch = 0, heads = 0, queries = 0, keys = 0;
+  /// The softmax's scale of Q Kᵀ.
+  float scale = 1;
+  /// Key j is seen by query i only when j <= i (queries == keys).
+  int causal = 0;
+  /// 16-bit Q [.., queries, D], K and V [.., keys, D].
+  TensorRef q, k, v;
+  /// f32: the output, and its gradient (backward).
+  TensorRef o, dout;
+  /// f32 gradients of Q, K and V (backward).
+  TensorRef dq, dk, dv;
+  /// f32 additive mask, element (batch, head, key); data null: none.
+  TensorRef mask;
+  /// f32 [batch, heads, queries], dense: the forward's log2 denominators,
+  /// and the backward's rowsum(dO O).
+  float *lse = nullptr, *delta = nullptr;
+};
+
+/// Shared memory each kernel needs, in bytes, for head size `D`.
+constexpr int forwardSharedBytes(int D) { return 2 * kTile * (D + kPad) * 2; }
+constexpr int dqSharedBytes(int D) { return 2 * kTile * (D + kPad) * 2; }
+constexpr int dkdvSharedBytes(int D) {
+  return 2 * kTile * (D + kPad) * 2 + 2 * kTile * 4;
+}
+
+//===----------------------------------------------------------------------===//
+// 16-bit element types
+//===----------------------------------------------------------------------===//
+
+KILN_FA_FN uint32_t floatBits(float f) {
+#if defined(__CUDACC__)
+  return __float_as_uint(f);
+#else
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+#endif
+}
+
+KILN_FA_FN float bitsFloat(uint32_t u) {
+#if defined(__CUDACC__)
+  return __uint_as_float(u);
+#else
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+#endif
+}
+
+struct BF16 {
+  static constexpr const char *name = "bf16";
+  /// Round to nearest, ties to even; NaN stays NaN.
+  static KILN_FA_FN uint16_t fromFloat(float f) {
+    uint32_t u = floatBits(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+      return static_cast<uint16_t>((u >> 16) | 0x40);
+    u += 0x7fffu + ((u >> 16) & 1);
+    return static_cast<uint16_t>(u >> 16);
+  }
+  static KILN_FA_FN float toFloat(uint16_t h) {
+    return bitsFloat(static_cast<uint32_t>(h) << 16);
+  }
+};
+
+struct F16 {
+  static constexpr const char *name = "f16";
+  static KILN_FA_FN uint16_t fromFloat(float f) {
+#if defined(__CUDACC__)
+    return __half_as_ushort(__float2half_rn(f));
+#else
+    _Float16 h = static_cast<_Float16>(f);
+    uint16_t u;
+    std::memcpy(&u, &h, 2);
+    return u;
+#endif
+  }
+  static KILN_FA_FN float toFloat(uint16_t u) {
+#if defined(__CUDACC__)
+    return __half2float(__ushort_as_half(u));
+#else
+    _Float16 h;
+    std::memcpy(&h, &u, 2);
+    return static_cast<float>(h);
+#endif
+  }
+};
+
+KILN_FA_FN float exp2Of(float x) {
+#if defined(__CUDACC__)
+  return exp2f(x);
+#else
+  return std::exp2(x);
+#endif
+}
+
+KILN_FA_FN float log2Of(float x) {
+#if defined(__CUDACC__)
+  return log2f(x);
+#else
+  return std::log2(x);
+#endif
+}
+
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kInf = __builtin_huge_valf();
+
+//===----------------------------------------------------------------------===//
+// Fragments of mma.m16n8k16
+//===----------------------------------------------------------------------===//
+//
+// Lane l is in group g = l / 4 at position t = l % 4. Of the 16 x 16 A
+// operand it holds rows g and g + 8, columns 2t, 2t + 1, 2t + 8 and 2t + 9
+// (four registers of two elements, the lower column in the low half); of
+// the 16 x 8 B operand, column g at rows 2t, 2t + 1, 2t + 8, 2t + 9; of the
+// 16 x 8 accumulator, rows g (c0, c1) and g + 8 (c2, c3) at columns 2t and
+// 2t + 1.
+
+KILN_FA_FN uint32_t pack(uint16_t lo, uint16_t hi) {
+  return static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
+}
+
+template <typename T> KILN_FA_FN uint32_t pack(float lo, float hi) {
+  return pack(T::fromFloat(lo), T::fromFloat(hi));
+}
+
+/// Element (row, column) of a row-major 16-bit matrix.
+struct Matrix16 {
+  const uint16_t *data;
+  int64_t ld;
+  KILN_FA_FN uint16_t at(int row, int column) const {
+    return data[row * ld + column];
+  }
+};
+
+/// The A operand: rows r0.. of `m`, columns k0..k0 + 15.
+KILN_FA_FN void loadA(uint32_t a[4], Matrix16 m, int r0, int k0, int g,
+                      int t) {
+  int c = k0 + 2 * t;
+  a[0] = pack(m.at(r0 + g, c), m.at(r0 + g, c + 1));
+  a[1] = pack(m.at(r0 + g + 8, c), m.at(r0 + g + 8, c + 1));
+  a[2] = pack(m.at(r0 + g, c + 8), m.at(r0 + g, c + 9));
+  a[3] = pack(m.at(r0 + g + 8, c + 8), m.at(r0 + g + 8, c + 9));
+}
+
+/// The B operand B[k][n] = m[n0 + n][k0 + k]: the transpose of rows of `m`
+/// (as keys are, in Q Kᵀ).
+KILN_FA_FN void loadBTransposed(uint32_t b[2], Matrix16 m, int n0, int k0,
+                                int g, int t) {
+  int c = k0 + 2 * t;
+  b[0] = pack(m.at(n0 + g, c), m.at(n0 + g, c + 1));
+  b[1] = pack(m.at(n0 + g, c + 8), m.at(n0 + g, c + 9));
+}
+
+/// The B operand B[k][n] = m[k0 + k][n0 + n] (as values are, in P V).
+KILN_FA_FN void loadB(uint32_t b[2], Matrix16 m, int k0, int n0, int g,
+                      int t) {
+  int r = k0 + 2 * t;
+  b[0] = pack(m.at(r, n0 + g), m.at(r + 1, n0 + g));
+  b[1] = pack(m.at(r + 8, n0 + g), m.at(r + 9, n0 + g));
+}
+
+/// The A operand for chunk `chunk` (16 columns) of a 16 x 64 matrix held as
+/// eight accumulators: the accumulator layout of columns 16c.. is the A
+/// layout, so no lane exchanges anything.
+template <typename T>
+KILN_FA_FN void accumulatorsAsA(uint32_t a[4], const float acc[8][4],
+                                int chunk) {
+  const float *lo = acc[2 * chunk], *hi = acc[2 * chunk + 1];
+  a[0] = pack<T>(lo[0], lo[1]);
+  a[1] = pack<T>(lo[2], lo[3]);
+  a[2] = pack<T>(hi[0], hi[1]);
+  a[3] = pack<T>(hi[2], hi[3]);
+}
+
+//===----------------------------------------------------------------------===//
+// Tiles
+//===----------------------------------------------------------------------===//
+
+template <typename Ref> KILN_FA_FN Ref *rowsOf(const TensorRef &ref, int b,
+                                               int h, int row) {
+  return static_cast<Ref *>(ref.data) + b * ref.batch + h * ref.head +
+         static_cast<int64_t>(row) * ref.row;
+}
+
+/// Rows row0.. of a 16-bit tensor into a shared tile of kTile rows (zero
+/// past `rows`), the block's threads together.
+template <int D, typename Ctx>
+KILN_FA_FN void loadTile(Ctx &ctx, uint16_t *tile, const TensorRef &ref,
+                         int b, int h, int row0, int rows) {
+  const uint16_t *src = rowsOf<const uint16_t>(ref, b, h, row0);
+  for (int i = ctx.thread; i < kTile * D; i += kThreads) {
+    int r = i / D, c = i % D;
+    tile[r * (D + kPad) + c] = r < rows - row0 ? src[r * ref.row + c] : 0;
+  }
+}
+
+/// The same from an f32 tensor, rounded to T.
+template <typename T, int D, typename Ctx>
+KILN_FA_FN void loadTileRounded(Ctx &ctx, uint16_t *tile, const TensorRef &ref,
+                                int b, int h, int row0, int rows) {
+  const float *src = rowsOf<const float>(ref, b, h, row0);
+  for (int i = ctx.thread; i < kTile * D; i += kThreads) {
+    int r = i / D, c = i % D;
+    tile[r * (D + kPad) + c] =
+        r < rows - row0 ? T::fromFloat(src[r * ref.row + c]) : 0;
+  }
+}
+
+/// Rows r0..r0 + 15 of a 16-bit tensor as A operands, zero past `rows`.
+template <int D>
+KILN_FA_FN void loadRowsA(uint32_t a[D / 16][4], const TensorRef &ref, int b,
+                          int h, int r0, int rows, int g, int t) {
+  const uint16_t *base = rowsOf<const uint16_t>(ref, b, h, 0);
+  for (int kc = 0; kc < D / 16; ++kc) {
+    uint16_t e[2][4];
+    for (int half = 0; half < 2; ++half) {
+      int row = r0 + g + 8 * half;
+      for (int j = 0; j < 4; ++j) {
+        int c = kc * 16 + 2 * t + (j & 1) + (j & 2) * 4;
+        e[half][j] = row < rows ? base[row * ref.row + c] : 0;
+      }
+    }
+    a[kc][0] = pack(e[0][0], e[0][1]);
+    a[kc][1] = pack(e[1][0], e[1][1]);
+    a[kc][2] = pack(e[0][2], e[0][3]);
+    a[kc][3] = pack(e[1][2], e[1][3]);
+  }
+}
+
+/// The same from an f32 tensor, rounded to T.
+template <typename T, int D>
+KILN_FA_FN void loadRowsARounded(uint32_t a[D / 16][4], const TensorRef &ref,
+                                 int b, int h, int r0, int rows, int g, int t) {
+  const float *base = rowsOf<const float>(ref, b, h, 0);
+  for (int kc = 0; kc < D / 16; ++kc) {
+    float e[2][4];
+    for (int half = 0; half < 2; ++half) {
+      int row = r0 + g + 8 * half;
+      for (int j = 0; j < 4; ++j) {
+        int c = kc * 16 + 2 * t + (j & 1) + (j & 2) * 4;
+        e[half][j] = row < rows ? base[row * ref.row + c] : 0.0f;
+      }
+    }
+    a[kc][0] = pack<T>(e[0][0], e[0][1]);
+    a[kc][1] = pack<T>(e[1][0], e[1][1]);
+    a[kc][2] = pack<T>(e[0][2], e[0][3]);
+    a[kc][3] = pack<T>(e[1][2], e[1][3]);
+  }
+}
+
+/// Accumulators of rows r0.. (16 x D, as D / 8 tiles) times `factor`, to
+/// an f32 tensor, rows past `rows` dropped.
+template <int D>
+KILN_FA_FN void storeRows(const float acc[D / 8][4], const TensorRef &ref,
+                          int b, int h, int r0, int rows, int g, int t,
+                          float factor0, float factor1) {
+  float *base = rowsOf<float>(ref, b, h, 0);
+  for (int half = 0; half < 2; ++half) {
+    int row = r0 + g + 8 * half;
+    if (row >= rows)
+      continue;
+    float factor = half ? factor1 : factor0;
+    for (int n = 0; n < D / 8; ++n)
+      for (int j = 0; j < 2; ++j)
+        base[row * ref.row + n * 8 + 2 * t + j] = acc[n][2 * half + j] * factor;
+  }
+}
+
+/// The maximum (or sum) of a row's values over the four lanes of a group.
+template <typename Ctx> KILN_FA_FN float groupMax(Ctx &ctx, float v) {
+  v = fmaxf(v, ctx.shflXor(v, 1));
+  return fmaxf(v, ctx.shflXor(v, 2));
+}
+template <typename Ctx> KILN_FA_FN float groupSum(Ctx &ctx, float v) {
+  v += ctx.shflXor(v, 1);
+  return v + ctx.shflXor(v, 2);
+}
+
+/// The mask's value for `key`, in log2 units (0 without a mask).
+KILN_FA_FN float maskAt(const Params &p, int b, int h, int key) {
+  if (!p.mask.data)
+    return 0;
+  return rowsOf<const float>(p.mask, b, h, 0)[key] * kLog2e;
+}
+
+/// The last key a block of rows row0.. sees, plus one.
+KILN_FA_FN int keyEnd(const Params &p, int row0) {
+  if (!p.causal)
+    return p.keys;
+  int end = row0 + kBlockRows;
+  return end < p.keys ? end : p.keys;
+}
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+/// Grid (ceil(queries / 64), batch * heads).
+template <typename T, int D, typename Ctx>
+KILN_FA_FN void forward(Ctx &ctx, const Params &p) {
+  const int warp = ctx.thread / 32, lane = ctx.thread % 32;
+  const int g = lane / 4, t = lane % 4;
+  const int b = ctx.blockY / p.heads, h = ctx.blockY % p.heads;
+  const int q0 = ctx.blockX * kBlockRows, r0 = q0 + warp * 16;
+  uint16_t *keyTile = reinterpret_cast<uint16_t *>(ctx.shared);
+  uint16_t *valueTile = keyTile + kTile * (D + kPad);
+  const Matrix16 keys{keyTile, D + kPad}, values{valueTile, D + kPad};
+  const float scale = p.scale * kLog2e;
+
+  uint32_t qa[D / 16][4];
+  loadRowsA<D>(qa, p.q, b, h, r0, p.queries, g, t);
+  // Per row (g, g + 8): the running maximum of the scores (log2 units)
+  // and the sum of 2^(score - maximum).
+  float maximum[2] = {-kInf, -kInf}, sum[2] = {0, 0};
+  float acc[D / 8][4] = {};
+
+  const int end = keyEnd(p, q0);
+  for (int k0 = 0; k0 < end; k0 += kTile) {
+    loadTile<D>(ctx, keyTile, p.k, b, h, k0, p.keys);
+    loadTile<D>(ctx, valueTile, p.v, b, h, k0, p.keys);
+    ctx.sync();
+    float s[8][4] = {};
+    for (int n = 0; n < 8; ++n)
+      for (int kc = 0; kc < D / 16; ++kc) {
+        uint32_t bk[2];
+        loadBTransposed(bk, keys, n * 8, kc * 16, g, t);
+        ctx.template mma<T>(s[n], qa[kc], bk);
+      }
+    float tileMax[2] = {-kInf, -kInf};
+    for (int n = 0; n < 8; ++n)
+      for (int i = 0; i < 4; ++i) {
+        int row = r0 + g + (i & 2) * 4, key = k0 + n * 8 + 2 * t + (i & 1);
+        float v = -kInf;
+        if (key < p.keys && !(p.causal && key > row))
+          v = s[n][i] * scale + maskAt(p, b, h, key);
+        s[n][i] = v;
+        tileMax[i / 2] = fmaxf(tileMax[i / 2], v);
+      }
+    float shift[2], rescale[2], tileSum[2] = {0, 0};
+    for (int r = 0; r < 2; ++r) {
+      float next = fmaxf(maximum[r], groupMax(ctx, tileMax[r]));
+      // Nothing seen yet (every score so far dropped): shift by 0, so
+      // that 2^(-inf - shift) is 0 rather than NaN.
+      shift[r] = next == -kInf ? 0.0f : next;
+      rescale[r] = exp2Of(maximum[r] - shift[r]);
+      maximum[r] = next;
+    }
+    for (int n = 0; n < 8; ++n)
+      for (int i = 0; i < 4; ++i) {
+        s[n][i] = exp2Of(s[n][i] - shift[i / 2]);
+        tileSum[i / 2] += s[n][i];
+      }
+    for (int r = 0; r < 2; ++r)
+      sum[r] = sum[r] * rescale[r] + groupSum(ctx, tileSum[r]);
+    for (int n = 0; n < D / 8; ++n)
+      for (int i = 0; i < 4; ++i)
+        acc[n][i] *= rescale[i / 2];
+    for (int chunk = 0; chunk < 4; ++chunk) {
+      uint32_t pa[4];
+      accumulatorsAsA<T>(pa, s, chunk);
+      for (int n = 0; n < D / 8; ++n) {
+        uint32_t bv[2];
+        loadB(bv, values, chunk * 16, n * 8, g, t);
+        ctx.template mma<T>(acc[n], pa, bv);
+      }
+    }
+    ctx.sync();
+  }
+  // A row whose every score was dropped has sum 0, and its output and
+  // statistic are NaN, as the softmax's are.
+  storeRows<D>(acc, p.o, b, h, r0, p.queries, g, t, 1.0f / sum[0],
+               1.0f / sum[1]);
+  if (t == 0)
+    for (int r = 0; r < 2; ++r) {
+      int row = r0 + g + 8 * r;
+      if (row < p.queries)
+        p.lse[(static_cast<int64_t>(ctx.blockY) * p.queries) + row] =
+            (maximum[r] == -kInf ? 0.0f : maximum[r]) + log2Of(sum[r]);
+    }
+}
+
+/// Grid (ceil(queries / 64), batch * heads). Also writes `delta`, which
+/// dkdv reads.
+template <typename T, int D, typename Ctx>
+KILN_FA_FN void backwardQuery(Ctx &ctx, const Params &p) {
+  const int warp = ctx.thread / 32, lane = ctx.thread % 32;
+  const int g = lane / 4, t = lane % 4;
+  const int b = ctx.blockY / p.heads, h = ctx.blockY % p.heads;
+  const int q0 = ctx.blockX * kBlockRows, r0 = q0 + warp * 16;
+  uint16_t *keyTile = reinterpret_cast<uint16_t *>(ctx.shared);
+  uint16_t *valueTile = keyTile + kTile * (D + kPad);
+  const Matrix16 keys{keyTile, D + kPad}, values{valueTile, D + kPad};
+  const float scale = p.scale * kLog2e;
+  const int64_t stats = static_cast<int64_t>(ctx.blockY) * p.queries;
+
+  uint32_t qa[D / 16][4], da[D / 16][4];
+  loadRowsA<D>(qa, p.q, b, h, r0, p.queries, g, t);
+  loadRowsARounded<T, D>(da, p.dout, b, h, r0, p.queries, g, t);
+  // Per row: the forward's statistic (rows past the end: +inf, so that
+  // every probability is 0) and delta = rowsum(dO O) in f32.
+  float lse[2], delta[2];
+  for (int r = 0; r < 2; ++r) {
+    int row = r0 + g + 8 * r;
+    float partial = 0;
+    if (row < p.queries) {
+      const float *dO = rowsOf<const float>(p.dout, b, h, row);
+      const float *o = rowsOf<const float>(p.o, b, h, row);
+      for (int c = 2 * t; c < D; c += 8)
+        partial += dO[c] * o[c] + dO[c + 1] * o[c + 1];
+    }
+    delta[r] = groupSum(ctx, partial);
+    lse[r] = row < p.queries ? p.lse[stats + row] : kInf;
+    if (t == 0 && row < p.queries)
+      p.delta[stats + row] = delta[r];
+  }
+  float acc[D / 8][4] = {};
+
+  const int end = keyEnd(p, q0);
+  for (int k0 = 0; k0 < end; k0 += kTile) {
+    loadTile<D>(ctx, keyTile, p.k, b, h, k0, p.keys);
+    loadTile<D>(ctx, valueTile, p.v, b, h, k0, p.keys);
+    ctx.sync();
+    float s[8][4] = {}, dp[8][4] = {};
+    for (int n = 0; n < 8; ++n)
+      for (int kc = 0; kc < D / 16; ++kc) {
+        uint32_t bk[2], bv[2];
+        loadBTransposed(bk, keys, n * 8, kc * 16, g, t);
+        ctx.template mma<T>(s[n], qa[kc], bk);
+        loadBTransposed(bv, values, n * 8, kc * 16, g, t);
+        ctx.template mma<T>(dp[n], da[kc], bv);
+      }
+    // dS = P (dP - delta), P recomputed from the forward's statistic.
+    for (int n = 0; n < 8; ++n)
+      for (int i = 0; i < 4; ++i) {
+        int row = r0 + g + (i & 2) * 4, key = k0 + n * 8 + 2 * t + (i & 1);
+        float prob = 0;
+        if (key < p.keys && !(p.causal && key > row))
+          prob = exp2Of(s[n][i] * scale + maskAt(p, b, h, key) - lse[i / 2]);
+        s[n][i] = prob * (dp[n][i] - delta[i / 2]);
+      }
+    for (int chunk = 0; chunk < 4; ++chunk) {
+      uint32_t dsa[4];
+      accumulatorsAsA<T>(dsa, s, chunk);
+      for (int n = 0; n < D / 8; ++n) {
+        uint32_t bk[2];
+        loadB(bk, keys, chunk * 16, n * 8, g, t);
+        ctx.template mma<T>(acc[n], dsa, bk);
+      }
+    }
+    ctx.sync();
+  }
+  storeRows<D>(acc, p.dq, b, h, r0, p.queries, g, t, p.scale, p.scale);
+}
+
+/// Grid (ceil(keys / 64), batch * heads); runs after backwardQuery.
+template <typename T, int D, typename Ctx>
+KILN_FA_FN void backwardKeyValue(Ctx &ctx, const Params &p) {
+  const int warp = ctx.thread / 32, lane = ctx.thread % 32;
+  const int g = lane / 4, t = lane % 4;
+  const int b = ctx.blockY / p.heads, h = ctx.blockY % p.heads;
+  const int k0 = ctx.blockX * kBlockRows, r0 = k0 + warp * 16;
+  uint16_t *queryTile = reinterpret_cast<uint16_t *>(ctx.shared);
+  uint16_t *gradTile = queryTile + kTile * (D + kPad);
+  float *lseTile = reinterpret_cast<float *>(gradTile + kTile * (D + kPad));
+  float *deltaTile = lseTile + kTile;
+  const Matrix16 queries{queryTile, D + kPad}, grads{gradTile, D + kPad};
+  const float scale = p.scale * kLog2e;
+  const int64_t stats = static_cast<int64_t>(ctx.blockY) * p.queries;
+
+  uint32_t ka[D / 16][4], va[D / 16][4];
+  loadRowsA<D>(ka, p.k, b, h, r0, p.keys, g, t);
+  loadRowsA<D>(va, p.v, b, h, r0, p.keys, g, t);
+  // Each lane's two keys' mask values, in log2 units.
+  float keyMask[2];
+  for (int r = 0; r < 2; ++r) {
+    int key = r0 + g + 8 * r;
+    keyMask[r] = key < p.keys ? maskAt(p, b, h, key) : 0.0f;
+  }
+  float dk[D / 8][4] = {}, dv[D / 8][4] = {};
+
+  // Causal: the queries before this block's first key see none of it.
+  for (int q0 = p.causal ? k0 : 0; q0 < p.queries; q0 += kTile) {
+    loadTile<D>(ctx, queryTile, p.q, b, h, q0, p.queries);
+    loadTileRounded<T, D>(ctx, gradTile, p.dout, b, h, q0, p.queries);
+    for (int i = ctx.thread; i < kTile; i += kThreads) {
+      bool in = q0 + i < p.queries;
+      lseTile[i] = in ? p.lse[stats + q0 + i] : kInf;
+      deltaTile[i] = in ? p.delta[stats + q0 + i] : 0.0f;
+    }
+    ctx.sync();
+    // Sᵀ = K Qᵀ and dPᵀ = V dOᵀ: rows are this warp's keys, columns the
+    // tile's queries.
+    float s[8][4] = {}, dp[8][4] = {};
+    for (int n = 0; n < 8; ++n)
+      for (int kc = 0; kc < D / 16; ++kc) {
+        uint32_t bq[2], bg[2];
+        loadBTransposed(bq, queries, n * 8, kc * 16, g, t);
+        ctx.template mma<T>(s[n], ka[kc], bq);
+        loadBTransposed(bg, grads, n * 8, kc * 16, g, t);
+        ctx.template mma<T>(dp[n], va[kc], bg);
+      }
+    for (int n = 0; n < 8; ++n)
+      for (int i = 0; i < 4; ++i) {
+        int key = r0 + g + (i & 2) * 4, column = n * 8 + 2 * t + (i & 1);
+        int query = q0 + column;
+        float prob = 0;
+        if (key < p.keys && query < p.queries && !(p.causal && key > query))
+          prob = exp2Of(s[n][i] * scale + keyMask[i / 2] - lseTile[column]);
+        s[n][i] = prob;
+        dp[n][i] = prob * (dp[n][i] - deltaTile[column]);
+      }
+    for (int chunk = 0; chunk < 4; ++chunk) {
+      uint32_t pa[4], dsa[4];
+      accumulatorsAsA<T>(pa, s, chunk);
+      accumulatorsAsA<T>(dsa, dp, chunk);
+      for (int n = 0; n < D / 8; ++n) {
+        uint32_t bg[2], bq[2];
+        loadB(bg, grads, chunk * 16, n * 8, g, t);
+        ctx.template mma<T>(dv[n], pa, bg);
+        loadB(bq, queries, chunk * 16, n * 8, g, t);
+        ctx.template mma<T>(dk[n], dsa, bq);
+      }
+    }
+    ctx.sync();
+  }
+  storeRows<D>(dk, p.dk, b, h, r0, p.keys, g, t, p.scale, p.scale);
+  storeRows<D>(dv, p.dv, b, h, r0, p.keys, g, t, 1.0f, 1.0f);
+}
+
+} // namespace kiln::flash
+
+#endif // KILN_RUNTIME_CUDA_FLASHATTENTION_H

@@ -1,0 +1,351 @@
+//===- FlashAttentionTest.cpp - the tensor-core attention kernels, on the host //
+//
+// The kernels of runtime/src/cuda/FlashAttention.h, run on the host: each
+// thread of a block is a thread of its own, with real barriers for
+// __syncthreads and for the warp-wide exchanges (shuffles and mma.sync,
+// whose operands every lane contributes to and whose fragment layout is the
+// PTX ISA's). The results are checked against attention computed in double
+// precision from the same 16-bit inputs. On a GPU, the CUDA backend's tests
+// run the same kernels compiled by nvcc.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cuda/FlashAttention.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using namespace kiln::flash;
+
+/// Threads wait here until `count` of them have arrived (C++17 has no
+/// std::barrier).
+class Barrier {
+public:
+  explicit Barrier(int count) : count(count) {}
+  void arriveAndWait() {
+    std::unique_lock<std::mutex> lock(mutex);
+    int arrival = generation;
+    if (++waiting == count) {
+      waiting = 0;
+      ++generation;
+      done.notify_all();
+      return;
+    }
+    done.wait(lock, [&] { return generation != arrival; });
+  }
+
+private:
+  std::mutex mutex;
+  std::condition_variable done;
+  int count, waiting = 0, generation = 0;
+};
+
+/// One block's shared state: its shared memory, its barriers, and where
+/// lanes leave what a warp-wide operation exchanges.
+struct HostBlock {
+  explicit HostBlock(int sharedBytes)
+      : shared((sharedBytes + 7) / 8), block(kThreads) {
+    for (int w = 0; w < kWarps; ++w)
+      warps.push_back(std::make_unique<Barrier>(32));
+  }
+  std::vector<uint64_t> shared;
+  Barrier block;
+  std::vector<std::unique_ptr<Barrier>> warps;
+  float floats[kThreads];
+  uint32_t a[kThreads][4], b[kThreads][2];
+};
+
+/// A thread of a block, as the kernels' `Ctx`.
+struct HostCtx {
+  int thread, blockX, blockY;
+  char *shared;
+  HostBlock *host;
+
+  void sync() { host->block.arriveAndWait(); }
+  void warpSync() { host->warps[thread / 32]->arriveAndWait(); }
+  int laneBase() const { return thread & ~31; }
+
+  float shflXor(float v, int mask) {
+    host->floats[thread] = v;
+    warpSync();
+    float other = host->floats[laneBase() | ((thread & 31) ^ mask)];
+    warpSync();
+    return other;
+  }
+
+  /// d += A B for the warp's 16 x 16 A and 16 x 8 B, from every lane's
+  /// registers in mma.m16n8k16's layout.
+  template <typename T>
+  void mma(float d[4], const uint32_t a[4], const uint32_t b[2]) {
+    std::copy(a, a + 4, host->a[thread]);
+    std::copy(b, b + 2, host->b[thread]);
+    warpSync();
+    auto half = [](uint32_t word, int k) {
+      return T::toFloat(static_cast<uint16_t>(k % 2 ? word >> 16 : word));
+    };
+    auto aAt = [&](int row, int k) {
+      int lane = laneBase() + (row % 8) * 4 + (k % 8) / 2;
+      return half(host->a[lane][(row >= 8) + 2 * (k >= 8)], k);
+    };
+    auto bAt = [&](int k, int n) {
+      int lane = laneBase() + n * 4 + (k % 8) / 2;
+      return half(host->b[lane][k >= 8], k);
+    };
+    int g = (thread & 31) / 4, t = thread % 4;
+    float out[4];
+    for (int i = 0; i < 4; ++i) {
+      int row = g + 8 * (i / 2), column = 2 * t + i % 2;
+      float sum = d[i];
+      for (int k = 0; k < 16; ++k)
+        sum += aAt(row, k) * bAt(k, column);
+      out[i] = sum;
+    }
+    warpSync();
+    std::copy(out, out + 4, d);
+  }
+};
+
+template <typename Kernel>
+void runGrid(int gridX, int gridY, int sharedBytes, Kernel kernel) {
+  for (int y = 0; y < gridY; ++y)
+    for (int x = 0; x < gridX; ++x) {
+      HostBlock block(sharedBytes);
+      std::vector<std::thread> threads;
+      for (int i = 0; i < kThreads; ++i)
+        threads.emplace_back([&, i] {
+          HostCtx ctx{i, x, y, reinterpret_cast<char *>(block.shared.data()),
+                      &block};
+          kernel(ctx);
+        });
+      for (std::thread &thread : threads)
+        thread.join();
+    }
+}
+
+struct Case {
+  int batch, heads, queries, keys;
+  bool causal = false;
+  /// Keys from this one on are dropped by an additive -inf mask in odd
+  /// batches (0: no mask).
+  int maskFrom = 0;
+  /// Q, K and V interleaved as a fused projection's [B, S, 3, H, D]
+  /// output rather than three dense [B, H, S, D] tensors.
+  bool fused = false;
+};
+
+/// Attention in double precision over the inputs as the kernels read them.
+struct Reference {
+  std::vector<double> o, lse2, dq, dk, dv;
+};
+
+template <typename T, int D> class Problem {
+public:
+  explicit Problem(const Case &c) : c(c) {
+    std::mt19937 rng(1234 + c.queries * 7 + D);
+    std::normal_distribution<float> normal(0, 1);
+    int64_t bh = int64_t(c.batch) * c.heads;
+    auto fill16 = [&](std::vector<uint16_t> &v, size_t n) {
+      v.resize(n);
+      for (uint16_t &x : v)
+        x = T::fromFloat(normal(rng));
+    };
+    if (c.fused) {
+      if (c.queries != c.keys)
+        std::abort();
+      fill16(qkv, size_t(c.batch) * c.queries * 3 * c.heads * D);
+      int64_t row = 3 * c.heads * D, batch = row * c.queries;
+      p.q = {qkv.data(), batch, D, row};
+      p.k = {qkv.data() + c.heads * D, batch, D, row};
+      p.v = {qkv.data() + 2 * c.heads * D, batch, D, row};
+    } else {
+      fill16(q, bh * c.queries * D);
+      fill16(k, bh * c.keys * D);
+      fill16(v, bh * c.keys * D);
+      p.q = dense(q.data(), c.queries);
+      p.k = dense(k.data(), c.keys);
+      p.v = dense(v.data(), c.keys);
+    }
+    dout.resize(bh * c.queries * D);
+    for (float &x : dout)
+      x = normal(rng);
+    o.assign(dout.size(), NAN);
+    dq.assign(bh * c.queries * D, NAN);
+    dk.assign(bh * c.keys * D, NAN);
+    dv.assign(bh * c.keys * D, NAN);
+    lse.assign(bh * c.queries, NAN);
+    delta.assign(bh * c.queries, NAN);
+    p.batch = c.batch;
+    p.heads = c.heads;
+    p.queries = c.queries;
+    p.keys = c.keys;
+    p.scale = 1.0f / std::sqrt(float(D));
+    p.causal = c.causal;
+    p.o = dense(o.data(), c.queries);
+    p.dout = dense(dout.data(), c.queries);
+    p.dq = dense(dq.data(), c.queries);
+    p.dk = dense(dk.data(), c.keys);
+    p.dv = dense(dv.data(), c.keys);
+    if (c.maskFrom) {
+      // [B, 1, 1, Sk]: the same for every head.
+      mask.assign(size_t(c.batch) * c.keys, 0.0f);
+      for (int b = 1; b < c.batch; b += 2)
+        for (int j = c.maskFrom; j < c.keys; ++j)
+          mask[b * c.keys + j] = -INFINITY;
+      p.mask = {mask.data(), c.keys, 0, 0};
+    }
+    p.lse = lse.data();
+    p.delta = delta.data();
+  }
+
+  void runForward() {
+    runGrid((c.queries + 63) / 64, c.batch * c.heads, forwardSharedBytes(D),
+            [&](HostCtx &ctx) { forward<T, D>(ctx, p); });
+  }
+
+  void runBackward() {
+    runGrid((c.queries + 63) / 64, c.batch * c.heads, dqSharedBytes(D),
+            [&](HostCtx &ctx) { backwardQuery<T, D>(ctx, p); });
+    runGrid((c.keys + 63) / 64, c.batch * c.heads, dkdvSharedBytes(D),
+            [&](HostCtx &ctx) { backwardKeyValue<T, D>(ctx, p); });
+  }
+
+  double element(const TensorRef &ref, int b, int h, int row, int col) const {
+    return T::toFloat(static_cast<const uint16_t *>(
+        ref.data)[b * ref.batch + h * ref.head + row * ref.row + col]);
+  }
+
+  Reference reference() const {
+    Reference r;
+    int64_t bh = int64_t(c.batch) * c.heads;
+    r.o.assign(bh * c.queries * D, 0);
+    r.lse2.assign(bh * c.queries, 0);
+    r.dq.assign(bh * c.queries * D, 0);
+    r.dk.assign(bh * c.keys * D, 0);
+    r.dv.assign(bh * c.keys * D, 0);
+    std::vector<double> prob(c.keys), dp(c.keys);
+    for (int b = 0; b < c.batch; ++b)
+      for (int h = 0; h < c.heads; ++h) {
+        int64_t base = (int64_t(b) * c.heads + h);
+        for (int i = 0; i < c.queries; ++i) {
+          double max = -INFINITY;
+          for (int j = 0; j < c.keys; ++j) {
+            double s = 0;
+            for (int d = 0; d < D; ++d)
+              s += element(p.q, b, h, i, d) * element(p.k, b, h, j, d);
+            s *= p.scale;
+            if (c.maskFrom && b % 2 && j >= c.maskFrom)
+              s = -INFINITY;
+            if (c.causal && j > i)
+              s = -INFINITY;
+            prob[j] = s;
+            max = std::max(max, s);
+          }
+          double sum = 0;
+          for (int j = 0; j < c.keys; ++j)
+            sum += prob[j] = std::exp(prob[j] - max);
+          for (int j = 0; j < c.keys; ++j)
+            prob[j] /= sum;
+          r.lse2[base * c.queries + i] = (max + std::log(sum)) / std::log(2.0);
+          double *oRow = &r.o[(base * c.queries + i) * D];
+          for (int j = 0; j < c.keys; ++j)
+            for (int d = 0; d < D; ++d)
+              oRow[d] += prob[j] * element(p.v, b, h, j, d);
+          // Backward, from the reference output.
+          const float *gRow = &dout[(base * c.queries + i) * D];
+          double centre = 0;
+          for (int d = 0; d < D; ++d)
+            centre += gRow[d] * oRow[d];
+          for (int j = 0; j < c.keys; ++j) {
+            double dpj = 0;
+            for (int d = 0; d < D; ++d)
+              dpj += gRow[d] * element(p.v, b, h, j, d);
+            double ds = prob[j] * (dpj - centre) * p.scale;
+            for (int d = 0; d < D; ++d) {
+              r.dq[(base * c.queries + i) * D + d] +=
+                  ds * element(p.k, b, h, j, d);
+              r.dk[(base * c.keys + j) * D + d] +=
+                  ds * element(p.q, b, h, i, d);
+              r.dv[(base * c.keys + j) * D + d] += prob[j] * gRow[d];
+            }
+          }
+        }
+      }
+    return r;
+  }
+
+  Case c;
+  Params p;
+  std::vector<uint16_t> q, k, v, qkv;
+  std::vector<float> o, dout, dq, dk, dv, mask, lse, delta;
+
+private:
+  TensorRef dense(void *data, int rows) const {
+    return {data, int64_t(c.heads) * rows * D, int64_t(rows) * D, D};
+  }
+};
+
+/// The largest difference over the largest magnitude of the reference.
+template <typename Got>
+double relativeError(const Got &got, const std::vector<double> &want) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::isnan(double(got[i])))
+      return INFINITY;
+    diff = std::max(diff, std::abs(double(got[i]) - want[i]));
+    scale = std::max(scale, std::abs(want[i]));
+  }
+  return diff / scale;
+}
+
+template <typename T, int D> void check(const Case &c, double tolerance) {
+  Problem<T, D> problem(c);
+  problem.runForward();
+  problem.runBackward();
+  Reference want = problem.reference();
+  EXPECT_LT(relativeError(problem.o, want.o), tolerance) << "O";
+  EXPECT_LT(relativeError(problem.lse, want.lse2), 1e-5) << "log2 sums";
+  EXPECT_LT(relativeError(problem.dq, want.dq), 2 * tolerance) << "dQ";
+  EXPECT_LT(relativeError(problem.dk, want.dk), 2 * tolerance) << "dK";
+  EXPECT_LT(relativeError(problem.dv, want.dv), tolerance) << "dV";
+}
+
+// bf16 keeps 8 bits: the probabilities and dS the kernels round before
+// their products are within 2^-8 relative, and so are the results.
+constexpr double kBF16 = 1.5e-2, kF16 = 4e-3;
+
+TEST(FlashAttentionTest, FusedProjectionLayoutPartialTiles) {
+  check<BF16, 64>({2, 3, 80, 80, false, 0, /*fused=*/true}, kBF16);
+}
+
+TEST(FlashAttentionTest, CausalSkipsTilesPastTheDiagonal) {
+  check<BF16, 32>({1, 2, 130, 130, /*causal=*/true}, kBF16);
+}
+
+TEST(FlashAttentionTest, PaddingMaskAndMoreKeysThanQueries) {
+  check<F16, 64>({2, 1, 48, 100, false, /*maskFrom=*/70}, kF16);
+}
+
+TEST(FlashAttentionTest, HeadSize128) {
+  check<BF16, 128>({1, 1, 64, 64, true}, kBF16);
+}
+
+TEST(FlashAttentionTest, BF16RoundsToNearestEven) {
+  EXPECT_EQ(BF16::fromFloat(1.0f), 0x3f80);
+  // 1 + 2^-8 is halfway between 1 and 1 + 2^-7: ties go to even (1).
+  EXPECT_EQ(BF16::fromFloat(1.00390625f), 0x3f80);
+  EXPECT_EQ(BF16::fromFloat(1.01171875f), 0x3f82);
+  EXPECT_EQ(BF16::toFloat(BF16::fromFloat(-INFINITY)), -INFINITY);
+  EXPECT_TRUE(std::isnan(BF16::toFloat(BF16::fromFloat(NAN))));
+}
+
+} // namespace
