@@ -5,13 +5,15 @@ optimizer (AdamW), as tokens/s, TFLOP/s, MFU and ratios to torch.compile;
 with --data-parallel also Kiln's data-parallel bundle on one rank (on the
 GPU, its all-reduces through a NCCL communicator of one), and with
 --expanded-attention Kiln's bundle computing attention as score products and
-softmax kernels, each as a ratio to the plain Kiln side.
+softmax kernels, and with --loops-attention its bundle computing attention as
+loops on CUDA cores, each as a ratio to the plain Kiln side.
 
     python3 bench/gpu_train.py [--models gpt2,bert128,bert512] [--layers N]
         [--gpt2-batch 8] [--bert128-batch 64] [--bert512-batch 32]
         [--steps 20] [--warmup 3] [--seconds 10] [--time-budget S]
         [--precision bf16|fp16|fp32] [--data-parallel] [--bucket-bytes N]
-        [--expanded-attention] [--no-compile] [--kiln-only] [--out DIR]
+        [--expanded-attention] [--loops-attention] [--no-compile]
+        [--kiln-only] [--out DIR]
         [--bin build/bin]
     python3 bench/gpu_train.py --tiny --device cpu     # the logic, on a CPU
     python3 bench/gpu_train.py --package-prepare DIR [model options]
@@ -26,9 +28,9 @@ Package mode (prepare here, run there: a GPU machine that cannot build Kiln).
 and compiles it, in each of its precisions, with kilnc --target=DEVICE
 (--amp=bf16 or --amp=fp16) --external-weights: the bundle
 DIR/NAME-PRECISION.kiln holds no weights, only its program and kernels; with
---data-parallel also DIR/NAME-PRECISION-dp.kiln, and with
---expanded-attention DIR/NAME-PRECISION-expanded.kiln, in the model's first
-precision. Beside them: NAME-train.npz (the batches) and NAME.json (the
+--data-parallel also DIR/NAME-PRECISION-dp.kiln, with --expanded-attention
+DIR/NAME-PRECISION-expanded.kiln and with --loops-attention
+DIR/NAME-PRECISION-loops.kiln, in the model's first precision. Beside them: NAME-train.npz (the batches) and NAME.json (the
 architecture, sizes, batch, seed, lr, weight decay, each bundle's precision,
 kilnc command and time, and the name and shape of each of the bundles'
 parameters: the ONNX float initializers, checked to equal the PyTorch
@@ -37,7 +39,7 @@ on the GPU machine, needs neither kilnc nor ONNX: it builds the same module
 (same sizes, torch.manual_seed(0)), saves its state_dict entries under the
 recorded initializer names as the --params .npz of `kiln-run --target DEVICE
 --params`, and times what the package holds (its models, precisions and
-data-parallel and expanded-attention bundles; --models selects among the
+data-parallel and other attention bundles; --models selects among the
 models, and
 MODEL:PRECISION among its precisions) as below, on
 the packaged batches. --bin then names the directory of kiln-run.
@@ -81,14 +83,15 @@ exchange. One rank averages each gradient over itself, so its losses must
 be the plain side's: every step both ran is compared (rtol 1e-5); WRONG
 otherwise.
 
-Attention: kilnc's CUDA target computes attention and its gradient as loops
-a thread per query or key row that never store the score matrices
-(--cuda-attention=loops, its default). --expanded-attention (cuda only) also
-compiles each model, in its first precision, with --cuda-attention=expanded
-(score products on tensor cores, softmax kernels over the stored scores, as
-before the loops) and times it, after the PyTorch sides, as the side "kiln
-(expanded attention)", whose "vs kiln" is its tokens/s over the plain Kiln
-side's; its losses are checked like every side's.
+Attention: kilnc's CUDA target computes attention and its gradient in bf16
+or f16 on the runtime's tensor-core kernels (--cuda-attention=flash, its
+default). --expanded-attention (cuda only) also compiles each model, in its
+first precision, with --cuda-attention=expanded (score products on tensor
+cores, softmax kernels over the stored scores) and --loops-attention with
+--cuda-attention=loops (a thread per query or key row on CUDA cores), and
+times them, after the PyTorch sides, as the sides "kiln (expanded
+attention)" and "kiln (attention loops)", whose "vs kiln" is their tokens/s
+over the plain Kiln side's; their losses are checked like every side's.
 
 Timing. Kiln: one `kiln-run --target T --data --steps W+S --no-shuffle
 --metrics` process; a step's time is its metrics record's samples /
@@ -218,6 +221,9 @@ def parse_args(argv):
     parser.add_argument("--expanded-attention", action="store_true",
                         help="also time kilnc --cuda-attention=expanded's "
                         "bundle, in each model's first precision")
+    parser.add_argument("--loops-attention", action="store_true",
+                        help="also time kilnc --cuda-attention=loops's "
+                        "bundle, in each model's first precision")
     parser.add_argument("--no-compile", action="store_true",
                         help="leave torch.compile out")
     parser.add_argument("--kiln-only", action="store_true",
@@ -264,11 +270,13 @@ def parse_args(argv):
     except ValueError as error:
         parser.error(str(error))
     if args.package:
-        if args.data_parallel or args.bucket_bytes or args.expanded_attention:
-            parser.error("--package measures the data-parallel and "
-                         "expanded-attention bundles the package holds; "
-                         "--data-parallel, --bucket-bytes and "
-                         "--expanded-attention belong to --package-prepare")
+        if (args.data_parallel or args.bucket_bytes or
+                args.expanded_attention or args.loops_attention):
+            parser.error("--package measures the data-parallel and other "
+                         "attention bundles the package holds; "
+                         "--data-parallel, --bucket-bytes, "
+                         "--expanded-attention and --loops-attention belong "
+                         "to --package-prepare")
         rows = package_rows(args.package)
         if not rows:
             parser.error("%s holds no packaged model (NAME.json)"
@@ -279,10 +287,12 @@ def parse_args(argv):
             rows = [(n, p) for n, p in rows
                     if (n, p) in wanted or (n, None) in wanted]
         args.rows = rows
-    if args.device != "cuda" and args.expanded_attention:
-        parser.error("--expanded-attention needs --device cuda: "
-                     "--cuda-attention chooses between the CUDA target's "
-                     "ways (the CPU target always expands attention)")
+    if args.device != "cuda" and (args.expanded_attention or
+                                  args.loops_attention):
+        parser.error("--expanded-attention and --loops-attention need "
+                     "--device cuda: --cuda-attention chooses between the "
+                     "CUDA target's ways (the CPU target always expands "
+                     "attention)")
     if args.device != "cuda" and any(p == "fp16" for _, p in args.rows):
         parser.error("fp16 needs --device cuda: kilnc --amp=fp16 rounds the "
                      "products to f16 on the CUDA target only (the CPU target "
@@ -424,7 +434,7 @@ def export_onnx(model, data, batch, path):
 #===-----------------------------------------------------------------------===#
 
 def kilnc_command(args, onnx_path, batch, bundle, amp, data_parallel,
-                  expanded=False):
+                  attention=None):
     command = [os.path.join(args.bin, "kilnc"), onnx_path,
                "--batch-size=%d" % batch, "--optimizer=adamw",
                "--lr=%g" % args.lr, "--weight-decay=%g" % args.weight_decay,
@@ -435,8 +445,8 @@ def kilnc_command(args, onnx_path, batch, bundle, amp, data_parallel,
         command.append("--data-parallel")
         if args.bucket_bytes:
             command.append("--bucket-bytes=%d" % args.bucket_bytes)
-    if expanded:
-        command.append("--cuda-attention=expanded")
+    if attention:
+        command.append("--cuda-attention=%s" % attention)
     if args.package_prepare:
         command.append("--external-weights")
     return command + ["-o", bundle]
@@ -451,10 +461,10 @@ class KilnCompile:
     queued, running = [], 0
 
     def __init__(self, args, onnx_path, batch, bundle, log, precision,
-                 data_parallel=False, expanded=False):
+                 data_parallel=False, attention=None):
         self.args, self.onnx_path, self.batch = args, onnx_path, batch
         self.bundle, self.log = bundle, log
-        self.data_parallel, self.expanded = data_parallel, expanded
+        self.data_parallel, self.attention = data_parallel, attention
         self.amp = precision if precision in ("bf16", "fp16") else None
         self.precision = precision
         self.done = threading.Event()
@@ -473,7 +483,7 @@ class KilnCompile:
         KilnCompile.running += 1
         self.command = kilnc_command(self.args, self.onnx_path, self.batch,
                                      self.bundle, self.amp,
-                                     self.data_parallel, self.expanded)
+                                     self.data_parallel, self.attention)
         self.output = open(self.log, "w")
         self.output.write("$ %s\n" % " ".join(self.command))
         self.output.flush()
@@ -763,7 +773,10 @@ def check_data_parallel_losses(record, got, want):
                                 if diff <= DATA_PARALLEL_RTOL else "WRONG")
 
 
-EXPANDED_SIDE = "kiln (expanded attention)"
+# The other ways kilnc can compute attention on the CUDA target: the job and
+# package kind, the side's name and the bundle's suffix.
+ATTENTION_VARIANTS = [("expanded", "kiln (expanded attention)", "-expanded"),
+                      ("loops", "kiln (attention loops)", "-loops")]
 
 
 def data_parallel_side(args):
@@ -902,7 +915,8 @@ def measure(args, name, precision, prepared, compiled, budget):
                 torch.cuda.empty_cache()
     # After the peers: when time runs short, the comparison with PyTorch
     # comes first.
-    other_bundle("expanded", EXPANDED_SIDE, "-expanded")
+    for kind, side, suffix in ATTENTION_VARIANTS:
+        other_bundle(kind, side, suffix)
     return row, compare_sides(args, row)
 
 
@@ -964,24 +978,27 @@ def prepare(args, name):
 
 def start_compiles(args, name, onnx_path, batch, directory):
     """{precision: {"plain": KilnCompile, "data_parallel": KilnCompile or
-    None, "expanded": KilnCompile or None}} for the model's rows; the
-    data-parallel (--data-parallel) and expanded-attention
-    (--expanded-attention) bundles in its first precision."""
+    None, "expanded": KilnCompile or None, "loops": KilnCompile or None}}
+    for the model's rows; the data-parallel (--data-parallel) and other
+    attention (--expanded-attention, --loops-attention) bundles in its first
+    precision."""
     precisions = [p for n, p in args.rows if n == name]
     jobs = {}
     for precision in precisions:
         stem = os.path.join(directory, "%s-%s" % (name, precision))
         jobs[precision] = dict(plain=KilnCompile(
             args, onnx_path, batch, stem + ".kiln", stem + "-kilnc.log",
-            precision), data_parallel=None, expanded=None)
+            precision), data_parallel=None, expanded=None, loops=None)
         if args.data_parallel and precision == precisions[0]:
             jobs[precision]["data_parallel"] = KilnCompile(
                 args, onnx_path, batch, stem + "-dp.kiln",
                 stem + "-dp-kilnc.log", precision, data_parallel=True)
-        if args.expanded_attention and precision == precisions[0]:
-            jobs[precision]["expanded"] = KilnCompile(
-                args, onnx_path, batch, stem + "-expanded.kiln",
-                stem + "-expanded-kilnc.log", precision, expanded=True)
+        for kind, _, suffix in ATTENTION_VARIANTS:
+            if getattr(args, kind + "_attention") and \
+                    precision == precisions[0]:
+                jobs[precision][kind] = KilnCompile(
+                    args, onnx_path, batch, stem + suffix + ".kiln",
+                    stem + suffix + "-kilnc.log", precision, attention=kind)
     return jobs
 
 
@@ -1168,11 +1185,12 @@ def prepare_from_package(args, name):
                 ("plain", config["bundles"][precision]["plain"]),
                 ("data_parallel",
                  config["bundles"][precision].get("data_parallel")),
-                ("expanded", config["bundles"][precision].get("expanded")))}
+                ("expanded", config["bundles"][precision].get("expanded")),
+                ("loops", config["bundles"][precision].get("loops")))}
     print("%s: packaged bundles (%s; batch %d, %s); %d initial weights saved "
           "for --params" % (name, ", ".join(
               p + "".join(" and " + kind.replace("_", "-")
-                          for kind in ("data_parallel", "expanded")
+                          for kind in ("data_parallel", "expanded", "loops")
                           if c[kind])
               for p, c in compiled.items()), batch,
               ", ".join("%s %s" % kv for kv in sizes.items()), len(arrays)),

@@ -723,6 +723,90 @@ LogicalResult AttentionGradOp::verify() {
   return verifyAttentionMask(*this, getQuery(), getKey(), getMask());
 }
 
+/// The checks shared by kiln.flash_attention and its gradient: `query`,
+/// `key` and `value` are [B, H, S, D] of one 16-bit float type with a head
+/// size the kernels have; every other operand and everything produced
+/// (results, or output buffers) has the f32 shape `expected` names, and
+/// the op is all tensors or all buffers.
+static LogicalResult
+verifyFlash(Operation *op, Value query, Value key, Value value, Value mask,
+            bool causal, ArrayRef<std::pair<Value, StringRef>> f32Operands,
+            ValueRange outputs, ArrayRef<StringRef> produced) {
+  auto shapeOf = [](Value v) { return cast<ShapedType>(v.getType()); };
+  ShapedType q = shapeOf(query), k = shapeOf(key), v = shapeOf(value);
+  if (q.getRank() != 4 || k.getRank() != 4 || v.getRank() != 4)
+    return op->emitOpError("takes [B, H, S, D] query, key and value");
+  Type element = q.getElementType();
+  if (!isa<BFloat16Type, Float16Type>(element) ||
+      k.getElementType() != element || v.getElementType() != element)
+    return op->emitOpError("takes bf16 or f16 query, key and value, not ")
+           << q.getElementType() << ", " << k.getElementType() << ", "
+           << v.getElementType();
+  int64_t b = q.getDimSize(0), h = q.getDimSize(1), sq = q.getDimSize(2),
+          sk = k.getDimSize(2), d = q.getDimSize(3);
+  if (d != 16 && d != 32 && d != 64 && d != 128)
+    return op->emitOpError("head size ") << d << " is not 16, 32, 64 or 128";
+  SmallVector<int64_t> rows{b, h, sq, d}, keys{b, h, sk, d}, stats{b, h, sq};
+  if (k.getShape() != ArrayRef(keys) || v.getShape() != ArrayRef(keys))
+    return op->emitOpError("key and value must be [")
+           << b << ", " << h << ", Sk, " << d << "] like the query";
+  if (causal && sq != sk)
+    return op->emitOpError("is causal over ") << sq << " queries and " << sk
+                                              << " keys (they must match)";
+  bool tensors = isa<TensorType>(q);
+  auto check = [&](Value value, StringRef name) -> LogicalResult {
+    ShapedType type = shapeOf(value);
+    ArrayRef<int64_t> want = name == "stats" || name == "delta" ? stats
+                             : name == "key_grad" || name == "value_grad"
+                                 ? ArrayRef(keys)
+                                 : ArrayRef(rows);
+    if (!type.getElementType().isF32() || type.getShape() != want)
+      return op->emitOpError(name) << " must be f32 with shape of "
+                                   << want.size() << " dims, not " << type;
+    return success();
+  };
+  for (auto [value, name] : f32Operands)
+    if (failed(check(value, name)))
+      return failure();
+  if (mask) {
+    ShapedType m = shapeOf(mask);
+    if (!m.getElementType().isF32() || m.getRank() != 4 ||
+        (m.getDimSize(0) != 1 && m.getDimSize(0) != b) ||
+        (m.getDimSize(1) != 1 && m.getDimSize(1) != h) ||
+        (m.getDimSize(2) != 1 && m.getDimSize(2) != sq) ||
+        m.getDimSize(3) != sk)
+      return op->emitOpError(
+          "mask must be f32 [B or 1, H or 1, Sq or 1, Sk], not ")
+             << m;
+  }
+  for (Value operand : op->getOperands())
+    if (isa<TensorType>(operand.getType()) != tensors)
+      return op->emitOpError("takes only tensors or only buffers");
+  if (tensors != (op->getNumResults() == produced.size()) ||
+      tensors != outputs.empty() ||
+      (!tensors && outputs.size() != produced.size()))
+    return op->emitOpError("has ")
+           << produced.size()
+           << " results on tensors, or as many output buffers and none";
+  ValueRange values = tensors ? ValueRange(op->getResults()) : outputs;
+  for (auto [value, name] : llvm::zip(values, produced))
+    if (failed(check(value, name)))
+      return failure();
+  return success();
+}
+
+LogicalResult FlashAttentionOp::verify() {
+  return verifyFlash(*this, getQuery(), getKey(), getValue(), getMask(),
+                     getCausal(), {}, getOutputs(), {"out", "stats"});
+}
+
+LogicalResult FlashAttentionGradOp::verify() {
+  return verifyFlash(
+      *this, getQuery(), getKey(), getValue(), getMask(), getCausal(),
+      {{getOut(), "out"}, {getGrad(), "grad"}, {getStats(), "stats"}},
+      getOutputs(), {"query_grad", "key_grad", "value_grad", "delta"});
+}
+
 namespace {
 /// The spatial attributes shared by convolutions and pooling.
 struct WindowSpec {

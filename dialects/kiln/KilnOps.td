@@ -800,6 +800,108 @@ def Kiln_AttentionGradOp : Kiln_Op<"attention_grad", [Pure,
   let hasVerifier = 1;
 }
 
+// A tensor (on tensors) or, after bufferization, a buffer.
+def Kiln_FlashOperand : AnyTypeOf<[Kiln_FloatTensor, AnyStaticShapeMemRef]>;
+
+def Kiln_FlashAttentionOp : Kiln_Op<"flash_attention",
+    [AttrSizedOperandSegments]> {
+  let summary = "attention on tensor cores, with each row's softmax statistic";
+  let description = [{
+    `softmax(query · keyᵀ · scale + mask) · value` as the CUDA target's
+    tensor-core attention kernel computes it (runtime/src/cuda/
+    FlashAttention.h), for the gradient to reuse. `query` is `[B, H, Sq, D]`,
+    `key` and `value` `[B, H, Sk, D]`, all bf16 or all f16, with D 16, 32, 64
+    or 128; the results are the f32 output `[B, H, Sq, D]` and the f32
+    statistic `[B, H, Sq]` of each row: its largest score plus the log of
+    its softmax denominator, both in base-2 units (scores times log2 e),
+    which kiln.flash_attention_grad reads. The optional f32 `mask` `[B or
+    1, H or 1, Sq or 1, Sk]` is added to the scores (a padding mask, or a
+    causal mask held in a buffer; the kernels skip the tiles it drops
+    whole); `causal` drops every key after the query's position (Sq = Sk)
+    without reading a mask. A row that drops every key is NaN, as the
+    softmax's is.
+
+    kiln-flash-attention forms this op from kiln.attention where the CUDA
+    target computes in bf16 or f16. After bufferization the op takes the
+    buffers of its two results after its operands (`into`) and has none;
+    the CUDA target makes it one command, and kiln-gpu-emulate a call into
+    the runtime's host version.
+
+    ```mlir
+    %o, %stats = kiln.flash_attention %q, %k, %v {scale = 0.125 : f64, causal}
+        : (tensor<2x4x128x64xbf16>, tensor<2x4x128x64xbf16>, tensor<2x4x128x64xbf16>)
+        -> (tensor<2x4x128x64xf32>, tensor<2x4x128xf32>)
+    ```
+  }];
+  let arguments = (ins Kiln_FlashOperand:$query, Kiln_FlashOperand:$key,
+                       Kiln_FlashOperand:$value,
+                       Optional<Kiln_FlashOperand>:$mask,
+                       Variadic<AnyStaticShapeMemRef>:$outputs,
+                       DefaultValuedAttr<F64Attr, "1.0">:$scale,
+                       UnitAttr:$causal);
+  let results = (outs Variadic<Kiln_FloatTensor>:$results);
+  let assemblyFormat = "$query `,` $key `,` $value (`mask` $mask^)? "
+      "(`into` $outputs^)? attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Whether this is the buffer form (output buffers, no results).
+    bool hasBufferSemantics() { return !getOutputs().empty(); }
+    /// The output and the statistics: results, or output buffers.
+    mlir::ValueRange getProduced() {
+      return hasBufferSemantics() ? mlir::ValueRange(getOutputs())
+                                  : mlir::ValueRange(getResults());
+    }
+  }];
+}
+
+def Kiln_FlashAttentionGradOp : Kiln_Op<"flash_attention_grad",
+    [AttrSizedOperandSegments]> {
+  let summary = "the gradients of kiln.flash_attention's query, key and value";
+  let description = [{
+    Given a kiln.flash_attention's operands, its output `out`, its
+    statistics `stats` and the f32 gradient `grad` of its output, the f32
+    gradients of its query, key and value, and each query row's
+    rowsum(grad · out) (`[B, H, Sq]`, which the kernels share). With S =
+    query · keyᵀ · scale + mask, P = softmax(S), recomputed from S and the
+    statistics: `value_grad = Pᵀ grad`, dS = P (grad · valueᵀ - rowsum(grad
+    out)), `query_grad = dS · key · scale`, `key_grad = dSᵀ · query ·
+    scale`.
+
+    kiln-flash-attention forms this op from the kiln.attention_grad of an
+    attention it made a kiln.flash_attention. The buffer form takes the
+    four results' buffers after its operands.
+
+    ```mlir
+    %dq, %dk, %dv, %delta = kiln.flash_attention_grad %q, %k, %v, %o, %do, %stats {scale = 0.125 : f64, causal}
+        : (tensor<2x4x128x64xbf16>, tensor<2x4x128x64xbf16>, tensor<2x4x128x64xbf16>,
+           tensor<2x4x128x64xf32>, tensor<2x4x128x64xf32>, tensor<2x4x128xf32>)
+        -> (tensor<2x4x128x64xf32>, tensor<2x4x128x64xf32>, tensor<2x4x128x64xf32>,
+            tensor<2x4x128xf32>)
+    ```
+  }];
+  let arguments = (ins Kiln_FlashOperand:$query, Kiln_FlashOperand:$key,
+                       Kiln_FlashOperand:$value, Kiln_FlashOperand:$out,
+                       Kiln_FlashOperand:$grad, Kiln_FlashOperand:$stats,
+                       Optional<Kiln_FlashOperand>:$mask,
+                       Variadic<AnyStaticShapeMemRef>:$outputs,
+                       DefaultValuedAttr<F64Attr, "1.0">:$scale,
+                       UnitAttr:$causal);
+  let results = (outs Variadic<Kiln_FloatTensor>:$results);
+  let assemblyFormat = "$query `,` $key `,` $value `,` $out `,` $grad `,` "
+      "$stats (`mask` $mask^)? (`into` $outputs^)? attr-dict `:` "
+      "functional-type(operands, results)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Whether this is the buffer form (output buffers, no results).
+    bool hasBufferSemantics() { return !getOutputs().empty(); }
+    /// dq, dk, dv and delta: results, or output buffers.
+    mlir::ValueRange getProduced() {
+      return hasBufferSemantics() ? mlir::ValueRange(getOutputs())
+                                  : mlir::ValueRange(getResults());
+    }
+  }];
+}
+
 def Kiln_LayerNormOp : Kiln_Op<"layer_norm", [Pure,
     AllTypesMatch<["input", "result"]>]> {
   let summary = "layer normalization over the trailing dimensions";

@@ -149,6 +149,65 @@ private:
   const llvm::StringMap<unsigned> &paramIndex;
 };
 
+/// An attention command; its tensors are dense, so their strides follow
+/// from the sizes.
+llvm::Error fillAttention(bundle::Attention &out,
+                          const kiln::CudaAttention &attention,
+                          const ArgumentBuffers &buffers) {
+  auto element = elementTypeOf(attention.element);
+  if (!element)
+    return element.takeError();
+  out.set_backward(attention.backward);
+  out.set_element_type(*element);
+  out.set_batch(attention.batch);
+  out.set_heads(attention.heads);
+  out.set_queries(attention.queries);
+  out.set_keys(attention.keys);
+  out.set_head_size(attention.headSize);
+  out.set_scale(attention.scale);
+  out.set_causal(attention.causal);
+  int64_t d = attention.headSize;
+  auto tensor = [&](bundle::AttentionTensor *stored,
+                    const kiln::CudaBuffer &buffer, int64_t rows) {
+    buffers.fill(*stored->mutable_buffer(), buffer.argument, buffer.offset,
+                 buffer.size);
+    stored->set_batch_stride(attention.heads * rows * d);
+    stored->set_head_stride(rows * d);
+    stored->set_row_stride(d);
+  };
+  int64_t q = attention.queries, k = attention.keys;
+  tensor(out.mutable_query(), attention.query, q);
+  tensor(out.mutable_key(), attention.key, k);
+  tensor(out.mutable_value(), attention.value, k);
+  tensor(out.mutable_out(), attention.out, q);
+  buffers.fill(*out.mutable_stats(), attention.stats.argument,
+               attention.stats.offset, attention.stats.size);
+  if (attention.mask.size > 0) {
+    bundle::AttentionTensor *mask = out.mutable_mask();
+    buffers.fill(*mask->mutable_buffer(), attention.mask.argument,
+                 attention.mask.offset, attention.mask.size);
+    // [maskBatch, maskHeads, maskQueries, keys], dense; a dimension of 1
+    // broadcasts.
+    int64_t row = attention.maskQueries == 1 ? 0 : k;
+    int64_t head = attention.maskHeads == 1 ? 0 : attention.maskQueries * k;
+    int64_t batch = attention.maskBatch == 1
+                        ? 0
+                        : attention.maskHeads * attention.maskQueries * k;
+    mask->set_batch_stride(batch);
+    mask->set_head_stride(head);
+    mask->set_row_stride(row);
+  }
+  if (attention.backward) {
+    tensor(out.mutable_grad(), attention.grad, q);
+    tensor(out.mutable_query_grad(), attention.queryGrad, q);
+    tensor(out.mutable_key_grad(), attention.keyGrad, k);
+    tensor(out.mutable_value_grad(), attention.valueGrad, k);
+    buffers.fill(*out.mutable_delta(), attention.delta.argument,
+                 attention.delta.offset, attention.delta.size);
+  }
+  return llvm::Error::success();
+}
+
 /// The entry point's program on the CUDA target.
 llvm::Error fillCudaProgram(bundle::Program &program,
                             const kiln::CudaProgram &compiled,
@@ -197,6 +256,12 @@ llvm::Error fillCudaProgram(bundle::Program &program,
                    shard->input.offset, shard->input.size);
       buffers.fill(*out->mutable_output(), shard->output.argument,
                    shard->output.offset, shard->output.size);
+      continue;
+    }
+    if (auto *attention = std::get_if<kiln::CudaAttention>(&command)) {
+      if (llvm::Error error = fillAttention(*stored->mutable_attention(),
+                                            *attention, buffers))
+        return error;
       continue;
     }
     const auto &gemm = std::get<kiln::CudaGemm>(command);

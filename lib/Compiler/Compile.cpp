@@ -63,21 +63,29 @@ struct CountKernelsPass
 };
 
 /// The passes on tensors. For the CUDA target (`forCuda`) attention becomes
-/// one loop over the query rows (kiln-attention-kernel) before the rest of
-/// the composite ops are expanded.
+/// the tensor-core kernels' op (kiln-flash-attention) or loops over the rows
+/// (kiln-attention-kernel) before the rest of the composite ops are
+/// expanded.
 void buildTensorPipeline(PassManager &pm, const kiln::CompileOptions &options,
                          bool forCuda,
                          llvm::StringMap<kiln::KernelCounts> &counts) {
   pm.addPass(kiln::createKilnExternalizeParams());
-  if (forCuda && options.cudaAttentionLoops) {
+  using Attention = kiln::CompileOptions::CudaAttention;
+  if (forCuda && options.cudaAttention != Attention::Expanded) {
     kiln::KilnDecomposeOptions keep;
     keep.keepAttention = true;
     pm.addPass(kiln::createKilnDecompose(keep));
     pm.addPass(createCanonicalizerPass());
-    kiln::KilnAttentionKernelOptions kernel;
+    std::string amp;
     if (options.cudaPrecision != kiln::Precision::F32)
-      kernel.amp =
-          options.cudaPrecision == kiln::Precision::BF16 ? "bf16" : "f16";
+      amp = options.cudaPrecision == kiln::Precision::BF16 ? "bf16" : "f16";
+    if (options.cudaAttention == Attention::Flash && !amp.empty()) {
+      kiln::KilnFlashAttentionOptions flash;
+      flash.amp = amp;
+      pm.addPass(kiln::createKilnFlashAttention(flash));
+    }
+    kiln::KilnAttentionKernelOptions kernel;
+    kernel.amp = amp;
     pm.addPass(kiln::createKilnAttentionKernel(kernel));
   }
   pm.addPass(kiln::createKilnDecompose());

@@ -3,6 +3,7 @@
 #include "kiln/InitAll.h"
 
 #include "kiln/KilnDialect.h"
+#include "kiln/Transforms/Attention.h"
 #include "kiln/Transforms/Collectives.h"
 #include "kiln/Transforms/Passes.h"
 #include "mlir/InitAllDialects.h"
@@ -13,6 +14,7 @@
 void kiln::registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<KilnDialect>();
   registerCollectivesBufferization(registry);
+  registerFlashAttentionBufferization(registry);
   // The upstream dialects Kiln lowers through, with their interface models
   // (bufferization, inlining...) and LLVM IR translations.
   mlir::registerAllDialects(registry);

@@ -21,6 +21,7 @@
 
 #include "kiln/KilnInterfaces.h"
 #include "kiln/KilnOps.h"
+#include "kiln/Transforms/Attention.h"
 #include "kiln/Transforms/Passes.h"
 
 #include "mlir/IR/Matchers.h"
@@ -35,12 +36,7 @@ namespace kiln {
 using namespace mlir;
 using namespace kiln;
 
-namespace {
-
-/// Whether `mask` is a constant that keeps exactly the keys up to each
-/// query's position (0 for key <= query, -inf after) in every batch, over
-/// square scores: causal attention, which needs no mask reads.
-bool isCausalMask(Value mask, int64_t queries, int64_t keys) {
+bool kiln::isCausalMask(Value mask, int64_t queries, int64_t keys) {
   DenseElementsAttr values;
   if (!mask || queries != keys || !matchPattern(mask, m_Constant(&values)) ||
       values.isSplat())
@@ -59,6 +55,8 @@ bool isCausalMask(Value mask, int64_t queries, int64_t keys) {
   }
   return true;
 }
+
+namespace {
 
 /// What the loops of one attention share: its operands, how they are read,
 /// and the builder.

@@ -2,6 +2,8 @@
 
 #include "kiln/Transforms/Buffers.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -30,4 +32,11 @@ std::optional<kiln::RootBuffer> kiln::asRootBuffer(Value v) {
   if (!shift || *shift < 0)
     return std::nullopt;
   return RootBuffer{cast<BlockArgument>(view.getSource()), *shift};
+}
+
+Value kiln::bufferAddress(OpBuilder &b, Location loc, Value buffer) {
+  Type ptr = LLVM::LLVMPointerType::get(b.getContext());
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
+  Value integer = arith::IndexCastOp::create(b, loc, b.getI64Type(), base);
+  return LLVM::IntToPtrOp::create(b, loc, ptr, integer);
 }

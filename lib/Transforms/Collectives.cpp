@@ -144,14 +144,6 @@ bool touches(Operation *op, const llvm::SmallPtrSetImpl<Value> &aliases) {
   return result.wasInterrupted();
 }
 
-/// The address of `buffer`'s first element, as a pointer.
-Value addressOf(OpBuilder &b, Location loc, Value buffer) {
-  Type ptr = LLVM::LLVMPointerType::get(b.getContext());
-  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
-  Value integer = arith::IndexCastOp::create(b, loc, b.getI64Type(), base);
-  return LLVM::IntToPtrOp::create(b, loc, ptr, integer);
-}
-
 /// Whether `value` is the arena kiln-plan-memory placed the buffers in.
 bool isArena(Value value) {
   auto argument = dyn_cast<BlockArgument>(value);
@@ -246,7 +238,7 @@ struct KilnLowerCollectivesPass
       auto type = cast<MemRefType>(buffer.getType());
       if (!kiln::isPlainBuffer(type))
         return op.emitError("averages only contiguous buffers, not ") << type;
-      Value address = addressOf(b, loc, buffer);
+      Value address = kiln::bufferAddress(b, loc, buffer);
       Value count = arith::ConstantOp::create(
           b, loc, b.getI64IntegerAttr(type.getNumElements()));
       Value request =
@@ -287,8 +279,8 @@ struct KilnLowerCollectivesPass
         b, loc, b.getI64IntegerAttr(static_cast<int64_t>(op.getRanks())));
     auto call = func::CallOp::create(
         b, loc, function,
-        ValueRange{addressOf(b, loc, op.getInput()),
-                   addressOf(b, loc, op.getOutput()), count, ranks});
+        ValueRange{kiln::bufferAddress(b, loc, op.getInput()),
+                   kiln::bufferAddress(b, loc, op.getOutput()), count, ranks});
     if (collective)
       waitBeforeNextTouch(
           op, ValueRange{op.getInput(), op.getOutput()}, call.getResult(0),

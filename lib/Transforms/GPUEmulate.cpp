@@ -9,8 +9,11 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/KilnOps.h"
+#include "kiln/Transforms/Buffers.h"
 #include "kiln/Transforms/Passes.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/IRMapping.h"
 
 namespace kiln {
@@ -84,6 +87,95 @@ struct KilnGPUEmulatePass
     }
     module->removeAttr(gpu::GPUDialect::getContainerModuleAttrName());
     restoreZeroFills();
+    if (failed(callHostAttention()))
+      return signalPassFailure();
+  }
+
+  /// The tensor-core attention kernels' commands become calls into the
+  /// runtime's host version of them (kiln/attention.h), on the same
+  /// buffers.
+  LogicalResult callHostAttention() {
+    ModuleOp module = getOperation();
+    SmallVector<Operation *> ops;
+    module.walk([&](Operation *op) {
+      if (isa<kiln::FlashAttentionOp, kiln::FlashAttentionGradOp>(op))
+        ops.push_back(op);
+    });
+    MLIRContext *context = module.getContext();
+    Type ptr = LLVM::LLVMPointerType::get(context);
+    for (Operation *op : ops) {
+      auto forward = dyn_cast<kiln::FlashAttentionOp>(op);
+      auto grad = dyn_cast<kiln::FlashAttentionGradOp>(op);
+      bool buffers = forward ? forward.hasBufferSemantics()
+                             : grad.hasBufferSemantics();
+      if (!buffers)
+        return op->emitError("must be bufferized before kiln-gpu-emulate");
+      OpBuilder b(op);
+      Location loc = op->getLoc();
+      auto address = [&](Value buffer) -> Value {
+        if (!buffer)
+          return LLVM::ZeroOp::create(b, loc, ptr);
+        return kiln::bufferAddress(b, loc, buffer);
+      };
+      // Pointers: query, key, value, then the forward's mask, out and
+      // stats, or the gradient's out, grad, stats, mask, and its four
+      // results.
+      SmallVector<Value> args;
+      Value query, key, mask;
+      if (forward) {
+        query = forward.getQuery();
+        key = forward.getKey();
+        mask = forward.getMask();
+        for (Value v : {forward.getQuery(), forward.getKey(),
+                        forward.getValue(), forward.getMask()})
+          args.push_back(address(v));
+        for (Value v : forward.getOutputs())
+          args.push_back(address(v));
+      } else {
+        query = grad.getQuery();
+        key = grad.getKey();
+        mask = grad.getMask();
+        for (Value v : {grad.getQuery(), grad.getKey(), grad.getValue(),
+                        grad.getOut(), grad.getGrad(), grad.getStats(),
+                        grad.getMask()})
+          args.push_back(address(v));
+        for (Value v : grad.getOutputs())
+          args.push_back(address(v));
+      }
+      auto queryType = cast<MemRefType>(query.getType());
+      ArrayRef<int64_t> shape = queryType.getShape();
+      SmallVector<int64_t, 4> maskShape{1, 1, 1};
+      if (mask)
+        maskShape.assign(
+            cast<MemRefType>(mask.getType()).getShape().take_front(3));
+      bool causal = op->hasAttr("causal");
+      int64_t element = queryType.getElementType().isBF16() ? 0 : 1;
+      for (int64_t value :
+           {element, shape[0], shape[1], shape[2],
+            cast<MemRefType>(key.getType()).getDimSize(2), shape[3],
+            maskShape[0], maskShape[1], maskShape[2], int64_t(causal)})
+        args.push_back(arith::ConstantOp::create(
+            b, loc, b.getI64IntegerAttr(value)));
+      double scale =
+          op->getAttrOfType<FloatAttr>("scale").getValueAsDouble();
+      args.push_back(
+          arith::ConstantOp::create(b, loc, b.getF64FloatAttr(scale)));
+      StringRef name = forward ? "kiln_flash_attention_forward_host"
+                               : "kiln_flash_attention_backward_host";
+      SmallVector<Type> types;
+      for (Value arg : args)
+        types.push_back(arg.getType());
+      auto callee = module.lookupSymbol<func::FuncOp>(name);
+      if (!callee) {
+        OpBuilder top(module.getBodyRegion());
+        callee = func::FuncOp::create(top, loc, name,
+                                      top.getFunctionType(types, {}));
+        callee.setPrivate();
+      }
+      func::CallOp::create(b, loc, callee, args);
+      op->erase();
+    }
+    return success();
   }
 
   /// A product that overwrites its output (the zero fill erased for the

@@ -675,11 +675,12 @@ struct KilnGPUOutlineKernelsPass
       return true;
     // An op with results (a buffer, a loaded scalar) is not work a launch
     // can do; its users fail to outline if they need it.
-    // Collectives are not device work either; the target refuses them.
+    // Collectives and attention are commands of their own: the target makes
+    // them NCCL calls and the runtime's attention kernels.
     if (op->hasTrait<OpTrait::IsTerminator>() || op->getNumResults() > 0 ||
         isa<gpu::LaunchFuncOp, memref::DeallocOp, kiln::AllReduceMeanOp,
-            kiln::ReduceScatterMeanOp, kiln::AllGatherOp, kiln::LocalShardOp>(
-            op))
+            kiln::ReduceScatterMeanOp, kiln::AllGatherOp, kiln::LocalShardOp,
+            kiln::FlashAttentionOp, kiln::FlashAttentionGradOp>(op))
       return false;
     return op->getNumRegions() > 0 || !isPure(op);
   }

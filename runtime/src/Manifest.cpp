@@ -3,8 +3,10 @@
 #include "kiln/runtime/Manifest.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
+#include <tuple>
 #include <utility>
 
 namespace kiln::runtime {
@@ -18,6 +20,8 @@ constexpr uint64_t kMaxByteSize = uint64_t(1) << 62;
 /// The largest gemm size, leading dimension or batch stride (in elements):
 /// below 2^31, so a product of two fits in 62 bits.
 constexpr int64_t kMaxGemmDim = (int64_t(1) << 31) - 1;
+/// Attention kernels run a row of blocks per head (CUDA's grid.y limit).
+constexpr int64_t kMaxAttentionHeads = 65535;
 
 /// Whether [offset, offset + size) lies inside [0, extent).
 bool rangeInside(uint64_t offset, uint64_t size, uint64_t extent) {
@@ -437,6 +441,8 @@ private:
       return validateLaunch(command.launch(), target, buffers, collectives);
     case bp::Command::kGemm:
       return validateGemm(command.gemm(), buffers, collectives);
+    case bp::Command::kAttention:
+      return validateAttention(command.attention(), buffers, collectives);
     case bp::Command::kAllReduceMean:
       return validateAllReduce(command.all_reduce_mean(), index, buffers,
                                collectives);
@@ -450,8 +456,9 @@ private:
       return Status();
     }
     default:
-      return formatError("is not a kernel launch, a gemm, an all-reduce, a "
-                         "shard collective or a collective wait");
+      return formatError("is not a kernel launch, a gemm, an attention, an "
+                         "all-reduce, a shard collective or a collective "
+                         "wait");
     }
   }
 
@@ -678,6 +685,112 @@ private:
                            "writes while the epilogue reads the bias");
       KILN_RETURN_IF_ERROR(
           checkNotReducing(gemm.bias(), "gemm bias", collectives));
+    }
+    return Status();
+  }
+
+  /// An attention's sizes are ones the runtime's kernels take, its tensors
+  /// lie inside their buffers, and what it writes overlaps nothing else it
+  /// touches.
+  Status validateAttention(const bp::Attention &attention,
+                           const Buffers &buffers,
+                           const Collectives &collectives) {
+    int64_t b = attention.batch(), h = attention.heads(),
+            q = attention.queries(), k = attention.keys(),
+            d = attention.head_size();
+    if (b <= 0 || h <= 0 || q <= 0 || k <= 0 || b > kMaxAttentionHeads ||
+        h > kMaxAttentionHeads || b * h > kMaxAttentionHeads ||
+        q > kMaxGemmDim || k > kMaxGemmDim)
+      return formatError("attention has batch ", b, ", heads ", h,
+                         ", queries ", q, ", keys ", k, " (each must be ",
+                         "positive, queries and keys at most ", kMaxGemmDim,
+                         ", batch times heads at most ", kMaxAttentionHeads,
+                         ")");
+    if (d != 16 && d != 32 && d != 64 && d != 128)
+      return formatError("attention has head size ", d,
+                         " (the kernels take 16, 32, 64 or 128)");
+    if (attention.element_type() != bp::BF16 &&
+        attention.element_type() != bp::F16)
+      return formatError("attention has element type ",
+                         attention.element_type(), " (bf16 or f16 expected)");
+    if (attention.causal() && q != k)
+      return formatError("attention is causal over ", q, " queries and ", k,
+                         " keys (they must match)");
+    if (!std::isfinite(attention.scale()))
+      return formatError("attention has scale ", attention.scale());
+    struct Tensor {
+      const char *name;
+      const bp::AttentionTensor *tensor;
+      int64_t rows, columns;
+      uint64_t elementBytes;
+      bool written;
+    };
+    uint64_t narrow = elementTypeSize(attention.element_type());
+    std::vector<Tensor> tensors = {
+        {"query", &attention.query(), q, d, narrow, false},
+        {"key", &attention.key(), k, d, narrow, false},
+        {"value", &attention.value(), k, d, narrow, false},
+        {"out", &attention.out(), q, d, 4, !attention.backward()}};
+    bool masked =
+        attention.has_mask() && attention.mask().buffer().size() > 0;
+    if (masked)
+      tensors.push_back({"mask", &attention.mask(), q, k, 4, false});
+    if (attention.backward()) {
+      tensors.push_back({"grad", &attention.grad(), q, d, 4, false});
+      tensors.push_back({"query_grad", &attention.query_grad(), q, d, 4, true});
+      tensors.push_back({"key_grad", &attention.key_grad(), k, d, 4, true});
+      tensors.push_back({"value_grad", &attention.value_grad(), k, d, 4, true});
+    }
+    // (name, buffer, written) of everything the command touches.
+    std::vector<std::tuple<std::string, const bp::BufferRef *, bool>> touched;
+    for (const Tensor &t : tensors) {
+      const bp::AttentionTensor &tensor = *t.tensor;
+      std::string what = strCat("attention ", t.name);
+      int64_t strides[] = {tensor.batch_stride(), tensor.head_stride(),
+                           tensor.row_stride()};
+      if (std::any_of(std::begin(strides), std::end(strides),
+                      [](int64_t s) { return s < 0 || s > kMaxGemmDim; }))
+        return formatError(what, " has strides ", strides[0], ", ",
+                           strides[1], ", ", strides[2], " (each 0 to ",
+                           kMaxGemmDim, ")");
+      // Elements from the first to one past the last the kernels touch.
+      uint64_t span = static_cast<uint64_t>(b - 1) * strides[0] +
+                      static_cast<uint64_t>(h - 1) * strides[1] +
+                      static_cast<uint64_t>(t.rows - 1) * strides[2] +
+                      static_cast<uint64_t>(t.columns);
+      if (span > kMaxByteSize / t.elementBytes ||
+          tensor.buffer().size() < span * t.elementBytes)
+        return formatError(what, " needs ", span, " elements, but its buffer ",
+                           "has ", tensor.buffer().size(), " bytes");
+      if (t.written &&
+          (strides[2] < t.columns || strides[1] < t.rows * strides[2] ||
+           strides[0] < h * strides[1]))
+        return formatError(what, " is written with strides ", strides[0],
+                           ", ", strides[1], ", ", strides[2],
+                           ", so its elements would overlap");
+      touched.emplace_back(what, &tensor.buffer(), t.written);
+    }
+    uint64_t statsBytes = static_cast<uint64_t>(b * h * q) * 4;
+    std::vector<std::pair<const char *, const bp::BufferRef *>> rows = {
+        {"stats", &attention.stats()}};
+    if (attention.backward())
+      rows.push_back({"delta", &attention.delta()});
+    for (auto [name, buffer] : rows) {
+      if (buffer->size() != statsBytes)
+        return formatError("attention ", name, " has ", buffer->size(),
+                           " bytes, not the ", statsBytes, " of ", b * h * q,
+                           " f32 values");
+      bool written = !attention.backward() || std::string(name) == "delta";
+      touched.emplace_back(strCat("attention ", name), buffer, written);
+    }
+    for (size_t i = 0; i < touched.size(); ++i) {
+      const auto &[what, buffer, written] = touched[i];
+      KILN_RETURN_IF_ERROR(validateBuffer(*buffer, buffers).withContext(what));
+      KILN_RETURN_IF_ERROR(checkNotReducing(*buffer, what, collectives));
+      for (size_t j = 0; j < touched.size(); ++j)
+        if (j != i && written && overlaps(*buffer, *std::get<1>(touched[j])))
+          return formatError(what, ", which the attention writes, overlaps ",
+                             std::get<0>(touched[j]));
     }
     return Status();
   }

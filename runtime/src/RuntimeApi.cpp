@@ -305,6 +305,7 @@ kiln_status_t kiln_bundle_get_program(const kiln_bundle_t *bundle,
         info.gemm_count += command.has_gemm();
         info.collective_count += command.has_all_reduce_mean();
         info.shard_collective_count += command.has_shard();
+        info.attention_count += command.has_attention();
       }
       info.arena_bytes = program.arena_bytes();
       *out_info = info;

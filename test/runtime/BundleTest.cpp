@@ -653,6 +653,77 @@ bp::Gemm &gemm(bp::Manifest &m, int entry, int command) {
   return *program(m, entry).mutable_commands(command)->mutable_gemm();
 }
 
+/// The attention bundle with a stand-in PTX image.
+std::string attentionBundleBytes() {
+  BundleWriter writer;
+  buildCudaAttentionBundle(writer,
+                           {{bp::CodeImage::PTX, "compute_80", "// stand-in"}});
+  std::string bytes;
+  Status status = writer.serialize(bytes);
+  EXPECT_TRUE(status.ok()) << status.message();
+  return bytes;
+}
+
+bp::Attention &attention(bp::Manifest &m, int entry) {
+  return *program(m, entry).mutable_commands(0)->mutable_attention();
+}
+
+TEST(BundleReader, RejectsEachBrokenAttentionRule) {
+  EXPECT_TRUE(readBytes(attentionBundleBytes()).ok());
+  struct AttentionCase {
+    const char *name;
+    std::function<void(bp::Manifest &)> change;
+    std::string fragment;
+  };
+  const std::vector<AttentionCase> cases = {
+      {"head size without kernels",
+       [](bp::Manifest &m) { attention(m, 0).set_head_size(48); },
+       "entry point 'attention': program 0 (target 'cuda') command 0: "
+       "attention has head size 48 (the kernels take 16, 32, 64 or 128)"},
+      {"f32 operands",
+       [](bp::Manifest &m) { attention(m, 0).set_element_type(bp::F32); },
+       "attention has element type 1 (bf16 or f16 expected)"},
+      {"causal over unequal sides",
+       [](bp::Manifest &m) {
+         attention(m, 2).set_keys(70);
+       },
+       "attention is causal over 80 queries and 70 keys"},
+      {"too many heads",
+       [](bp::Manifest &m) { attention(m, 0).set_heads(70000); },
+       "batch times heads at most 65535"},
+      {"key buffer too small",
+       [](bp::Manifest &m) {
+         attention(m, 1).mutable_key()->mutable_buffer()->set_size(100);
+       },
+       "entry point 'attention_grad': program 0 (target 'cuda') command 0: "
+       "attention key needs 20480 elements, but its buffer has 100 bytes"},
+      {"negative stride",
+       [](bp::Manifest &m) { attention(m, 0).mutable_value()->set_row_stride(-1); },
+       "attention value has strides 10240, 5120, -1"},
+      {"output rows written over each other",
+       [](bp::Manifest &m) { attention(m, 0).mutable_out()->set_row_stride(32); },
+       "attention out is written with strides 10240, 5120, 32, so its "
+       "elements would overlap"},
+      {"statistics of the wrong size",
+       [](bp::Manifest &m) { attention(m, 0).mutable_stats()->set_size(64); },
+       "attention stats has 64 bytes, not the 1280 of 320 f32 values"},
+      {"an output over another",
+       [](bp::Manifest &m) {
+         bp::Attention &a = attention(m, 1);
+         *a.mutable_delta() = a.query_grad().buffer();
+         a.mutable_delta()->set_size(1280);
+       },
+       "attention query_grad, which the attention writes, overlaps attention "
+       "delta"},
+  };
+  for (const AttentionCase &test : cases) {
+    SCOPED_TRACE(test.name);
+    Status status =
+        readBytes(withManifest(attentionBundleBytes(), test.change));
+    expectError(status, StatusCode::FormatError, test.fragment);
+  }
+}
+
 TEST(BundleReader, AcceptsTheCudaBundles) {
   EXPECT_TRUE(readBytes(cudaBundleBytes(false)).ok());
   EXPECT_TRUE(readBytes(cudaBundleBytes(true)).ok());
@@ -790,12 +861,13 @@ TEST(BundleReader, RejectsEachBrokenCudaRule) {
          *program(m, 0).add_commands() = m.entry_points(0).commands(0);
        },
        "program 0 (target 'cuda') command 1: is not a kernel launch, a gemm, "
-       "an all-reduce, a shard collective or a collective wait"},
+       "an attention, an all-reduce, a shard collective or a collective "
+       "wait"},
       {"empty command in a CUDA program", false,
        [](bp::Manifest &m) { program(m, 3).add_commands(); },
        "entry point 'add_one': program 0 (target 'cuda') command 1: is not a "
-       "kernel launch, a gemm, an all-reduce, a shard collective or a "
-       "collective wait"},
+       "kernel launch, a gemm, an attention, an all-reduce, a shard "
+       "collective or a collective wait"},
   };
   for (const CudaCase &test : cases) {
     SCOPED_TRACE(test.name);

@@ -7,8 +7,9 @@
 // replayed) against the same runs with graphs off, and all-reduces through
 // NCCL on a communicator of one rank, overlapping a kernel and joined back
 // before the kernels that read them, one at a time and as one NCCL group
-// (the all-reduce bundle with its two all-reduces made consecutive). Results
-// are checked against host arithmetic. Every test skips, saying why, where the
+// (the all-reduce bundle with its two all-reduces made consecutive), and the
+// runtime's attention kernels. Results are checked against host arithmetic
+// (for attention, the kernels' host version in libkilnrt). Every test skips, saying why, where the
 // CUDA backend cannot run (no driver, no device, built without CUDA).
 //
 // KILN_TEST_PTX and KILN_TEST_PTXAS, when set, name kernels.ptx and ptxas
@@ -18,11 +19,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "TestBundles.h"
+#include "kiln/attention.h"
 #include "kiln/runtime.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -509,6 +513,125 @@ TEST_P(CudaSession, GroupedAllReducesOnOneRankKeepTheValues) {
 /// then a copy in stream order, then NCCL) move the values unchanged.
 TEST_P(CudaSession, ShardCollectivesOnOneRankMoveTheValues) {
   runMeanSteps(dir + "/all-reduce-sharded-" + GetParam(), /*sharded=*/true);
+}
+
+/// The attention bundle's entry points on the GPU against the runtime's
+/// host version of its kernels (kiln/attention.h), with bf16 rounding's
+/// tolerance: they add the same terms in other orders.
+TEST(CudaAttention, MatchesTheHostVersion) {
+  std::string ptxPath = envOr("KILN_TEST_PTX", KILN_TEST_PTX_SOURCE), ptx;
+  ASSERT_TRUE(readFile(ptxPath, ptx).ok()) << "cannot read " << ptxPath;
+  const char *base = std::getenv("TMPDIR");
+  std::string path = std::string(base && *base ? base : "/tmp") +
+                     "/kiln-cuda-attention-" + std::to_string(getpid()) +
+                     ".kiln";
+  BundleWriter writer;
+  buildCudaAttentionBundle(writer, {{bp::CodeImage::PTX, "compute_80", ptx}});
+  Status written = writer.write(path);
+  ASSERT_TRUE(written.ok()) << written.message();
+  kiln_bundle_t *bundle = nullptr;
+  ASSERT_EQ(kiln_bundle_open(path.c_str(), &bundle), KILN_OK)
+      << kiln_status_message();
+  std::remove(path.c_str());
+  kiln_session_t *session = nullptr;
+  kiln_status_t created = kiln_session_create(bundle, "cuda", &session);
+  if (created == KILN_STATUS_UNSUPPORTED) {
+    kiln_bundle_release(bundle);
+    GTEST_SKIP() << "no CUDA here: " << kiln_status_message();
+  }
+  ASSERT_EQ(created, KILN_OK) << kiln_status_message();
+
+  const int64_t b = kAttentionBatch, h = kAttentionHeads, s = kAttentionSeq,
+                d = kAttentionHeadSize;
+  const size_t n = b * h * s * d, rows = b * h * s;
+  std::vector<int64_t> shape{b, h, s, d}, statsShape{b, h, s},
+      maskShape{b, 1, 1, s};
+  // bf16 inputs from f32 by truncation (exact, and enough for a test).
+  auto bf16 = [](float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return static_cast<uint16_t>(u >> 16);
+  };
+  std::vector<uint16_t> q(n), k(n), v(n);
+  std::vector<float> mask(b * s, 0.0f), grad(n);
+  for (size_t i = 0; i < n; ++i) {
+    q[i] = bf16(std::sin(0.37f * i));
+    k[i] = bf16(std::cos(0.23f * i));
+    v[i] = bf16(std::sin(0.11f * i + 1));
+    grad[i] = std::cos(0.05f * i);
+  }
+  for (int64_t j = 50; j < s; ++j)
+    mask[s + j] = -INFINITY; // batch 1 sees its first 50 keys
+  auto narrow = [](const char *name, std::vector<uint16_t> &data,
+                   const std::vector<int64_t> &dims) {
+    return kiln_tensor_t{name, KILN_ELEMENT_TYPE_BF16,
+                         static_cast<int32_t>(dims.size()), dims.data(),
+                         data.data(), data.size() * 2};
+  };
+  auto expectClose = [](const std::vector<float> &got,
+                        const std::vector<float> &want, const char *what) {
+    double diff = 0, scale = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_FALSE(std::isnan(got[i])) << what << " element " << i;
+      diff = std::max(diff, double(std::fabs(got[i] - want[i])));
+      scale = std::max(scale, double(std::fabs(want[i])));
+    }
+    EXPECT_LT(diff, 2e-2 * scale) << what;
+  };
+
+  std::vector<float> out(n, NAN), stats(rows, NAN), hostOut(n), hostStats(rows);
+  kiln_tensor_t inputs[] = {narrow("q", q, shape), narrow("k", k, shape),
+                            narrow("v", v, shape),
+                            f32Tensor("mask", mask, maskShape)};
+  kiln_tensor_t outputs[] = {f32Tensor("out", out, shape),
+                             f32Tensor("stats", stats, statsShape)};
+  ASSERT_EQ(kiln_session_run(session, "attention", inputs, 4, outputs, 2),
+            KILN_OK)
+      << kiln_status_message();
+  kiln_flash_attention_forward_host(q.data(), k.data(), v.data(), mask.data(),
+                                    hostOut.data(), hostStats.data(), 0, b, h,
+                                    s, s, d, b, 1, 1, 0, 0.125);
+  expectClose(out, hostOut, "out");
+  expectClose(stats, hostStats, "stats");
+
+  std::vector<float> dq(n, NAN), dk(n, NAN), dv(n, NAN), delta(rows, NAN);
+  std::vector<float> hq(n), hk(n), hv(n), hdelta(rows);
+  kiln_tensor_t gradInputs[] = {narrow("q", q, shape),
+                                narrow("k", k, shape),
+                                narrow("v", v, shape),
+                                f32Tensor("out", hostOut, shape),
+                                f32Tensor("grad", grad, shape),
+                                f32Tensor("stats", hostStats, statsShape),
+                                f32Tensor("mask", mask, maskShape)};
+  kiln_tensor_t gradOutputs[] = {
+      f32Tensor("dq", dq, shape), f32Tensor("dk", dk, shape),
+      f32Tensor("dv", dv, shape), f32Tensor("delta", delta, statsShape)};
+  ASSERT_EQ(kiln_session_run(session, "attention_grad", gradInputs, 7,
+                             gradOutputs, 4),
+            KILN_OK)
+      << kiln_status_message();
+  kiln_flash_attention_backward_host(
+      q.data(), k.data(), v.data(), hostOut.data(), grad.data(),
+      hostStats.data(), mask.data(), hq.data(), hk.data(), hv.data(),
+      hdelta.data(), 0, b, h, s, s, d, b, 1, 1, 0, 0.125);
+  expectClose(dq, hq, "dq");
+  expectClose(dk, hk, "dk");
+  expectClose(dv, hv, "dv");
+  expectClose(delta, hdelta, "delta");
+
+  kiln_tensor_t causalOutputs[] = {f32Tensor("out", out, shape),
+                                   f32Tensor("stats", stats, statsShape)};
+  ASSERT_EQ(kiln_session_run(session, "causal", inputs, 3, causalOutputs, 2),
+            KILN_OK)
+      << kiln_status_message();
+  kiln_flash_attention_forward_host(q.data(), k.data(), v.data(), nullptr,
+                                    hostOut.data(), hostStats.data(), 0, b, h,
+                                    s, s, d, 1, 1, 1, 1, 0.125);
+  expectClose(out, hostOut, "causal out");
+  expectClose(stats, hostStats, "causal stats");
+
+  kiln_session_release(session);
+  kiln_bundle_release(bundle);
 }
 
 INSTANTIATE_TEST_SUITE_P(

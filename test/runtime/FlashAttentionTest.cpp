@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "cuda/FlashAttention.h"
+#include "kiln/attention.h"
 
 #include <gtest/gtest.h>
 
@@ -21,6 +22,7 @@
 #include <mutex>
 #include <random>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -141,6 +143,9 @@ struct Case {
   /// Q, K and V interleaved as a fused projection's [B, S, 3, H, D]
   /// output rather than three dense [B, H, S, D] tensors.
   bool fused = false;
+  /// A causal mask held as a [1, 1, Sq, Sk] tensor of 0 and -inf (as a
+  /// model's buffer would be) rather than the kernels' causal flag.
+  bool maskedCausal = false;
 };
 
 /// Attention in double precision over the inputs as the kernels read them.
@@ -195,6 +200,13 @@ public:
     p.dq = dense(dq.data(), c.queries);
     p.dk = dense(dk.data(), c.keys);
     p.dv = dense(dv.data(), c.keys);
+    if (c.maskedCausal) {
+      mask.assign(size_t(c.queries) * c.keys, 0.0f);
+      for (int i = 0; i < c.queries; ++i)
+        for (int j = i + 1; j < c.keys; ++j)
+          mask[i * c.keys + j] = -INFINITY;
+      p.mask = {mask.data(), 0, 0, c.keys};
+    }
     if (c.maskFrom) {
       // [B, 1, 1, Sk]: the same for every head.
       mask.assign(size_t(c.batch) * c.keys, 0.0f);
@@ -210,6 +222,23 @@ public:
   void runForward() {
     runGrid((c.queries + 63) / 64, c.batch * c.heads, forwardSharedBytes(D),
             [&](HostCtx &ctx) { forward<T, D>(ctx, p); });
+  }
+
+  /// The host version (kiln/attention.h), which takes dense tensors.
+  void runHost() {
+    int64_t element = std::is_same_v<T, BF16> ? 0 : 1;
+    int64_t maskBatch = c.maskFrom ? c.batch : 1;
+    int64_t maskQueries = c.maskedCausal ? c.queries : 1;
+    const float *maskData = mask.empty() ? nullptr : mask.data();
+    kiln_flash_attention_forward_host(
+        q.data(), k.data(), v.data(), maskData, o.data(), lse.data(), element,
+        c.batch, c.heads, c.queries, c.keys, D, maskBatch, 1, maskQueries,
+        c.causal, p.scale);
+    kiln_flash_attention_backward_host(
+        q.data(), k.data(), v.data(), o.data(), dout.data(), lse.data(),
+        maskData, dq.data(), dk.data(), dv.data(), delta.data(), element,
+        c.batch, c.heads, c.queries, c.keys, D, maskBatch, 1, maskQueries,
+        c.causal, p.scale);
   }
 
   void runBackward() {
@@ -245,7 +274,7 @@ public:
             s *= p.scale;
             if (c.maskFrom && b % 2 && j >= c.maskFrom)
               s = -INFINITY;
-            if (c.causal && j > i)
+            if ((c.causal || c.maskedCausal) && j > i)
               s = -INFINITY;
             prob[j] = s;
             max = std::max(max, s);
@@ -312,6 +341,16 @@ template <typename T, int D> void check(const Case &c, double tolerance) {
   problem.runForward();
   problem.runBackward();
   Reference want = problem.reference();
+  if (!c.fused) {
+    SCOPED_TRACE("the host version");
+    Problem<T, D> host(c);
+    host.runHost();
+    EXPECT_LT(relativeError(host.o, want.o), tolerance) << "O";
+    EXPECT_LT(relativeError(host.lse, want.lse2), 1e-5) << "log2 sums";
+    EXPECT_LT(relativeError(host.dq, want.dq), 2 * tolerance) << "dQ";
+    EXPECT_LT(relativeError(host.dk, want.dk), 2 * tolerance) << "dK";
+    EXPECT_LT(relativeError(host.dv, want.dv), tolerance) << "dV";
+  }
   EXPECT_LT(relativeError(problem.o, want.o), tolerance) << "O";
   EXPECT_LT(relativeError(problem.lse, want.lse2), 1e-5) << "log2 sums";
   EXPECT_LT(relativeError(problem.dq, want.dq), 2 * tolerance) << "dQ";
@@ -333,6 +372,11 @@ TEST(FlashAttentionTest, CausalSkipsTilesPastTheDiagonal) {
 
 TEST(FlashAttentionTest, PaddingMaskAndMoreKeysThanQueries) {
   check<F16, 64>({2, 1, 48, 100, false, /*maskFrom=*/70}, kF16);
+}
+
+TEST(FlashAttentionTest, CausalMaskTensorSkipsDroppedTiles) {
+  check<BF16, 16>({2, 1, 150, 150, false, 0, false, /*maskedCausal=*/true},
+                  kBF16);
 }
 
 TEST(FlashAttentionTest, HeadSize128) {

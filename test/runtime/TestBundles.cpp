@@ -4,8 +4,9 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <initializer_list>
 #include <sstream>
+#include <vector>
+
 #include <sys/wait.h>
 
 namespace kiln::runtime::testing {
@@ -15,7 +16,7 @@ namespace bp = kiln::bundle;
 namespace {
 
 bp::TensorSpec tensor(const std::string &name, bp::ElementType type,
-                      std::initializer_list<int64_t> shape) {
+                      const std::vector<int64_t> &shape) {
   bp::TensorSpec spec;
   spec.set_name(name);
   spec.set_element_type(type);
@@ -324,6 +325,91 @@ void buildCudaAllReduceBundle(BundleWriter &writer,
   addLaunch(program, AddOne, 32,
             {shifted, buffer(bp::BufferRef::OUTPUT, 0, 0, 16)});
   addCollectiveWait(program, 2);
+  addCudaTarget(writer, std::move(images));
+}
+
+void buildCudaAttentionBundle(BundleWriter &writer,
+                              std::vector<BundleWriter::Image> images) {
+  bp::Manifest &manifest = writer.manifest();
+  manifest.set_producer("kiln runtime tests");
+  manifest.set_model_name("cuda-attention");
+  const int64_t b = kAttentionBatch, h = kAttentionHeads, s = kAttentionSeq,
+                d = kAttentionHeadSize;
+  const std::vector<int64_t> rows{b, h, s, d}, stats{b, h, s},
+      mask{b, 1, 1, s};
+  const uint64_t narrowBytes = b * h * s * d * 2, wideBytes = narrowBytes * 2,
+                 statsBytes = b * h * s * 4, maskBytes = b * s * 4;
+  auto dense = [&](bp::AttentionTensor *t, bp::BufferRef ref) {
+    *t->mutable_buffer() = ref;
+    t->set_batch_stride(h * s * d);
+    t->set_head_stride(s * d);
+    t->set_row_stride(d);
+  };
+  auto command = [&](bp::EntryPoint &entry, bool backward, bool causal) {
+    bp::Attention &a = *addProgram(entry).add_commands()->mutable_attention();
+    a.set_backward(backward);
+    a.set_element_type(bp::BF16);
+    a.set_batch(b);
+    a.set_heads(h);
+    a.set_queries(s);
+    a.set_keys(s);
+    a.set_head_size(d);
+    a.set_scale(0.125f);
+    a.set_causal(causal);
+    dense(a.mutable_query(), buffer(bp::BufferRef::INPUT, 0, 0, narrowBytes));
+    dense(a.mutable_key(), buffer(bp::BufferRef::INPUT, 1, 0, narrowBytes));
+    dense(a.mutable_value(), buffer(bp::BufferRef::INPUT, 2, 0, narrowBytes));
+    return &a;
+  };
+  auto addMask = [&](bp::Attention &a, uint32_t input) {
+    bp::AttentionTensor *m = a.mutable_mask();
+    *m->mutable_buffer() = buffer(bp::BufferRef::INPUT, input, 0, maskBytes);
+    m->set_batch_stride(s);
+  };
+
+  bp::EntryPoint &forward = *manifest.add_entry_points();
+  forward.set_name("attention");
+  for (const char *name : {"q", "k", "v"})
+    *forward.add_inputs() = tensor(name, bp::BF16, rows);
+  *forward.add_inputs() = tensor("mask", bp::F32, mask);
+  *forward.add_outputs() = tensor("out", bp::F32, rows);
+  *forward.add_outputs() = tensor("stats", bp::F32, stats);
+  bp::Attention *a = command(forward, false, false);
+  addMask(*a, 3);
+  dense(a->mutable_out(), buffer(bp::BufferRef::OUTPUT, 0, 0, wideBytes));
+  *a->mutable_stats() = buffer(bp::BufferRef::OUTPUT, 1, 0, statsBytes);
+
+  bp::EntryPoint &backward = *manifest.add_entry_points();
+  backward.set_name("attention_grad");
+  for (const char *name : {"q", "k", "v"})
+    *backward.add_inputs() = tensor(name, bp::BF16, rows);
+  *backward.add_inputs() = tensor("out", bp::F32, rows);
+  *backward.add_inputs() = tensor("grad", bp::F32, rows);
+  *backward.add_inputs() = tensor("stats", bp::F32, stats);
+  *backward.add_inputs() = tensor("mask", bp::F32, mask);
+  for (const char *name : {"dq", "dk", "dv"})
+    *backward.add_outputs() = tensor(name, bp::F32, rows);
+  *backward.add_outputs() = tensor("delta", bp::F32, stats);
+  a = command(backward, true, false);
+  dense(a->mutable_out(), buffer(bp::BufferRef::INPUT, 3, 0, wideBytes));
+  dense(a->mutable_grad(), buffer(bp::BufferRef::INPUT, 4, 0, wideBytes));
+  *a->mutable_stats() = buffer(bp::BufferRef::INPUT, 5, 0, statsBytes);
+  addMask(*a, 6);
+  dense(a->mutable_query_grad(), buffer(bp::BufferRef::OUTPUT, 0, 0, wideBytes));
+  dense(a->mutable_key_grad(), buffer(bp::BufferRef::OUTPUT, 1, 0, wideBytes));
+  dense(a->mutable_value_grad(), buffer(bp::BufferRef::OUTPUT, 2, 0, wideBytes));
+  *a->mutable_delta() = buffer(bp::BufferRef::OUTPUT, 3, 0, statsBytes);
+
+  bp::EntryPoint &causal = *manifest.add_entry_points();
+  causal.set_name("causal");
+  for (const char *name : {"q", "k", "v"})
+    *causal.add_inputs() = tensor(name, bp::BF16, rows);
+  *causal.add_outputs() = tensor("out", bp::F32, rows);
+  *causal.add_outputs() = tensor("stats", bp::F32, stats);
+  a = command(causal, false, true);
+  dense(a->mutable_out(), buffer(bp::BufferRef::OUTPUT, 0, 0, wideBytes));
+  *a->mutable_stats() = buffer(bp::BufferRef::OUTPUT, 1, 0, statsBytes);
+
   addCudaTarget(writer, std::move(images));
 }
 

@@ -104,6 +104,20 @@ void buildCudaBundle(BundleWriter &writer,
 void buildCudaAllReduceBundle(BundleWriter &writer,
                               std::vector<BundleWriter::Image> images);
 
+/// The attention bundle's sizes: batch, heads, sequence (queries = keys,
+/// not a multiple of the kernels' 64-row tiles) and head size.
+inline constexpr int64_t kAttentionBatch = 2, kAttentionHeads = 2,
+                         kAttentionSeq = 80, kAttentionHeadSize = 64;
+
+/// Fills `writer` with the "cuda-attention" bundle, a CUDA-only bundle of
+/// the runtime's attention kernels on dense [B, H, S, D] tensors (q, k, v
+/// bf16, everything else f32; scale 1/8):
+///   attention(q, k, v, mask [B, 1, 1, S]) -> (out, stats)
+///   attention_grad(q, k, v, out, grad, stats, mask) -> (dq, dk, dv, delta)
+///   causal(q, k, v) -> (out, stats)
+void buildCudaAttentionBundle(BundleWriter &writer,
+                              std::vector<BundleWriter::Image> images);
+
 /// Bytes that stand in for CPU code where nothing loads it.
 std::string standInCode();
 

@@ -365,8 +365,11 @@ bool printEntryPoints(const kiln_bundle_t *bundle,
       } else if (kiln_bundle_get_program(bundle, i, target.name, &program) ==
                  KILN_OK) {
         std::string collectives;
+        if (program.attention_count > 0)
+          collectives = ", " + std::to_string(program.attention_count) +
+                        " attention commands";
         if (program.collective_count > 0)
-          collectives =
+          collectives +=
               ", " + std::to_string(program.collective_count) + " all-reduces";
         if (program.shard_collective_count > 0)
           collectives += ", " +

@@ -114,17 +114,22 @@ cl::opt<Amp> amp(
                           "training step (--loss-scale)")),
     cl::init(Amp::Off), cl::cat(kilncCategory));
 
-enum class CudaAttention { Loops, Expanded };
+using CudaAttention = kiln::CompileOptions::CudaAttention;
 cl::opt<CudaAttention> cudaAttention(
     "cuda-attention",
     cl::desc("How the CUDA target computes attention and its gradient"),
-    cl::values(clEnumValN(CudaAttention::Loops, "loops",
+    cl::values(clEnumValN(CudaAttention::Flash, "flash",
+                          "tensor-core kernels that never store the score "
+                          "matrices, under --amp=bf16 or fp16 and for head "
+                          "sizes 16, 32, 64 and 128; loops for the rest "
+                          "(default)"),
+               clEnumValN(CudaAttention::Loops, "loops",
                           "loops a thread per query or key row that never "
-                          "store the score matrices (default)"),
+                          "store the score matrices"),
                clEnumValN(CudaAttention::Expanded, "expanded",
                           "score products, softmax kernels and products, as "
                           "the CPU target")),
-    cl::init(CudaAttention::Loops), cl::cat(kilncCategory));
+    cl::init(CudaAttention::Flash), cl::cat(kilncCategory));
 
 cl::opt<bool> externalWeights(
     "external-weights",
@@ -245,7 +250,7 @@ int main(int argc, char **argv) {
       !emulateCuda)
     return fail("--cuda-attention applies to the CUDA target: use it with "
                 "--target=cuda or cpu,cuda");
-  compileOptions.cudaAttentionLoops = cudaAttention == CudaAttention::Loops;
+  compileOptions.cudaAttention = cudaAttention;
   if (amp != Amp::Off) {
     if (!compileOptions.cudaTarget && !emulateCuda)
       return fail(std::string("--amp=") + (amp == Amp::BF16 ? "bf16" : "fp16") +

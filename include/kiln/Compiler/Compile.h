@@ -100,10 +100,14 @@ struct CompileOptions {
   CUDATargetOptions cuda;
   /// The CUDA target's precision (--amp); the CPU target computes in f32.
   Precision cudaPrecision = Precision::F32;
-  /// The CUDA target computes attention and its gradient as loops that
-  /// never store the scores (kiln-attention-kernel); false: as the CPU
-  /// target does, products and softmax kernels (--cuda-attention=expanded).
-  bool cudaAttentionLoops = true;
+  /// How the CUDA target computes attention and its gradient
+  /// (--cuda-attention): Flash, the tensor-core kernels where they apply
+  /// (kiln-flash-attention: bf16 or f16 precision, head sizes they have),
+  /// loops that never store the scores for the rest; Loops, those loops for
+  /// all (kiln-attention-kernel); Expanded, as the CPU target does, products
+  /// and softmax kernels.
+  enum class CudaAttention { Flash, Loops, Expanded };
+  CudaAttention cudaAttention = CudaAttention::Flash;
   /// Prints the IR after every pass to stderr (the debug switch).
   bool printIRAfterAll = false;
   /// Recomputes cheap activations in the backward pass instead of keeping

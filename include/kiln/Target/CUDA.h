@@ -84,8 +84,26 @@ struct CudaShard {
   unsigned request = 0;
 };
 
-using CudaCommand =
-    std::variant<CudaLaunch, CudaGemm, CudaAllReduce, CudaWait, CudaShard>;
+/// The runtime's tensor-core attention kernels: the forward (out and stats
+/// from query, key, value and mask) or the backward (queryGrad, keyGrad,
+/// valueGrad and delta from those, out, grad and stats), on dense
+/// [batch, heads, rows, headSize] buffers; `mask` (no bytes: none) is
+/// [maskBatch, maskHeads, maskQueries, keys], each of the three 1 or the
+/// scores' size.
+struct CudaAttention {
+  bool backward = false;
+  /// Of query, key and value (bf16 or f16); the rest is f32.
+  mlir::Type element;
+  int64_t batch = 0, heads = 0, queries = 0, keys = 0, headSize = 0;
+  int64_t maskBatch = 1, maskHeads = 1, maskQueries = 1;
+  float scale = 1;
+  bool causal = false;
+  CudaBuffer query, key, value, mask, out, stats, grad, queryGrad, keyGrad,
+      valueGrad, delta;
+};
+
+using CudaCommand = std::variant<CudaLaunch, CudaGemm, CudaAllReduce, CudaWait,
+                                 CudaShard, CudaAttention>;
 
 struct CudaProgram {
   std::string entry;

@@ -11,6 +11,7 @@
 #ifndef KILN_TRANSFORMS_BUFFERS_H
 #define KILN_TRANSFORMS_BUFFERS_H
 
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/Value.h"
 
 #include <optional>
@@ -32,6 +33,11 @@ bool isPlainBuffer(mlir::Type type);
 /// function's entry block, or a memref.view of one at a constant,
 /// non-negative byte offset; std::nullopt otherwise.
 std::optional<RootBuffer> asRootBuffer(mlir::Value v);
+
+/// The address of `buffer`'s first element as an LLVM pointer, for a call
+/// into the runtime.
+mlir::Value bufferAddress(mlir::OpBuilder &b, mlir::Location loc,
+                          mlir::Value buffer);
 
 } // namespace kiln
 

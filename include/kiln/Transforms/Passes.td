@@ -449,6 +449,31 @@ def KilnOutlineKernels : Pass<"kiln-outline-kernels", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def KilnFlashAttention : Pass<"kiln-flash-attention", "mlir::ModuleOp"> {
+  let summary = "Hands attention and its gradient to the tensor-core kernels";
+  let description = [{
+    For the CUDA target computing in bf16 or f16 (`amp`): every
+    `kiln.attention` the kernels of `kiln.flash_attention` can take becomes
+    one, and every `kiln.attention_grad` of its result (in the same block,
+    after it) a `kiln.flash_attention_grad` that reads its statistics. The
+    query, key and value are rounded to `amp` first (kiln.cast, which
+    fuses with whatever rearranged them into heads); the output and the
+    gradients stay f32.
+
+    The kernels take [B, H, S, D] query, key and value with D 16, 32, 64 or
+    128 (the value's too), at most 65535 heads in all, and a mask that is a
+    constant causal one (the kernels stop at the diagonal and read none),
+    absent, or an f32 mask whose key dimension is the keys' (any other
+    dimension may broadcast: a padding mask, or a causal mask held in a
+    buffer, whose dropped tiles the kernels skip). Attention they cannot
+    take stays for kiln-attention-kernel or kiln-decompose.
+  }];
+  let options = [
+    Option<"amp", "amp", "std::string", /*default=*/"\"bf16\"",
+           "The 16-bit type the kernels compute in: bf16 or f16">,
+  ];
+}
+
 def KilnAttentionKernel : Pass<"kiln-attention-kernel", "mlir::ModuleOp"> {
   let summary = "Computes attention and its gradient without storing scores";
   let description = [{
@@ -568,12 +593,16 @@ def KilnGPUEmulate : Pass<"kiln-gpu-emulate", "mlir::ModuleOp"> {
     kiln-gpu-outline-kernels launches; a kernel that reads any other
     dimension, or synchronizes its block, is an error. Products marked
     `overwrite` get their zero fill back (and lose the mark), so that they
-    mean what linalg ops mean for whatever lowers them on the CPU.
+    mean what linalg ops mean for whatever lowers them on the CPU. The
+    buffer forms of `kiln.flash_attention` and its gradient become calls
+    into the runtime's host version of the tensor-core kernels
+    (kiln/attention.h) on the same buffers.
   }];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::arith::ArithDialect",
-                           "::mlir::linalg::LinalgDialect"];
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::LLVM::LLVMDialect"];
 }
 
 def KilnAutoMixedPrecision : Pass<"kiln-amp", "mlir::ModuleOp"> {

@@ -30,6 +30,8 @@ struct ConvertKilnToLinalgPass
     // Collectives stay kiln ops until the target lowers their buffer form.
     target.addLegalOp<AllReduceMeanOp, ReduceScatterMeanOp, AllGatherOp,
                       LocalShardOp>();
+    // So does the tensor-core attention, for the CUDA target's kernels.
+    target.addLegalOp<FlashAttentionOp, FlashAttentionGradOp>();
     RewritePatternSet patterns(context);
     lowering::populateElementwiseLoweringPatterns(patterns);
     lowering::populateStructuredLoweringPatterns(patterns);

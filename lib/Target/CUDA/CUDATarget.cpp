@@ -79,6 +79,13 @@ public:
           return std::move(error);
         continue;
       }
+      if (isa<kiln::FlashAttentionOp, kiln::FlashAttentionGradOp>(op)) {
+        auto command = buildAttention(&op);
+        if (!command)
+          return command.takeError();
+        append(std::move(*command));
+        continue;
+      }
       if (isa<kiln::ReduceScatterMeanOp, kiln::AllGatherOp,
               kiln::LocalShardOp>(op)) {
         if (llvm::Error error = buildShard(&op))
@@ -125,6 +132,17 @@ private:
       return {reduce->buffer};
     if (auto *shard = std::get_if<kiln::CudaShard>(&command))
       return {shard->input, shard->output};
+    if (auto *attention = std::get_if<kiln::CudaAttention>(&command)) {
+      SmallVector<kiln::CudaBuffer, 4> touched;
+      for (const kiln::CudaBuffer &buffer :
+           {attention->query, attention->key, attention->value,
+            attention->mask, attention->out, attention->stats, attention->grad,
+            attention->queryGrad, attention->keyGrad, attention->valueGrad,
+            attention->delta})
+        if (buffer.size > 0)
+          touched.push_back(buffer);
+      return touched;
+    }
     return {};
   }
 
@@ -258,6 +276,59 @@ private:
       if (!buffer)
         return buffer.takeError();
       command.buffers.push_back(*buffer);
+    }
+    return command;
+  }
+
+  /// kiln.flash_attention or its gradient, on buffers.
+  Expected<kiln::CudaCommand> buildAttention(Operation *op) {
+    auto forward = dyn_cast<kiln::FlashAttentionOp>(op);
+    auto grad = dyn_cast<kiln::FlashAttentionGradOp>(op);
+    if (forward ? !forward.hasBufferSemantics() : !grad.hasBufferSemantics())
+      return located(op, "computes on tensors: bufferize it first");
+    kiln::CudaAttention command;
+    command.backward = grad != nullptr;
+    Value query = forward ? forward.getQuery() : grad.getQuery();
+    Value key = forward ? forward.getKey() : grad.getKey();
+    Value value = forward ? forward.getValue() : grad.getValue();
+    Value mask = forward ? forward.getMask() : grad.getMask();
+    auto queryType = cast<MemRefType>(query.getType());
+    command.element = queryType.getElementType();
+    command.batch = queryType.getDimSize(0);
+    command.heads = queryType.getDimSize(1);
+    command.queries = queryType.getDimSize(2);
+    command.headSize = queryType.getDimSize(3);
+    command.keys = cast<MemRefType>(key.getType()).getDimSize(2);
+    command.scale = static_cast<float>(
+        op->getAttrOfType<FloatAttr>("scale").getValueAsDouble());
+    command.causal = op->hasAttr("causal");
+    SmallVector<std::pair<Value, kiln::CudaBuffer *>> slots = {
+        {query, &command.query}, {key, &command.key}, {value, &command.value}};
+    if (mask) {
+      auto maskType = cast<MemRefType>(mask.getType());
+      command.maskBatch = maskType.getDimSize(0);
+      command.maskHeads = maskType.getDimSize(1);
+      command.maskQueries = maskType.getDimSize(2);
+      slots.push_back({mask, &command.mask});
+    }
+    if (forward) {
+      slots.push_back({forward.getOutputs()[0], &command.out});
+      slots.push_back({forward.getOutputs()[1], &command.stats});
+    } else {
+      slots.push_back({grad.getOut(), &command.out});
+      slots.push_back({grad.getGrad(), &command.grad});
+      slots.push_back({grad.getStats(), &command.stats});
+      ValueRange outputs = grad.getOutputs();
+      slots.push_back({outputs[0], &command.queryGrad});
+      slots.push_back({outputs[1], &command.keyGrad});
+      slots.push_back({outputs[2], &command.valueGrad});
+      slots.push_back({outputs[3], &command.delta});
+    }
+    for (auto [v, slot] : slots) {
+      auto buffer = rootBuffer(op, v);
+      if (!buffer)
+        return buffer.takeError();
+      *slot = *buffer;
     }
     return command;
   }

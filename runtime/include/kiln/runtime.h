@@ -148,8 +148,8 @@ typedef struct kiln_entry_point_info_t {
 /* What an entry point runs on a target other than the CPU. */
 typedef struct kiln_program_info_t {
   size_t command_count;
-  /* Of which kernel launches and matrix products; the rest are collectives
-   * and the waits for them. */
+  /* Of which kernel launches and matrix products; the rest are attention
+   * commands, collectives and the waits for them. */
   size_t launch_count;
   size_t gemm_count;
   uint64_t arena_bytes;
@@ -160,6 +160,9 @@ typedef struct kiln_program_info_t {
   /* A sharded optimizer's collectives (kilnc --shard-optimizer):
    * reduce-scatters and all-gathers (NCCL), and local shards (copies). */
   size_t shard_collective_count;
+  /* Attention on the runtime's tensor-core kernels (each a forward, or a
+   * backward of two launches); also counted in command_count only. */
+  size_t attention_count;
 } kiln_program_info_t;
 
 typedef struct kiln_target_info_t {

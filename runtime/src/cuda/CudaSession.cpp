@@ -698,6 +698,22 @@ Status CudaSession::planEntryPoint(const bp::EntryPoint &entry,
       step.description = strCat("command ", c, " (kernel '", kernel, "')");
       KILN_RETURN_IF_ERROR(planLaunch(command.launch(), plan, step)
                                .withContext(step.description));
+    } else if (command.has_attention()) {
+      if (!attentionKernels)
+        KILN_RETURN_IF_ERROR(AttentionKernels::load(attentionKernels)
+                                 .withContext(strCat("command ", c)));
+      std::unique_ptr<AttentionPlan> attention;
+      KILN_RETURN_IF_ERROR(
+          AttentionPlan::create(
+              *attentionKernels, command.attention(),
+              [&](const bp::BufferRef &buffer) {
+                return deviceAddress(buffer, plan);
+              },
+              attention)
+              .withContext(strCat("command ", c)));
+      step.description =
+          strCat("command ", c, " (", attention->description(), ")");
+      step.attention = std::move(attention);
     } else {
       const bp::Gemm &gemm = command.gemm();
       std::unique_ptr<GemmPlan> gemmPlan;
@@ -821,6 +837,8 @@ Status CudaSession::enqueueStep(const Step &step) {
   if (step.gemm)
     return step.gemm->enqueue(blasLt, workspace, stream)
         .withContext(step.description);
+  if (step.attention)
+    return step.attention->enqueue(stream).withContext(step.description);
   const Launch &launch = *step.launch;
   void **arguments = launch.arguments.empty()
                          ? nullptr
@@ -954,6 +972,9 @@ Status CudaSession::createProfile(const bp::EntryPoint &entry,
     } else if (step.gemm) {
       command.kind = "gemm";
       command.what = step.gemm->description();
+    } else if (step.attention) {
+      command.kind = "attention";
+      command.what = step.attention->description();
     } else if (step.copy) {
       command.kind = "copy";
     } else if (step.waitFor) {

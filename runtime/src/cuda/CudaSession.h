@@ -26,6 +26,7 @@
 
 #include "ExternalParameters.h"
 #include "Backend.h"
+#include "Attention.h"
 #include "Gemm.h"
 #include "Profile.h"
 #include "TensorBinding.h"
@@ -139,6 +140,7 @@ private:
     std::string description;
     std::unique_ptr<Launch> launch;
     std::unique_ptr<GemmPlan> gemm;
+    std::unique_ptr<AttentionPlan> attention;
     std::unique_ptr<AllReduceGroup> allReduces;
     std::unique_ptr<Copy> copy;
     CUevent waitFor = nullptr;
@@ -296,6 +298,8 @@ private:
   /// target->kernels(i)'s function.
   std::vector<CUfunction> functions;
   cublasLtHandle_t blasLt = nullptr;
+  /// The attention kernels, loaded with the first attention command.
+  std::unique_ptr<AttentionKernels> attentionKernels;
   /// In arenaAllocation, after the arena; empty without gemms.
   GemmWorkspace workspace;
 

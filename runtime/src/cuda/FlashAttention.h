@@ -24,8 +24,10 @@
 // Q, K and V hold 16-bit elements (the `T` of the kernel) and O, dO and the
 // gradients f32, each addressed as base + batch * b + head * h + row * r +
 // column, columns contiguous: so a head can be read in place from a fused
-// projection. The optional additive mask is f32 per (batch, head, key)
-// (strides may be 0): a padding mask. Causal attention needs none.
+// projection. The optional additive f32 mask is addressed the same way by
+// (batch, head, query, key), any stride 0 where it broadcasts (a padding
+// mask has row stride 0); a tile whose mask is -inf throughout is skipped.
+// Causal attention needs no mask: the loops stop at the diagonal.
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,6 +56,7 @@ constexpr int kTile = 64;
 /// Shared tiles' rows are padded so that the lanes reading one column of
 /// consecutive rows hit different banks.
 constexpr int kPad = 8;
+constexpr int kMaskStride = kTile + 4;
 
 /// Where tensor element (batch, head, row, column) is, in elements.
 struct TensorRef {
@@ -73,18 +76,23 @@ struct Params {
   TensorRef o, dout;
   /// f32 gradients of Q, K and V (backward).
   TensorRef dq, dk, dv;
-  /// f32 additive mask, element (batch, head, key); data null: none.
+  /// f32 additive mask, element (batch, head, query, key); data null: none.
   TensorRef mask;
   /// f32 [batch, heads, queries], dense: the forward's log2 denominators,
   /// and the backward's rowsum(dO O).
   float *lse = nullptr, *delta = nullptr;
 };
 
-/// Shared memory each kernel needs, in bytes, for head size `D`.
-constexpr int forwardSharedBytes(int D) { return 2 * kTile * (D + kPad) * 2; }
-constexpr int dqSharedBytes(int D) { return 2 * kTile * (D + kPad) * 2; }
+/// Shared memory each kernel needs, in bytes, for head size `D`: two
+/// 16-bit tiles, the mask's tile and its flag, and (dkdv) two rows of
+/// statistics.
+constexpr int kMaskBytes = kTile * kMaskStride * 4 + 16;
+constexpr int forwardSharedBytes(int D) {
+  return 2 * kTile * (D + kPad) * 2 + kMaskBytes;
+}
+constexpr int dqSharedBytes(int D) { return forwardSharedBytes(D); }
 constexpr int dkdvSharedBytes(int D) {
-  return 2 * kTile * (D + kPad) * 2 + 2 * kTile * 4;
+  return forwardSharedBytes(D) + 2 * kTile * 4;
 }
 
 //===----------------------------------------------------------------------===//
@@ -340,11 +348,45 @@ template <typename Ctx> KILN_FA_FN float groupSum(Ctx &ctx, float v) {
   return v + ctx.shflXor(v, 2);
 }
 
-/// The mask's value for `key`, in log2 units (0 without a mask).
-KILN_FA_FN float maskAt(const Params &p, int b, int h, int key) {
+/// The mask over queries q0.. and keys k0.. into a shared tile (by query,
+/// then key) in log2 units, -inf outside the scores; and whether any of it
+/// is above -inf (false: the tile drops every score, and is skipped). All
+/// of the block's threads call it together; true without a mask.
+template <typename Ctx>
+KILN_FA_FN bool loadMaskTile(Ctx &ctx, float *tile, const Params &p, int b,
+                             int h, int q0, int k0) {
   if (!p.mask.data)
-    return 0;
-  return rowsOf<const float>(p.mask, b, h, 0)[key] * kLog2e;
+    return true;
+  int *live = reinterpret_cast<int *>(tile + kTile * kMaskStride);
+  if (ctx.thread == 0)
+    *live = 0;
+  ctx.sync();
+  const float *mask = rowsOf<const float>(p.mask, b, h, 0);
+  bool any = false;
+  for (int i = ctx.thread; i < kTile * kTile; i += kThreads) {
+    int r = i / kTile, c = i % kTile;
+    int query = q0 + r, key = k0 + c;
+    float v = -kInf;
+    if (query < p.queries && key < p.keys)
+      v = mask[static_cast<int64_t>(query) * p.mask.row + key] * kLog2e;
+    tile[r * kMaskStride + c] = v;
+    any = any || v > -kInf;
+  }
+  // Every thread that saw a score kept writes the same 1.
+  if (any)
+    *live = 1;
+  ctx.sync();
+  bool result = *live != 0;
+  // Nobody resets the flag before everyone has read it.
+  ctx.sync();
+  return result;
+}
+
+/// The mask tile's value (log2 units) for a query and a key relative to
+/// the tile's corner; 0 without a mask.
+KILN_FA_FN float maskAt(const Params &p, const float *tile, int query,
+                        int key) {
+  return p.mask.data ? tile[query * kMaskStride + key] : 0.0f;
 }
 
 /// The last key a block of rows row0.. sees, plus one.
@@ -368,6 +410,7 @@ KILN_FA_FN void forward(Ctx &ctx, const Params &p) {
   const int q0 = ctx.blockX * kBlockRows, r0 = q0 + warp * 16;
   uint16_t *keyTile = reinterpret_cast<uint16_t *>(ctx.shared);
   uint16_t *valueTile = keyTile + kTile * (D + kPad);
+  float *maskTile = reinterpret_cast<float *>(valueTile + kTile * (D + kPad));
   const Matrix16 keys{keyTile, D + kPad}, values{valueTile, D + kPad};
   const float scale = p.scale * kLog2e;
 
@@ -380,6 +423,8 @@ KILN_FA_FN void forward(Ctx &ctx, const Params &p) {
 
   const int end = keyEnd(p, q0);
   for (int k0 = 0; k0 < end; k0 += kTile) {
+    if (!loadMaskTile(ctx, maskTile, p, b, h, q0, k0))
+      continue;
     loadTile<D>(ctx, keyTile, p.k, b, h, k0, p.keys);
     loadTile<D>(ctx, valueTile, p.v, b, h, k0, p.keys);
     ctx.sync();
@@ -396,7 +441,7 @@ KILN_FA_FN void forward(Ctx &ctx, const Params &p) {
         int row = r0 + g + (i & 2) * 4, key = k0 + n * 8 + 2 * t + (i & 1);
         float v = -kInf;
         if (key < p.keys && !(p.causal && key > row))
-          v = s[n][i] * scale + maskAt(p, b, h, key);
+          v = s[n][i] * scale + maskAt(p, maskTile, row - q0, key - k0);
         s[n][i] = v;
         tileMax[i / 2] = fmaxf(tileMax[i / 2], v);
       }
@@ -453,6 +498,7 @@ KILN_FA_FN void backwardQuery(Ctx &ctx, const Params &p) {
   const int q0 = ctx.blockX * kBlockRows, r0 = q0 + warp * 16;
   uint16_t *keyTile = reinterpret_cast<uint16_t *>(ctx.shared);
   uint16_t *valueTile = keyTile + kTile * (D + kPad);
+  float *maskTile = reinterpret_cast<float *>(valueTile + kTile * (D + kPad));
   const Matrix16 keys{keyTile, D + kPad}, values{valueTile, D + kPad};
   const float scale = p.scale * kLog2e;
   const int64_t stats = static_cast<int64_t>(ctx.blockY) * p.queries;
@@ -481,6 +527,8 @@ KILN_FA_FN void backwardQuery(Ctx &ctx, const Params &p) {
 
   const int end = keyEnd(p, q0);
   for (int k0 = 0; k0 < end; k0 += kTile) {
+    if (!loadMaskTile(ctx, maskTile, p, b, h, q0, k0))
+      continue;
     loadTile<D>(ctx, keyTile, p.k, b, h, k0, p.keys);
     loadTile<D>(ctx, valueTile, p.v, b, h, k0, p.keys);
     ctx.sync();
@@ -499,7 +547,8 @@ KILN_FA_FN void backwardQuery(Ctx &ctx, const Params &p) {
         int row = r0 + g + (i & 2) * 4, key = k0 + n * 8 + 2 * t + (i & 1);
         float prob = 0;
         if (key < p.keys && !(p.causal && key > row))
-          prob = exp2Of(s[n][i] * scale + maskAt(p, b, h, key) - lse[i / 2]);
+          prob = exp2Of(s[n][i] * scale +
+                        maskAt(p, maskTile, row - q0, key - k0) - lse[i / 2]);
         s[n][i] = prob * (dp[n][i] - delta[i / 2]);
       }
     for (int chunk = 0; chunk < 4; ++chunk) {
@@ -525,7 +574,8 @@ KILN_FA_FN void backwardKeyValue(Ctx &ctx, const Params &p) {
   const int k0 = ctx.blockX * kBlockRows, r0 = k0 + warp * 16;
   uint16_t *queryTile = reinterpret_cast<uint16_t *>(ctx.shared);
   uint16_t *gradTile = queryTile + kTile * (D + kPad);
-  float *lseTile = reinterpret_cast<float *>(gradTile + kTile * (D + kPad));
+  float *maskTile = reinterpret_cast<float *>(gradTile + kTile * (D + kPad));
+  float *lseTile = maskTile + kMaskBytes / 4;
   float *deltaTile = lseTile + kTile;
   const Matrix16 queries{queryTile, D + kPad}, grads{gradTile, D + kPad};
   const float scale = p.scale * kLog2e;
@@ -534,16 +584,12 @@ KILN_FA_FN void backwardKeyValue(Ctx &ctx, const Params &p) {
   uint32_t ka[D / 16][4], va[D / 16][4];
   loadRowsA<D>(ka, p.k, b, h, r0, p.keys, g, t);
   loadRowsA<D>(va, p.v, b, h, r0, p.keys, g, t);
-  // Each lane's two keys' mask values, in log2 units.
-  float keyMask[2];
-  for (int r = 0; r < 2; ++r) {
-    int key = r0 + g + 8 * r;
-    keyMask[r] = key < p.keys ? maskAt(p, b, h, key) : 0.0f;
-  }
   float dk[D / 8][4] = {}, dv[D / 8][4] = {};
 
   // Causal: the queries before this block's first key see none of it.
   for (int q0 = p.causal ? k0 : 0; q0 < p.queries; q0 += kTile) {
+    if (!loadMaskTile(ctx, maskTile, p, b, h, q0, k0))
+      continue;
     loadTile<D>(ctx, queryTile, p.q, b, h, q0, p.queries);
     loadTileRounded<T, D>(ctx, gradTile, p.dout, b, h, q0, p.queries);
     for (int i = ctx.thread; i < kTile; i += kThreads) {
@@ -569,7 +615,8 @@ KILN_FA_FN void backwardKeyValue(Ctx &ctx, const Params &p) {
         int query = q0 + column;
         float prob = 0;
         if (key < p.keys && query < p.queries && !(p.causal && key > query))
-          prob = exp2Of(s[n][i] * scale + keyMask[i / 2] - lseTile[column]);
+          prob = exp2Of(s[n][i] * scale + maskAt(p, maskTile, column, key - k0) -
+                        lseTile[column]);
         s[n][i] = prob;
         dp[n][i] = prob * (dp[n][i] - deltaTile[column]);
       }

@@ -1,0 +1,22 @@
+//===- Attention.h - what the attention passes share ------------*- C++ -*-===//
+
+#ifndef KILN_TRANSFORMS_ATTENTION_H
+#define KILN_TRANSFORMS_ATTENTION_H
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/Value.h"
+
+namespace kiln {
+
+/// Whether `mask` is a constant that keeps exactly the keys up to each
+/// query's position (0 for key <= query, -inf after) in every batch, over
+/// square scores: causal attention, which needs no mask reads.
+bool isCausalMask(mlir::Value mask, int64_t queries, int64_t keys);
+
+/// Makes kiln.flash_attention and its gradient bufferizable: they read
+/// their operands and write new buffers.
+void registerFlashAttentionBufferization(mlir::DialectRegistry &registry);
+
+} // namespace kiln
+
+#endif // KILN_TRANSFORMS_ATTENTION_H

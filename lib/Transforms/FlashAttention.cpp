@@ -1,0 +1,236 @@
+//===- FlashAttention.cpp - attention for the tensor-core kernels ---------===//
+//
+// kiln.attention becomes kiln.flash_attention, and the kiln.attention_grad
+// of its result kiln.flash_attention_grad, where the CUDA target's
+// tensor-core kernels can compute them: 16-bit [B, H, S, D] operands with a
+// head size they have, and a mask they can read (or a causal one they need
+// not read). The forward's statistics go to the gradient, which then needs
+// no pass over the keys to find each row's maximum and sum.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/KilnDialect.h"
+#include "kiln/KilnOps.h"
+#include "kiln/Transforms/Attention.h"
+#include "kiln/Transforms/Buffers.h"
+#include "kiln/Transforms/Passes.h"
+
+#include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNFLASHATTENTION
+#include "kiln/Transforms/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace mlir::bufferization;
+using namespace kiln;
+
+namespace {
+
+/// Both ops read their operands and write new buffers, which the buffer
+/// form takes after its operands. The kernels address their tensors with
+/// dense strides: an operand in a buffer with another layout is copied.
+template <typename Op>
+struct FlashBufferization
+    : BufferizableOpInterface::ExternalModel<FlashBufferization<Op>, Op> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const AnalysisState &) const {
+    return true;
+  }
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
+                               const AnalysisState &) const {
+    return false;
+  }
+  AliasingValueList getAliasingValues(Operation *, OpOperand &,
+                                      const AnalysisState &) const {
+    return {};
+  }
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    Location loc = op->getLoc();
+    IRMapping buffers;
+    for (Value operand : op->getOperands()) {
+      FailureOr<Value> buffer = getBuffer(rewriter, operand, options, state);
+      if (failed(buffer))
+        return failure();
+      Value plain = *buffer;
+      if (!isPlainBuffer(plain.getType())) {
+        auto type = cast<MemRefType>(plain.getType());
+        FailureOr<Value> copy = options.createAlloc(
+            rewriter, loc,
+            MemRefType::get(type.getShape(), type.getElementType()), {});
+        if (failed(copy) ||
+            failed(options.createMemCpy(rewriter, loc, plain, *copy)))
+          return failure();
+        plain = *copy;
+      }
+      buffers.map(operand, plain);
+    }
+    SmallVector<Value> outputs;
+    for (Type type : op->getResultTypes()) {
+      auto tensor = cast<RankedTensorType>(type);
+      FailureOr<Value> output = options.createAlloc(
+          rewriter, loc,
+          MemRefType::get(tensor.getShape(), tensor.getElementType()), {});
+      if (failed(output))
+        return failure();
+      outputs.push_back(*output);
+    }
+    auto flash = cast<Op>(op);
+    auto mapped = [&](Value v) { return v ? buffers.lookup(v) : Value(); };
+    if constexpr (std::is_same_v<Op, FlashAttentionOp>)
+      FlashAttentionOp::create(rewriter, loc, TypeRange{},
+                               mapped(flash.getQuery()), mapped(flash.getKey()),
+                               mapped(flash.getValue()), mapped(flash.getMask()),
+                               outputs, flash.getScaleAttr(),
+                               flash.getCausalAttr());
+    else
+      FlashAttentionGradOp::create(
+          rewriter, loc, TypeRange{}, mapped(flash.getQuery()),
+          mapped(flash.getKey()), mapped(flash.getValue()),
+          mapped(flash.getOut()), mapped(flash.getGrad()),
+          mapped(flash.getStats()), mapped(flash.getMask()), outputs,
+          flash.getScaleAttr(), flash.getCausalAttr());
+    replaceOpWithBufferizedValues(rewriter, op, outputs);
+    return success();
+  }
+};
+
+/// The kernels' grid has a block row per head (CUDA's limit on grid.y).
+constexpr int64_t kMaxHeads = 65535;
+
+/// How the kernels take one attention: whether it is causal, and the shape
+/// of its mask as [B or 1, H or 1, Sq or 1, Sk] (empty: no mask read).
+struct Plan {
+  bool causal = false;
+  SmallVector<int64_t, 4> maskShape;
+};
+
+std::optional<Plan> planFor(Value query, Value key, Value value, Value mask) {
+  auto q = cast<RankedTensorType>(query.getType());
+  auto k = cast<RankedTensorType>(key.getType());
+  auto v = cast<RankedTensorType>(value.getType());
+  if (!q.getElementType().isF32() || q.getRank() != 4 || k.getRank() != 4 ||
+      v.getRank() != 4 || k.getElementType() != q.getElementType() ||
+      v.getElementType() != q.getElementType())
+    return std::nullopt;
+  int64_t b = q.getDimSize(0), h = q.getDimSize(1), sq = q.getDimSize(2),
+          d = q.getDimSize(3), sk = k.getDimSize(2);
+  if ((d != 16 && d != 32 && d != 64 && d != 128) || v.getDimSize(3) != d ||
+      b * h > kMaxHeads || sq > std::numeric_limits<int32_t>::max() ||
+      sk > std::numeric_limits<int32_t>::max())
+    return std::nullopt;
+  Plan plan;
+  if (!mask)
+    return plan;
+  if (isCausalMask(mask, sq, sk)) {
+    plan.causal = true;
+    return plan;
+  }
+  auto m = cast<RankedTensorType>(mask.getType());
+  // The kernels read a row of the mask's keys contiguously.
+  if (!m.getElementType().isF32() || m.getRank() < 1 ||
+      m.getDimSize(m.getRank() - 1) != sk)
+    return std::nullopt;
+  plan.maskShape.assign(4 - m.getRank(), 1);
+  llvm::append_range(plan.maskShape, m.getShape());
+  return plan;
+}
+
+struct KilnFlashAttentionPass
+    : kiln::impl::KilnFlashAttentionBase<KilnFlashAttentionPass> {
+  using KilnFlashAttentionBase::KilnFlashAttentionBase;
+
+  void runOnOperation() override {
+    FloatType narrow;
+    if (amp == "bf16")
+      narrow = BFloat16Type::get(&getContext());
+    else if (amp == "f16")
+      narrow = Float16Type::get(&getContext());
+    else {
+      getOperation().emitError("kiln-flash-attention: amp must be bf16 or "
+                               "f16, not '")
+          << amp << "'";
+      return signalPassFailure();
+    }
+    SmallVector<AttentionOp> attentions;
+    getOperation().walk([&](AttentionOp op) { attentions.push_back(op); });
+    for (AttentionOp attention : attentions)
+      rewrite(attention, narrow);
+  }
+
+  void rewrite(AttentionOp attention, FloatType narrow) {
+    std::optional<Plan> plan =
+        planFor(attention.getQuery(), attention.getKey(),
+                attention.getValue(), attention.getMask());
+    if (!plan)
+      return;
+    OpBuilder b(attention);
+    Location loc = attention.getLoc();
+    auto rounded = [&](Value v) -> Value {
+      auto type = cast<RankedTensorType>(v.getType());
+      return CastOp::create(b, loc, type.clone(narrow), v);
+    };
+    Value q = rounded(attention.getQuery()), k = rounded(attention.getKey()),
+          v = rounded(attention.getValue());
+    Value mask;
+    if (!plan->maskShape.empty()) {
+      mask = attention.getMask();
+      auto type = cast<RankedTensorType>(mask.getType());
+      if (type.getShape() != ArrayRef(plan->maskShape))
+        mask = ReshapeOp::create(b, loc, type.clone(plan->maskShape), mask);
+    }
+    auto queryType = cast<RankedTensorType>(attention.getQuery().getType());
+    auto keyType = cast<RankedTensorType>(attention.getKey().getType());
+    auto statsType = queryType.clone(queryType.getShape().drop_back());
+    FloatAttr scale = attention.getScaleAttr();
+    UnitAttr causal = plan->causal ? b.getUnitAttr() : nullptr;
+    auto flash = FlashAttentionOp::create(
+        b, loc, TypeRange{queryType, statsType}, q, k, v, mask, ValueRange{},
+        scale, causal);
+    Value out = flash.getResults()[0], stats = flash.getResults()[1];
+
+    // Its gradients, where they come after it in its block (as autodiff
+    // puts them); any other stays for the loops, which need no statistics.
+    SmallVector<AttentionGradOp> grads;
+    for (Operation *user : attention->getUsers())
+      if (auto grad = dyn_cast<AttentionGradOp>(user))
+        if (grad.getOut() == attention.getResult() &&
+            grad.getQuery() == attention.getQuery() &&
+            grad.getKey() == attention.getKey() &&
+            grad.getValue() == attention.getValue() &&
+            grad.getMask() == attention.getMask() &&
+            grad.getScale() == attention.getScale() &&
+            grad->getBlock() == attention->getBlock() &&
+            attention->isBeforeInBlock(grad) && !llvm::is_contained(grads, grad))
+          grads.push_back(grad);
+    for (AttentionGradOp grad : grads) {
+      b.setInsertionPoint(grad);
+      auto flashGrad = FlashAttentionGradOp::create(
+          b, grad.getLoc(),
+          TypeRange{queryType, keyType, keyType,
+                    statsType},
+          q, k, v, out, grad.getGrad(), stats, mask, ValueRange{}, scale,
+          causal);
+      grad.replaceAllUsesWith(flashGrad.getResults().take_front(3));
+      grad.erase();
+    }
+    attention.replaceAllUsesWith(out);
+    attention.erase();
+  }
+};
+
+} // namespace
+
+void kiln::registerFlashAttentionBufferization(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *context, KilnDialect *) {
+    FlashAttentionOp::attachInterface<FlashBufferization<FlashAttentionOp>>(
+        *context);
+    FlashAttentionGradOp::attachInterface<
+        FlashBufferization<FlashAttentionGradOp>>(*context);
+  });
+}

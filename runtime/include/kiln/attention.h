@@ -1,0 +1,55 @@
+/*===- kiln/attention.h - the host version of the CUDA attention kernels --===*
+ *
+ * CPU bundles compiled with `kilnc --emulate-cuda` stand for the CUDA
+ * target on the host: where the CUDA target runs its tensor-core attention
+ * kernels (kiln.flash_attention and its gradient), the emulated step calls
+ * these instead, with the same buffers. libkilnrt exports them; the step's
+ * CPU shared object refers to them by name.
+ *
+ * Query, key and value are [B, H, S, D] of 16-bit floats (`element` 0:
+ * bf16, 1: f16); everything else is f32: the output and the gradients
+ * [B, H, S, D], the statistics and delta [B, H, Sq], the optional additive
+ * mask [mask_batch, mask_heads, mask_queries, Sk], each of its first three
+ * dimensions 1 (broadcast) or the scores'. `stats` holds, per query row, its
+ * largest score plus the log of its softmax denominator, in base 2 units
+ * (scores times log2 e); `delta` rowsum(grad * out). Products accumulate in
+ * f32, and the probabilities and their gradients are rounded to the 16-bit
+ * type where the kernels round them, so results agree with the GPU's within
+ * that rounding.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef KILN_ATTENTION_H
+#define KILN_ATTENTION_H
+
+#include <stdint.h>
+
+#if defined(KILN_RUNTIME_BUILDING_LIBRARY)
+#define KILN_ATTENTION_API __attribute__((visibility("default")))
+#else
+#define KILN_ATTENTION_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+KILN_ATTENTION_API void kiln_flash_attention_forward_host(
+    const void *query, const void *key, const void *value, const float *mask,
+    float *out, float *stats, int64_t element, int64_t batch, int64_t heads,
+    int64_t queries, int64_t keys, int64_t head_size, int64_t mask_batch,
+    int64_t mask_heads, int64_t mask_queries, int64_t causal, double scale);
+
+KILN_ATTENTION_API void kiln_flash_attention_backward_host(
+    const void *query, const void *key, const void *value, const float *out,
+    const float *grad, const float *stats, const float *mask, float *query_grad,
+    float *key_grad, float *value_grad, float *delta, int64_t element,
+    int64_t batch, int64_t heads, int64_t queries, int64_t keys,
+    int64_t head_size, int64_t mask_batch, int64_t mask_heads,
+    int64_t mask_queries, int64_t causal, double scale);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_ATTENTION_H */

@@ -1,0 +1,66 @@
+// RUN: kiln-opt %s --kiln-flash-attention --split-input-file | FileCheck %s
+// RUN: kiln-opt %s --kiln-flash-attention=amp=f16 --split-input-file | FileCheck %s --check-prefix=F16
+// RUN: not kiln-opt %s --kiln-flash-attention=amp=f32 --split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
+
+// A constant causal mask is the kernels' causal flag: no mask is read. The
+// operands are rounded to bf16 first; the gradient reads the forward's
+// statistics and the rounded operands.
+// CHECK-LABEL: func.func @causal(
+// CHECK-SAME: %[[Q:[a-z0-9]+]]: tensor<1x2x2x16xf32>, %[[K:[a-z0-9]+]]: tensor<1x2x2x16xf32>, %[[V:[a-z0-9]+]]: tensor<1x2x2x16xf32>, %[[DO:[a-z0-9]+]]: tensor<1x2x2x16xf32>
+// CHECK: %[[Q16:.*]] = kiln.cast %[[Q]] : tensor<1x2x2x16xf32> to tensor<1x2x2x16xbf16>
+// CHECK: %[[K16:.*]] = kiln.cast %[[K]] : tensor<1x2x2x16xf32> to tensor<1x2x2x16xbf16>
+// CHECK: %[[V16:.*]] = kiln.cast %[[V]] : tensor<1x2x2x16xf32> to tensor<1x2x2x16xbf16>
+// CHECK: %[[F:.*]]:2 = kiln.flash_attention %[[Q16]], %[[K16]], %[[V16]] {causal, scale = 2.500000e-01 : f64}
+// CHECK-SAME: -> (tensor<1x2x2x16xf32>, tensor<1x2x2xf32>)
+// CHECK: %[[G:.*]]:4 = kiln.flash_attention_grad %[[Q16]], %[[K16]], %[[V16]], %[[F]]#0, %[[DO]], %[[F]]#1 {causal, scale = 2.500000e-01 : f64}
+// CHECK-NOT: kiln.attention
+// CHECK: return %[[F]]#0, %[[G]]#0, %[[G]]#1, %[[G]]#2
+// F16-LABEL: func.func @causal(
+// F16: kiln.cast %{{.*}} : tensor<1x2x2x16xf32> to tensor<1x2x2x16xf16>
+// F16: kiln.flash_attention {{.*}} {causal
+// BAD: kiln-flash-attention: amp must be bf16 or f16, not 'f32'
+func.func @causal(%q: tensor<1x2x2x16xf32>, %k: tensor<1x2x2x16xf32>,
+                  %v: tensor<1x2x2x16xf32>, %do: tensor<1x2x2x16xf32>)
+    -> (tensor<1x2x2x16xf32>, tensor<1x2x2x16xf32>, tensor<1x2x2x16xf32>,
+        tensor<1x2x2x16xf32>) {
+  %mask = kiln.constant dense<[[0.0, 0xFF800000], [0.0, 0.0]]> : tensor<2x2xf32>
+  %o = kiln.attention %q, %k, %v mask %mask : tensor<2x2xf32> {scale = 0.25 : f64}
+      : tensor<1x2x2x16xf32>, tensor<1x2x2x16xf32>, tensor<1x2x2x16xf32>
+  %dq, %dk, %dv = kiln.attention_grad %q, %k, %v, %o, %do mask %mask : tensor<2x2xf32> {scale = 0.25 : f64}
+      : tensor<1x2x2x16xf32>, tensor<1x2x2x16xf32>, tensor<1x2x2x16xf32>, tensor<1x2x2x16xf32>
+  return %o, %dq, %dk, %dv : tensor<1x2x2x16xf32>, tensor<1x2x2x16xf32>,
+      tensor<1x2x2x16xf32>, tensor<1x2x2x16xf32>
+}
+
+// -----
+
+// Any other mask is read: reshaped to [B or 1, H or 1, Sq or 1, Sk].
+// CHECK-LABEL: func.func @padding(
+// CHECK-SAME: %[[M:[a-z0-9]+]]: tensor<2x3xf32>
+// CHECK: %[[M4:.*]] = kiln.reshape %[[M]] : tensor<2x3xf32> to tensor<1x1x2x3xf32>
+// CHECK: kiln.flash_attention %{{.*}}, %{{.*}}, %{{.*}} mask %[[M4]] :
+// CHECK-SAME: tensor<1x1x2x3xf32>) -> (tensor<2x1x2x32xf32>, tensor<2x1x2xf32>)
+func.func @padding(%q: tensor<2x1x2x32xf32>, %k: tensor<2x1x3x32xf32>,
+                   %v: tensor<2x1x3x32xf32>, %m: tensor<2x3xf32>)
+    -> tensor<2x1x2x32xf32> {
+  %o = kiln.attention %q, %k, %v mask %m : tensor<2x3xf32>
+      : tensor<2x1x2x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>
+  return %o : tensor<2x1x2x32xf32>
+}
+
+// -----
+
+// Head sizes the kernels lack, value head sizes unlike the query's and
+// ranks other than 4 stay kiln.attention (for the loops).
+// CHECK-LABEL: func.func @unsupported(
+// CHECK-NOT: kiln.flash_attention
+// CHECK-COUNT-3: kiln.attention
+func.func @unsupported(%q: tensor<1x1x4x8xf32>, %k: tensor<1x1x4x8xf32>,
+                       %v: tensor<1x1x4x8xf32>, %q3: tensor<2x4x16xf32>,
+                       %v2: tensor<1x1x4x32xf32>, %q2: tensor<1x1x4x16xf32>)
+    -> (tensor<1x1x4x8xf32>, tensor<2x4x16xf32>, tensor<1x1x4x32xf32>) {
+  %a = kiln.attention %q, %k, %v : tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>
+  %b = kiln.attention %q3, %q3, %q3 : tensor<2x4x16xf32>, tensor<2x4x16xf32>, tensor<2x4x16xf32>
+  %c = kiln.attention %q2, %q2, %v2 : tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4x32xf32>
+  return %a, %b, %c : tensor<1x1x4x8xf32>, tensor<2x4x16xf32>, tensor<1x1x4x32xf32>
+}
