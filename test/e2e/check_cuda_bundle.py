@@ -12,9 +12,9 @@ same N kernels as functions. Prints one line per section checked.
 
 With --schema (the directory of bundle.proto, compiled with protoc at run
 time), it also decodes the manifest and prints each entry point's CUDA
-program (launches and gemms); --gemm-types bf16:f32 checks that every gemm
-multiplies A and B of the first type into C of the second, and --commands
-ENTRY lists ENTRY's commands, one per line.
+program (launches, gemms and attention commands); --gemm-types bf16:f32
+checks that every gemm multiplies A and B of the first type into C of the
+second, and --commands ENTRY lists ENTRY's commands, one per line.
 """
 
 import argparse
@@ -143,6 +143,22 @@ def describe(command, kernels):
         return f"all-reduce-mean {r.count} f32, request {r.request}"
     if command.HasField("collective_wait"):
         return f"wait request {command.collective_wait.request}"
+    if command.HasField("attention"):
+        a = command.attention
+
+        def strides(t):
+            return f"{t.batch_stride},{t.head_stride},{t.row_stride}"
+        kind = "backward" if a.backward else "forward"
+        text = (f"attention {kind} {a.batch}x{a.heads} heads "
+                f"{a.queries}x{a.keys} d{a.head_size} q {strides(a.query)} "
+                f"out {strides(a.out)}")
+        if a.HasField("mask") and a.mask.buffer.size:
+            text += f" mask {strides(a.mask)}"
+        if a.causal:
+            text += " causal"
+        if a.backward:
+            text += f" dk {strides(a.key_grad)}"
+        return text
     if command.HasField("shard"):
         s = command.shard
         kind = ["reduce-scatter-mean", "all-gather", "local-shard"][s.kind]
@@ -169,8 +185,10 @@ def check_programs(manifest_bytes, schema, gemm_types, list_entry):
         launches = sum(c.HasField("launch") for c in commands)
         gemms = [c.gemm for c in commands if c.HasField("gemm")]
         types = sorted({f"{names[g.a_type]}:{names[g.c_type]}" for g in gemms})
+        attention = sum(c.HasField("attention") for c in commands)
         print(f"{entry.name}: {launches} launches, {len(gemms)} gemms "
-              f"({', '.join(types)})")
+              f"({', '.join(types)})"
+              + (f", {attention} attention" if attention else ""))
         if gemm_types and types != [gemm_types]:
             sys.exit(f"error: {entry.name} has gemms of {types}, expected "
                      f"only {gemm_types}")

@@ -146,6 +146,9 @@ struct Case {
   /// A causal mask held as a [1, 1, Sq, Sk] tensor of 0 and -inf (as a
   /// model's buffer would be) rather than the kernels' causal flag.
   bool maskedCausal = false;
+  /// Q, K and V start one element past a 16-byte boundary, so the kernels
+  /// load them an element at a time.
+  bool misaligned = false;
 };
 
 /// Attention in double precision over the inputs as the kernels read them.
@@ -173,12 +176,13 @@ public:
       p.k = {qkv.data() + c.heads * D, batch, D, row};
       p.v = {qkv.data() + 2 * c.heads * D, batch, D, row};
     } else {
-      fill16(q, bh * c.queries * D);
-      fill16(k, bh * c.keys * D);
-      fill16(v, bh * c.keys * D);
-      p.q = dense(q.data(), c.queries);
-      p.k = dense(k.data(), c.keys);
-      p.v = dense(v.data(), c.keys);
+      int skip = c.misaligned ? 1 : 0;
+      fill16(q, bh * c.queries * D + skip);
+      fill16(k, bh * c.keys * D + skip);
+      fill16(v, bh * c.keys * D + skip);
+      p.q = dense(q.data() + skip, c.queries);
+      p.k = dense(k.data() + skip, c.keys);
+      p.v = dense(v.data() + skip, c.keys);
     }
     dout.resize(bh * c.queries * D);
     for (float &x : dout)
@@ -226,6 +230,8 @@ public:
 
   /// The host version (kiln/attention.h), which takes dense tensors.
   void runHost() {
+    if (c.misaligned)
+      std::abort();
     int64_t element = std::is_same_v<T, BF16> ? 0 : 1;
     int64_t maskBatch = c.maskFrom ? c.batch : 1;
     int64_t maskQueries = c.maskedCausal ? c.queries : 1;
@@ -341,7 +347,7 @@ template <typename T, int D> void check(const Case &c, double tolerance) {
   problem.runForward();
   problem.runBackward();
   Reference want = problem.reference();
-  if (!c.fused) {
+  if (!c.fused && !c.misaligned) {
     SCOPED_TRACE("the host version");
     Problem<T, D> host(c);
     host.runHost();
@@ -377,6 +383,12 @@ TEST(FlashAttentionTest, PaddingMaskAndMoreKeysThanQueries) {
 TEST(FlashAttentionTest, CausalMaskTensorSkipsDroppedTiles) {
   check<BF16, 16>({2, 1, 150, 150, false, 0, false, /*maskedCausal=*/true},
                   kBF16);
+}
+
+TEST(FlashAttentionTest, UnalignedTensorsLoadElementByElement) {
+  Case c{1, 2, 70, 70, /*causal=*/true};
+  c.misaligned = true;
+  check<BF16, 32>(c, kBF16);
 }
 
 TEST(FlashAttentionTest, HeadSize128) {
