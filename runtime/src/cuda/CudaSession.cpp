@@ -1261,6 +1261,8 @@ CudaSession::~CudaSession() {
       cuMemFree(arenaAllocation);
     if (module)
       cuModuleUnload(module);
+    // While the context is current: it unloads the attention kernels.
+    attentionKernels.reset();
     if (stream)
       cuStreamDestroy(stream);
     CUcontext popped = nullptr;
