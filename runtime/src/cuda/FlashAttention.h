@@ -36,6 +36,10 @@
 
 #include <cstdint>
 
+// Loops over registers are unrolled, so that every index is a constant
+// and the arrays stay in registers.
+#define KILN_FA_UNROLL _Pragma("unroll")
+
 #if defined(__CUDACC__)
 #define KILN_FA_FN __device__ __forceinline__
 #else
@@ -244,6 +248,42 @@ KILN_FA_FN void accumulatorsAsA(uint32_t a[4], const float acc[8][4],
   a[3] = pack<T>(hi[2], hi[3]);
 }
 
+/// acc[n] += A · rows n*8.. of `m`ᵀ for the eight n: a 16 x 64 product of
+/// the warp's rows (A, D wide, as D / 16 operands) with 64 rows of a tile.
+template <typename T, int D, typename Ctx>
+KILN_FA_FN void productWithRows(Ctx &ctx, float acc[8][4],
+                                const uint32_t a[D / 16][4], Matrix16 m, int g,
+                                int t) {
+  KILN_FA_UNROLL
+  for (int n = 0; n < 8; ++n)
+    KILN_FA_UNROLL
+    for (int kc = 0; kc < D / 16; ++kc) {
+      uint32_t b[2];
+      loadBTransposed(b, m, n * 8, kc * 16, g, t);
+      ctx.template mma<T>(acc[n], a[kc], b);
+    }
+}
+
+/// acc += P · `m` for the warp's 16 x 64 P, held as eight accumulators
+/// (rounded to T as operands), and a tile's 64 rows of D: a 16 x D result
+/// as D / 8 accumulators.
+template <typename T, int D, typename Ctx>
+KILN_FA_FN void productOfAccumulators(Ctx &ctx, float acc[D / 8][4],
+                                      const float p[8][4], Matrix16 m, int g,
+                                      int t) {
+  KILN_FA_UNROLL
+  for (int chunk = 0; chunk < 4; ++chunk) {
+    uint32_t a[4];
+    accumulatorsAsA<T>(a, p, chunk);
+    KILN_FA_UNROLL
+    for (int n = 0; n < D / 8; ++n) {
+      uint32_t b[2];
+      loadB(b, m, chunk * 16, n * 8, g, t);
+      ctx.template mma<T>(acc[n], a, b);
+    }
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Tiles
 //===----------------------------------------------------------------------===//
@@ -282,6 +322,7 @@ KILN_FA_FN void loadTile(Ctx &ctx, uint16_t *tile, const TensorRef &ref,
       if (r < rows - row0)
         copy16Bytes(to, src + r * ref.row + c);
       else
+        KILN_FA_UNROLL
         for (int e = 0; e < 8; ++e)
           to[e] = 0;
     }
@@ -310,10 +351,13 @@ template <int D>
 KILN_FA_FN void loadRowsA(uint32_t a[D / 16][4], const TensorRef &ref, int b,
                           int h, int r0, int rows, int g, int t) {
   const uint16_t *base = rowsOf<const uint16_t>(ref, b, h, 0);
+  KILN_FA_UNROLL
   for (int kc = 0; kc < D / 16; ++kc) {
     uint16_t e[2][4];
+    KILN_FA_UNROLL
     for (int half = 0; half < 2; ++half) {
       int row = r0 + g + 8 * half;
+      KILN_FA_UNROLL
       for (int j = 0; j < 4; ++j) {
         int c = kc * 16 + 2 * t + (j & 1) + (j & 2) * 4;
         e[half][j] = row < rows ? base[row * ref.row + c] : 0;
@@ -331,10 +375,13 @@ template <typename T, int D>
 KILN_FA_FN void loadRowsARounded(uint32_t a[D / 16][4], const TensorRef &ref,
                                  int b, int h, int r0, int rows, int g, int t) {
   const float *base = rowsOf<const float>(ref, b, h, 0);
+  KILN_FA_UNROLL
   for (int kc = 0; kc < D / 16; ++kc) {
     float e[2][4];
+    KILN_FA_UNROLL
     for (int half = 0; half < 2; ++half) {
       int row = r0 + g + 8 * half;
+      KILN_FA_UNROLL
       for (int j = 0; j < 4; ++j) {
         int c = kc * 16 + 2 * t + (j & 1) + (j & 2) * 4;
         e[half][j] = row < rows ? base[row * ref.row + c] : 0.0f;
@@ -354,12 +401,15 @@ KILN_FA_FN void storeRows(const float acc[D / 8][4], const TensorRef &ref,
                           int b, int h, int r0, int rows, int g, int t,
                           float factor0, float factor1) {
   float *base = rowsOf<float>(ref, b, h, 0);
+  KILN_FA_UNROLL
   for (int half = 0; half < 2; ++half) {
     int row = r0 + g + 8 * half;
     if (row >= rows)
       continue;
     float factor = half ? factor1 : factor0;
+    KILN_FA_UNROLL
     for (int n = 0; n < D / 8; ++n)
+      KILN_FA_UNROLL
       for (int j = 0; j < 2; ++j)
         base[row * ref.row + n * 8 + 2 * t + j] = acc[n][2 * half + j] * factor;
   }
@@ -456,14 +506,11 @@ KILN_FA_FN void forward(Ctx &ctx, const Params &p) {
     loadTile<D>(ctx, valueTile, p.v, b, h, k0, p.keys);
     ctx.sync();
     float s[8][4] = {};
-    for (int n = 0; n < 8; ++n)
-      for (int kc = 0; kc < D / 16; ++kc) {
-        uint32_t bk[2];
-        loadBTransposed(bk, keys, n * 8, kc * 16, g, t);
-        ctx.template mma<T>(s[n], qa[kc], bk);
-      }
+    productWithRows<T, D>(ctx, s, qa, keys, g, t);
     float tileMax[2] = {-kInf, -kInf};
+    KILN_FA_UNROLL
     for (int n = 0; n < 8; ++n)
+      KILN_FA_UNROLL
       for (int i = 0; i < 4; ++i) {
         int row = r0 + g + (i & 2) * 4, key = k0 + n * 8 + 2 * t + (i & 1);
         float v = -kInf;
@@ -473,6 +520,7 @@ KILN_FA_FN void forward(Ctx &ctx, const Params &p) {
         tileMax[i / 2] = fmaxf(tileMax[i / 2], v);
       }
     float shift[2], rescale[2], tileSum[2] = {0, 0};
+    KILN_FA_UNROLL
     for (int r = 0; r < 2; ++r) {
       float next = fmaxf(maximum[r], groupMax(ctx, tileMax[r]));
       // Nothing seen yet (every score so far dropped): shift by 0, so
@@ -481,25 +529,22 @@ KILN_FA_FN void forward(Ctx &ctx, const Params &p) {
       rescale[r] = exp2Of(maximum[r] - shift[r]);
       maximum[r] = next;
     }
+    KILN_FA_UNROLL
     for (int n = 0; n < 8; ++n)
+      KILN_FA_UNROLL
       for (int i = 0; i < 4; ++i) {
         s[n][i] = exp2Of(s[n][i] - shift[i / 2]);
         tileSum[i / 2] += s[n][i];
       }
+    KILN_FA_UNROLL
     for (int r = 0; r < 2; ++r)
       sum[r] = sum[r] * rescale[r] + groupSum(ctx, tileSum[r]);
+    KILN_FA_UNROLL
     for (int n = 0; n < D / 8; ++n)
+      KILN_FA_UNROLL
       for (int i = 0; i < 4; ++i)
         acc[n][i] *= rescale[i / 2];
-    for (int chunk = 0; chunk < 4; ++chunk) {
-      uint32_t pa[4];
-      accumulatorsAsA<T>(pa, s, chunk);
-      for (int n = 0; n < D / 8; ++n) {
-        uint32_t bv[2];
-        loadB(bv, values, chunk * 16, n * 8, g, t);
-        ctx.template mma<T>(acc[n], pa, bv);
-      }
-    }
+    productOfAccumulators<T, D>(ctx, acc, s, values, g, t);
     ctx.sync();
   }
   // A row whose every score was dropped has sum 0, and its output and
@@ -507,6 +552,7 @@ KILN_FA_FN void forward(Ctx &ctx, const Params &p) {
   storeRows<D>(acc, p.o, b, h, r0, p.queries, g, t, 1.0f / sum[0],
                1.0f / sum[1]);
   if (t == 0)
+    KILN_FA_UNROLL
     for (int r = 0; r < 2; ++r) {
       int row = r0 + g + 8 * r;
       if (row < p.queries)
@@ -536,6 +582,7 @@ KILN_FA_FN void backwardQuery(Ctx &ctx, const Params &p) {
   // Per row: the forward's statistic (rows past the end: +inf, so that
   // every probability is 0) and delta = rowsum(dO O) in f32.
   float lse[2], delta[2];
+  KILN_FA_UNROLL
   for (int r = 0; r < 2; ++r) {
     int row = r0 + g + 8 * r;
     float partial = 0;
@@ -560,16 +607,12 @@ KILN_FA_FN void backwardQuery(Ctx &ctx, const Params &p) {
     loadTile<D>(ctx, valueTile, p.v, b, h, k0, p.keys);
     ctx.sync();
     float s[8][4] = {}, dp[8][4] = {};
-    for (int n = 0; n < 8; ++n)
-      for (int kc = 0; kc < D / 16; ++kc) {
-        uint32_t bk[2], bv[2];
-        loadBTransposed(bk, keys, n * 8, kc * 16, g, t);
-        ctx.template mma<T>(s[n], qa[kc], bk);
-        loadBTransposed(bv, values, n * 8, kc * 16, g, t);
-        ctx.template mma<T>(dp[n], da[kc], bv);
-      }
+    productWithRows<T, D>(ctx, s, qa, keys, g, t);
+    productWithRows<T, D>(ctx, dp, da, values, g, t);
     // dS = P (dP - delta), P recomputed from the forward's statistic.
+    KILN_FA_UNROLL
     for (int n = 0; n < 8; ++n)
+      KILN_FA_UNROLL
       for (int i = 0; i < 4; ++i) {
         int row = r0 + g + (i & 2) * 4, key = k0 + n * 8 + 2 * t + (i & 1);
         float prob = 0;
@@ -578,15 +621,7 @@ KILN_FA_FN void backwardQuery(Ctx &ctx, const Params &p) {
                         maskAt(p, maskTile, row - q0, key - k0) - lse[i / 2]);
         s[n][i] = prob * (dp[n][i] - delta[i / 2]);
       }
-    for (int chunk = 0; chunk < 4; ++chunk) {
-      uint32_t dsa[4];
-      accumulatorsAsA<T>(dsa, s, chunk);
-      for (int n = 0; n < D / 8; ++n) {
-        uint32_t bk[2];
-        loadB(bk, keys, chunk * 16, n * 8, g, t);
-        ctx.template mma<T>(acc[n], dsa, bk);
-      }
-    }
+    productOfAccumulators<T, D>(ctx, acc, s, keys, g, t);
     ctx.sync();
   }
   storeRows<D>(acc, p.dq, b, h, r0, p.queries, g, t, p.scale, p.scale);
@@ -628,15 +663,11 @@ KILN_FA_FN void backwardKeyValue(Ctx &ctx, const Params &p) {
     // Sᵀ = K Qᵀ and dPᵀ = V dOᵀ: rows are this warp's keys, columns the
     // tile's queries.
     float s[8][4] = {}, dp[8][4] = {};
+    productWithRows<T, D>(ctx, s, ka, queries, g, t);
+    productWithRows<T, D>(ctx, dp, va, grads, g, t);
+    KILN_FA_UNROLL
     for (int n = 0; n < 8; ++n)
-      for (int kc = 0; kc < D / 16; ++kc) {
-        uint32_t bq[2], bg[2];
-        loadBTransposed(bq, queries, n * 8, kc * 16, g, t);
-        ctx.template mma<T>(s[n], ka[kc], bq);
-        loadBTransposed(bg, grads, n * 8, kc * 16, g, t);
-        ctx.template mma<T>(dp[n], va[kc], bg);
-      }
-    for (int n = 0; n < 8; ++n)
+      KILN_FA_UNROLL
       for (int i = 0; i < 4; ++i) {
         int key = r0 + g + (i & 2) * 4, column = n * 8 + 2 * t + (i & 1);
         int query = q0 + column;
@@ -647,18 +678,8 @@ KILN_FA_FN void backwardKeyValue(Ctx &ctx, const Params &p) {
         s[n][i] = prob;
         dp[n][i] = prob * (dp[n][i] - deltaTile[column]);
       }
-    for (int chunk = 0; chunk < 4; ++chunk) {
-      uint32_t pa[4], dsa[4];
-      accumulatorsAsA<T>(pa, s, chunk);
-      accumulatorsAsA<T>(dsa, dp, chunk);
-      for (int n = 0; n < D / 8; ++n) {
-        uint32_t bg[2], bq[2];
-        loadB(bg, grads, chunk * 16, n * 8, g, t);
-        ctx.template mma<T>(dv[n], pa, bg);
-        loadB(bq, queries, chunk * 16, n * 8, g, t);
-        ctx.template mma<T>(dk[n], dsa, bq);
-      }
-    }
+    productOfAccumulators<T, D>(ctx, dv, s, grads, g, t);
+    productOfAccumulators<T, D>(ctx, dk, dp, queries, g, t);
     ctx.sync();
   }
   storeRows<D>(dk, p.dk, b, h, r0, p.keys, g, t, p.scale, p.scale);
