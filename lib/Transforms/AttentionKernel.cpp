@@ -22,6 +22,7 @@
 #include "kiln/KilnInterfaces.h"
 #include "kiln/KilnOps.h"
 #include "kiln/Transforms/Attention.h"
+#include "kiln/Transforms/NarrowType.h"
 #include "kiln/Transforms/Passes.h"
 
 #include "mlir/IR/Matchers.h"
@@ -588,12 +589,8 @@ struct KilnAttentionKernelPass
   using KilnAttentionKernelBase::KilnAttentionKernelBase;
 
   void runOnOperation() override {
-    FloatType narrow;
-    if (amp == "bf16")
-      narrow = BFloat16Type::get(&getContext());
-    else if (amp == "f16")
-      narrow = Float16Type::get(&getContext());
-    else if (!amp.empty()) {
+    FloatType narrow = narrowFloatType(&getContext(), amp);
+    if (!narrow && !amp.empty()) {
       getOperation().emitError("kiln-attention-kernel: amp must be bf16, f16 "
                                "or empty, not '")
           << amp << "'";

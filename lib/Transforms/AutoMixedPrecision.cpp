@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Transforms/NarrowType.h"
 #include "kiln/Transforms/Passes.h"
 
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -116,12 +117,8 @@ struct KilnAutoMixedPrecisionPass
 
   void runOnOperation() override {
     MLIRContext *context = &getContext();
-    FloatType element;
-    if (type == "bf16")
-      element = BFloat16Type::get(context);
-    else if (type == "f16")
-      element = Float16Type::get(context);
-    else {
+    FloatType element = kiln::narrowFloatType(context, type);
+    if (!element) {
       getOperation().emitError("kiln-amp: type must be bf16 or f16, not '")
           << type << "'";
       return signalPassFailure();
@@ -231,3 +228,11 @@ struct KilnAutoMixedPrecisionPass
 };
 
 } // namespace
+
+FloatType kiln::narrowFloatType(MLIRContext *context, StringRef name) {
+  if (name == "bf16")
+    return BFloat16Type::get(context);
+  if (name == "f16")
+    return Float16Type::get(context);
+  return {};
+}

@@ -13,6 +13,7 @@
 #include "kiln/KilnOps.h"
 #include "kiln/Transforms/Attention.h"
 #include "kiln/Transforms/Buffers.h"
+#include "kiln/Transforms/NarrowType.h"
 #include "kiln/Transforms/Passes.h"
 
 #include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
@@ -146,12 +147,8 @@ struct KilnFlashAttentionPass
   using KilnFlashAttentionBase::KilnFlashAttentionBase;
 
   void runOnOperation() override {
-    FloatType narrow;
-    if (amp == "bf16")
-      narrow = BFloat16Type::get(&getContext());
-    else if (amp == "f16")
-      narrow = Float16Type::get(&getContext());
-    else {
+    FloatType narrow = narrowFloatType(&getContext(), amp);
+    if (!narrow) {
       getOperation().emitError("kiln-flash-attention: amp must be bf16 or "
                                "f16, not '")
           << amp << "'";
