@@ -198,6 +198,31 @@ TEST(CudaProgramInfo, CountsTheAllReduces) {
   unlink(path.c_str());
 }
 
+/// Attention commands count as commands and on their own, not as launches.
+TEST(CudaProgramInfo, CountsTheAttentionCommands) {
+  const char *base = std::getenv("TMPDIR");
+  std::string path = std::string(base && *base ? base : "/tmp") +
+                     "/kiln-attention-" + std::to_string(getpid()) + ".kiln";
+  BundleWriter writer;
+  buildCudaAttentionBundle(
+      writer, {{bp::CodeImage::PTX, "compute_80", "// stand-in PTX"}});
+  Status status = writer.write(path);
+  ASSERT_TRUE(status.ok()) << status.message();
+  kiln_bundle_t *bundle = nullptr;
+  ASSERT_EQ(kiln_bundle_open(path.c_str(), &bundle), KILN_OK)
+      << kiln_status_message();
+  for (size_t entry = 0; entry < 3; ++entry) {
+    kiln_program_info_t program;
+    ASSERT_EQ(kiln_bundle_get_program(bundle, entry, "cuda", &program), KILN_OK)
+        << kiln_status_message();
+    EXPECT_EQ(program.command_count, 1u) << entry;
+    EXPECT_EQ(program.attention_count, 1u) << entry;
+    EXPECT_EQ(program.launch_count, 0u) << entry;
+  }
+  kiln_bundle_release(bundle);
+  unlink(path.c_str());
+}
+
 TEST_F(HybridBundle, RunsOnTheCpu) {
   for (const char *target : {static_cast<const char *>(nullptr), "cpu"}) {
     kiln_session_t *session = nullptr;

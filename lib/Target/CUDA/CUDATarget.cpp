@@ -239,8 +239,8 @@ private:
                             bufferBytes(v.getType())};
   }
 
-  /// A product's operand: a reshape of a root buffer (reshapes of
-  /// contiguous buffers move no data).
+  /// A product's or an attention's operand: a reshape of a root buffer
+  /// (reshapes of contiguous buffers move no data).
   Expected<kiln::CudaBuffer> matrixBuffer(Operation *user, Value v) {
     uint64_t bytes = bufferBytes(v.getType());
     while (Operation *def = v.getDefiningOp()) {
@@ -324,8 +324,9 @@ private:
       slots.push_back({outputs[2], &command.valueGrad});
       slots.push_back({outputs[3], &command.delta});
     }
+    // A reshaped mask (to four dimensions) is its buffer.
     for (auto [v, slot] : slots) {
-      auto buffer = rootBuffer(op, v);
+      auto buffer = matrixBuffer(op, v);
       if (!buffer)
         return buffer.takeError();
       *slot = *buffer;
