@@ -101,8 +101,10 @@ struct FlashBufferization
   }
 };
 
-/// The kernels' grid has a block row per head (CUDA's limit on grid.y).
+/// The kernels' grid has a block row per head (CUDA's limit on grid.y);
+/// the runtime takes at most 2^30 queries or keys.
 constexpr int64_t kMaxHeads = 65535;
+constexpr int64_t kMaxRows = int64_t(1) << 30;
 
 /// How the kernels take one attention: whether it is causal, and the shape
 /// of its mask as [B or 1, H or 1, Sq or 1, Sk] (empty: no mask read).
@@ -122,8 +124,7 @@ std::optional<Plan> planFor(Value query, Value key, Value value, Value mask) {
   int64_t b = q.getDimSize(0), h = q.getDimSize(1), sq = q.getDimSize(2),
           d = q.getDimSize(3), sk = k.getDimSize(2);
   if ((d != 16 && d != 32 && d != 64 && d != 128) || v.getDimSize(3) != d ||
-      b * h > kMaxHeads || sq > std::numeric_limits<int32_t>::max() ||
-      sk > std::numeric_limits<int32_t>::max())
+      b * h > kMaxHeads || sq > kMaxRows || sk > kMaxRows)
     return std::nullopt;
   Plan plan;
   if (!mask)

@@ -20,8 +20,10 @@ constexpr uint64_t kMaxByteSize = uint64_t(1) << 62;
 /// The largest gemm size, leading dimension or batch stride (in elements):
 /// below 2^31, so a product of two fits in 62 bits.
 constexpr int64_t kMaxGemmDim = (int64_t(1) << 31) - 1;
-/// Attention kernels run a row of blocks per head (CUDA's grid.y limit).
+/// Attention kernels run a row of blocks per head (CUDA's grid.y limit),
+/// and count rows in int tiles of 64 that must not overflow.
 constexpr int64_t kMaxAttentionHeads = 65535;
+constexpr int64_t kMaxAttentionRows = int64_t(1) << 30;
 
 /// Whether [offset, offset + size) lies inside [0, extent).
 bool rangeInside(uint64_t offset, uint64_t size, uint64_t extent) {
@@ -700,12 +702,12 @@ private:
             d = attention.head_size();
     if (b <= 0 || h <= 0 || q <= 0 || k <= 0 || b > kMaxAttentionHeads ||
         h > kMaxAttentionHeads || b * h > kMaxAttentionHeads ||
-        q > kMaxGemmDim || k > kMaxGemmDim)
+        q > kMaxAttentionRows || k > kMaxAttentionRows)
       return formatError("attention has batch ", b, ", heads ", h,
                          ", queries ", q, ", keys ", k, " (each must be ",
-                         "positive, queries and keys at most ", kMaxGemmDim,
-                         ", batch times heads at most ", kMaxAttentionHeads,
-                         ")");
+                         "positive, queries and keys at most ",
+                         kMaxAttentionRows, ", batch times heads at most ",
+                         kMaxAttentionHeads, ")");
     if (d != 16 && d != 32 && d != 64 && d != 128)
       return formatError("attention has head size ", d,
                          " (the kernels take 16, 32, 64 or 128)");
@@ -762,6 +764,12 @@ private:
           tensor.buffer().size() < span * t.elementBytes)
         return formatError(what, " needs ", span, " elements, but its buffer ",
                            "has ", tensor.buffer().size(), " bytes");
+      // The kernels read and write whole elements: a misaligned one faults
+      // on the GPU.
+      if (tensor.buffer().offset() % t.elementBytes != 0)
+        return formatError(what, " starts at byte offset ",
+                           tensor.buffer().offset(), ", not a multiple of its ",
+                           t.elementBytes, "-byte elements");
       if (t.written &&
           (strides[2] < t.columns || strides[1] < t.rows * strides[2] ||
            strides[0] < h * strides[1]))
@@ -780,6 +788,9 @@ private:
         return formatError("attention ", name, " has ", buffer->size(),
                            " bytes, not the ", statsBytes, " of ", b * h * q,
                            " f32 values");
+      if (buffer->offset() % 4 != 0)
+        return formatError("attention ", name, " starts at byte offset ",
+                           buffer->offset(), ", not a multiple of 4");
       bool written = !attention.backward() || std::string(name) == "delta";
       touched.emplace_back(strCat("attention ", name), buffer, written);
     }

@@ -691,6 +691,17 @@ TEST(BundleReader, RejectsEachBrokenAttentionRule) {
       {"too many heads",
        [](bp::Manifest &m) { attention(m, 0).set_heads(70000); },
        "batch times heads at most 65535"},
+      {"more keys than the kernels count",
+       [](bp::Manifest &m) {
+         attention(m, 0).set_keys((int64_t(1) << 31) - 1);
+       },
+       "queries and keys at most 1073741824"},
+      {"an f32 tensor at an odd offset",
+       [](bp::Manifest &m) {
+         attention(m, 0).mutable_out()->mutable_buffer()->set_offset(2);
+       },
+       "attention out starts at byte offset 2, not a multiple of its 4-byte "
+       "elements"},
       {"key buffer too small",
        [](bp::Manifest &m) {
          attention(m, 1).mutable_key()->mutable_buffer()->set_size(100);

@@ -31,23 +31,19 @@ struct DeviceCtx {
 template <>
 __device__ void DeviceCtx::mma<BF16>(float d[4], const uint32_t a[4],
                                      const uint32_t b[2]) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-               "{%0, %1, %2, %3};"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]),
-                 "r"(b[1]));
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
 template <>
 __device__ void DeviceCtx::mma<F16>(float d[4], const uint32_t a[4],
                                     const uint32_t b[2]) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-               "{%0, %1, %2, %3};"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]),
-                 "r"(b[1]));
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
 __device__ DeviceCtx context() {
@@ -77,9 +73,11 @@ __device__ DeviceCtx context() {
     backwardKeyValue<T, D>(ctx, p);                                            \
   }
 
+KILN_FLASH_KERNELS(BF16, bf16, 16)
 KILN_FLASH_KERNELS(BF16, bf16, 32)
 KILN_FLASH_KERNELS(BF16, bf16, 64)
 KILN_FLASH_KERNELS(BF16, bf16, 128)
+KILN_FLASH_KERNELS(F16, f16, 16)
 KILN_FLASH_KERNELS(F16, f16, 32)
 KILN_FLASH_KERNELS(F16, f16, 64)
 KILN_FLASH_KERNELS(F16, f16, 128)
