@@ -744,6 +744,8 @@ verifyFlash(Operation *op, Value query, Value key, Value value, Value mask,
            << v.getElementType();
   int64_t b = q.getDimSize(0), h = q.getDimSize(1), sq = q.getDimSize(2),
           sk = k.getDimSize(2), d = q.getDimSize(3);
+  if (b < 1 || h < 1 || sq < 1 || sk < 1)
+    return op->emitOpError("needs at least one batch, head, query and key");
   if (d != 16 && d != 32 && d != 64 && d != 128)
     return op->emitOpError("head size ") << d << " is not 16, 32, 64 or 128";
   SmallVector<int64_t> rows{b, h, sq, d}, keys{b, h, sk, d}, stats{b, h, sq};
@@ -779,12 +781,20 @@ verifyFlash(Operation *op, Value query, Value key, Value value, Value mask,
           "mask must be f32 [B or 1, H or 1, Sq or 1, Sk], not ")
              << m;
   }
-  for (Value operand : op->getOperands())
+  for (Value operand : op->getOperands()) {
     if (isa<TensorType>(operand.getType()) != tensors)
       return op->emitOpError("takes only tensors or only buffers");
-  if (tensors != (op->getNumResults() == produced.size()) ||
-      tensors != outputs.empty() ||
-      (!tensors && outputs.size() != produced.size()))
+    // The kernels (and their host version) address dense buffers.
+    auto buffer = dyn_cast<MemRefType>(operand.getType());
+    if (buffer && !buffer.getLayout().isIdentity())
+      return op->emitOpError("takes buffers with the identity layout, not ")
+             << buffer;
+  }
+  bool counts = tensors ? op->getNumResults() == produced.size() &&
+                              outputs.empty()
+                        : op->getNumResults() == 0 &&
+                              outputs.size() == produced.size();
+  if (!counts)
     return op->emitOpError("has ")
            << produced.size()
            << " results on tensors, or as many output buffers and none";

@@ -19,6 +19,7 @@
 #include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNFLASHATTENTION
@@ -123,7 +124,7 @@ std::optional<Plan> planFor(Value query, Value key, Value value, Value mask) {
     return std::nullopt;
   int64_t b = q.getDimSize(0), h = q.getDimSize(1), sq = q.getDimSize(2),
           d = q.getDimSize(3), sk = k.getDimSize(2);
-  if ((d != 16 && d != 32 && d != 64 && d != 128) || v.getDimSize(3) != d ||
+  if (b < 1 || h < 1 || sq < 1 || sk < 1 || (d != 16 && d != 32 && d != 64 && d != 128) || v.getDimSize(3) != d ||
       b * h > kMaxHeads || sq > kMaxRows || sk > kMaxRows)
     return std::nullopt;
   Plan plan;
@@ -134,9 +135,11 @@ std::optional<Plan> planFor(Value query, Value key, Value value, Value mask) {
     return plan;
   }
   auto m = cast<RankedTensorType>(mask.getType());
-  // The kernels read a row of the mask's keys contiguously.
+  // The kernels read a row of the mask's keys contiguously, from a buffer
+  // the runtime knows: a constant (a global) is no such buffer, and the
+  // loops read it in their kernels instead.
   if (!m.getElementType().isF32() || m.getRank() < 1 ||
-      m.getDimSize(m.getRank() - 1) != sk)
+      m.getDimSize(m.getRank() - 1) != sk || matchPattern(mask, m_Constant()))
     return std::nullopt;
   plan.maskShape.assign(4 - m.getRank(), 1);
   llvm::append_range(plan.maskShape, m.getShape());

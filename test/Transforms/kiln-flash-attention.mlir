@@ -50,17 +50,21 @@ func.func @padding(%q: tensor<2x1x2x32xf32>, %k: tensor<2x1x3x32xf32>,
 
 // -----
 
-// Head sizes the kernels lack, value head sizes unlike the query's and
-// ranks other than 4 stay kiln.attention (for the loops).
+// Head sizes the kernels lack, value head sizes unlike the query's, ranks
+// other than 4 and constant masks that are not causal (a global, no buffer
+// of the runtime's: the loops read it in their kernels) stay kiln.attention.
 // CHECK-LABEL: func.func @unsupported(
 // CHECK-NOT: kiln.flash_attention
-// CHECK-COUNT-3: kiln.attention
+// CHECK-COUNT-4: kiln.attention
 func.func @unsupported(%q: tensor<1x1x4x8xf32>, %k: tensor<1x1x4x8xf32>,
                        %v: tensor<1x1x4x8xf32>, %q3: tensor<2x4x16xf32>,
                        %v2: tensor<1x1x4x32xf32>, %q2: tensor<1x1x4x16xf32>)
-    -> (tensor<1x1x4x8xf32>, tensor<2x4x16xf32>, tensor<1x1x4x32xf32>) {
+    -> (tensor<1x1x4x8xf32>, tensor<2x4x16xf32>, tensor<1x1x4x32xf32>,
+        tensor<1x1x4x16xf32>) {
   %a = kiln.attention %q, %k, %v : tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>
   %b = kiln.attention %q3, %q3, %q3 : tensor<2x4x16xf32>, tensor<2x4x16xf32>, tensor<2x4x16xf32>
   %c = kiln.attention %q2, %q2, %v2 : tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4x32xf32>
-  return %a, %b, %c : tensor<1x1x4x8xf32>, tensor<2x4x16xf32>, tensor<1x1x4x32xf32>
+  %m = kiln.constant dense<[0.0, -1.0e+09, 0.0, 0.0]> : tensor<4xf32>
+  %d = kiln.attention %q2, %q2, %q2 mask %m : tensor<4xf32> : tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>
+  return %a, %b, %c, %d : tensor<1x1x4x8xf32>, tensor<2x4x16xf32>, tensor<1x1x4x32xf32>, tensor<1x1x4x16xf32>
 }

@@ -1401,3 +1401,11 @@ func.func @flash_attention_grad_stats(%q: tensor<1x1x4x16xbf16>, %o: tensor<1x1x
   %dq, %dk, %dv, %d = kiln.flash_attention_grad %q, %q, %q, %o, %o, %s : (tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x5xf32>) -> (tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4xf32>)
   return
 }
+
+// -----
+
+func.func @flash_attention_strided(%q: memref<1x1x4x16xbf16, strided<[128, 128, 32, 1]>>, %o: memref<1x1x4x16xf32>, %s: memref<1x1x4xf32>) {
+  // expected-error @+1 {{'kiln.flash_attention' op takes buffers with the identity layout, not 'memref<1x1x4x16xbf16, strided<[128, 128, 32, 1]>>'}}
+  kiln.flash_attention %q, %q, %q into %o, %s : (memref<1x1x4x16xbf16, strided<[128, 128, 32, 1]>>, memref<1x1x4x16xbf16, strided<[128, 128, 32, 1]>>, memref<1x1x4x16xbf16, strided<[128, 128, 32, 1]>>, memref<1x1x4x16xf32>, memref<1x1x4xf32>) -> ()
+  return
+}
