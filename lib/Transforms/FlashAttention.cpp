@@ -50,6 +50,15 @@ struct FlashBufferization
                                       const AnalysisState &) const {
     return {};
   }
+  /// Each result is a new dense buffer, whatever the analysis would infer.
+  bool bufferizesToAllocation(Operation *, Value) const { return true; }
+  FailureOr<BufferLikeType>
+  getBufferType(Operation *, Value value, const BufferizationOptions &,
+                const BufferizationState &, SmallVector<Value> &) const {
+    auto tensor = cast<RankedTensorType>(value.getType());
+    return cast<BufferLikeType>(
+        MemRefType::get(tensor.getShape(), tensor.getElementType()));
+  }
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const BufferizationOptions &options,
                           BufferizationState &state) const {
