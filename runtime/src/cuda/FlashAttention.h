@@ -35,6 +35,7 @@
 #define KILN_RUNTIME_CUDA_FLASHATTENTION_H
 
 #include <cstdint>
+#include <type_traits>
 
 // Loops over registers are unrolled, so that every index is a constant
 // and the arrays stay in registers.
@@ -307,20 +308,30 @@ template <typename Ref> KILN_FA_FN Ref *rowsOf(const TensorRef &ref, int b,
          static_cast<int64_t>(row) * ref.row;
 }
 
-/// Rows row0.. of a 16-bit tensor into a shared tile of kTile rows (zero
-/// past `rows`), the block's threads together.
-template <int D, typename Ctx>
+/// A tensor element as the bits of a T operand: 16-bit tensors hold them
+/// already, f32 ones (dO) are rounded.
+template <typename T> KILN_FA_FN uint16_t operandBits(uint16_t v) { return v; }
+template <typename T> KILN_FA_FN uint16_t operandBits(float v) {
+  return T::fromFloat(v);
+}
+
+/// Rows row0.. of a tensor of `Src` (uint16_t, or float rounded to T) into
+/// a shared tile of kTile rows of T (zero past `rows`), the block's threads
+/// together.
+template <typename T, int D, typename Src, typename Ctx>
 KILN_FA_FN void loadTile(Ctx &ctx, uint16_t *tile, const TensorRef &ref,
                          int b, int h, int row0, int rows) {
-  const uint16_t *src = rowsOf<const uint16_t>(ref, b, h, row0);
-  // Eight elements (16 bytes) a load where every row of the tensor starts
-  // 16-byte aligned (the tile's rows do); else one at a time.
-  if (reinterpret_cast<uintptr_t>(src) % 16 == 0 && ref.row % 8 == 0) {
+  const Src *src = rowsOf<const Src>(ref, b, h, row0);
+  // Eight 16-bit elements (16 bytes) a load where every row of the tensor
+  // starts 16-byte aligned (the tile's rows do); else one at a time.
+  if (std::is_same<Src, uint16_t>::value &&
+      reinterpret_cast<uintptr_t>(src) % 16 == 0 && ref.row % 8 == 0) {
+    const uint16_t *bits = reinterpret_cast<const uint16_t *>(src);
     for (int i = ctx.thread; i < kTile * D / 8; i += kThreads) {
       int r = i / (D / 8), c = i % (D / 8) * 8;
       uint16_t *to = tile + r * (D + kPad) + c;
       if (r < rows - row0)
-        copy16Bytes(to, src + r * ref.row + c);
+        copy16Bytes(to, bits + r * ref.row + c);
       else
         KILN_FA_UNROLL
         for (int e = 0; e < 8; ++e)
@@ -330,27 +341,17 @@ KILN_FA_FN void loadTile(Ctx &ctx, uint16_t *tile, const TensorRef &ref,
   }
   for (int i = ctx.thread; i < kTile * D; i += kThreads) {
     int r = i / D, c = i % D;
-    tile[r * (D + kPad) + c] = r < rows - row0 ? src[r * ref.row + c] : 0;
-  }
-}
-
-/// The same from an f32 tensor, rounded to T.
-template <typename T, int D, typename Ctx>
-KILN_FA_FN void loadTileRounded(Ctx &ctx, uint16_t *tile, const TensorRef &ref,
-                                int b, int h, int row0, int rows) {
-  const float *src = rowsOf<const float>(ref, b, h, row0);
-  for (int i = ctx.thread; i < kTile * D; i += kThreads) {
-    int r = i / D, c = i % D;
     tile[r * (D + kPad) + c] =
-        r < rows - row0 ? T::fromFloat(src[r * ref.row + c]) : 0;
+        r < rows - row0 ? operandBits<T>(src[r * ref.row + c]) : 0;
   }
 }
 
-/// Rows r0..r0 + 15 of a 16-bit tensor as A operands, zero past `rows`.
-template <int D>
+/// Rows r0..r0 + 15 of a tensor of `Src` as A operands of T, zero past
+/// `rows`.
+template <typename T, int D, typename Src>
 KILN_FA_FN void loadRowsA(uint32_t a[D / 16][4], const TensorRef &ref, int b,
                           int h, int r0, int rows, int g, int t) {
-  const uint16_t *base = rowsOf<const uint16_t>(ref, b, h, 0);
+  const Src *base = rowsOf<const Src>(ref, b, h, 0);
   KILN_FA_UNROLL
   for (int kc = 0; kc < D / 16; ++kc) {
     uint16_t e[2][4];
@@ -360,37 +361,13 @@ KILN_FA_FN void loadRowsA(uint32_t a[D / 16][4], const TensorRef &ref, int b,
       KILN_FA_UNROLL
       for (int j = 0; j < 4; ++j) {
         int c = kc * 16 + 2 * t + (j & 1) + (j & 2) * 4;
-        e[half][j] = row < rows ? base[row * ref.row + c] : 0;
+        e[half][j] = row < rows ? operandBits<T>(base[row * ref.row + c]) : 0;
       }
     }
     a[kc][0] = pack(e[0][0], e[0][1]);
     a[kc][1] = pack(e[1][0], e[1][1]);
     a[kc][2] = pack(e[0][2], e[0][3]);
     a[kc][3] = pack(e[1][2], e[1][3]);
-  }
-}
-
-/// The same from an f32 tensor, rounded to T.
-template <typename T, int D>
-KILN_FA_FN void loadRowsARounded(uint32_t a[D / 16][4], const TensorRef &ref,
-                                 int b, int h, int r0, int rows, int g, int t) {
-  const float *base = rowsOf<const float>(ref, b, h, 0);
-  KILN_FA_UNROLL
-  for (int kc = 0; kc < D / 16; ++kc) {
-    float e[2][4];
-    KILN_FA_UNROLL
-    for (int half = 0; half < 2; ++half) {
-      int row = r0 + g + 8 * half;
-      KILN_FA_UNROLL
-      for (int j = 0; j < 4; ++j) {
-        int c = kc * 16 + 2 * t + (j & 1) + (j & 2) * 4;
-        e[half][j] = row < rows ? base[row * ref.row + c] : 0.0f;
-      }
-    }
-    a[kc][0] = pack<T>(e[0][0], e[0][1]);
-    a[kc][1] = pack<T>(e[1][0], e[1][1]);
-    a[kc][2] = pack<T>(e[0][2], e[0][3]);
-    a[kc][3] = pack<T>(e[1][2], e[1][3]);
   }
 }
 
@@ -492,7 +469,7 @@ KILN_FA_FN void forward(Ctx &ctx, const Params &p) {
   const float scale = p.scale * kLog2e;
 
   uint32_t qa[D / 16][4];
-  loadRowsA<D>(qa, p.q, b, h, r0, p.queries, g, t);
+  loadRowsA<T, D, uint16_t>(qa, p.q, b, h, r0, p.queries, g, t);
   // Per row (g, g + 8): the running maximum of the scores (log2 units)
   // and the sum of 2^(score - maximum).
   float maximum[2] = {-kInf, -kInf}, sum[2] = {0, 0};
@@ -502,8 +479,8 @@ KILN_FA_FN void forward(Ctx &ctx, const Params &p) {
   for (int k0 = 0; k0 < end; k0 += kTile) {
     if (!loadMaskTile(ctx, maskTile, p, b, h, q0, k0))
       continue;
-    loadTile<D>(ctx, keyTile, p.k, b, h, k0, p.keys);
-    loadTile<D>(ctx, valueTile, p.v, b, h, k0, p.keys);
+    loadTile<T, D, uint16_t>(ctx, keyTile, p.k, b, h, k0, p.keys);
+    loadTile<T, D, uint16_t>(ctx, valueTile, p.v, b, h, k0, p.keys);
     ctx.sync();
     float s[8][4] = {};
     productWithRows<T, D>(ctx, s, qa, keys, g, t);
@@ -577,8 +554,8 @@ KILN_FA_FN void backwardQuery(Ctx &ctx, const Params &p) {
   const int64_t stats = static_cast<int64_t>(ctx.blockY) * p.queries;
 
   uint32_t qa[D / 16][4], da[D / 16][4];
-  loadRowsA<D>(qa, p.q, b, h, r0, p.queries, g, t);
-  loadRowsARounded<T, D>(da, p.dout, b, h, r0, p.queries, g, t);
+  loadRowsA<T, D, uint16_t>(qa, p.q, b, h, r0, p.queries, g, t);
+  loadRowsA<T, D, float>(da, p.dout, b, h, r0, p.queries, g, t);
   // Per row: the forward's statistic (rows past the end: +inf, so that
   // every probability is 0) and delta = rowsum(dO O) in f32.
   float lse[2], delta[2];
@@ -603,8 +580,8 @@ KILN_FA_FN void backwardQuery(Ctx &ctx, const Params &p) {
   for (int k0 = 0; k0 < end; k0 += kTile) {
     if (!loadMaskTile(ctx, maskTile, p, b, h, q0, k0))
       continue;
-    loadTile<D>(ctx, keyTile, p.k, b, h, k0, p.keys);
-    loadTile<D>(ctx, valueTile, p.v, b, h, k0, p.keys);
+    loadTile<T, D, uint16_t>(ctx, keyTile, p.k, b, h, k0, p.keys);
+    loadTile<T, D, uint16_t>(ctx, valueTile, p.v, b, h, k0, p.keys);
     ctx.sync();
     float s[8][4] = {}, dp[8][4] = {};
     productWithRows<T, D>(ctx, s, qa, keys, g, t);
@@ -644,16 +621,16 @@ KILN_FA_FN void backwardKeyValue(Ctx &ctx, const Params &p) {
   const int64_t stats = static_cast<int64_t>(ctx.blockY) * p.queries;
 
   uint32_t ka[D / 16][4], va[D / 16][4];
-  loadRowsA<D>(ka, p.k, b, h, r0, p.keys, g, t);
-  loadRowsA<D>(va, p.v, b, h, r0, p.keys, g, t);
+  loadRowsA<T, D, uint16_t>(ka, p.k, b, h, r0, p.keys, g, t);
+  loadRowsA<T, D, uint16_t>(va, p.v, b, h, r0, p.keys, g, t);
   float dk[D / 8][4] = {}, dv[D / 8][4] = {};
 
   // Causal: the queries before this block's first key see none of it.
   for (int q0 = p.causal ? k0 : 0; q0 < p.queries; q0 += kTile) {
     if (!loadMaskTile(ctx, maskTile, p, b, h, q0, k0))
       continue;
-    loadTile<D>(ctx, queryTile, p.q, b, h, q0, p.queries);
-    loadTileRounded<T, D>(ctx, gradTile, p.dout, b, h, q0, p.queries);
+    loadTile<T, D, uint16_t>(ctx, queryTile, p.q, b, h, q0, p.queries);
+    loadTile<T, D, float>(ctx, gradTile, p.dout, b, h, q0, p.queries);
     for (int i = ctx.thread; i < kTile; i += kThreads) {
       bool in = q0 + i < p.queries;
       lseTile[i] = in ? p.lse[stats + q0 + i] : kInf;
