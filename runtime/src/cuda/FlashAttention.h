@@ -455,18 +455,41 @@ KILN_FA_FN int keyEnd(const Params &p, int row0) {
 // Kernels
 //===----------------------------------------------------------------------===//
 
+/// Where a thread of any of the kernels works: its lane's group g and
+/// position t, the batch b and head h of its block (blockIdx.y), the first
+/// of the block's 64 rows (blockIdx.x) and of its warp's 16, where its
+/// head's statistics start, the scores' scale in log2 units, and the
+/// block's shared memory: two 16-bit tiles of kTile rows, then the mask's
+/// tile with its flag (the sizes *SharedBytes count).
+template <int D> struct Block {
+  template <typename Ctx>
+  KILN_FA_FN Block(Ctx &ctx, const Params &p)
+      : g(ctx.thread % 32 / 4), t(ctx.thread % 4), b(ctx.blockY / p.heads),
+        h(ctx.blockY % p.heads), row0(ctx.blockX * kBlockRows),
+        warpRow0(row0 + ctx.thread / 32 * 16),
+        stats(static_cast<int64_t>(ctx.blockY) * p.queries),
+        scale(p.scale * kLog2e),
+        first(reinterpret_cast<uint16_t *>(ctx.shared)),
+        second(first + kTile * (D + kPad)),
+        mask(reinterpret_cast<float *>(second + kTile * (D + kPad))) {}
+
+  int g, t, b, h, row0, warpRow0;
+  int64_t stats;
+  float scale;
+  uint16_t *first, *second;
+  float *mask;
+};
+
 /// Grid (ceil(queries / 64), batch * heads).
 template <typename T, int D, typename Ctx>
 KILN_FA_FN void forward(Ctx &ctx, const Params &p) {
-  const int warp = ctx.thread / 32, lane = ctx.thread % 32;
-  const int g = lane / 4, t = lane % 4;
-  const int b = ctx.blockY / p.heads, h = ctx.blockY % p.heads;
-  const int q0 = ctx.blockX * kBlockRows, r0 = q0 + warp * 16;
-  uint16_t *keyTile = reinterpret_cast<uint16_t *>(ctx.shared);
-  uint16_t *valueTile = keyTile + kTile * (D + kPad);
-  float *maskTile = reinterpret_cast<float *>(valueTile + kTile * (D + kPad));
+  const Block<D> block(ctx, p);
+  const int g = block.g, t = block.t, b = block.b, h = block.h;
+  const int q0 = block.row0, r0 = block.warpRow0;
+  uint16_t *keyTile = block.first, *valueTile = block.second;
+  float *maskTile = block.mask;
   const Matrix16 keys{keyTile, D + kPad}, values{valueTile, D + kPad};
-  const float scale = p.scale * kLog2e;
+  const float scale = block.scale;
 
   uint32_t qa[D / 16][4];
   loadRowsA<T, D, uint16_t>(qa, p.q, b, h, r0, p.queries, g, t);
@@ -542,16 +565,14 @@ KILN_FA_FN void forward(Ctx &ctx, const Params &p) {
 /// dkdv reads.
 template <typename T, int D, typename Ctx>
 KILN_FA_FN void backwardQuery(Ctx &ctx, const Params &p) {
-  const int warp = ctx.thread / 32, lane = ctx.thread % 32;
-  const int g = lane / 4, t = lane % 4;
-  const int b = ctx.blockY / p.heads, h = ctx.blockY % p.heads;
-  const int q0 = ctx.blockX * kBlockRows, r0 = q0 + warp * 16;
-  uint16_t *keyTile = reinterpret_cast<uint16_t *>(ctx.shared);
-  uint16_t *valueTile = keyTile + kTile * (D + kPad);
-  float *maskTile = reinterpret_cast<float *>(valueTile + kTile * (D + kPad));
+  const Block<D> block(ctx, p);
+  const int g = block.g, t = block.t, b = block.b, h = block.h;
+  const int q0 = block.row0, r0 = block.warpRow0;
+  uint16_t *keyTile = block.first, *valueTile = block.second;
+  float *maskTile = block.mask;
   const Matrix16 keys{keyTile, D + kPad}, values{valueTile, D + kPad};
-  const float scale = p.scale * kLog2e;
-  const int64_t stats = static_cast<int64_t>(ctx.blockY) * p.queries;
+  const float scale = block.scale;
+  const int64_t stats = block.stats;
 
   uint32_t qa[D / 16][4], da[D / 16][4];
   loadRowsA<T, D, uint16_t>(qa, p.q, b, h, r0, p.queries, g, t);
@@ -607,18 +628,16 @@ KILN_FA_FN void backwardQuery(Ctx &ctx, const Params &p) {
 /// Grid (ceil(keys / 64), batch * heads); runs after backwardQuery.
 template <typename T, int D, typename Ctx>
 KILN_FA_FN void backwardKeyValue(Ctx &ctx, const Params &p) {
-  const int warp = ctx.thread / 32, lane = ctx.thread % 32;
-  const int g = lane / 4, t = lane % 4;
-  const int b = ctx.blockY / p.heads, h = ctx.blockY % p.heads;
-  const int k0 = ctx.blockX * kBlockRows, r0 = k0 + warp * 16;
-  uint16_t *queryTile = reinterpret_cast<uint16_t *>(ctx.shared);
-  uint16_t *gradTile = queryTile + kTile * (D + kPad);
-  float *maskTile = reinterpret_cast<float *>(gradTile + kTile * (D + kPad));
+  const Block<D> block(ctx, p);
+  const int g = block.g, t = block.t, b = block.b, h = block.h;
+  const int k0 = block.row0, r0 = block.warpRow0;
+  uint16_t *queryTile = block.first, *gradTile = block.second;
+  float *maskTile = block.mask;
   float *lseTile = maskTile + kMaskBytes / 4;
   float *deltaTile = lseTile + kTile;
   const Matrix16 queries{queryTile, D + kPad}, grads{gradTile, D + kPad};
-  const float scale = p.scale * kLog2e;
-  const int64_t stats = static_cast<int64_t>(ctx.blockY) * p.queries;
+  const float scale = block.scale;
+  const int64_t stats = block.stats;
 
   uint32_t ka[D / 16][4], va[D / 16][4];
   loadRowsA<T, D, uint16_t>(ka, p.k, b, h, r0, p.keys, g, t);
