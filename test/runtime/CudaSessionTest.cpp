@@ -18,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "OpenWrittenBundle.h"
 #include "TestBundles.h"
 #include "kiln/attention.h"
 #include "kiln/runtime.h"
@@ -521,18 +522,11 @@ TEST_P(CudaSession, ShardCollectivesOnOneRankMoveTheValues) {
 TEST(CudaAttention, MatchesTheHostVersion) {
   std::string ptxPath = envOr("KILN_TEST_PTX", KILN_TEST_PTX_SOURCE), ptx;
   ASSERT_TRUE(readFile(ptxPath, ptx).ok()) << "cannot read " << ptxPath;
-  const char *base = std::getenv("TMPDIR");
-  std::string path = std::string(base && *base ? base : "/tmp") +
-                     "/kiln-cuda-attention-" + std::to_string(getpid()) +
-                     ".kiln";
   BundleWriter writer;
   buildCudaAttentionBundle(writer, {{bp::CodeImage::PTX, "compute_80", ptx}});
-  Status written = writer.write(path);
-  ASSERT_TRUE(written.ok()) << written.message();
   kiln_bundle_t *bundle = nullptr;
-  ASSERT_EQ(kiln_bundle_open(path.c_str(), &bundle), KILN_OK)
-      << kiln_status_message();
-  std::remove(path.c_str());
+  ASSERT_NO_FATAL_FAILURE(
+      openWrittenBundle(writer, "kiln-cuda-attention", &bundle));
   kiln_session_t *session = nullptr;
   kiln_status_t created = kiln_session_create(bundle, "cuda", &session);
   if (created == KILN_STATUS_UNSUPPORTED) {

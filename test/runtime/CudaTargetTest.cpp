@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaImages.h"
+#include "OpenWrittenBundle.h"
 #include "TestBundles.h"
 #include "kiln/runtime.h"
 
@@ -175,17 +176,11 @@ TEST_F(HybridBundle, DescribesTheCudaProgram) {
 /// The all-reduces and waits of a data-parallel CUDA program count as
 /// commands, the all-reduces also on their own.
 TEST(CudaProgramInfo, CountsTheAllReduces) {
-  const char *base = std::getenv("TMPDIR");
-  std::string path = std::string(base && *base ? base : "/tmp") +
-                     "/kiln-all-reduce-" + std::to_string(getpid()) + ".kiln";
   BundleWriter writer;
   buildCudaAllReduceBundle(
       writer, {{bp::CodeImage::PTX, "compute_80", "// stand-in PTX"}});
-  Status status = writer.write(path);
-  ASSERT_TRUE(status.ok()) << status.message();
   kiln_bundle_t *bundle = nullptr;
-  ASSERT_EQ(kiln_bundle_open(path.c_str(), &bundle), KILN_OK)
-      << kiln_status_message();
+  ASSERT_NO_FATAL_FAILURE(openWrittenBundle(writer, "kiln-all-reduce", &bundle));
   kiln_program_info_t program;
   ASSERT_EQ(kiln_bundle_get_program(bundle, 0, "cuda", &program), KILN_OK)
       << kiln_status_message();
@@ -195,22 +190,15 @@ TEST(CudaProgramInfo, CountsTheAllReduces) {
   EXPECT_EQ(program.collective_count, 2u);
   EXPECT_EQ(program.arena_bytes, 128u);
   kiln_bundle_release(bundle);
-  unlink(path.c_str());
 }
 
 /// Attention commands count as commands and on their own, not as launches.
 TEST(CudaProgramInfo, CountsTheAttentionCommands) {
-  const char *base = std::getenv("TMPDIR");
-  std::string path = std::string(base && *base ? base : "/tmp") +
-                     "/kiln-attention-" + std::to_string(getpid()) + ".kiln";
   BundleWriter writer;
   buildCudaAttentionBundle(
       writer, {{bp::CodeImage::PTX, "compute_80", "// stand-in PTX"}});
-  Status status = writer.write(path);
-  ASSERT_TRUE(status.ok()) << status.message();
   kiln_bundle_t *bundle = nullptr;
-  ASSERT_EQ(kiln_bundle_open(path.c_str(), &bundle), KILN_OK)
-      << kiln_status_message();
+  ASSERT_NO_FATAL_FAILURE(openWrittenBundle(writer, "kiln-attention", &bundle));
   for (size_t entry = 0; entry < 3; ++entry) {
     kiln_program_info_t program;
     ASSERT_EQ(kiln_bundle_get_program(bundle, entry, "cuda", &program), KILN_OK)
@@ -220,7 +208,6 @@ TEST(CudaProgramInfo, CountsTheAttentionCommands) {
     EXPECT_EQ(program.launch_count, 0u) << entry;
   }
   kiln_bundle_release(bundle);
-  unlink(path.c_str());
 }
 
 TEST_F(HybridBundle, RunsOnTheCpu) {
