@@ -40,3 +40,13 @@ Value kiln::bufferAddress(OpBuilder &b, Location loc, Value buffer) {
   Value integer = arith::IndexCastOp::create(b, loc, b.getI64Type(), base);
   return LLVM::IntToPtrOp::create(b, loc, ptr, integer);
 }
+
+func::FuncOp kiln::declareRuntimeFunction(ModuleOp module, StringRef name,
+                                          FunctionType type) {
+  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
+    return existing;
+  OpBuilder b(module.getBodyRegion());
+  auto function = func::FuncOp::create(b, module.getLoc(), name, type);
+  function.setPrivate();
+  return function;
+}

@@ -108,15 +108,6 @@ constexpr const char *kAllGather = "kiln_collective_all_gather_f32_begin";
 constexpr const char *kLocalShard = "kiln_collective_local_shard_f32";
 constexpr const char *kWait = "kiln_collective_wait";
 
-func::FuncOp declare(ModuleOp module, StringRef name, FunctionType type) {
-  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
-    return existing;
-  OpBuilder b(module.getBodyRegion());
-  auto function = func::FuncOp::create(b, module.getLoc(), name, type);
-  function.setPrivate();
-  return function;
-}
-
 /// Whether `value` is, or is computed from, a value of `aliases` (a call's
 /// pointer argument is the aligned pointer of a buffer plus an offset).
 bool derivesFrom(Value value, const llvm::SmallPtrSetImpl<Value> &aliases,
@@ -228,10 +219,10 @@ struct KilnLowerCollectivesPass
     MLIRContext *context = op.getContext();
     Type ptr = LLVM::LLVMPointerType::get(context);
     Type i64 = IntegerType::get(context, 64);
-    func::FuncOp begin = declare(module, kBegin,
-                                 FunctionType::get(context, {ptr, i64}, {i64}));
-    func::FuncOp wait =
-        declare(module, kWait, FunctionType::get(context, {i64}, {}));
+    func::FuncOp begin = kiln::declareRuntimeFunction(
+        module, kBegin, FunctionType::get(context, {ptr, i64}, {i64}));
+    func::FuncOp wait = kiln::declareRuntimeFunction(
+        module, kWait, FunctionType::get(context, {i64}, {}));
     OpBuilder b(op);
     Location loc = op.getLoc();
     for (Value buffer : op.getInputs()) {
@@ -264,7 +255,7 @@ struct KilnLowerCollectivesPass
     Type ptr = LLVM::LLVMPointerType::get(context);
     Type i64 = IntegerType::get(context, 64);
     bool collective = callee != kLocalShard;
-    func::FuncOp function = declare(
+    func::FuncOp function = kiln::declareRuntimeFunction(
         module, callee,
         FunctionType::get(context, {ptr, ptr, i64, i64},
                           collective ? TypeRange{i64} : TypeRange{}));
@@ -284,7 +275,8 @@ struct KilnLowerCollectivesPass
     if (collective)
       waitBeforeNextTouch(
           op, ValueRange{op.getInput(), op.getOutput()}, call.getResult(0),
-          declare(module, kWait, FunctionType::get(context, {i64}, {})));
+          kiln::declareRuntimeFunction(
+              module, kWait, FunctionType::get(context, {i64}, {})));
     op.erase();
     return success();
   }

@@ -165,14 +165,10 @@ struct KilnGPUEmulatePass
       SmallVector<Type> types;
       for (Value arg : args)
         types.push_back(arg.getType());
-      auto callee = module.lookupSymbol<func::FuncOp>(name);
-      if (!callee) {
-        OpBuilder top(module.getBodyRegion());
-        callee = func::FuncOp::create(top, loc, name,
-                                      top.getFunctionType(types, {}));
-        callee.setPrivate();
-      }
-      func::CallOp::create(b, loc, callee, args);
+      func::CallOp::create(b, loc,
+                           kiln::declareRuntimeFunction(
+                               module, name, b.getFunctionType(types, {})),
+                           args);
       op->erase();
     }
     return success();

@@ -11,7 +11,9 @@
 #ifndef KILN_TRANSFORMS_BUFFERS_H
 #define KILN_TRANSFORMS_BUFFERS_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Value.h"
 
 #include <optional>
@@ -38,6 +40,12 @@ std::optional<RootBuffer> asRootBuffer(mlir::Value v);
 /// into the runtime.
 mlir::Value bufferAddress(mlir::OpBuilder &b, mlir::Location loc,
                           mlir::Value buffer);
+
+/// The private declaration of runtime function `name` in `module`, made
+/// with `type` if the module has none yet.
+mlir::func::FuncOp declareRuntimeFunction(mlir::ModuleOp module,
+                                          llvm::StringRef name,
+                                          mlir::FunctionType type);
 
 } // namespace kiln
 
