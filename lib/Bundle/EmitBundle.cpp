@@ -300,6 +300,11 @@ llvm::Error fillCudaProgram(bundle::Program &program,
     if (gemm.bias.size > 0)
       buffers.fill(*out->mutable_bias(), gemm.bias.argument, gemm.bias.offset,
                    gemm.bias.size);
+    if (gemm.biasGrad.size > 0) {
+      buffers.fill(*out->mutable_bias_grad(), gemm.biasGrad.argument,
+                   gemm.biasGrad.offset, gemm.biasGrad.size);
+      out->set_bias_grad_of_a(gemm.biasGradOfA);
+    }
   }
   return llvm::Error::success();
 }

@@ -109,10 +109,12 @@ void buildTensorPipeline(PassManager &pm, const kiln::CompileOptions &options,
 /// their products (kiln-gemm-bias).
 void buildBufferPipeline(PassManager &pm, bool forCpu,
                          kiln::Precision precision) {
-  // cuBLASLt adds a linear layer's bias as it stores the product; long
-  // sums into few outputs get more threads.
+  // cuBLASLt adds a linear layer's bias as it stores the product and sums
+  // its gradient as it multiplies the weight's; long sums into few outputs
+  // get more threads.
   if (!forCpu) {
     pm.addPass(kiln::createKilnGemmBias());
+    pm.addPass(kiln::createKilnGemmBiasGrad());
     pm.addPass(kiln::createKilnSplitReductions());
     pm.addPass(createCanonicalizerPass());
   }

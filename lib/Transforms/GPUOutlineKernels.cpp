@@ -644,7 +644,8 @@ struct KilnGPUOutlineKernelsPass
   /// Adds `op` to `library` when it is a product the target hands to
   /// cuBLASLt, with the bias broadcast its epilogue replaces, if any. Its
   /// zero fill (dead, since the library can overwrite instead of
-  /// accumulating) is erased and the product marked `overwrite`.
+  /// accumulating) is erased and the product marked `overwrite`; so is its
+  /// bias gradient's, marked `bias_grad_overwrite`.
   void prepareGemm(linalg::GenericOp op,
                    llvm::SmallPtrSetImpl<Operation *> &library) {
     std::optional<kiln::GemmDescription> gemm = kiln::describeGemm(op);
@@ -655,13 +656,17 @@ struct KilnGPUOutlineKernelsPass
     Type element = cast<MemRefType>(gemm->lhs.getType()).getElementType();
     if (!element.isF32() && !element.isF16() && !element.isBF16())
       return;
-    if (gemm->zeroFill) {
+    auto markOverwritten = [&](linalg::FillOp fill, StringRef flag) {
+      if (!fill)
+        return;
       auto flags = op->getAttrOfType<DictionaryAttr>("kiln.matmul");
       NamedAttrList entries(flags);
-      entries.set("overwrite", UnitAttr::get(op.getContext()));
+      entries.set(flag, UnitAttr::get(op.getContext()));
       op->setAttr("kiln.matmul", entries.getDictionary(op.getContext()));
-      gemm->zeroFill.erase();
-    }
+      fill.erase();
+    };
+    markOverwritten(gemm->zeroFill, "overwrite");
+    markOverwritten(gemm->biasGradFill, "bias_grad_overwrite");
     library.insert(op);
     if (gemm->biasInit && kiln::asRootBuffer(gemm->bias))
       library.insert(gemm->biasInit);

@@ -14,15 +14,18 @@ bool isContiguous(MemRefType type) {
   return type && type.hasStaticShape() && type.getLayout().isIdentity();
 }
 
-/// The zero fill of `init` just before `op`, if nothing in between may touch
-/// `init`.
-linalg::FillOp findZeroFill(Operation *op, Value init) {
+/// The zero fill of `init` (an output of `op`) just before `op`, if nothing
+/// in between may touch `init`. Fills of `op`'s other outputs do not.
+linalg::FillOp findZeroFill(linalg::GenericOp op, Value init) {
   for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
     auto fill = dyn_cast<linalg::FillOp>(prev);
     if (fill && fill.hasPureBufferSemantics() && fill.getDpsInits()[0] == init)
       return matchPattern(fill.getDpsInputs()[0], m_AnyZeroFloat())
                  ? fill
                  : linalg::FillOp();
+    if (fill && fill.hasPureBufferSemantics() &&
+        llvm::is_contained(op.getDpsInits(), fill.getDpsInits()[0]))
+      continue;
     // Anything else that may touch the output ends the search.
     if (llvm::is_contained(prev->getOperands(), init) ||
         prev->getNumRegions() > 0 || isa<CallOpInterface>(prev))
@@ -70,8 +73,9 @@ linalg::GenericOp kiln::zeroFilledProduct(Value v,
 std::optional<kiln::GemmDescription>
 kiln::describeGemm(linalg::GenericOp op) {
   auto flags = op->getAttrOfType<DictionaryAttr>("kiln.matmul");
+  bool biasGrad = flags && flags.contains("bias_grad");
   if (!flags || !op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
-      op.getNumDpsInits() != 1)
+      op.getNumDpsInits() != (biasGrad ? 2u : 1u))
     return std::nullopt;
   GemmDescription gemm;
   gemm.lhs = op.getDpsInputs()[0];
@@ -100,6 +104,20 @@ kiln::describeGemm(linalg::GenericOp op) {
   gemm.k = lhsType.getDimSize(rank - (gemm.transposeLhs ? 2 : 1));
   for (int64_t d = 0; d < rank - 2; ++d)
     gemm.batch *= outType.getDimSize(d);
+  if (biasGrad) {
+    gemm.biasGrad = op.getDpsInits()[1];
+    gemm.biasGradOfLhs = flags.contains("bias_grad_of_lhs");
+    auto type = dyn_cast<MemRefType>(gemm.biasGrad.getType());
+    if (rank != 2 || !isContiguous(type) || type.getRank() != 1 ||
+        type.getElementType() != output ||
+        type.getDimSize(0) != (gemm.biasGradOfLhs ? gemm.m : gemm.n))
+      return std::nullopt;
+    if (!flags.contains("bias_grad_overwrite")) {
+      gemm.biasGradFill = findZeroFill(op, gemm.biasGrad);
+      if (!gemm.biasGradFill)
+        return std::nullopt;
+    }
+  }
   gemm.overwrite = flags.contains("overwrite");
   if (!gemm.overwrite)
     gemm.zeroFill = findZeroFill(op, gemm.out);

@@ -51,7 +51,9 @@ LogicalResult lowerGemm(linalg::GenericOp op, ModuleOp module) {
     return failure();
   const GemmDescription &g = *described;
   Type element = cast<MemRefType>(g.out.getType()).getElementType();
-  if (cast<MemRefType>(g.lhs.getType()).getElementType() != element)
+  // CBLAS has no bias-gradient epilogue: such a product stays a loop nest.
+  if (cast<MemRefType>(g.lhs.getType()).getElementType() != element ||
+      g.biasGrad)
     return failure();
   StringRef name;
   if (element.isF32())

@@ -37,15 +37,19 @@ struct KilnSplitSharedFillsPass
       SmallVector<OpOperand *> uses;
       for (OpOperand &use : fill->getResult(0).getUses())
         uses.push_back(&use);
-      // The first user keeps the original fill; every other one gets a copy
-      // of the fill and of its tensor.empty, just before it.
-      for (OpOperand *use : llvm::drop_begin(uses)) {
+      // Every user gets a copy of the fill and of its tensor.empty, just
+      // before it: a library call that overwrites its output finds its
+      // fill there (and makes it dead), and the buffer lives from there.
+      for (OpOperand *use : uses) {
         OpBuilder b(use->getOwner());
         Operation *init = b.clone(*empty);
         IRMapping mapping;
         mapping.map(empty.getResult(), init->getResult(0));
         use->set(b.clone(*fill, mapping)->getResult(0));
       }
+      fill.erase();
+      if (empty->use_empty())
+        empty.erase();
     }
   }
 };

@@ -688,6 +688,31 @@ private:
       KILN_RETURN_IF_ERROR(
           checkNotReducing(gemm.bias(), "gemm bias", collectives));
     }
+    if (gemm.has_bias_grad() && gemm.bias_grad().size() > 0) {
+      if (batch != 1 || (gemm.has_bias() && gemm.bias().size() > 0))
+        return formatError("gemm has a bias gradient with batch ", batch,
+                           gemm.has_bias() && gemm.bias().size() > 0
+                               ? " and a bias"
+                               : "",
+                           " (only a single product without a bias has one)");
+      int64_t count = gemm.bias_grad_of_a() ? gemm.m() : gemm.n();
+      uint64_t bytes =
+          static_cast<uint64_t>(count) * elementTypeSize(gemm.c_type());
+      if (gemm.bias_grad().size() != bytes)
+        return formatError("gemm bias gradient has ", gemm.bias_grad().size(),
+                           " bytes, not the ", bytes, " of ",
+                           gemm.bias_grad_of_a() ? "m" : "n", " = ", count,
+                           " values of C's type");
+      KILN_RETURN_IF_ERROR(validateBuffer(gemm.bias_grad(), buffers)
+                               .withContext("gemm bias gradient"));
+      for (const Matrix &matrix : matrices)
+        if (overlaps(gemm.bias_grad(), matrix.buffer))
+          return formatError("gemm bias gradient overlaps matrix ",
+                             matrix.name, ", which the product reads or "
+                             "writes while the epilogue writes the gradient");
+      KILN_RETURN_IF_ERROR(checkNotReducing(
+          gemm.bias_grad(), "gemm bias gradient", collectives));
+    }
     return Status();
   }
 

@@ -4,18 +4,19 @@
 #rhs = affine_map<(m, n, k) -> (k, n)>
 #out = affine_map<(m, n, k) -> (m, n)>
 
-// One zero fill (as CSE leaves it) initializes two products: one keeps it
-// (the later, first in use-list order), the other gets its own tensor.empty
-// and fill, just before it.
+// One zero fill (as CSE leaves it) initializes two products: each gets its
+// own tensor.empty and fill, just before it, and the shared one goes (a
+// product that overwrites its output must find its fill right before it).
 // CHECK-LABEL: func.func @shared_fill(
 // CHECK-SAME: %[[A:.*]]: tensor<2x3xf32>, %[[B:.*]]: tensor<3x4xf32>, %[[C:.*]]: tensor<3x4xf32>
 // CHECK: %[[ZERO:.*]] = arith.constant 0.0
-// CHECK: %[[E1:.*]] = tensor.empty() : tensor<2x4xf32>
-// CHECK: %[[F1:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%[[E1]] :
+// CHECK-NEXT: %[[E1:.*]] = tensor.empty() : tensor<2x4xf32>
+// CHECK-NEXT: %[[F1:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%[[E1]] :
+// CHECK-NEXT: %[[P1:.*]] = linalg.generic {{.*}} ins(%[[A]], %[[B]] : {{.*}} outs(%[[F1]] :
 // CHECK: %[[E2:.*]] = tensor.empty() : tensor<2x4xf32>
-// CHECK: %[[F2:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%[[E2]] :
-// CHECK: %[[P1:.*]] = linalg.generic {{.*}} ins(%[[A]], %[[B]] : {{.*}} outs(%[[F2]] :
-// CHECK: %[[P2:.*]] = linalg.generic {{.*}} ins(%[[A]], %[[C]] : {{.*}} outs(%[[F1]] :
+// CHECK-NEXT: %[[F2:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%[[E2]] :
+// CHECK-NEXT: %[[P2:.*]] = linalg.generic {{.*}} ins(%[[A]], %[[C]] : {{.*}} outs(%[[F2]] :
+// CHECK-NOT: linalg.fill
 // CHECK: return %[[P1]], %[[P2]]
 func.func @shared_fill(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>, %c: tensor<3x4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>) {
   %zero = arith.constant 0.0 : f32

@@ -204,8 +204,11 @@ class LossScaler:
 def rounded_matmul_mode(torch, narrow):
     """A TorchFunctionMode under which every matrix product (matmul, @,
     linear, mm, bmm), and the products of its backward pass, multiplies its
-    operands rounded to `narrow` (bf16 or f16) and accumulates in f32: the
-    arithmetic of kilnc --amp=bf16 and --amp=fp16."""
+    operands rounded to `narrow` (bf16 or f16) and accumulates in f32, and a
+    linear layer's bias gradient sums the rounded gradient its weight's
+    product reads (kilnc folds the sum into that product, as cuBLASLt's
+    bias-gradient epilogue): the arithmetic of kilnc --amp=bf16 and
+    --amp=fp16."""
     from torch.overrides import TorchFunctionMode
 
     def rounded(x):
@@ -230,6 +233,16 @@ def rounded_matmul_mode(torch, narrow):
                 grad_b = grad_b.sum(0)
             return grad_a, grad_b
 
+    class RoundedBias(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, y, bias):
+            return y + bias
+
+        @staticmethod
+        def backward(ctx, grad):
+            rows = tuple(range(grad.dim() - 1))
+            return grad, rounded(grad).sum(rows)
+
     products = {torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__,
                 torch.mm, torch.bmm}
 
@@ -242,7 +255,7 @@ def rounded_matmul_mode(torch, narrow):
                 x, weight = args[0], args[1]
                 bias = args[2] if len(args) > 2 else kwargs.get("bias")
                 y = RoundedProduct.apply(x, weight.t())
-                return y + bias if bias is not None else y
+                return RoundedBias.apply(y, bias) if bias is not None else y
             return func(*args, **kwargs)
     return Mode()
 

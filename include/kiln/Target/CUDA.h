@@ -50,13 +50,15 @@ struct CudaLaunch {
 
 /// C = op(A) op(B) + beta C, row-major, `batch` times with dense strides,
 /// plus bias[j] on every row when `bias` has bytes (the bias epilogue).
+/// When `biasGrad` has bytes it receives the sums over k of op(B) (or of
+/// op(A) with `biasGradOfA`): the bias-gradient epilogue.
 struct CudaGemm {
   /// Of A and B, and of C.
   mlir::Type inputElement, element;
-  bool transposeA = false, transposeB = false;
+  bool transposeA = false, transposeB = false, biasGradOfA = false;
   int64_t m = 0, n = 0, k = 0, batch = 1;
   float beta = 0;
-  CudaBuffer a, b, c, bias;
+  CudaBuffer a, b, c, bias, biasGrad;
 };
 
 /// Starts averaging the f32 values of `buffer` over the ranks of the run;

@@ -38,6 +38,16 @@ struct GemmDescription {
   /// library's bias epilogue computes with beta 0. Null otherwise.
   mlir::linalg::GenericOp biasInit;
   mlir::Value bias;
+  /// The product's second output when its `kiln.matmul` flags have
+  /// `bias_grad` (kiln-gemm-bias-grad; unbatched products only): the sums
+  /// over k of op(B), one per column of `out`, or with `biasGradOfLhs` of
+  /// op(A), one per row, which a library's bias-gradient epilogue computes.
+  /// It is overwritten: `biasGradFill` is its zero fill just before the
+  /// product, null once kiln-gpu-outline-kernels erased it and set the flag
+  /// `bias_grad_overwrite`.
+  mlir::Value biasGrad;
+  bool biasGradOfLhs = false;
+  mlir::linalg::FillOp biasGradFill;
 };
 
 /// The product behind `v` on tensors: a `kiln.matmul` contraction into a
@@ -49,7 +59,8 @@ mlir::linalg::GenericOp zeroFilledProduct(mlir::Value v,
 
 /// Describes `op` when it is a `kiln.matmul` on contiguous, statically
 /// shaped buffers whose operands have the output's element type, or are
-/// bf16 or f16 with an f32 output; std::nullopt otherwise.
+/// bf16 or f16 with an f32 output, and whose bias-gradient output, if any,
+/// is overwritten; std::nullopt otherwise.
 std::optional<GemmDescription> describeGemm(mlir::linalg::GenericOp op);
 
 } // namespace kiln

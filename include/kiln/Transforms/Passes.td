@@ -339,12 +339,12 @@ def KilnSplitSharedFills : Pass<"kiln-split-shared-fills", "mlir::ModuleOp"> {
   let description = [{
     Runs on linalg on tensors, just before bufferization. A `linalg.fill` on
     tensors of a `tensor.empty` whose result has several uses (CSE merges the
-    identical zero inits of reductions and matrix products into one) stays
-    with one of them; every other use gets a copy of the `tensor.empty` and
-    the fill, placed just before its user. Bufferized, the shared value would be
-    allocated once and copied into a fresh buffer for every user that writes
-    it; a fill per user writes each buffer once. Fills of anything but a
-    `tensor.empty` stay shared.
+    identical zero inits of reductions and matrix products into one) becomes
+    one copy of the `tensor.empty` and the fill per use, placed just before
+    its user. Bufferized, the shared value would be allocated once and copied
+    into a fresh buffer for every user that writes it; a fill per user writes
+    each buffer once, where a product that overwrites its output finds it
+    dead. Fills of anything but a `tensor.empty` stay shared.
   }];
 }
 
@@ -656,6 +656,34 @@ def KilnGemmBias : Pass<"kiln-gemm-bias", "mlir::ModuleOp"> {
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect"];
+}
+
+def KilnGemmBiasGrad : Pass<"kiln-gemm-bias-grad", "mlir::ModuleOp"> {
+  let summary = "Bias gradients into the weight-gradient products";
+  let description = [{
+    For the CUDA target, on linalg on tensors after kiln-gemm-bias: a sum
+    of an f32 tensor over all its dimensions but the last into a zero fill
+    (a linear layer's bias gradient, `db[j] = sum dy[..., j]`), where an
+    unbatched f32 `kiln.matmul` into a zero fill reads the same tensor, seen
+    as rows by its last dimension, as an operand whose rows are the
+    product's k (the right operand, not transposed, or the left one,
+    transposed: the layer's weight gradient), becomes a second output of
+    that product: the product's body also adds the operand's element into
+    the vector where the other operand's index is 0, so the op still means
+    the sum. The product is marked `bias_grad` (and `bias_grad_of_lhs` for
+    the left operand) in its `kiln.matmul` flags; the CUDA target makes the
+    sum cuBLASLt's bias-gradient epilogue, which reads the operand the
+    product reads anyway, instead of a reduction kernel. The merged op goes
+    where the product was, or where the sum was when the sum's users come
+    first; neither place works, and nothing changes, when the sum's users
+    come before the product and the product's operands after the sum.
+  }];
+  let statistics = [
+    Statistic<"numFolded", "folded", "Bias gradients moved into products">
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect"];
 }
 
 def KilnSplitReductions : Pass<"kiln-split-reductions", "mlir::ModuleOp"> {

@@ -361,6 +361,16 @@ private:
         return buffer.takeError();
       *slot = *buffer;
     }
+    if (gemm->biasGrad) {
+      if (gemm->biasGradFill)
+        return located(op, "matrix product's bias gradient still has its "
+                           "zero fill (run kiln-gpu-outline-kernels first)");
+      auto biasGrad = rootBuffer(op, gemm->biasGrad);
+      if (!biasGrad)
+        return biasGrad.takeError();
+      command.biasGrad = *biasGrad;
+      command.biasGradOfA = gemm->biasGradOfLhs;
+    }
     if (gemm->biasInit && biasInits.erase(gemm->biasInit)) {
       auto bias = rootBuffer(op, gemm->bias);
       if (!bias)

@@ -5,6 +5,7 @@
 #include "CudaErrors.h"
 #include "CudaImages.h"
 #include "kiln/runtime/BundleFormat.h"
+#include "kiln/runtime/ElementType.h"
 #include "kiln/runtime/Manifest.h"
 
 #include <chrono>
@@ -197,6 +198,14 @@ Status CudaOptions::fromEnvironment(CudaOptions &out) {
   CudaOptions options;
   KILN_RETURN_IF_ERROR(parseOrdinal("KILN_CUDA_DEVICE", options.device));
   KILN_RETURN_IF_ERROR(parseFlag("KILN_CUDA_GRAPHS", options.graphs));
+  if (const char *biasGrad = std::getenv("KILN_CUDA_BIAS_GRAD");
+      biasGrad && *biasGrad) {
+    if (std::strcmp(biasGrad, "product") == 0)
+      options.biasGradProduct = true;
+    else if (std::strcmp(biasGrad, "epilogue") != 0)
+      return invalidArgument("KILN_CUDA_BIAS_GRAD='", biasGrad,
+                             "' is not epilogue or product");
+  }
   if (const char *profile = std::getenv("KILN_CUDA_PROFILE")) {
     options.profilePath = profile;
     size_t pid = options.profilePath.find("%p");
@@ -716,15 +725,24 @@ Status CudaSession::planEntryPoint(const bp::EntryPoint &entry,
       step.attention = std::move(attention);
     } else {
       const bp::Gemm &gemm = command.gemm();
+      GemmAddresses addresses;
+      addresses.a = deviceAddress(gemm.a(), plan);
+      addresses.b = deviceAddress(gemm.b(), plan);
+      addresses.c = deviceAddress(gemm.c(), plan);
+      if (gemm.has_bias() && gemm.bias().size() > 0)
+        addresses.bias = deviceAddress(gemm.bias(), plan);
+      if (gemm.has_bias_grad() && gemm.bias_grad().size() > 0)
+        addresses.biasGrad = deviceAddress(gemm.bias_grad(), plan);
+      BiasGradOptions biasGrad;
+      biasGrad.separateProduct = options.biasGradProduct;
+      biasGrad.ones = [this](int elementType, int64_t count,
+                             CUdeviceptr &out) {
+        return onesVector(elementType, count, out);
+      };
       std::unique_ptr<GemmPlan> gemmPlan;
       KILN_RETURN_IF_ERROR(
-          GemmPlan::create(blasLt, gemm, deviceAddress(gemm.a(), plan),
-                           deviceAddress(gemm.b(), plan),
-                           deviceAddress(gemm.c(), plan),
-                           gemm.has_bias() && gemm.bias().size() > 0
-                               ? deviceAddress(gemm.bias(), plan)
-                               : 0,
-                           workspace, gemmPlan)
+          GemmPlan::create(blasLt, gemm, addresses, workspace, biasGrad,
+                           gemmPlan)
               .withContext(strCat("command ", c)));
       step.description =
           strCat("command ", c, " (", gemmPlan->description(), ")");
@@ -732,6 +750,31 @@ Status CudaSession::planEntryPoint(const bp::EntryPoint &entry,
     }
     plan.steps.push_back(std::move(step));
   }
+  return Status();
+}
+
+Status CudaSession::onesVector(int elementType, int64_t count,
+                               CUdeviceptr &out) {
+  for (const Ones &vector : ones)
+    if (vector.elementType == elementType && vector.count >= count) {
+      out = vector.pointer;
+      return Status();
+    }
+  uint64_t elementBytes = elementTypeSize(elementType);
+  CUdeviceptr pointer = 0;
+  KILN_RETURN_IF_ERROR(checkCu(
+      cuMemAlloc(&pointer, static_cast<size_t>(count) * elementBytes),
+      "cuMemAlloc(a vector of ones for a bias gradient)"));
+  ones.push_back({elementType, count, pointer});
+  // 1.0 in each type, set bit for bit; synchronous, before any command.
+  CUresult set = CUDA_SUCCESS;
+  if (elementBytes == 4)
+    set = cuMemsetD32(pointer, 0x3F800000u, static_cast<size_t>(count));
+  else
+    set = cuMemsetD16(pointer, elementType == bp::BF16 ? 0x3F80 : 0x3C00,
+                      static_cast<size_t>(count));
+  KILN_RETURN_IF_ERROR(checkCu(set, "cuMemsetD16/D32(ones)"));
+  out = pointer;
   return Status();
 }
 
@@ -1254,6 +1297,8 @@ CudaSession::~CudaSession() {
       cuStreamDestroy(commStream);
     if (blasLt)
       cublasLtDestroy(blasLt);
+    for (const Ones &vector : ones)
+      cuMemFree(vector.pointer);
     if (parameterBase)
       cuMemFree(parameterBase);
     // The gemm workspace with it.

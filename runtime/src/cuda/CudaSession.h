@@ -56,9 +56,13 @@ struct CudaOptions {
   /// Where to write the device time of each command (empty: no profile);
   /// profiling runs without graphs. See Profile.h.
   std::string profilePath;
+  /// Compute a product's bias gradient as a second product even where
+  /// cuBLASLt has an algorithm for its bias-gradient epilogue.
+  bool biasGradProduct = false;
 
-  /// KILN_CUDA_DEVICE (unset: -1), KILN_CUDA_GRAPHS (0 or 1, default 1) and
-  /// KILN_CUDA_PROFILE (a file; "%p" in it becomes the process id).
+  /// KILN_CUDA_DEVICE (unset: -1), KILN_CUDA_GRAPHS (0 or 1, default 1),
+  /// KILN_CUDA_PROFILE (a file; "%p" in it becomes the process id) and
+  /// KILN_CUDA_BIAS_GRAD (epilogue, the default, or product).
   static Status fromEnvironment(CudaOptions &out);
 };
 
@@ -302,6 +306,17 @@ private:
   std::unique_ptr<AttentionKernels> attentionKernels;
   /// In arenaAllocation, after the arena; empty without gemms.
   GemmWorkspace workspace;
+  /// Vectors of ones for bias gradients computed as products, by element
+  /// type, with their lengths; allocated as the first such product needs
+  /// them (the larger replacing none: earlier plans keep pointing into the
+  /// older ones).
+  struct Ones {
+    int elementType;
+    int64_t count;
+    CUdeviceptr pointer;
+  };
+  std::vector<Ones> ones;
+  Status onesVector(int elementType, int64_t count, CUdeviceptr &out);
 
   /// The one allocation of the arena (at arenaBase, aligned for the
   /// programs) and the gemm workspace.

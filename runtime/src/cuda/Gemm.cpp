@@ -84,17 +84,55 @@ struct Preference {
   cublasLtMatmulPreference_t handle = nullptr;
 };
 
+Status setAttribute(cublasLtMatmulDesc_t desc,
+                    cublasLtMatmulDescAttributes_t attribute, const void *value,
+                    size_t size, const char *name) {
+  return checkCublas(
+      cublasLtMatmulDescSetAttribute(desc, attribute, value, size),
+      strCat("cublasLtMatmulDescSetAttribute(", name, ")").c_str());
+}
+
+/// The product that sums the `count` columns (of A: rows) `gemm` reduces
+/// for its bias gradient with a vector of ones: 1 x k times op(B), or op(A)
+/// times k x 1, written to the bias gradient (beta 0).
+bp::Gemm biasGradGemm(const bp::Gemm &gemm) {
+  bp::Gemm sum;
+  sum.set_c_type(gemm.c_type());
+  sum.set_k(gemm.k());
+  sum.set_batch(1);
+  sum.set_alpha(1.0f);
+  sum.set_beta(0.0f);
+  if (gemm.bias_grad_of_a()) {
+    sum.set_a_type(gemm.a_type());
+    sum.set_b_type(gemm.a_type());
+    sum.set_transpose_a(gemm.transpose_a());
+    sum.set_m(gemm.m());
+    sum.set_n(1);
+    sum.set_lda(gemm.lda());
+    sum.set_ldb(1);
+    sum.set_ldc(1);
+  } else {
+    sum.set_a_type(gemm.b_type());
+    sum.set_b_type(gemm.b_type());
+    sum.set_transpose_b(gemm.transpose_b());
+    sum.set_m(1);
+    sum.set_n(gemm.n());
+    sum.set_lda(gemm.k());
+    sum.set_ldb(gemm.ldb());
+    sum.set_ldc(gemm.n());
+  }
+  return sum;
+}
+
 } // namespace
 
 Status GemmPlan::create(cublasLtHandle_t handle, const bp::Gemm &gemm,
-                        CUdeviceptr a, CUdeviceptr b, CUdeviceptr c,
-                        CUdeviceptr bias, const GemmWorkspace &workspace,
+                        const GemmAddresses &addresses,
+                        const GemmWorkspace &workspace,
+                        const BiasGradOptions &biasGrad,
                         std::unique_ptr<GemmPlan> &out) {
   std::unique_ptr<GemmPlan> plan(new GemmPlan());
-  plan->a = a;
-  plan->b = b;
-  plan->c = c;
-  plan->bias = bias;
+  plan->addresses = addresses;
   plan->alpha = gemm.alpha();
   plan->beta = gemm.beta();
   plan->text = strCat("gemm (m ", gemm.m(), ", n ", gemm.n(), ", k ", gemm.k(),
@@ -105,15 +143,52 @@ Status GemmPlan::create(cublasLtHandle_t handle, const bp::Gemm &gemm,
                       gemm.transpose_a() ? ", A transposed" : "",
                       gemm.transpose_b() ? ", B transposed" : "",
                       gemm.beta() != 0 ? ", accumulating" : "",
-                      bias ? ", bias epilogue)" : ")");
-  KILN_RETURN_IF_ERROR(
-      plan->plan(handle, gemm, workspace).withContext(plan->text));
+                      addresses.bias ? ", bias epilogue" : "");
+  bool wantsBiasGrad = addresses.biasGrad != 0;
+  bool found = false;
+  if (wantsBiasGrad && !biasGrad.separateProduct) {
+    KILN_RETURN_IF_ERROR(plan->plan(handle, gemm, workspace, true, found)
+                             .withContext(plan->text + ")"));
+    if (found) {
+      plan->text += strCat(", bias gradient of ",
+                           gemm.bias_grad_of_a() ? "A" : "B", " epilogue)");
+      out = std::move(plan);
+      return Status();
+    }
+    plan->destroyDescriptors();
+  }
+  KILN_RETURN_IF_ERROR(plan->plan(handle, gemm, workspace, false, found)
+                           .withContext(plan->text + ")"));
+  if (!found)
+    return unsupported("cuBLASLt has no algorithm for it (element types, "
+                       "layouts or alignment)")
+        .withContext(plan->text + ")");
+  if (wantsBiasGrad) {
+    // cuBLASLt has no epilogue for this one, or it was asked not to use it.
+    bp::Gemm sum = biasGradGemm(gemm);
+    CUdeviceptr ones = 0;
+    KILN_RETURN_IF_ERROR(
+        biasGrad.ones(sum.a_type(), gemm.k(), ones).withContext(plan->text));
+    GemmAddresses sumAddresses;
+    sumAddresses.a = gemm.bias_grad_of_a() ? addresses.a : ones;
+    sumAddresses.b = gemm.bias_grad_of_a() ? ones : addresses.b;
+    sumAddresses.c = addresses.biasGrad;
+    KILN_RETURN_IF_ERROR(create(handle, sum, sumAddresses, workspace,
+                                BiasGradOptions(), plan->biasGradProduct)
+                             .withContext(plan->text + ")'s bias gradient"));
+    plan->text += strCat(", bias gradient of ",
+                         gemm.bias_grad_of_a() ? "A" : "B",
+                         " as a second product");
+  }
+  plan->text += ")";
   out = std::move(plan);
   return Status();
 }
 
 Status GemmPlan::plan(cublasLtHandle_t handle, const bp::Gemm &gemm,
-                      const GemmWorkspace &workspace) {
+                      const GemmWorkspace &workspace, bool epilogueBiasGrad,
+                      bool &found) {
+  found = false;
   cudaDataType_t aType, bType, cType;
   KILN_RETURN_IF_ERROR(dataType("A", gemm.a_type(), aType));
   KILN_RETURN_IF_ERROR(dataType("B", gemm.b_type(), bType));
@@ -131,32 +206,37 @@ Status GemmPlan::plan(cublasLtHandle_t handle, const bp::Gemm &gemm,
       setOperation(operation, CUBLASLT_MATMUL_DESC_TRANSA, gemm.transpose_b()));
   KILN_RETURN_IF_ERROR(
       setOperation(operation, CUBLASLT_MATMUL_DESC_TRANSB, gemm.transpose_a()));
-  if (bias) {
+  CUdeviceptr vector = 0;
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  if (addresses.bias) {
     // The bias epilogue adds bias[i] to row i of the column-major result,
     // C^T: to column i of row-major C, as the command means. One vector
     // serves every product of a batch (batch stride 0).
-    cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    epilogue = CUBLASLT_EPILOGUE_BIAS;
+    vector = addresses.bias;
     int64_t biasStride = 0;
-    KILN_RETURN_IF_ERROR(checkCublas(
-        cublasLtMatmulDescSetAttribute(operation,
-                                       CUBLASLT_MATMUL_DESC_EPILOGUE,
-                                       &epilogue, sizeof(epilogue)),
-        "cublasLtMatmulDescSetAttribute(EPILOGUE)"));
-    KILN_RETURN_IF_ERROR(checkCublas(
-        cublasLtMatmulDescSetAttribute(operation,
-                                       CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                       &bias, sizeof(bias)),
-        "cublasLtMatmulDescSetAttribute(BIAS_POINTER)"));
-    KILN_RETURN_IF_ERROR(checkCublas(
-        cublasLtMatmulDescSetAttribute(operation,
-                                       CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
-                                       &cType, sizeof(cType)),
-        "cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)"));
-    KILN_RETURN_IF_ERROR(checkCublas(
-        cublasLtMatmulDescSetAttribute(operation,
-                                       CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE,
-                                       &biasStride, sizeof(biasStride)),
-        "cublasLtMatmulDescSetAttribute(BIAS_BATCH_STRIDE)"));
+    KILN_RETURN_IF_ERROR(setAttribute(operation,
+                                      CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE,
+                                      &biasStride, sizeof(biasStride),
+                                      "BIAS_BATCH_STRIDE"));
+  } else if (epilogueBiasGrad) {
+    // cuBLASLt's first operand is B: the sums over k of op(B), one per row
+    // of C^T (column of C), are its BGRADA; those of op(A) its BGRADB.
+    epilogue = gemm.bias_grad_of_a() ? CUBLASLT_EPILOGUE_BGRADB
+                                     : CUBLASLT_EPILOGUE_BGRADA;
+    vector = addresses.biasGrad;
+  }
+  if (vector) {
+    KILN_RETURN_IF_ERROR(setAttribute(operation, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                      &epilogue, sizeof(epilogue),
+                                      "EPILOGUE"));
+    KILN_RETURN_IF_ERROR(setAttribute(operation,
+                                      CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                      &vector, sizeof(vector), "BIAS_POINTER"));
+    KILN_RETURN_IF_ERROR(setAttribute(operation,
+                                      CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                      &cType, sizeof(cType),
+                                      "BIAS_DATA_TYPE"));
   }
   int64_t bRows = gemm.transpose_b() ? gemm.n() : gemm.k();
   int64_t bCols = gemm.transpose_b() ? gemm.k() : gemm.n();
@@ -179,29 +259,32 @@ Status GemmPlan::plan(cublasLtHandle_t handle, const bp::Gemm &gemm,
   // The addresses are fixed, so the heuristic may count on exactly their
   // alignment; it must not pick a kernel that needs more.
   const std::pair<cublasLtMatmulPreferenceAttributes_t, CUdeviceptr>
-      alignments[] = {{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, b},
-                      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, a},
-                      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, c},
-                      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, c}};
+      alignments[] = {{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, addresses.b},
+                      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, addresses.a},
+                      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, addresses.c},
+                      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+                       addresses.c}};
   for (const auto &[attribute, address] : alignments) {
     uint32_t bytes = alignmentOf(address);
     KILN_RETURN_IF_ERROR(preference.set(attribute, &bytes, sizeof(bytes)));
   }
   cublasLtMatmulHeuristicResult_t heuristic = {};
-  int found = 0;
-  KILN_RETURN_IF_ERROR(checkCublas(
-      cublasLtMatmulAlgoGetHeuristic(handle, operation, first, second, result,
-                                     result, preference.handle, 1, &heuristic,
-                                     &found),
-      "cublasLtMatmulAlgoGetHeuristic"));
-  if (found == 0)
-    return unsupported("cuBLASLt has no algorithm for it (element types, "
-                       "layouts or alignment)");
+  int count = 0;
+  cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+      handle, operation, first, second, result, result, preference.handle, 1,
+      &heuristic, &count);
+  // An epilogue cuBLASLt does not take for these types or layouts is
+  // refused as not supported: the caller plans without it.
+  if (epilogueBiasGrad && status == CUBLAS_STATUS_NOT_SUPPORTED)
+    return Status();
+  KILN_RETURN_IF_ERROR(
+      checkCublas(status, "cublasLtMatmulAlgoGetHeuristic"));
+  found = count > 0;
   algorithm = heuristic.algo;
   return Status();
 }
 
-GemmPlan::~GemmPlan() {
+void GemmPlan::destroyDescriptors() {
   if (result)
     cublasLtMatrixLayoutDestroy(result);
   if (second)
@@ -210,21 +293,29 @@ GemmPlan::~GemmPlan() {
     cublasLtMatrixLayoutDestroy(first);
   if (operation)
     cublasLtMatmulDescDestroy(operation);
+  result = second = first = nullptr;
+  operation = nullptr;
 }
+
+GemmPlan::~GemmPlan() { destroyDescriptors(); }
 
 Status GemmPlan::enqueue(cublasLtHandle_t handle,
                          const GemmWorkspace &workspace,
                          CUstream stream) const {
   // C is read (beta) and written in place: cuBLASLt allows D == C when their
   // layouts are the same.
-  auto *cPointer = reinterpret_cast<void *>(c);
-  return checkCublas(
-      cublasLtMatmul(handle, operation, &alpha, reinterpret_cast<void *>(b),
-                     first, reinterpret_cast<void *>(a), second, &beta,
+  auto *cPointer = reinterpret_cast<void *>(addresses.c);
+  KILN_RETURN_IF_ERROR(checkCublas(
+      cublasLtMatmul(handle, operation, &alpha,
+                     reinterpret_cast<void *>(addresses.b), first,
+                     reinterpret_cast<void *>(addresses.a), second, &beta,
                      cPointer, result, cPointer, result, &algorithm,
                      reinterpret_cast<void *>(workspace.pointer),
                      workspace.bytes, stream),
-      "cublasLtMatmul");
+      "cublasLtMatmul"));
+  if (biasGradProduct)
+    return biasGradProduct->enqueue(handle, workspace, stream);
+  return Status();
 }
 
 } // namespace kiln::runtime::cuda
