@@ -148,14 +148,14 @@ struct KilnGemmBiasGradPass
         continue;
       // Where the merged op can go: the product's place, when the sum's
       // users all come later (the rows are there, the product reads them),
-      // else the sum's, when the product's operands are there by then and
-      // its users all come later.
+      // else the sum's, when the product's operands are there by then (its
+      // zero fill is made anew) and its users all come later.
       Operation *at = nullptr;
       DominanceInfo dominance(sum->getParentOp());
       if (usedOnlyAfter(sum.getResult(0), product))
         at = product;
       else if (usedOnlyAfter(product.getResult(0), sum) &&
-               llvm::all_of(product->getOperands(), [&](Value operand) {
+               llvm::all_of(product.getDpsInputs(), [&](Value operand) {
                  return dominance.properlyDominates(operand, sum);
                }))
         at = sum;

@@ -59,3 +59,46 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// A weight-gradient product with the bias gradient as its second output
+// (kiln-gemm-bias-grad): the outliner erases both zero fills for cuBLASLt,
+// the emulator gives them back and splits the sum off after the product,
+// over the k rows of the transposed left operand, widened from bf16.
+// CHECK-LABEL: func.func @bias_grad(
+// CHECK-SAME: %[[DY:[a-z0-9]+]]: memref<8x6xbf16>, %[[X:[a-z0-9]+]]: memref<8x5xbf16>, %[[DW:[a-z0-9]+]]: memref<6x5xf32>, %[[DB:[a-z0-9]+]]: memref<6xf32>
+// CHECK: linalg.fill ins(%{{.*}} : f32) outs(%[[DW]] :
+// CHECK-NEXT: linalg.generic {{.*}} ins(%[[DY]], %[[X]] : {{.*}}) outs(%[[DW]] : memref<6x5xf32>) attrs = {kiln.matmul = {transpose_lhs}}
+// CHECK-NOT: linalg.index
+// CHECK: linalg.yield
+// CHECK: linalg.fill ins(%{{.*}} : f32) outs(%[[DB]] :
+// CHECK-NEXT: linalg.generic {{.*}} iterator_types = ["reduction", "parallel"]} ins(%[[DY]] : memref<8x6xbf16>) outs(%[[DB]] : memref<6xf32>)
+// CHECK-NEXT: ^bb0(%[[IN:.*]]: bf16, %[[ACC:.*]]: f32):
+// CHECK-NEXT: %[[WIDE:.*]] = arith.extf %[[IN]]
+// CHECK-NEXT: %[[SUM:.*]] = arith.addf %[[ACC]], %[[WIDE]]
+// CHECK-NEXT: linalg.yield %[[SUM]]
+// CHECK-NOT: bias_grad
+#at = affine_map<(d0, d1, d2) -> (d2, d0)>
+#b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#c = affine_map<(d0, d1, d2) -> (d0, d1)>
+#v = affine_map<(d0, d1, d2) -> (d0)>
+func.func @bias_grad(%dy: memref<8x6xbf16>, %x: memref<8x5xbf16>, %dw: memref<6x5xf32>, %db: memref<6xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  linalg.fill ins(%zero : f32) outs(%dw : memref<6x5xf32>)
+  linalg.fill ins(%zero : f32) outs(%db : memref<6xf32>)
+  linalg.generic {indexing_maps = [#at, #b, #c, #v], iterator_types = ["parallel", "parallel", "reduction"], kiln.matmul = {bias_grad, bias_grad_of_lhs, transpose_lhs}} ins(%dy, %x : memref<8x6xbf16>, memref<8x5xbf16>) outs(%dw, %db : memref<6x5xf32>, memref<6xf32>) {
+  ^bb0(%l: bf16, %r: bf16, %acc: f32, %vacc: f32):
+    %lw = arith.extf %l : bf16 to f32
+    %rw = arith.extf %r : bf16 to f32
+    %m = arith.mulf %lw, %rw : f32
+    %s = arith.addf %acc, %m : f32
+    %i = linalg.index 1 : index
+    %first = arith.cmpi eq, %i, %c0 : index
+    %t = arith.select %first, %lw, %zero : f32
+    %vs = arith.addf %vacc, %t : f32
+    linalg.yield %s, %vs : f32, f32
+  }
+  return
+}

@@ -137,6 +137,8 @@ def describe(command, kernels):
     if command.HasField("gemm"):
         g = command.gemm
         bias = " + bias" if g.HasField("bias") and g.bias.size else ""
+        if g.HasField("bias_grad") and g.bias_grad.size:
+            bias += " bias grad of " + ("A" if g.bias_grad_of_a else "B")
         return f"gemm {g.m}x{g.n}x{g.k}{bias}"
     if command.HasField("all_reduce_mean"):
         r = command.all_reduce_mean
