@@ -735,6 +735,72 @@ TEST(BundleReader, RejectsEachBrokenAttentionRule) {
   }
 }
 
+/// The bias-gradient bundle with a stand-in PTX image.
+std::string biasGradBundleBytes() {
+  BundleWriter writer;
+  buildCudaBiasGradBundle(writer,
+                          {{bp::CodeImage::PTX, "compute_80", "// stand-in"}});
+  std::string bytes;
+  Status status = writer.serialize(bytes);
+  EXPECT_TRUE(status.ok()) << status.message();
+  return bytes;
+}
+
+TEST(BundleReader, RejectsEachBrokenBiasGradRule) {
+  Status valid = readBytes(biasGradBundleBytes());
+  EXPECT_TRUE(valid.ok()) << valid.message();
+  struct BiasGradCase {
+    const char *name;
+    std::function<void(bp::Manifest &)> change;
+    std::string fragment;
+  };
+  const std::vector<BiasGradCase> cases = {
+      {"sums of B with A's count",
+       [](bp::Manifest &m) { gemm(m, 1, 0).mutable_bias_grad()->set_size(256); },
+       "entry point 'weight_in_out': program 0 (target 'cuda') command 0: "
+       "gemm bias gradient has 256 bytes, not the 384 of n = 96 values of "
+       "C's type"},
+      {"sums of A with B's count",
+       [](bp::Manifest &m) { gemm(m, 0, 0).set_bias_grad_of_a(false); },
+       "gemm bias gradient has 384 bytes, not the 256 of n = 64 values"},
+      {"with a batch",
+       [](bp::Manifest &m) {
+         bp::Gemm &g = gemm(m, 0, 0);
+         g.set_batch(2);
+         g.set_m(48);
+         g.set_stride_a(48);
+         g.set_stride_c(48 * 64);
+       },
+       "gemm has a bias gradient with batch 2 (only a single product "
+       "without a bias has one)"},
+      {"with a bias",
+       [](bp::Manifest &m) {
+         bp::Gemm &g = gemm(m, 0, 0);
+         *g.mutable_bias() = g.bias_grad();
+         g.mutable_bias()->set_size(64 * 4);
+       },
+       "gemm has a bias gradient with batch 1 and a bias"},
+      {"inside C",
+       [](bp::Manifest &m) {
+         bp::Gemm &g = gemm(m, 0, 0);
+         *g.mutable_bias_grad() = g.c();
+         g.mutable_bias_grad()->set_size(96 * 4);
+       },
+       "gemm bias gradient overlaps matrix C, which the product reads or "
+       "writes while the epilogue writes the gradient"},
+      {"outside its buffer",
+       [](bp::Manifest &m) {
+         gemm(m, 1, 0).mutable_bias_grad()->set_offset(8);
+       },
+       "gemm bias gradient"},
+  };
+  for (const BiasGradCase &test : cases) {
+    SCOPED_TRACE(test.name);
+    Status status = readBytes(withManifest(biasGradBundleBytes(), test.change));
+    expectError(status, StatusCode::FormatError, test.fragment);
+  }
+}
+
 TEST(BundleReader, AcceptsTheCudaBundles) {
   EXPECT_TRUE(readBytes(cudaBundleBytes(false)).ok());
   EXPECT_TRUE(readBytes(cudaBundleBytes(true)).ok());

@@ -298,6 +298,20 @@ TEST_P(CudaSession, RunsWithGraphsOff) {
   kiln_session_release(direct);
 }
 
+TEST_P(CudaSession, RefusesAMalformedBiasGradSetting) {
+  kiln_session_t *other = nullptr;
+  setenv("KILN_CUDA_BIAS_GRAD", "kernel", 1);
+  EXPECT_EQ(kiln_session_create(bundle, "cuda", &other),
+            KILN_STATUS_INVALID_ARGUMENT);
+  unsetenv("KILN_CUDA_BIAS_GRAD");
+  EXPECT_NE(std::string(kiln_status_message())
+                .find("KILN_CUDA_BIAS_GRAD='kernel' is not epilogue or "
+                      "product"),
+            std::string::npos)
+      << kiln_status_message();
+  EXPECT_EQ(other, nullptr);
+}
+
 TEST_P(CudaSession, RefusesAMalformedGraphsSetting) {
   kiln_session_t *other = nullptr;
   setenv("KILN_CUDA_GRAPHS", "yes", 1);
@@ -626,6 +640,94 @@ TEST(CudaAttention, MatchesTheHostVersion) {
 
   kiln_session_release(session);
   kiln_bundle_release(bundle);
+}
+
+/// Runs the bias-gradient bundle's two products in a session made with
+/// KILN_CUDA_BIAS_GRAD set to `mode` (cuBLASLt's epilogue, or a second
+/// product with a vector of ones) and checks them against the host.
+void checkBiasGrads(const char *mode) {
+  SCOPED_TRACE(std::string("KILN_CUDA_BIAS_GRAD=") + mode);
+  std::string ptxPath = envOr("KILN_TEST_PTX", KILN_TEST_PTX_SOURCE), ptx;
+  ASSERT_TRUE(readFile(ptxPath, ptx).ok()) << "cannot read " << ptxPath;
+  BundleWriter writer;
+  buildCudaBiasGradBundle(writer, {{bp::CodeImage::PTX, "compute_80", ptx}});
+  kiln_bundle_t *bundle = nullptr;
+  ASSERT_NO_FATAL_FAILURE(
+      openWrittenBundle(writer, "kiln-cuda-bias-grad", &bundle));
+  setenv("KILN_CUDA_BIAS_GRAD", mode, 1);
+  kiln_session_t *session = nullptr;
+  kiln_status_t created = kiln_session_create(bundle, "cuda", &session);
+  unsetenv("KILN_CUDA_BIAS_GRAD");
+  if (created == KILN_STATUS_UNSUPPORTED) {
+    kiln_bundle_release(bundle);
+    GTEST_SKIP() << "no CUDA here: " << kiln_status_message();
+  }
+  ASSERT_EQ(created, KILN_OK) << kiln_status_message();
+
+  const int64_t rows = kBiasGradRows, in = kBiasGradIn, out = kBiasGradOut;
+  // bf16 values (f32 truncated): exact on both sides.
+  auto bf16 = [](float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return static_cast<uint16_t>(u >> 16);
+  };
+  auto wide = [](uint16_t h) {
+    uint32_t u = uint32_t(h) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  };
+  std::vector<uint16_t> dy(rows * out), x(rows * in);
+  for (size_t i = 0; i < dy.size(); ++i)
+    dy[i] = bf16(std::sin(0.31f * i) + 0.25f);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = bf16(std::cos(0.17f * i));
+  std::vector<double> wantDb(out, 0.0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < out; ++j)
+      wantDb[j] += wide(dy[r * out + j]);
+  auto tensor = [](const char *name, std::vector<uint16_t> &data,
+                   const std::vector<int64_t> &dims) {
+    return kiln_tensor_t{name, KILN_ELEMENT_TYPE_BF16,
+                         static_cast<int32_t>(dims.size()), dims.data(),
+                         data.data(), data.size() * 2};
+  };
+  std::vector<int64_t> dyShape{rows, out}, xShape{rows, in},
+      outInShape{out, in}, inOutShape{in, out}, dbShape{out};
+  for (bool outIn : {true, false}) {
+    SCOPED_TRACE(outIn ? "weight_out_in" : "weight_in_out");
+    std::vector<float> dw(out * in, NAN), db(out, NAN);
+    kiln_tensor_t inputs[] = {
+        outIn ? tensor("dy", dy, dyShape) : tensor("x", x, xShape),
+        outIn ? tensor("x", x, xShape) : tensor("dy", dy, dyShape)};
+    kiln_tensor_t outputs[] = {
+        f32Tensor("dw", dw, outIn ? outInShape : inOutShape),
+        f32Tensor("db", db, dbShape)};
+    ASSERT_EQ(kiln_session_run(session, outIn ? "weight_out_in"
+                                              : "weight_in_out",
+                               inputs, 2, outputs, 2),
+              KILN_OK)
+        << kiln_status_message();
+    for (int64_t j = 0; j < out; ++j)
+      EXPECT_NEAR(db[j], wantDb[j], 1e-4 * (1 + std::fabs(wantDb[j])))
+          << "db " << j;
+    for (int64_t o = 0; o < out; ++o)
+      for (int64_t i = 0; i < in; ++i) {
+        double want = 0;
+        for (int64_t r = 0; r < rows; ++r)
+          want += double(wide(dy[r * out + o])) * wide(x[r * in + i]);
+        float got = outIn ? dw[o * in + i] : dw[i * out + o];
+        EXPECT_NEAR(got, want, 1e-4 * (1 + std::fabs(want)))
+            << "dw " << o << ", " << i;
+      }
+  }
+  kiln_session_release(session);
+  kiln_bundle_release(bundle);
+}
+
+TEST(CudaGemm, BiasGradientsMatchTheHost) {
+  checkBiasGrads("epilogue");
+  checkBiasGrads("product");
 }
 
 INSTANTIATE_TEST_SUITE_P(

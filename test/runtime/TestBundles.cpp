@@ -413,6 +413,40 @@ void buildCudaAttentionBundle(BundleWriter &writer,
   addCudaTarget(writer, std::move(images));
 }
 
+void buildCudaBiasGradBundle(BundleWriter &writer,
+                             std::vector<BundleWriter::Image> images) {
+  bp::Manifest &manifest = writer.manifest();
+  manifest.set_producer("kiln runtime tests");
+  manifest.set_model_name("cuda-bias-grad");
+  const int64_t rows = kBiasGradRows, in = kBiasGradIn, out = kBiasGradOut;
+  auto product = [&](const char *name, bool outIn) {
+    bp::EntryPoint &entry = *manifest.add_entry_points();
+    entry.set_name(name);
+    const char *first = outIn ? "dy" : "x", *second = outIn ? "x" : "dy";
+    int64_t firstCols = outIn ? out : in, secondCols = outIn ? in : out;
+    *entry.add_inputs() = tensor(first, bp::BF16, {rows, firstCols});
+    *entry.add_inputs() = tensor(second, bp::BF16, {rows, secondCols});
+    *entry.add_outputs() = tensor("dw", bp::F32, {firstCols, secondCols});
+    *entry.add_outputs() = tensor("db", bp::F32, {out});
+    bp::Gemm &gemm = addGemm(addProgram(entry), firstCols, secondCols, rows);
+    gemm.set_a_type(bp::BF16);
+    gemm.set_b_type(bp::BF16);
+    gemm.set_transpose_a(true);
+    gemm.set_lda(firstCols);
+    *gemm.mutable_a() =
+        buffer(bp::BufferRef::INPUT, 0, 0, rows * firstCols * 2);
+    *gemm.mutable_b() =
+        buffer(bp::BufferRef::INPUT, 1, 0, rows * secondCols * 2);
+    *gemm.mutable_c() =
+        buffer(bp::BufferRef::OUTPUT, 0, 0, firstCols * secondCols * 4);
+    *gemm.mutable_bias_grad() = buffer(bp::BufferRef::OUTPUT, 1, 0, out * 4);
+    gemm.set_bias_grad_of_a(outIn);
+  };
+  product("weight_out_in", true);
+  product("weight_in_out", false);
+  addCudaTarget(writer, std::move(images));
+}
+
 /// The multi bundle's entry points and CPU target over parameters w, b and
 /// acc (added by the caller).
 void addMultiEntryPoints(BundleWriter &writer, std::string code, uint32_t w,

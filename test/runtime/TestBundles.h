@@ -118,6 +118,19 @@ inline constexpr int64_t kAttentionBatch = 2, kAttentionHeads = 2,
 void buildCudaAttentionBundle(BundleWriter &writer,
                               std::vector<BundleWriter::Image> images);
 
+/// The bias-gradient bundle's sizes: a linear layer of kBiasGradIn inputs
+/// and kBiasGradOut outputs over kBiasGradRows rows.
+inline constexpr int64_t kBiasGradRows = 136, kBiasGradIn = 64,
+                         kBiasGradOut = 96;
+
+/// Fills `writer` with the "cuda-bias-grad" bundle, a CUDA-only bundle of
+/// two bf16 weight-gradient products (f32 C) with the bias-gradient
+/// epilogue, dy [rows, out] and x [rows, in] bf16:
+///   weight_out_in(dy, x) -> (dw [out, in] = dy^T x, db [out]: sums of A)
+///   weight_in_out(x, dy) -> (dw [in, out] = x^T dy, db [out]: sums of B)
+void buildCudaBiasGradBundle(BundleWriter &writer,
+                             std::vector<BundleWriter::Image> images);
+
 /// Bytes that stand in for CPU code where nothing loads it.
 std::string standInCode();
 
