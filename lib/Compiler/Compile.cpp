@@ -98,7 +98,9 @@ void buildTensorPipeline(PassManager &pm, const kiln::CompileOptions &options,
   pm.addPass(kiln::createKilnMatmulAccumulate());
   if (options.rematerialize)
     pm.addPass(kiln::createKilnRematerialize());
-  pm.addPass(kiln::createKilnFuseElementwise());
+  kiln::KilnFuseElementwiseOptions fuse;
+  fuse.transposes = forCuda;
+  pm.addPass(kiln::createKilnFuseElementwise(fuse));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(kiln::createKilnSplitSharedFills());
 }

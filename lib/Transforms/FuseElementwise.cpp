@@ -198,7 +198,22 @@ void mergeUpdatesByShape(func::FuncOp function) {
 
 struct KilnFuseElementwisePass
     : kiln::impl::KilnFuseElementwiseBase<KilnFuseElementwisePass> {
+  using KilnFuseElementwiseBase::KilnFuseElementwiseBase;
+
   void runOnOperation() override {
+    if (transposes) {
+      SmallVector<linalg::TransposeOp> ops;
+      getOperation().walk([&](linalg::TransposeOp op) {
+        if (op.hasPureTensorSemantics())
+          ops.push_back(op);
+      });
+      IRRewriter rewriter(&getContext());
+      for (linalg::TransposeOp op : ops) {
+        rewriter.setInsertionPoint(op);
+        if (failed(linalg::generalizeNamedOp(rewriter, op)))
+          return signalPassFailure();
+      }
+    }
     RewritePatternSet patterns(&getContext());
     linalg::populateElementwiseOpsFusionPatterns(patterns, shouldFuse);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

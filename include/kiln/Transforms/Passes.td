@@ -329,7 +329,16 @@ def KilnFuseElementwise : Pass<"kiln-fuse-elementwise", "mlir::ModuleOp"> {
     Last, the finished updates (results only returned) of parameters with
     the same iteration space are merged side by side, up to 8 parameters a
     loop: the update of all parameters takes one loop per distinct shape.
+
+    With `transposes` (the CUDA target), `linalg.transpose` ops become
+    `linalg.generic` first, so that a transposition fuses into the
+    elementwise kernel that reads it (attention's per-head q, k and v into
+    their rounding to bf16) instead of being a kernel of its own.
   }];
+  let options = [
+    Option<"transposes", "transposes", "bool", /*default=*/"false",
+           "Fuse linalg.transpose ops too, as linalg.generic">
+  ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect"];
 }
