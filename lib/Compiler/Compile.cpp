@@ -129,14 +129,24 @@ void buildBufferPipeline(PassManager &pm, bool forCpu,
     // CSE merged the zero inits kiln-split-shared-fills had split.
     pm.addPass(kiln::createKilnSplitSharedFills());
   }
+  // A value computed only to be inserted into a larger tensor (a
+  // concatenation: the gradients of q, k and v into the qkv projection's)
+  // is computed into its slice of that tensor, with no copy after.
+  if (!forCpu)
+    pm.addPass(kiln::createKilnComputeIntoSlices());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-  // kiln-attention-kernel's loops, for kiln-gpu-outline-kernels.
-  if (!forCpu)
+  // kiln-attention-kernel's loops, for kiln-gpu-outline-kernels. The
+  // copies of slices computed in place (kiln-compute-into-slices) copy a
+  // view onto an equal one: CSE makes them one, and canonicalization drops
+  // the copy.
+  if (!forCpu) {
     pm.addPass(createForallToParallelLoopPass());
+    pm.addPass(createCSEPass());
+  }
   bufferization::BufferResultsToOutParamsPassOptions outParams;
   // Results are computed into their own buffers and copied out at the end:
   // an output that updates a parameter in place may only be written once

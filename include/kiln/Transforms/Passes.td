@@ -695,6 +695,30 @@ def KilnGemmBiasGrad : Pass<"kiln-gemm-bias-grad", "mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def KilnComputeIntoSlices
+    : Pass<"kiln-compute-into-slices", "mlir::ModuleOp"> {
+  let summary = "Elementwise results computed into the slices they fill";
+  let description = [{
+    For the CUDA target, on linalg on tensors just before bufferization: a
+    `tensor.insert_slice` (unit strides, static sizes) of the result of an
+    all-parallel `linalg.generic` (possibly through a
+    `tensor.collapse_shape`), which nothing else reads, computed into a
+    `tensor.empty` its payload does not read and written through a
+    permutation of its loops, gets the generic computing into a
+    `tensor.extract_slice` of the insertion's destination instead (expanded
+    back to its shape through the collapse's reassociation), moved to just
+    before the insertion. Bufferized, the kernel writes the slice of the
+    concatenation in place, and the copy the insertion would have been goes
+    (attention's q, k and v gradients, transposed into their thirds of the
+    qkv projection's gradient).
+  }];
+  let statistics = [
+    Statistic<"numComputed", "computed", "Results computed into slices">
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def KilnSplitReductions : Pass<"kiln-split-reductions", "mlir::ModuleOp"> {
   let summary = "Long reductions in two parallel stages";
   let description = [{
