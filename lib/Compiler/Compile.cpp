@@ -100,6 +100,7 @@ void buildTensorPipeline(PassManager &pm, const kiln::CompileOptions &options,
     pm.addPass(kiln::createKilnRematerialize());
   kiln::KilnFuseElementwiseOptions fuse;
   fuse.transposes = forCuda;
+  fuse.cheapBroadcasts = forCuda;
   pm.addPass(kiln::createKilnFuseElementwise(fuse));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(kiln::createKilnSplitSharedFills());

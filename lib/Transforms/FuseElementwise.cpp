@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -35,8 +36,25 @@ bool onlyMovesData(linalg::GenericOp op) {
   return op.getBody()->without_terminator().empty();
 }
 
-/// Whether the producer of `operand` may be fused into its owner.
-bool shouldFuse(OpOperand *operand) {
+/// Whether `op`'s payload is a few arithmetic operations (at most four of
+/// arith's, or a square root or its reciprocal): recomputing it for every
+/// element of a broadcast costs less than a kernel launch and a round trip
+/// through memory.
+bool isCheap(linalg::GenericOp op) {
+  int64_t count = 0;
+  for (Operation &inner : op.getBody()->without_terminator()) {
+    if (!isa<arith::ArithDialect>(inner.getDialect()) &&
+        !isa<math::SqrtOp, math::RsqrtOp>(inner))
+      return false;
+    ++count;
+  }
+  return count <= 4;
+}
+
+/// Whether the producer of `operand` may be fused into its owner; with
+/// `cheapBroadcasts`, a cheap producer (isCheap) with one use also fuses
+/// into a consumer that broadcasts it.
+bool shouldFuse(OpOperand *operand, bool cheapBroadcasts) {
   // Matrix products must stay plain contractions to become BLAS calls.
   Operation *consumer = operand->getOwner();
   if (consumer->hasAttr("kiln.matmul"))
@@ -61,7 +79,10 @@ bool shouldFuse(OpOperand *operand) {
   // producer's work for every element of the broadcast (a 0-d bias
   // correction computed per parameter element).
   auto fused = dyn_cast<linalg::GenericOp>(consumer);
-  return !fused || fused.getMatchingIndexingMap(operand).isPermutation();
+  if (!fused || fused.getMatchingIndexingMap(operand).isPermutation())
+    return true;
+  return cheapBroadcasts && isCheap(producer) &&
+         producer.getNumLoops() == producer.getNumParallelLoops();
 }
 
 /// A loop of the optimizer update (marked with its phase) on tensors, with
@@ -215,7 +236,10 @@ struct KilnFuseElementwisePass
       }
     }
     RewritePatternSet patterns(&getContext());
-    linalg::populateElementwiseOpsFusionPatterns(patterns, shouldFuse);
+    linalg::populateElementwiseOpsFusionPatterns(
+        patterns, [&](OpOperand *operand) {
+          return shouldFuse(operand, cheapBroadcasts);
+        });
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     // Then each parameter's update takes in the new optimizer states it

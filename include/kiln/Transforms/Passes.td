@@ -334,12 +334,22 @@ def KilnFuseElementwise : Pass<"kiln-fuse-elementwise", "mlir::ModuleOp"> {
     `linalg.generic` first, so that a transposition fuses into the
     elementwise kernel that reads it (attention's per-head q, k and v into
     their rounding to bf16) instead of being a kernel of its own.
+
+    With `cheap-broadcasts` (the CUDA target), a producer with one use whose
+    payload is at most four `arith` operations, or a square root or its
+    reciprocal, also fuses into a consumer that broadcasts it: a
+    normalization's mean (`sum / n`) and reciprocal deviation, per row, are
+    recomputed for each element of the row instead of being kernels of
+    their own.
   }];
   let options = [
     Option<"transposes", "transposes", "bool", /*default=*/"false",
-           "Fuse linalg.transpose ops too, as linalg.generic">
+           "Fuse linalg.transpose ops too, as linalg.generic">,
+    Option<"cheapBroadcasts", "cheap-broadcasts", "bool", /*default=*/"false",
+           "Fuse cheap producers into consumers that broadcast them">
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::math::MathDialect",
                            "::mlir::tensor::TensorDialect"];
 }
 
