@@ -120,6 +120,9 @@ void buildBufferPipeline(PassManager &pm, bool forCpu,
     pm.addPass(kiln::createKilnGemmBiasGrad());
     pm.addPass(kiln::createKilnSplitReductions());
     pm.addPass(createCanonicalizerPass());
+    pm.addPass(kiln::createKilnMergeSiblingReductions());
+    // A tensor both merged reductions read is one input again.
+    pm.addPass(createCanonicalizerPass());
   }
   if (precision != kiln::Precision::F32) {
     kiln::KilnAutoMixedPrecisionOptions amp;

@@ -425,16 +425,15 @@ bool touches(Operation *op, const ByteRange &bytes) {
   });
 }
 
-/// The fill that a reduction `op` makes dead: `op` writes its one output's
-/// every element (its output map takes every output dimension from a
-/// parallel loop), and the last op before it touching the bytes of the
-/// output's buffer (an argument or arena slot, through any view) fills
-/// exactly that output with a constant. Null when there is none or `op` is no such reduction.
-linalg::FillOp fillBeforeReduction(linalg::GenericOp op) {
-  if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1 ||
-      op.getNumReductionLoops() == 0)
+/// The fill that a reduction `op` makes dead for its output `out`: `op`
+/// writes the output's every element (its output map takes every output
+/// dimension from a parallel loop), and the last op before it touching the
+/// bytes of the output's buffer (an argument or arena slot, through any
+/// view) fills exactly that output with a constant. Null when there is
+/// none or `op` is no such reduction.
+linalg::FillOp fillBeforeReduction(linalg::GenericOp op, OpOperand *out) {
+  if (!op.hasPureBufferSemantics() || op.getNumReductionLoops() == 0)
     return {};
-  OpOperand *out = op.getDpsInitOperand(0);
   AffineMap map = op.getMatchingIndexingMap(out);
   auto type = dyn_cast<MemRefType>(out->get().getType());
   if (!type || !map.isProjectedPermutation() ||
@@ -621,10 +620,11 @@ struct KilnGPUOutlineKernelsPass
       llvm::SmallPtrSet<Operation *, 16> deferred;
       for (Operation *kernel : kernels)
         if (auto generic = dyn_cast<linalg::GenericOp>(kernel))
-          if (linalg::FillOp fill = fillBeforeReduction(generic)) {
-            fillsBefore[kernel] = fill;
-            deferred.insert(fill);
-          }
+          for (OpOperand &out : generic.getDpsInitsMutable())
+            if (linalg::FillOp fill = fillBeforeReduction(generic, &out)) {
+              fillsBefore[kernel].push_back({out.getOperandNumber(), fill});
+              deferred.insert(fill);
+            }
       int64_t next = 0;
       for (Operation *kernel : kernels)
         if (!deferred.contains(kernel) &&
@@ -818,18 +818,23 @@ struct KilnGPUOutlineKernelsPass
     // A reduction whose output was just filled starts from the fill's value
     // instead of reading it back, and the fill goes; or it is a kernel
     // after all, launched where it was.
-    if (linalg::FillOp fill = fillsBefore.lookup(kernel)) {
-      fillsBefore.erase(kernel);
-      TypedAttr value;
-      matchPattern(fill.getDpsInputs()[0], m_Constant(&value));
-      SmallVector<Operation *> chain;
-      FailureOr<Value> root = traceToRoot(
-          cast<linalg::GenericOp>(kernel).getDpsInits()[0], chain);
-      if (succeeded(root) &&
-          startFromFill(function, mapping.lookup(*root), value))
-        fill.erase();
-      else if (failed(outline(entry, fill, next)))
-        return failure();
+    auto fills = fillsBefore.find(kernel);
+    if (fills != fillsBefore.end()) {
+      SmallVector<std::pair<unsigned, linalg::FillOp>> pending =
+          std::move(fills->second);
+      fillsBefore.erase(fills);
+      for (auto [operand, fill] : pending) {
+        TypedAttr value;
+        matchPattern(fill.getDpsInputs()[0], m_Constant(&value));
+        SmallVector<Operation *> chain;
+        FailureOr<Value> root =
+            traceToRoot(kernel->getOperand(operand), chain);
+        if (succeeded(root) &&
+            startFromFill(function, mapping.lookup(*root), value))
+          fill.erase();
+        else if (failed(outline(entry, fill, next)))
+          return failure();
+      }
     }
     // A kernel over an empty tensor has nothing to do: no launch.
     if (*points == 0) {
@@ -880,9 +885,11 @@ struct KilnGPUOutlineKernelsPass
   }
 
   gpu::GPUModuleOp gpuModule;
-  /// The fill just before each reduction that may start from its value
-  /// instead (fillBeforeReduction), until the reduction is outlined.
-  llvm::DenseMap<Operation *, linalg::FillOp> fillsBefore;
+  /// The fills just before each reduction that may start from their values
+  /// instead (fillBeforeReduction), with the operand each fills, until the
+  /// reduction is outlined.
+  llvm::DenseMap<Operation *, SmallVector<std::pair<unsigned, linalg::FillOp>>>
+      fillsBefore;
   llvm::StringMap<gpu::GPUFuncOp> bodies;
   SetVector<memref::GlobalOp> globals;
 };

@@ -354,3 +354,33 @@ func.func @fill_read_between(%x: memref<4x8xf32>, %m: memref<4xf32>, %y: memref<
   }
   return
 }
+
+// -----
+
+// A reduction with two outputs (kiln-merge-sibling-reductions), each
+// filled just before it: both sums start from their fill's value in a
+// register, and neither fill launches a kernel.
+// CHECK-LABEL: func.func @two_sums(
+// CHECK-NOT: linalg.fill
+// CHECK: gpu.launch_func @kiln_kernels::@two_sums_k0
+// CHECK-NOT: gpu.launch_func
+// CHECK: return
+// CHECK: gpu.func @two_sums_k0(%[[X:.*]]: memref<8x4xf32>, %[[A:.*]]: memref<4xf32>, %[[B:.*]]: memref<4xf32>) kernel
+// CHECK-NOT: memref.load %[[A]]
+// CHECK-NOT: memref.load %[[B]]
+// CHECK: %[[SUMS:.*]]:2 = scf.for %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (f32, f32)
+// CHECK-DAG: memref.store %[[SUMS]]#{{[01]}}, %[[A]]
+// CHECK-DAG: memref.store %[[SUMS]]#{{[01]}}, %[[B]]
+func.func @two_sums(%x: memref<8x4xf32>, %a: memref<4xf32>, %b: memref<4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  linalg.fill ins(%zero : f32) outs(%a : memref<4xf32>)
+  linalg.fill ins(%one : f32) outs(%b : memref<4xf32>)
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (j)>], iterator_types = ["reduction", "parallel"]} ins(%x : memref<8x4xf32>) outs(%a, %b : memref<4xf32>, memref<4xf32>) {
+  ^bb0(%v: f32, %s: f32, %p: f32):
+    %r = arith.addf %s, %v : f32
+    %q = arith.mulf %p, %v : f32
+    linalg.yield %r, %q : f32, f32
+  }
+  return
+}

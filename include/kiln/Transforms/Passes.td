@@ -729,6 +729,28 @@ def KilnComputeIntoSlices
                            "::mlir::tensor::TensorDialect"];
 }
 
+def KilnMergeSiblingReductions
+    : Pass<"kiln-merge-sibling-reductions", "mlir::ModuleOp"> {
+  let summary = "Independent reductions of one iteration space in one op";
+  let description = [{
+    For the CUDA target, on linalg on tensors after kiln-split-reductions:
+    a `linalg.generic` with a reduction loop, static loop ranges and outputs
+    that are fills of `tensor.empty`, and an earlier one (at most 48 ops
+    before it in the block) with the same iterator types and loop ranges,
+    which it does not depend on and whose results are read only after it,
+    become one `linalg.generic` at the later one's place: the inputs and
+    outputs of the earlier, then the later's, each output filled anew
+    there, and both bodies. Repeated until nothing merges: a layer norm's
+    backward sums its bias's and its weight's gradients over the rows in one
+    kernel (and their two-stage partials in one each).
+  }];
+  let statistics = [
+    Statistic<"numMerged", "merged", "Reductions merged into an earlier one">
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def KilnSplitReductions : Pass<"kiln-split-reductions", "mlir::ModuleOp"> {
   let summary = "Long reductions in two parallel stages";
   let description = [{
