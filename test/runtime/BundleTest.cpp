@@ -653,15 +653,19 @@ bp::Gemm &gemm(bp::Manifest &m, int entry, int command) {
   return *program(m, entry).mutable_commands(command)->mutable_gemm();
 }
 
-/// The attention bundle with a stand-in PTX image.
-std::string attentionBundleBytes() {
+/// The bytes of the bundle `build` makes with a stand-in PTX image.
+std::string standInPtxBundleBytes(
+    void (*build)(BundleWriter &, std::vector<BundleWriter::Image>)) {
   BundleWriter writer;
-  buildCudaAttentionBundle(writer,
-                           {{bp::CodeImage::PTX, "compute_80", "// stand-in"}});
+  build(writer, {{bp::CodeImage::PTX, "compute_80", "// stand-in"}});
   std::string bytes;
   Status status = writer.serialize(bytes);
   EXPECT_TRUE(status.ok()) << status.message();
   return bytes;
+}
+
+std::string attentionBundleBytes() {
+  return standInPtxBundleBytes(buildCudaAttentionBundle);
 }
 
 bp::Attention &attention(bp::Manifest &m, int entry) {
@@ -735,15 +739,8 @@ TEST(BundleReader, RejectsEachBrokenAttentionRule) {
   }
 }
 
-/// The bias-gradient bundle with a stand-in PTX image.
 std::string biasGradBundleBytes() {
-  BundleWriter writer;
-  buildCudaBiasGradBundle(writer,
-                          {{bp::CodeImage::PTX, "compute_80", "// stand-in"}});
-  std::string bytes;
-  Status status = writer.serialize(bytes);
-  EXPECT_TRUE(status.ok()) << status.message();
-  return bytes;
+  return standInPtxBundleBytes(buildCudaBiasGradBundle);
 }
 
 TEST(BundleReader, RejectsEachBrokenBiasGradRule) {

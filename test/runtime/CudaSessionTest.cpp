@@ -530,24 +530,39 @@ TEST_P(CudaSession, ShardCollectivesOnOneRankMoveTheValues) {
   runMeanSteps(dir + "/all-reduce-sharded-" + GetParam(), /*sharded=*/true);
 }
 
+/// Writes the bundle `build` makes with kernels.ptx as `name`, opens it and
+/// creates a CUDA session of it; with no CUDA here, skips the test and
+/// leaves both null.
+void openPtxSession(void (*build)(BundleWriter &,
+                                  std::vector<BundleWriter::Image>),
+                    const char *name, kiln_bundle_t **bundle,
+                    kiln_session_t **session) {
+  *bundle = nullptr;
+  *session = nullptr;
+  std::string ptxPath = envOr("KILN_TEST_PTX", KILN_TEST_PTX_SOURCE), ptx;
+  ASSERT_TRUE(readFile(ptxPath, ptx).ok()) << "cannot read " << ptxPath;
+  BundleWriter writer;
+  build(writer, {{bp::CodeImage::PTX, "compute_80", ptx}});
+  ASSERT_NO_FATAL_FAILURE(openWrittenBundle(writer, name, bundle));
+  kiln_status_t created = kiln_session_create(*bundle, "cuda", session);
+  if (created == KILN_STATUS_UNSUPPORTED) {
+    kiln_bundle_release(*bundle);
+    *bundle = nullptr;
+    GTEST_SKIP() << "no CUDA here: " << kiln_status_message();
+  }
+  ASSERT_EQ(created, KILN_OK) << kiln_status_message();
+}
+
 /// The attention bundle's entry points on the GPU against the runtime's
 /// host version of its kernels (kiln/attention.h), with bf16 rounding's
 /// tolerance: they add the same terms in other orders.
 TEST(CudaAttention, MatchesTheHostVersion) {
-  std::string ptxPath = envOr("KILN_TEST_PTX", KILN_TEST_PTX_SOURCE), ptx;
-  ASSERT_TRUE(readFile(ptxPath, ptx).ok()) << "cannot read " << ptxPath;
-  BundleWriter writer;
-  buildCudaAttentionBundle(writer, {{bp::CodeImage::PTX, "compute_80", ptx}});
   kiln_bundle_t *bundle = nullptr;
-  ASSERT_NO_FATAL_FAILURE(
-      openWrittenBundle(writer, "kiln-cuda-attention", &bundle));
   kiln_session_t *session = nullptr;
-  kiln_status_t created = kiln_session_create(bundle, "cuda", &session);
-  if (created == KILN_STATUS_UNSUPPORTED) {
-    kiln_bundle_release(bundle);
-    GTEST_SKIP() << "no CUDA here: " << kiln_status_message();
-  }
-  ASSERT_EQ(created, KILN_OK) << kiln_status_message();
+  ASSERT_NO_FATAL_FAILURE(openPtxSession(
+      buildCudaAttentionBundle, "kiln-cuda-attention", &bundle, &session));
+  if (!session)
+    return;
 
   const int64_t b = kAttentionBatch, h = kAttentionHeads, s = kAttentionSeq,
                 d = kAttentionHeadSize;
@@ -647,22 +662,14 @@ TEST(CudaAttention, MatchesTheHostVersion) {
 /// product with a vector of ones) and checks them against the host.
 void checkBiasGrads(const char *mode) {
   SCOPED_TRACE(std::string("KILN_CUDA_BIAS_GRAD=") + mode);
-  std::string ptxPath = envOr("KILN_TEST_PTX", KILN_TEST_PTX_SOURCE), ptx;
-  ASSERT_TRUE(readFile(ptxPath, ptx).ok()) << "cannot read " << ptxPath;
-  BundleWriter writer;
-  buildCudaBiasGradBundle(writer, {{bp::CodeImage::PTX, "compute_80", ptx}});
   kiln_bundle_t *bundle = nullptr;
-  ASSERT_NO_FATAL_FAILURE(
-      openWrittenBundle(writer, "kiln-cuda-bias-grad", &bundle));
-  setenv("KILN_CUDA_BIAS_GRAD", mode, 1);
   kiln_session_t *session = nullptr;
-  kiln_status_t created = kiln_session_create(bundle, "cuda", &session);
+  setenv("KILN_CUDA_BIAS_GRAD", mode, 1);
+  openPtxSession(buildCudaBiasGradBundle, "kiln-cuda-bias-grad", &bundle,
+                 &session);
   unsetenv("KILN_CUDA_BIAS_GRAD");
-  if (created == KILN_STATUS_UNSUPPORTED) {
-    kiln_bundle_release(bundle);
-    GTEST_SKIP() << "no CUDA here: " << kiln_status_message();
-  }
-  ASSERT_EQ(created, KILN_OK) << kiln_status_message();
+  if (!session)
+    return;
 
   const int64_t rows = kBiasGradRows, in = kBiasGradIn, out = kBiasGradOut;
   // bf16 values (f32 truncated): exact on both sides.
