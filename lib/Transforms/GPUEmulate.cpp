@@ -11,6 +11,7 @@
 
 #include "kiln/KilnOps.h"
 #include "kiln/Transforms/Buffers.h"
+#include "kiln/Transforms/Gemm.h"
 #include "kiln/Transforms/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -175,11 +176,8 @@ struct KilnGPUEmulatePass
     return success();
   }
 
-  /// A product with a bias-gradient output (kiln-gemm-bias-grad) becomes
-  /// the product alone and, after it, the sum its epilogue computes: over
-  /// the k rows of the operand as stored (k x n for the right operand, k x m
-  /// for the transposed left one), widened to the vector's type, into the
-  /// vector, zero-filled first. The product is one BLAS can multiply again.
+  /// Each product with a bias-gradient output becomes the product and the
+  /// sum after it (kiln::splitBiasGrad): BLAS multiplies it again.
   void splitBiasGrads() {
     SmallVector<linalg::GenericOp> products;
     getOperation().walk([&](linalg::GenericOp op) {
@@ -187,58 +185,8 @@ struct KilnGPUEmulatePass
       if (flags && flags.contains("bias_grad") && op.getNumDpsInits() == 2)
         products.push_back(op);
     });
-    for (linalg::GenericOp op : products) {
-      MLIRContext *context = op.getContext();
-      NamedAttrList flags(op->getAttrOfType<DictionaryAttr>("kiln.matmul"));
-      bool ofLhs = flags.get("bias_grad_of_lhs") != nullptr;
-      bool overwrite = flags.get("bias_grad_overwrite") != nullptr;
-      for (StringRef flag :
-           {"bias_grad", "bias_grad_of_lhs", "bias_grad_overwrite"})
-        flags.erase(flag);
-      OpBuilder b(op);
-      Location loc = op.getLoc();
-      Value vector = op.getDpsInits()[1];
-      Value operand = op.getDpsInputs()[ofLhs ? 0 : 1];
-      SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-      maps.pop_back();
-      auto product = linalg::GenericOp::create(
-          b, loc, TypeRange{}, op.getDpsInputs(), op.getDpsInits()[0], maps,
-          op.getIteratorTypesArray());
-      IRMapping mapping;
-      op.getRegion().cloneInto(&product.getRegion(), mapping);
-      Block *body = product.getBody();
-      auto yield = cast<linalg::YieldOp>(body->getTerminator());
-      yield->eraseOperand(1);
-      for (Operation &inner :
-           llvm::make_early_inc_range(llvm::reverse(*body)))
-        if (&inner != yield && inner.use_empty() && isPure(&inner))
-          inner.erase();
-      body->eraseArgument(body->getNumArguments() - 1);
-      product->setAttr("kiln.matmul", flags.getDictionary(context));
-
-      Type element = cast<MemRefType>(vector.getType()).getElementType();
-      if (overwrite)
-        linalg::FillOp::create(
-            b, loc,
-            arith::ConstantOp::create(b, loc, b.getZeroAttr(element)).getResult(),
-            vector);
-      AffineMap rows = AffineMap::getMultiDimIdentityMap(2, context);
-      AffineMap columns = AffineMap::get(2, 0, getAffineDimExpr(1, context));
-      linalg::GenericOp::create(
-          b, loc, TypeRange{}, operand, vector,
-          ArrayRef<AffineMap>{rows, columns},
-          ArrayRef<utils::IteratorType>{utils::IteratorType::reduction,
-                                        utils::IteratorType::parallel},
-          [&](OpBuilder &nb, Location nloc, ValueRange args) {
-            Value term = args[0];
-            if (term.getType() != element)
-              term = arith::ExtFOp::create(nb, nloc, element, term);
-            linalg::YieldOp::create(
-                nb, nloc,
-                ValueRange{arith::AddFOp::create(nb, nloc, args[1], term)});
-          });
-      op.erase();
-    }
+    for (linalg::GenericOp op : products)
+      kiln::splitBiasGrad(op);
   }
 
   /// A product that overwrites its output (the zero fill erased for the

@@ -649,13 +649,20 @@ struct KilnGPUOutlineKernelsPass
   void prepareGemm(linalg::GenericOp op,
                    llvm::SmallPtrSetImpl<Operation *> &library) {
     std::optional<kiln::GemmDescription> gemm = kiln::describeGemm(op);
-    if (!gemm)
-      return;
     // What cuBLASLt multiplies: f32, f16 or bf16 operands (describeGemm
     // checked that 16-bit ones accumulate into f32 or their own type).
-    Type element = cast<MemRefType>(gemm->lhs.getType()).getElementType();
-    if (!element.isF32() && !element.isF16() && !element.isBF16())
+    Type element = gemm ? cast<MemRefType>(gemm->lhs.getType()).getElementType()
+                        : Type();
+    if (!gemm || (!element.isF32() && !element.isF16() && !element.isBF16())) {
+      // A product with a bias gradient cuBLASLt will not compute is the
+      // product and the sum again: as one kernel, every thread of a column
+      // would write the column's sum.
+      auto flags = op->getAttrOfType<DictionaryAttr>("kiln.matmul");
+      if (flags && flags.contains("bias_grad") && op.getNumDpsInits() == 2 &&
+          op.hasPureBufferSemantics())
+        prepareGemm(kiln::splitBiasGrad(op), library);
       return;
+    }
     auto markOverwritten = [&](linalg::FillOp fill, StringRef flag) {
       if (!fill)
         return;

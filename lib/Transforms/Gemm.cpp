@@ -3,6 +3,7 @@
 #include "kiln/Transforms/Gemm.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/CallInterfaces.h"
 
@@ -127,4 +128,55 @@ kiln::describeGemm(linalg::GenericOp op) {
       gemm.bias = gemm.biasInit.getDpsInputs()[0];
   }
   return gemm;
+}
+
+linalg::GenericOp kiln::splitBiasGrad(linalg::GenericOp op) {
+  MLIRContext *context = op.getContext();
+  NamedAttrList flags(op->getAttrOfType<DictionaryAttr>("kiln.matmul"));
+  bool ofLhs = flags.get("bias_grad_of_lhs") != nullptr;
+  bool overwrite = flags.get("bias_grad_overwrite") != nullptr;
+  for (StringRef flag : {"bias_grad", "bias_grad_of_lhs", "bias_grad_overwrite"})
+    flags.erase(flag);
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  Value vector = op.getDpsInits()[1];
+  Value operand = op.getDpsInputs()[ofLhs ? 0 : 1];
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  maps.pop_back();
+  auto product = linalg::GenericOp::create(b, loc, TypeRange{},
+                                           op.getDpsInputs(),
+                                           op.getDpsInits()[0], maps,
+                                           op.getIteratorTypesArray());
+  IRMapping mapping;
+  op.getRegion().cloneInto(&product.getRegion(), mapping);
+  Block *body = product.getBody();
+  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+  yield->eraseOperand(1);
+  for (Operation &inner : llvm::make_early_inc_range(llvm::reverse(*body)))
+    if (&inner != yield && inner.use_empty() && isPure(&inner))
+      inner.erase();
+  body->eraseArgument(body->getNumArguments() - 1);
+  product->setAttr("kiln.matmul", flags.getDictionary(context));
+
+  Type element = cast<MemRefType>(vector.getType()).getElementType();
+  if (overwrite)
+    linalg::FillOp::create(
+        b, loc,
+        arith::ConstantOp::create(b, loc, b.getZeroAttr(element)).getResult(),
+        vector);
+  AffineMap rows = AffineMap::getMultiDimIdentityMap(2, context);
+  AffineMap columns = AffineMap::get(2, 0, getAffineDimExpr(1, context));
+  linalg::GenericOp::create(
+      b, loc, TypeRange{}, operand, vector, ArrayRef<AffineMap>{rows, columns},
+      ArrayRef<utils::IteratorType>{utils::IteratorType::reduction,
+                                    utils::IteratorType::parallel},
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        Value term = args[0];
+        if (term.getType() != element)
+          term = arith::ExtFOp::create(nb, nloc, element, term);
+        linalg::YieldOp::create(
+            nb, nloc, ValueRange{arith::AddFOp::create(nb, nloc, args[1], term)});
+      });
+  op.erase();
+  return product;
 }

@@ -86,9 +86,10 @@ SmallVector<Value> rowViews(Value x) {
   return views;
 }
 
-/// An unbatched f32 `kiln.matmul` into a zero fill that reads `rows` (whose
-/// rows are its k) as one operand: the right one, not transposed, or the
-/// left one, transposed (`ofLhs`). Null otherwise.
+/// An unbatched f32 `kiln.matmul` into a zero fill, of static non-empty
+/// shape, that reads `rows` (whose rows are its k) as one operand: the
+/// right one, not transposed, or the left one, transposed (`ofLhs`). Null
+/// otherwise.
 linalg::GenericOp productOverRows(Value rows, bool &ofLhs) {
   for (Operation *user : rows.getUsers()) {
     auto product = dyn_cast<linalg::GenericOp>(user);
@@ -98,8 +99,11 @@ linalg::GenericOp productOverRows(Value rows, bool &ofLhs) {
     if (!flags || flags.contains("bias_grad") ||
         !product.hasPureTensorSemantics() || product.getNumDpsInputs() != 2 ||
         product.getNumDpsInits() != 1 || product.getNumLoops() != 3 ||
-        !isZeroFilled(product.getDpsInits()[0]) ||
-        !getElementTypeOrSelf(product.getResult(0).getType()).isF32())
+        !isZeroFilled(product.getDpsInits()[0]))
+      continue;
+    auto outType = cast<RankedTensorType>(product.getResult(0).getType());
+    if (!outType.getElementType().isF32() || !outType.hasStaticShape() ||
+        outType.getNumElements() == 0)
       continue;
     Value lhs = product.getDpsInputs()[0], rhs = product.getDpsInputs()[1];
     if (lhs == rhs)

@@ -695,9 +695,18 @@ private:
                                ? " and a bias"
                                : "",
                            " (only a single product without a bias has one)");
+      // The epilogue's sums are not scaled: alpha must leave the product
+      // unscaled too, or the two would disagree.
+      if (gemm.alpha() != 1.0f)
+        return formatError("gemm has a bias gradient with alpha ",
+                           gemm.alpha(), " (only alpha 1 has one)");
       int64_t count = gemm.bias_grad_of_a() ? gemm.m() : gemm.n();
-      uint64_t bytes =
-          static_cast<uint64_t>(count) * elementTypeSize(gemm.c_type());
+      uint64_t elementBytes = elementTypeSize(gemm.c_type());
+      uint64_t bytes = static_cast<uint64_t>(count) * elementBytes;
+      if (gemm.bias_grad().offset() % elementBytes != 0)
+        return formatError("gemm bias gradient starts at byte offset ",
+                           gemm.bias_grad().offset(), ", not a multiple of its ",
+                           elementBytes, "-byte elements");
       if (gemm.bias_grad().size() != bytes)
         return formatError("gemm bias gradient has ", gemm.bias_grad().size(),
                            " bytes, not the ", bytes, " of ",

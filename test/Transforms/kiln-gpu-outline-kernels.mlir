@@ -384,3 +384,41 @@ func.func @two_sums(%x: memref<8x4xf32>, %a: memref<4xf32>, %b: memref<4xf32>) {
   }
   return
 }
+
+// -----
+
+// A product with a bias-gradient output that cuBLASLt cannot take with its
+// epilogue (here the vector's zero fill is not just before it: a kernel
+// comes between) is the product and the sum again: the product goes to the
+// library, the sum is a kernel of a thread per element of the vector, not
+// one per element of the product (each would write its column's sum).
+// CHECK-LABEL: func.func @bias_grad_split(
+// CHECK-SAME: %[[DY:[a-z0-9]+]]: memref<8x6xf32>, %[[X:[a-z0-9]+]]: memref<8x5xf32>, %[[DW:[a-z0-9]+]]: memref<6x5xf32>, %[[DB:[a-z0-9]+]]: memref<6xf32>, %[[Y:[a-z0-9]+]]: memref<4xf32>
+// (The sum starts from the vector's fill, which launches nothing.)
+// CHECK: gpu.launch_func @kiln_kernels::@bias_grad_split_k0 {{.*}} args(%[[Y]] : memref<4xf32>)
+// CHECK-NEXT: linalg.generic {{.*}} ins(%[[DY]], %[[X]] : {{.*}}) outs(%[[DW]] : memref<6x5xf32>) attrs = {kiln.matmul = {overwrite, transpose_lhs}}
+// CHECK: gpu.launch_func @kiln_kernels::@bias_grad_split_k1 blocks in (%c1, %c1, %c1) threads in (%c6, %c1, %c1) args(%[[DY]] : memref<8x6xf32>, %[[DB]] : memref<6xf32>)
+// CHECK-NOT: gpu.launch_func
+// CHECK-NOT: bias_grad,
+#at = affine_map<(d0, d1, d2) -> (d2, d0)>
+#b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#c = affine_map<(d0, d1, d2) -> (d0, d1)>
+#v = affine_map<(d0, d1, d2) -> (d0)>
+func.func @bias_grad_split(%dy: memref<8x6xf32>, %x: memref<8x5xf32>, %dw: memref<6x5xf32>, %db: memref<6xf32>, %y: memref<4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  linalg.fill ins(%zero : f32) outs(%db : memref<6xf32>)
+  linalg.fill ins(%zero : f32) outs(%y : memref<4xf32>)
+  linalg.fill ins(%zero : f32) outs(%dw : memref<6x5xf32>)
+  linalg.generic {indexing_maps = [#at, #b, #c, #v], iterator_types = ["parallel", "parallel", "reduction"], kiln.matmul = {bias_grad, bias_grad_of_lhs, transpose_lhs}} ins(%dy, %x : memref<8x6xf32>, memref<8x5xf32>) outs(%dw, %db : memref<6x5xf32>, memref<6xf32>) {
+  ^bb0(%l: f32, %r: f32, %acc: f32, %vacc: f32):
+    %m = arith.mulf %l, %r : f32
+    %s = arith.addf %acc, %m : f32
+    %i = linalg.index 1 : index
+    %first = arith.cmpi eq, %i, %c0 : index
+    %t = arith.select %first, %l, %zero : f32
+    %vs = arith.addf %vacc, %t : f32
+    linalg.yield %s, %vs : f32, f32
+  }
+  return
+}

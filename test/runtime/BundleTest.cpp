@@ -777,6 +777,17 @@ TEST(BundleReader, RejectsEachBrokenBiasGradRule) {
          g.mutable_bias()->set_size(64 * 4);
        },
        "gemm has a bias gradient with batch 1 and a bias"},
+      {"with alpha 2",
+       [](bp::Manifest &m) { gemm(m, 1, 0).set_alpha(2.0f); },
+       "gemm has a bias gradient with alpha 2 (only alpha 1 has one)"},
+      {"at a byte offset inside an element",
+       [](bp::Manifest &m) {
+         bp::Gemm &g = gemm(m, 1, 0);
+         g.mutable_bias_grad()->set_offset(2);
+         g.mutable_bias_grad()->set_size(96 * 4);
+       },
+       "gemm bias gradient starts at byte offset 2, not a multiple of its "
+       "4-byte elements"},
       {"inside C",
        [](bp::Manifest &m) {
          bp::Gemm &g = gemm(m, 0, 0);

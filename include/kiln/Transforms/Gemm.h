@@ -63,6 +63,17 @@ mlir::linalg::GenericOp zeroFilledProduct(mlir::Value v,
 /// is overwritten; std::nullopt otherwise.
 std::optional<GemmDescription> describeGemm(mlir::linalg::GenericOp op);
 
+/// `op`, a product on buffers with a bias-gradient output (`kiln.matmul`
+/// flag `bias_grad`), as the product alone and, after it, the sum the
+/// epilogue computes: over the k rows of the operand as stored (k x n for
+/// the right operand, k x m for the transposed left one), widened to the
+/// vector's type, into the vector (zero-filled first when the flag
+/// `bias_grad_overwrite` says its fill was erased). Returns the product;
+/// `op` is erased. For whoever cannot hand the product to a library with
+/// the epilogue: the second output's map leaves out a parallel loop, which
+/// only a sequential loop nest computes as meant.
+mlir::linalg::GenericOp splitBiasGrad(mlir::linalg::GenericOp op);
+
 } // namespace kiln
 
 #endif // KILN_TRANSFORMS_GEMM_H

@@ -766,14 +766,16 @@ Status CudaSession::onesVector(int elementType, int64_t count,
       cuMemAlloc(&pointer, static_cast<size_t>(count) * elementBytes),
       "cuMemAlloc(a vector of ones for a bias gradient)"));
   ones.push_back({elementType, count, pointer});
-  // 1.0 in each type, set bit for bit; synchronous, before any command.
+  // 1.0 in each type, set bit for bit, on the session's stream: before
+  // every command that reads it.
   CUresult set = CUDA_SUCCESS;
   if (elementBytes == 4)
-    set = cuMemsetD32(pointer, 0x3F800000u, static_cast<size_t>(count));
+    set = cuMemsetD32Async(pointer, 0x3F800000u, static_cast<size_t>(count),
+                           stream);
   else
-    set = cuMemsetD16(pointer, elementType == bp::BF16 ? 0x3F80 : 0x3C00,
-                      static_cast<size_t>(count));
-  KILN_RETURN_IF_ERROR(checkCu(set, "cuMemsetD16/D32(ones)"));
+    set = cuMemsetD16Async(pointer, elementType == bp::BF16 ? 0x3F80 : 0x3C00,
+                           static_cast<size_t>(count), stream);
+  KILN_RETURN_IF_ERROR(checkCu(set, "cuMemsetD16Async/D32Async(ones)"));
   out = pointer;
   return Status();
 }

@@ -92,9 +92,9 @@ Status setAttribute(cublasLtMatmulDesc_t desc,
       strCat("cublasLtMatmulDescSetAttribute(", name, ")").c_str());
 }
 
-/// The product that sums the `count` columns (of A: rows) `gemm` reduces
-/// for its bias gradient with a vector of ones: 1 x k times op(B), or op(A)
-/// times k x 1, written to the bias gradient (beta 0).
+/// The product that computes `gemm`'s bias gradient with a vector of ones:
+/// 1 x k times op(B) (its column sums), or op(A) times k x 1 (its row
+/// sums), written to the bias gradient (beta 0, alpha 1).
 bp::Gemm biasGradGemm(const bp::Gemm &gemm) {
   bp::Gemm sum;
   sum.set_c_type(gemm.c_type());
@@ -147,9 +147,11 @@ Status GemmPlan::create(cublasLtHandle_t handle, const bp::Gemm &gemm,
   bool wantsBiasGrad = addresses.biasGrad != 0;
   bool found = false;
   if (wantsBiasGrad && !biasGrad.separateProduct) {
-    KILN_RETURN_IF_ERROR(plan->plan(handle, gemm, workspace, true, found)
-                             .withContext(plan->text + ")"));
-    if (found) {
+    // Any refusal of the epilogue (an attribute, or the heuristic, for
+    // these types and layouts) leaves the second product to do it; the
+    // plain plan below reports real errors.
+    Status attempt = plan->plan(handle, gemm, workspace, true, found);
+    if (attempt.ok() && found) {
       plan->text += strCat(", bias gradient of ",
                            gemm.bias_grad_of_a() ? "A" : "B", " epilogue)");
       out = std::move(plan);
@@ -168,7 +170,8 @@ Status GemmPlan::create(cublasLtHandle_t handle, const bp::Gemm &gemm,
     bp::Gemm sum = biasGradGemm(gemm);
     CUdeviceptr ones = 0;
     KILN_RETURN_IF_ERROR(
-        biasGrad.ones(sum.a_type(), gemm.k(), ones).withContext(plan->text));
+        biasGrad.ones(sum.a_type(), gemm.k(), ones)
+            .withContext(plan->text + ")'s bias gradient"));
     GemmAddresses sumAddresses;
     sumAddresses.a = gemm.bias_grad_of_a() ? addresses.a : ones;
     sumAddresses.b = gemm.bias_grad_of_a() ? ones : addresses.b;
@@ -274,8 +277,9 @@ Status GemmPlan::plan(cublasLtHandle_t handle, const bp::Gemm &gemm,
       handle, operation, first, second, result, result, preference.handle, 1,
       &heuristic, &count);
   // An epilogue cuBLASLt does not take for these types or layouts is
-  // refused as not supported: the caller plans without it.
-  if (epilogueBiasGrad && status == CUBLAS_STATUS_NOT_SUPPORTED)
+  // refused (as not supported, or an invalid value): the caller plans
+  // without it.
+  if (epilogueBiasGrad && status != CUBLAS_STATUS_SUCCESS)
     return Status();
   KILN_RETURN_IF_ERROR(
       checkCublas(status, "cublasLtMatmulAlgoGetHeuristic"));
