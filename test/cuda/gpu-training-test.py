@@ -709,6 +709,16 @@ def check(args):
                 compare_losses(check, "%s fp32 losses, CUDA graphs vs "
                                "KILN_CUDA_GRAPHS=0" % name, gpu_losses,
                                losses_of(metrics), 1e-6)
+            # The bias gradients as cuBLASLt's epilogue (or, where it has
+            # none, as second products) against second products everywhere:
+            # the same sums in other orders.
+            metrics, _ = train_on(bundles["fp32"], data, steps, "cuda",
+                                  name + "-cuda-bias-grad-product", "fp32",
+                                  {"KILN_CUDA_BIAS_GRAD": "product"})
+            if metrics:
+                compare_losses(check, "%s fp32 losses, bias-gradient "
+                               "epilogues vs KILN_CUDA_BIAS_GRAD=product"
+                               % name, gpu_losses, losses_of(metrics), 1e-5)
         if "data-parallel" in bundles and gpu_losses is not None:
             # One rank (on the GPU, a NCCL communicator of one) averages
             # each gradient over itself: the plain bundle's training.
