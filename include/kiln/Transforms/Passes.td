@@ -735,7 +735,7 @@ def KilnMergeSiblingReductions
   let description = [{
     For the CUDA target, on linalg on tensors after kiln-split-reductions:
     a `linalg.generic` with a reduction loop, static loop ranges and outputs
-    that are fills of `tensor.empty`, and an earlier one (at most 48 ops
+    that are fills of `tensor.empty`, and an earlier one (at most 128 ops
     before it in the block) with the same iterator types and loop ranges,
     which it does not depend on and whose results are read only after it,
     become one `linalg.generic` at the later one's place: the inputs and
