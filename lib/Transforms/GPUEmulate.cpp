@@ -181,8 +181,7 @@ struct KilnGPUEmulatePass
   void splitBiasGrads() {
     SmallVector<linalg::GenericOp> products;
     getOperation().walk([&](linalg::GenericOp op) {
-      auto flags = op->getAttrOfType<DictionaryAttr>("kiln.matmul");
-      if (flags && flags.contains("bias_grad") && op.getNumDpsInits() == 2)
+      if (kiln::hasBiasGradOutput(op))
         products.push_back(op);
     });
     for (linalg::GenericOp op : products)

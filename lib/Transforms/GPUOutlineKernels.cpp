@@ -657,9 +657,7 @@ struct KilnGPUOutlineKernelsPass
       // A product with a bias gradient cuBLASLt will not compute is the
       // product and the sum again: as one kernel, every thread of a column
       // would write the column's sum.
-      auto flags = op->getAttrOfType<DictionaryAttr>("kiln.matmul");
-      if (flags && flags.contains("bias_grad") && op.getNumDpsInits() == 2 &&
-          op.hasPureBufferSemantics())
+      if (kiln::hasBiasGradOutput(op) && op.hasPureBufferSemantics())
         prepareGemm(kiln::splitBiasGrad(op), library);
       return;
     }

@@ -130,6 +130,11 @@ kiln::describeGemm(linalg::GenericOp op) {
   return gemm;
 }
 
+bool kiln::hasBiasGradOutput(linalg::GenericOp op) {
+  auto flags = op->getAttrOfType<DictionaryAttr>("kiln.matmul");
+  return flags && flags.contains("bias_grad") && op.getNumDpsInits() == 2;
+}
+
 linalg::GenericOp kiln::splitBiasGrad(linalg::GenericOp op) {
   MLIRContext *context = op.getContext();
   NamedAttrList flags(op->getAttrOfType<DictionaryAttr>("kiln.matmul"));

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Transforms/BlockOrder.h"
 #include "kiln/Transforms/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -96,9 +97,10 @@ linalg::GenericOp productOverRows(Value rows, bool &ofLhs) {
     if (!product)
       continue;
     auto flags = product->getAttrOfType<DictionaryAttr>("kiln.matmul");
-    if (!flags || flags.contains("bias_grad") ||
-        !product.hasPureTensorSemantics() || product.getNumDpsInputs() != 2 ||
-        product.getNumDpsInits() != 1 || product.getNumLoops() != 3 ||
+    // (A product with a bias gradient already has two outputs.)
+    if (!flags || !product.hasPureTensorSemantics() ||
+        product.getNumDpsInputs() != 2 || product.getNumDpsInits() != 1 ||
+        product.getNumLoops() != 3 ||
         !isZeroFilled(product.getDpsInits()[0]))
       continue;
     auto outType = cast<RankedTensorType>(product.getResult(0).getType());
@@ -118,15 +120,6 @@ linalg::GenericOp productOverRows(Value rows, bool &ofLhs) {
     }
   }
   return {};
-}
-
-/// Whether every use of `value` is in an op properly after `op` in its
-/// block.
-bool usedOnlyAfter(Value value, Operation *op) {
-  return llvm::all_of(value.getUsers(), [&](Operation *user) {
-    Operation *ancestor = op->getBlock()->findAncestorOpInBlock(*user);
-    return ancestor && op->isBeforeInBlock(ancestor);
-  });
 }
 
 struct KilnGemmBiasGradPass
@@ -156,9 +149,9 @@ struct KilnGemmBiasGradPass
       // zero fill is made anew) and its users all come later.
       Operation *at = nullptr;
       DominanceInfo dominance(sum->getParentOp());
-      if (usedOnlyAfter(sum.getResult(0), product))
+      if (kiln::usedOnlyAfter(sum, product))
         at = product;
-      else if (usedOnlyAfter(product.getResult(0), sum) &&
+      else if (kiln::usedOnlyAfter(product, sum) &&
                llvm::all_of(product.getDpsInputs(), [&](Value operand) {
                  return dominance.properlyDominates(operand, sum);
                }))

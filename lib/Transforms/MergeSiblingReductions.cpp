@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Transforms/BlockOrder.h"
 #include "kiln/Transforms/Passes.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
@@ -61,14 +62,6 @@ bool dependsOn(Operation *later, Operation *earlier) {
   return slice.contains(earlier);
 }
 
-/// Whether every use of `op`'s results is in an op after `at` in the block.
-bool usedOnlyAfter(Operation *op, Operation *at) {
-  return llvm::all_of(op->getUsers(), [&](Operation *user) {
-    Operation *ancestor = at->getBlock()->findAncestorOpInBlock(*user);
-    return ancestor && at->isBeforeInBlock(ancestor);
-  });
-}
-
 struct KilnMergeSiblingReductionsPass
     : kiln::impl::KilnMergeSiblingReductionsBase<
           KilnMergeSiblingReductionsPass> {
@@ -104,7 +97,7 @@ struct KilnMergeSiblingReductionsPass
           earlier.getIteratorTypesArray() != later.getIteratorTypesArray() ||
           earlier.getStaticLoopRanges() != later.getStaticLoopRanges())
         continue;
-      if (usedOnlyAfter(earlier, later) && !dependsOn(later, earlier))
+      if (kiln::usedOnlyAfter(earlier, later) && !dependsOn(later, earlier))
         return earlier;
     }
     return {};

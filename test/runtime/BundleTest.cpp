@@ -610,8 +610,7 @@ std::string cudaBundleBytes(bool withCpuTarget) {
   if (withCpuTarget) {
     buildHybridBundle(writer, standInCode(), "// stand-in PTX");
   } else {
-    buildCudaBundle(writer,
-                    {{bp::CodeImage::PTX, "compute_80", "// stand-in PTX"}});
+    buildCudaBundle(writer, standInPtxImages());
   }
   std::string bytes;
   Status status = writer.serialize(bytes);
@@ -657,7 +656,7 @@ bp::Gemm &gemm(bp::Manifest &m, int entry, int command) {
 std::string standInPtxBundleBytes(
     void (*build)(BundleWriter &, std::vector<BundleWriter::Image>)) {
   BundleWriter writer;
-  build(writer, {{bp::CodeImage::PTX, "compute_80", "// stand-in"}});
+  build(writer, standInPtxImages());
   std::string bytes;
   Status status = writer.serialize(bytes);
   EXPECT_TRUE(status.ok()) << status.message();
@@ -967,13 +966,7 @@ TEST(BundleReader, RejectsEachBrokenCudaRule) {
 /// 1), 2 accumulate (x, acc, total), 3 all-reduce of acc (request 2), 4 wait
 /// 1, 5 add_one from the arena into y, 6 wait 2.
 std::string cudaAllReduceBundleBytes() {
-  BundleWriter writer;
-  buildCudaAllReduceBundle(
-      writer, {{bp::CodeImage::PTX, "compute_80", "// stand-in PTX"}});
-  std::string bytes;
-  Status status = writer.serialize(bytes);
-  EXPECT_TRUE(status.ok()) << status.message();
-  return bytes;
+  return standInPtxBundleBytes(buildCudaAllReduceBundle);
 }
 
 bp::AllReduceMean &allReduce(bp::Manifest &m, int command) {

@@ -177,8 +177,7 @@ TEST_F(HybridBundle, DescribesTheCudaProgram) {
 /// commands, the all-reduces also on their own.
 TEST(CudaProgramInfo, CountsTheAllReduces) {
   BundleWriter writer;
-  buildCudaAllReduceBundle(
-      writer, {{bp::CodeImage::PTX, "compute_80", "// stand-in PTX"}});
+  buildCudaAllReduceBundle(writer, standInPtxImages());
   kiln_bundle_t *bundle = nullptr;
   ASSERT_NO_FATAL_FAILURE(openWrittenBundle(writer, "kiln-all-reduce", &bundle));
   kiln_program_info_t program;
@@ -195,8 +194,7 @@ TEST(CudaProgramInfo, CountsTheAllReduces) {
 /// Attention commands count as commands and on their own, not as launches.
 TEST(CudaProgramInfo, CountsTheAttentionCommands) {
   BundleWriter writer;
-  buildCudaAttentionBundle(
-      writer, {{bp::CodeImage::PTX, "compute_80", "// stand-in PTX"}});
+  buildCudaAttentionBundle(writer, standInPtxImages());
   kiln_bundle_t *bundle = nullptr;
   ASSERT_NO_FATAL_FAILURE(openWrittenBundle(writer, "kiln-attention", &bundle));
   for (size_t entry = 0; entry < 3; ++entry) {

@@ -548,6 +548,10 @@ void buildDataParallelTrainBundle(BundleWriter &writer, std::string code,
   addCpuTarget(writer, std::move(code), {kernel.c_str()});
 }
 
+std::vector<BundleWriter::Image> standInPtxImages() {
+  return {{bp::CodeImage::PTX, "compute_80", "// stand-in PTX"}};
+}
+
 std::string standInCode() {
   std::string code = "\x7f"
                      "ELF";

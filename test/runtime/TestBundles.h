@@ -134,6 +134,10 @@ void buildCudaBiasGradBundle(BundleWriter &writer,
 /// Bytes that stand in for CPU code where nothing loads it.
 std::string standInCode();
 
+/// A PTX image of text that stands in for kernels where nothing loads them
+/// (the bundle reader checks only where images lie).
+std::vector<BundleWriter::Image> standInPtxImages();
+
 /// Reads the whole file at `path`.
 Status readFile(const std::string &path, std::string &out);
 

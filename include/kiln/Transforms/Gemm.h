@@ -63,6 +63,10 @@ mlir::linalg::GenericOp zeroFilledProduct(mlir::Value v,
 /// is overwritten; std::nullopt otherwise.
 std::optional<GemmDescription> describeGemm(mlir::linalg::GenericOp op);
 
+/// Whether `op` is a product with a bias-gradient output (kiln-gemm-bias-grad:
+/// the `kiln.matmul` flag `bias_grad` and a second output).
+bool hasBiasGradOutput(mlir::linalg::GenericOp op);
+
 /// `op`, a product on buffers with a bias-gradient output (`kiln.matmul`
 /// flag `bias_grad`), as the product alone and, after it, the sum the
 /// epilogue computes: over the k rows of the operand as stored (k x n for

@@ -273,16 +273,11 @@ Status GemmPlan::plan(cublasLtHandle_t handle, const bp::Gemm &gemm,
   }
   cublasLtMatmulHeuristicResult_t heuristic = {};
   int count = 0;
-  cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
-      handle, operation, first, second, result, result, preference.handle, 1,
-      &heuristic, &count);
-  // An epilogue cuBLASLt does not take for these types or layouts is
-  // refused (as not supported, or an invalid value): the caller plans
-  // without it.
-  if (epilogueBiasGrad && status != CUBLAS_STATUS_SUCCESS)
-    return Status();
-  KILN_RETURN_IF_ERROR(
-      checkCublas(status, "cublasLtMatmulAlgoGetHeuristic"));
+  KILN_RETURN_IF_ERROR(checkCublas(
+      cublasLtMatmulAlgoGetHeuristic(handle, operation, first, second, result,
+                                     result, preference.handle, 1, &heuristic,
+                                     &count),
+      "cublasLtMatmulAlgoGetHeuristic"));
   found = count > 0;
   algorithm = heuristic.algo;
   return Status();
