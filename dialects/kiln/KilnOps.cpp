@@ -1015,24 +1015,33 @@ LogicalResult LogSoftmaxOp::verify() {
   return checkAxis(getLoc(), getAxis(), getType().getRank());
 }
 
-LogicalResult LayerNormOp::verify() {
-  auto type = getInput().getType();
-  if (failed(checkAxis(getLoc(), getAxis(), type.getRank())))
+/// The checks shared by kiln.layer_norm and its gradient: `axis` is a
+/// dimension of `input`, and `scale` and `bias` (when there is one) have
+/// the normalized dimensions and the input's element type.
+static LogicalResult verifyLayerNorm(Operation *op, Value input, int64_t axis,
+                                     Value scale, Value bias) {
+  auto type = cast<RankedTensorType>(input.getType());
+  if (failed(checkAxis(op->getLoc(), axis, type.getRank())))
     return failure();
-  ArrayRef<int64_t> normalized = type.getShape().drop_front(getAxis());
-  auto check = [&](Value operand, StringRef name) -> LogicalResult {
+  ArrayRef<int64_t> normalized = type.getShape().drop_front(axis);
+  for (auto [operand, name] : {std::pair{scale, "scale"}, {bias, "bias"}}) {
+    if (!operand)
+      continue;
     auto operandType = cast<RankedTensorType>(operand.getType());
     if (operandType.getShape() != normalized ||
         operandType.getElementType() != type.getElementType())
-      return emitOpError(name) << " must have the normalized shape and the "
-                                  "input element type";
-    return success();
-  };
-  if (failed(check(getScale(), "scale")))
-    return failure();
-  if (getBias() && failed(check(getBias(), "bias")))
-    return failure();
+      return op->emitOpError(name) << " must have the normalized shape and "
+                                      "the input element type";
+  }
   return success();
+}
+
+LogicalResult LayerNormOp::verify() {
+  return verifyLayerNorm(*this, getInput(), getAxis(), getScale(), getBias());
+}
+
+LogicalResult LayerNormGradOp::verify() {
+  return verifyLayerNorm(*this, getInput(), getAxis(), getScale(), Value());
 }
 
 static LogicalResult checkChannelOperands(Operation *op, RankedTensorType input,

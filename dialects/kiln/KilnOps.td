@@ -924,6 +924,40 @@ def Kiln_LayerNormOp : Kiln_Op<"layer_norm", [Pure,
   let hasVerifier = 1;
 }
 
+def Kiln_LayerNormGradOp : Kiln_Op<"layer_norm_grad", [Pure,
+    AllTypesMatch<["input", "grad", "input_grad"]>,
+    AllTypesMatch<["scale", "scale_grad", "bias_grad"]>]> {
+  let summary = "the gradients of kiln.layer_norm's input, scale and bias";
+  let description = [{
+    Given a `kiln.layer_norm`'s input and scale, its `axis` and `epsilon`,
+    and the gradient `grad` of its result, the gradients of its input, its
+    scale and its bias (whether it has one or not). Over the normalized
+    dimensions `axis..rank-1` (n elements), with x̂ the normalized input,
+    r = rsqrt(var + epsilon) and gs = grad · scale: `input_grad = r (gs -
+    mean(gs) - x̂ mean(gs x̂))`; over the leading dimensions `0..axis-1`,
+    `scale_grad = sum(grad x̂)` and `bias_grad = sum(grad)`.
+
+    kiln-autodiff builds this op for kiln.layer_norm, so that a target can
+    compute the backward pass from the input alone, one row at a time
+    (kiln-fused-layer-norm); kiln-decompose expands it into core ops that
+    recompute the statistics.
+
+    ```mlir
+    %dx, %dg, %db = kiln.layer_norm_grad %x, %g, %dy {axis = 1 : i64, epsilon = 1.0e-5 : f64}
+        : tensor<4x16xf32>, tensor<16xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$scale,
+                       Kiln_FloatTensor:$grad, I64Attr:$axis,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs Kiln_FloatTensor:$input_grad,
+                      Kiln_FloatTensor:$scale_grad,
+                      Kiln_FloatTensor:$bias_grad);
+  let assemblyFormat = "$input `,` $scale `,` $grad attr-dict `:` "
+      "type($input) `,` type($scale)";
+  let hasVerifier = 1;
+}
+
 def Kiln_BatchNormOp : Kiln_Op<"batch_norm", [Pure,
     AllTypesMatch<["input", "result"]>,
     AllTypesMatch<["scale", "bias", "mean", "variance"]>]> {

@@ -335,9 +335,24 @@ LogicalResult rule(AttentionOp op, RuleBuilder &k, ArrayRef<Value> grads,
   return success();
 }
 
+template <>
+LogicalResult rule(LayerNormOp op, RuleBuilder &k, ArrayRef<Value> grads,
+                   SmallVectorImpl<Value> &out) {
+  // One kiln.layer_norm_grad, which recomputes the statistics from the
+  // input (its semantics and kiln-decompose's expansion are in KilnOps.td):
+  // the forward keeps only its input.
+  auto grad = LayerNormGradOp::create(k.b, k.loc, op.getInput(), op.getScale(),
+                                      grads[0], op.getAxisAttr(),
+                                      op.getEpsilonAttr());
+  out.append({grad.getInputGrad(), grad.getScaleGrad()});
+  if (op.getBias())
+    out.push_back(grad.getBiasGrad());
+  return success();
+}
+
 void attachNNRules(MLIRContext *context) {
-  attach<ConvOp, ConvTransposeOp, MaxPoolOp, AvgPoolOp, CumsumOp, AttentionOp>(
-      context);
+  attach<ConvOp, ConvTransposeOp, MaxPoolOp, AvgPoolOp, CumsumOp, AttentionOp,
+         LayerNormOp>(context);
 }
 
 } // namespace kiln::vjp

@@ -239,7 +239,8 @@ struct DecomposeLogSumExp : OpRewritePattern<ReduceLogSumExpOp> {
 
 /// (x - mean) * rsqrt(var + eps), over `dims`.
 Value normalize(Builder &b, Value x, ArrayRef<int64_t> dims, double epsilon,
-                Value *meanOut = nullptr, Value *varOut = nullptr) {
+                Value *meanOut = nullptr, Value *varOut = nullptr,
+                Value *invStdOut = nullptr) {
   ArrayRef<int64_t> shape = b.typeOf(x).getShape();
   Value mean = b.mean(x, dims, true);
   Value centered = b.binary<SubOp>(x, b.bcast(mean, shape));
@@ -250,6 +251,8 @@ Value normalize(Builder &b, Value x, ArrayRef<int64_t> dims, double epsilon,
     *meanOut = mean;
   if (varOut)
     *varOut = var;
+  if (invStdOut)
+    *invStdOut = invStd;
   return b.binary<MulOp>(centered, b.bcast(invStd, shape));
 }
 
@@ -265,6 +268,41 @@ struct DecomposeLayerNorm : OpRewritePattern<LayerNormOp> {
     if (op.getBias())
       y = b.binary<AddOp>(y, b.bcast(op.getBias(), shape));
     r.replaceOp(op, y);
+    return success();
+  }
+};
+
+/// kiln.layer_norm_grad from the recomputed statistics: with x̂ the
+/// normalized input, r its rsqrt(var + eps) and gs = g · scale, dx = r (gs -
+/// mean(gs) - x̂ mean(gs x̂)); the scale's and the bias's gradients sum g x̂
+/// and g over the leading dimensions.
+struct DecomposeLayerNormGrad : OpRewritePattern<LayerNormGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LayerNormGradOp op,
+                                PatternRewriter &r) const override {
+    Builder b{r, op.getLoc()};
+    Value x = op.getInput(), g = op.getGrad();
+    ArrayRef<int64_t> shape = b.typeOf(x).getShape();
+    SmallVector<int64_t> rows = range(op.getAxis(), shape.size());
+    Value invStd;
+    Value xhat = normalize(b, x, rows, op.getEpsilon().convertToDouble(),
+                           nullptr, nullptr, &invStd);
+    Value gs = b.binary<MulOp>(g, b.bcast(op.getScale(), shape));
+    Value meanGs = b.bcast(b.mean(gs, rows, true), shape);
+    Value meanGsXhat =
+        b.bcast(b.mean(b.binary<MulOp>(gs, xhat), rows, true), shape);
+    Value dx = b.binary<MulOp>(
+        b.bcast(invStd, shape),
+        b.binary<SubOp>(b.binary<SubOp>(gs, meanGs),
+                        b.binary<MulOp>(xhat, meanGsXhat)));
+    // Over the leading dimensions; none when every dimension is normalized.
+    SmallVector<int64_t> leading = range(0, op.getAxis());
+    auto sumLeading = [&](Value v) {
+      return leading.empty() ? v : b.reduce<ReduceSumOp>(v, leading, false);
+    };
+    Value scaleGrad = sumLeading(b.binary<MulOp>(g, xhat));
+    Value biasGrad = sumLeading(g);
+    r.replaceOp(op, {dx, scaleGrad, biasGrad});
     return success();
   }
 };
@@ -425,11 +463,13 @@ struct KilnDecomposePass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<DecomposeSoftmax, DecomposeLogSoftmax, DecomposeReduceMean,
-                 DecomposeReduceL2, DecomposeLogSumExp, DecomposeLayerNorm,
+                 DecomposeReduceL2, DecomposeLogSumExp,
                  DecomposeBatchNorm, DecomposeBatchNormTrain, DecomposeNllLoss,
                  DecomposeCrossEntropy>(&getContext());
     if (!keepAttention)
       patterns.add<DecomposeAttention, DecomposeAttentionGrad>(&getContext());
+    if (!keepLayerNorm)
+      patterns.add<DecomposeLayerNorm, DecomposeLayerNormGrad>(&getContext());
     GreedyRewriteConfig config;
     config.enableFolding(false);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),

@@ -1,5 +1,6 @@
 // RUN: kiln-opt %s --kiln-decompose | FileCheck %s
 // RUN: kiln-opt %s --kiln-decompose=keep-attention | FileCheck %s --check-prefix=KEEP
+// RUN: kiln-opt %s --kiln-decompose=keep-layer-norm | FileCheck %s --check-prefix=KEEP-LN
 
 // The composite kiln ops become core ops. The formulas are PyTorch's:
 // softmax(x) = exp(x - max) / sum(exp(x - max)), log_softmax = (x - max) -
@@ -185,6 +186,56 @@ func.func @layer_norm(%x: tensor<2x3x4xf32>, %g: tensor<3x4xf32>, %b: tensor<3x4
 func.func @layer_norm_no_bias(%x: tensor<4x16xf32>, %g: tensor<16xf32>) -> tensor<4x16xf32> {
   %y = kiln.layer_norm %x, %g {axis = 1 : i64} : tensor<4x16xf32>, tensor<16xf32>
   return %y : tensor<4x16xf32>
+}
+
+// The gradient recomputes x̂ and r = rsqrt(var + eps) as the forward does;
+// with gs = dy · scale, dx = r (gs - mean(gs) - x̂ mean(gs x̂)), and the
+// scale's and bias's gradients sum dy x̂ and dy over the leading dimensions.
+// CHECK-LABEL: func.func @layer_norm_grad(
+// CHECK-SAME: %[[X:.*]]: tensor<2x3x4xf32>, %[[G:.*]]: tensor<3x4xf32>, %[[DY:.*]]: tensor<2x3x4xf32>
+// CHECK-DAG: %[[N:.*]] = kiln.constant dense<1.200000e+01> : tensor<2x1x1xf32>
+// CHECK: %[[C:.*]] = kiln.sub %[[X]], %{{.*}} : tensor<2x3x4xf32>
+// CHECK: %[[INV:.*]] = kiln.rsqrt %{{.*}} : tensor<2x1x1xf32>
+// CHECK: %[[INVB:.*]] = kiln.broadcast %[[INV]] : tensor<2x1x1xf32> to tensor<2x3x4xf32>
+// CHECK: %[[XHAT:.*]] = kiln.mul %[[C]], %[[INVB]] : tensor<2x3x4xf32>
+// CHECK: %[[GB:.*]] = kiln.broadcast %[[G]] : tensor<3x4xf32> to tensor<2x3x4xf32>
+// CHECK: %[[GS:.*]] = kiln.mul %[[DY]], %[[GB]] : tensor<2x3x4xf32>
+// CHECK: %[[S1:.*]] = kiln.reduce_sum %[[GS]] {dimensions = array<i64: 1, 2>, keepdims} : tensor<2x3x4xf32>
+// CHECK: %[[M1:.*]] = kiln.div %[[S1]], %[[N]] : tensor<2x1x1xf32>
+// CHECK: %[[M1B:.*]] = kiln.broadcast %[[M1]] : tensor<2x1x1xf32> to tensor<2x3x4xf32>
+// CHECK: %[[GX:.*]] = kiln.mul %[[GS]], %[[XHAT]] : tensor<2x3x4xf32>
+// CHECK: %[[S2:.*]] = kiln.reduce_sum %[[GX]] {dimensions = array<i64: 1, 2>, keepdims} : tensor<2x3x4xf32>
+// CHECK: %[[M2:.*]] = kiln.div %[[S2]], %[[N]] : tensor<2x1x1xf32>
+// CHECK: %[[M2B:.*]] = kiln.broadcast %[[M2]] : tensor<2x1x1xf32> to tensor<2x3x4xf32>
+// CHECK: %[[INVB2:.*]] = kiln.broadcast %[[INV]] : tensor<2x1x1xf32> to tensor<2x3x4xf32>
+// CHECK: %[[D1:.*]] = kiln.sub %[[GS]], %[[M1B]] : tensor<2x3x4xf32>
+// CHECK: %[[D2:.*]] = kiln.mul %[[XHAT]], %[[M2B]] : tensor<2x3x4xf32>
+// CHECK: %[[D3:.*]] = kiln.sub %[[D1]], %[[D2]] : tensor<2x3x4xf32>
+// CHECK: %[[DX:.*]] = kiln.mul %[[INVB2]], %[[D3]] : tensor<2x3x4xf32>
+// CHECK: %[[DYX:.*]] = kiln.mul %[[DY]], %[[XHAT]] : tensor<2x3x4xf32>
+// CHECK: %[[DG:.*]] = kiln.reduce_sum %[[DYX]] {dimensions = array<i64: 0>} : tensor<2x3x4xf32>
+// CHECK: %[[DB:.*]] = kiln.reduce_sum %[[DY]] {dimensions = array<i64: 0>} : tensor<2x3x4xf32>
+// CHECK: return %[[DX]], %[[DG]], %[[DB]]
+// KEEP-LN-LABEL: func.func @layer_norm_grad(
+// KEEP-LN-NEXT: kiln.layer_norm_grad
+// KEEP-LN-NEXT: return
+func.func @layer_norm_grad(%x: tensor<2x3x4xf32>, %g: tensor<3x4xf32>, %dy: tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>) {
+  %dx, %dg, %db = kiln.layer_norm_grad %x, %g, %dy {axis = 1 : i64, epsilon = 1.0e-3 : f64} : tensor<2x3x4xf32>, tensor<3x4xf32>
+  return %dx, %dg, %db : tensor<2x3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>
+}
+
+// Every dimension normalized: nothing to sum over, the bias's gradient is
+// dy itself.
+// CHECK-LABEL: func.func @layer_norm_grad_whole(
+// CHECK-SAME: %[[DY:[^:]*]]: tensor<8xf32>)
+// CHECK: %[[R:.*]] = kiln.rsqrt %{{.*}} : tensor<1xf32>
+// CHECK-NEXT: %[[INV:.*]] = kiln.broadcast %[[R]] : tensor<1xf32> to tensor<8xf32>
+// CHECK-NEXT: %[[XHAT:.*]] = kiln.mul %{{.*}}, %[[INV]] : tensor<8xf32>
+// CHECK: %[[DG:.*]] = kiln.mul %[[DY]], %[[XHAT]] : tensor<8xf32>
+// CHECK-NEXT: return %{{.*}}, %[[DG]], %[[DY]]
+func.func @layer_norm_grad_whole(%x: tensor<8xf32>, %g: tensor<8xf32>, %dy: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) {
+  %dx, %dg, %db = kiln.layer_norm_grad %x, %g, %dy {axis = 0 : i64} : tensor<8xf32>, tensor<8xf32>
+  return %dx, %dg, %db : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
 }
 
 // (x - mean) * (rsqrt(var + eps) * scale) + bias, the [C] vectors reshaped to

@@ -292,13 +292,14 @@ void kilnc::addTrainingPasses(mlir::PassManager &pm, bool lossScaling) {
     pm.addPass(kiln::createKilnAddLoss(add));
   }
   // GELU as one op keeps only its input for the backward pass. Attention
-  // keeps its own op through autodiff, whose rule recomputes the
-  // probabilities instead of keeping the softmax's intermediates; compiling
-  // the bundle decomposes it afterwards.
+  // and layer norms keep their own ops through autodiff, whose rules
+  // recompute the probabilities (the statistics) instead of keeping the
+  // intermediates; compiling the bundle decomposes them afterwards.
   pm.addPass(kiln::createKilnFuseGelu());
   pm.addPass(kiln::createKilnFuseAttention());
   kiln::KilnDecomposeOptions decompose;
   decompose.keepAttention = true;
+  decompose.keepLayerNorm = true;
   pm.addPass(kiln::createKilnDecompose(decompose));
   // Folded first, so autodiff differentiates the simplified graph (matrix
   // products with their transposes absorbed, constants folded).

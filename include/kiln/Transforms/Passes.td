@@ -8,10 +8,9 @@ include "mlir/Pass/PassBase.td"
 def KilnDecompose : Pass<"kiln-decompose", "mlir::ModuleOp"> {
   let summary = "Expands composite kiln ops into the core ops";
   let description = [{
-    Rewrites softmax, log-softmax, attention and its gradient, layer and
-    batch normalization, the losses and reduce_mean / reduce_l2 /
-    reduce_logsumexp into
-    elementwise ops, matrix products, broadcasts, reductions and gathers.
+    Rewrites softmax, log-softmax, attention and layer normalization and
+    their gradients, batch normalization, the losses and reduce_mean /
+    reduce_l2 / reduce_logsumexp into elementwise ops, matrix products, broadcasts, reductions and gathers.
     Activations defined by formulas (gelu, sigmoid, softplus...) stay: code
     generation computes them directly.
   }];
@@ -19,7 +18,11 @@ def KilnDecompose : Pass<"kiln-decompose", "mlir::ModuleOp"> {
     Option<"keepAttention", "keep-attention", "bool", "false",
            "Leave kiln.attention and kiln.attention_grad as they are (kilnc "
            "does until kiln-autodiff has used attention's own gradient, and "
-           "for the CUDA target until kiln-attention-kernel)">
+           "for the CUDA target until kiln-attention-kernel)">,
+    Option<"keepLayerNorm", "keep-layer-norm", "bool", "false",
+           "Leave kiln.layer_norm and kiln.layer_norm_grad as they are "
+           "(kilnc does until kiln-autodiff has used the layer norm's own "
+           "gradient, and for the CUDA target until kiln-fused-layer-norm)">
   ];
   let dependentDialects = ["::kiln::KilnDialect"];
 }
