@@ -7,6 +7,7 @@
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
+#include "llvm/Support/InterleavedRange.h"
 
 using namespace mlir;
 using namespace kiln;
@@ -815,6 +816,90 @@ LogicalResult FlashAttentionGradOp::verify() {
       *this, getQuery(), getKey(), getValue(), getMask(), getCausal(),
       {{getOut(), "out"}, {getGrad(), "grad"}, {getStats(), "stats"}},
       getOutputs(), {"query_grad", "key_grad", "value_grad", "delta"});
+}
+
+/// Rows per block of kiln.fused_layer_norm_grad's partial sums (the
+/// runtime's KILN_LAYER_NORM_PARTIAL_ROWS).
+static constexpr int64_t kLayerNormPartialRows = 32;
+
+/// The checks shared by kiln.fused_layer_norm and its gradient: an f32
+/// [rows, cols] input and every other operand f32 of the shape `shapes`
+/// names (`produced` for what the op produces, whose first entry's element
+/// type `first` may be narrower), all tensors or all dense buffers.
+static LogicalResult
+verifyFusedLayerNorm(Operation *op, Value input,
+                     ArrayRef<std::pair<Value, StringRef>> operands,
+                     ValueRange outputs, ArrayRef<StringRef> produced,
+                     bool narrowFirst) {
+  auto input2d = cast<ShapedType>(input.getType());
+  if (input2d.getRank() != 2 || !input2d.getElementType().isF32() ||
+      input2d.getDimSize(0) < 1 || input2d.getDimSize(1) < 1)
+    return op->emitOpError("takes a non-empty f32 [rows, cols] input, not ")
+           << input2d;
+  int64_t rows = input2d.getDimSize(0), cols = input2d.getDimSize(1);
+  int64_t blocks = (rows + kLayerNormPartialRows - 1) / kLayerNormPartialRows;
+  auto shapeFor = [&](StringRef name) -> SmallVector<int64_t> {
+    if (name == "scale" || name == "bias" || name == "scale_grad" ||
+        name == "bias_grad")
+      return {cols};
+    if (name == "partials")
+      return {blocks, 2, cols};
+    return {rows, cols};
+  };
+  auto check = [&](Value value, StringRef name, bool narrow) -> LogicalResult {
+    auto type = cast<ShapedType>(value.getType());
+    Type element = type.getElementType();
+    bool elementOk =
+        element.isF32() || (narrow && isa<BFloat16Type, Float16Type>(element));
+    if (!elementOk || type.getShape() != ArrayRef(shapeFor(name)))
+      return op->emitOpError(name)
+             << " must be " << (narrow ? "f32, bf16 or f16" : "f32")
+             << " of shape [" << llvm::interleaved(shapeFor(name))
+             << "], not " << type;
+    return success();
+  };
+  for (auto [value, name] : operands)
+    if (value && failed(check(value, name, false)))
+      return failure();
+  bool tensors = isa<TensorType>(input.getType());
+  for (Value operand : op->getOperands()) {
+    if (isa<TensorType>(operand.getType()) != tensors)
+      return op->emitOpError("takes only tensors or only buffers");
+    // The kernels (and their host version) address dense buffers.
+    auto buffer = dyn_cast<MemRefType>(operand.getType());
+    if (buffer && !buffer.getLayout().isIdentity())
+      return op->emitOpError("takes buffers with the identity layout, not ")
+             << buffer;
+  }
+  bool counts = tensors ? op->getNumResults() == produced.size() &&
+                              outputs.empty()
+                        : op->getNumResults() == 0 &&
+                              outputs.size() == produced.size();
+  if (!counts)
+    return op->emitOpError("has ")
+           << produced.size()
+           << " results on tensors, or as many output buffers and none";
+  ValueRange values = tensors ? ValueRange(op->getResults()) : outputs;
+  for (auto [index, value, name] : llvm::enumerate(values, produced))
+    if (failed(check(value, name, narrowFirst && index == 0)))
+      return failure();
+  return success();
+}
+
+LogicalResult FusedLayerNormOp::verify() {
+  return verifyFusedLayerNorm(*this, getInput(),
+                              {{getInput(), "input"},
+                               {getScale(), "scale"},
+                               {getBias(), "bias"}},
+                              getOutputs(), {"result"}, true);
+}
+
+LogicalResult FusedLayerNormGradOp::verify() {
+  return verifyFusedLayerNorm(
+      *this, getInput(),
+      {{getInput(), "input"}, {getScale(), "scale"}, {getGrad(), "grad"}},
+      getOutputs(), {"input_grad", "scale_grad", "bias_grad", "partials"},
+      false);
 }
 
 namespace {

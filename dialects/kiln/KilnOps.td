@@ -902,6 +902,86 @@ def Kiln_FlashAttentionGradOp : Kiln_Op<"flash_attention_grad",
   }];
 }
 
+def Kiln_FusedLayerNormOp : Kiln_Op<"fused_layer_norm",
+    [AttrSizedOperandSegments]> {
+  let summary = "layer norm of each row, as the CUDA target's kernels do it";
+  let description = [{
+    kiln.layer_norm over the last dimension of an f32 `[rows, cols]` matrix,
+    as the CUDA target's layer-norm kernels compute it (runtime/src/cuda/
+    LayerNorm.h): `scale` and the optional `bias` are f32 `[cols]`, and the
+    result `[rows, cols]` is f32, bf16 or f16 (the normalized value rounded
+    to it, which spares a kernel that rounds it for a matrix product under
+    `--amp`).
+
+    kiln-fused-layer-norm forms this op from kiln.layer_norm for the CUDA
+    target. After bufferization the op takes the buffer of its result after
+    its operands (`into`) and has none; the CUDA target makes it one
+    command, and kiln-gpu-emulate a call into the runtime's host version.
+
+    ```mlir
+    %y = kiln.fused_layer_norm %x, %g bias %b {epsilon = 1.0e-5 : f64}
+        : (tensor<8x768xf32>, tensor<768xf32>, tensor<768xf32>) -> tensor<8x768xbf16>
+    ```
+  }];
+  let arguments = (ins Kiln_FlashOperand:$input, Kiln_FlashOperand:$scale,
+                       Optional<Kiln_FlashOperand>:$bias,
+                       Variadic<AnyStaticShapeMemRef>:$outputs,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs Variadic<Kiln_FloatTensor>:$results);
+  let assemblyFormat = "$input `,` $scale (`bias` $bias^)? "
+      "(`into` $outputs^)? attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Whether this is the buffer form (an output buffer, no result).
+    bool hasBufferSemantics() { return !getOutputs().empty(); }
+    /// The result, or its buffer.
+    mlir::Value getProduced() {
+      return hasBufferSemantics() ? getOutputs()[0] : getResults()[0];
+    }
+  }];
+}
+
+def Kiln_FusedLayerNormGradOp : Kiln_Op<"fused_layer_norm_grad"> {
+  let summary = "kiln.layer_norm_grad of each row, as the CUDA kernels do it";
+  let description = [{
+    kiln.layer_norm_grad over the last dimension of an f32 `[rows, cols]`
+    matrix `input`, from the f32 gradient `grad` of the layer norm's
+    result, as the CUDA target's kernels compute it: the results are the
+    input's gradient `[rows, cols]`, the scale's and the bias's `[cols]`,
+    and the kernels' scratch `[ceil(rows / 32), 2, cols]`, each block of 32
+    rows' sums of `grad · x̂` and `grad`, which the two vector gradients
+    add up. All f32.
+
+    kiln-fused-layer-norm forms this op from kiln.layer_norm_grad for the
+    CUDA target. The buffer form takes the four results' buffers after its
+    operands.
+
+    ```mlir
+    %dx, %dg, %db, %partials = kiln.fused_layer_norm_grad %x, %g, %dy {epsilon = 1.0e-5 : f64}
+        : (tensor<64x768xf32>, tensor<768xf32>, tensor<64x768xf32>)
+        -> (tensor<64x768xf32>, tensor<768xf32>, tensor<768xf32>, tensor<2x2x768xf32>)
+    ```
+  }];
+  let arguments = (ins Kiln_FlashOperand:$input, Kiln_FlashOperand:$scale,
+                       Kiln_FlashOperand:$grad,
+                       Variadic<AnyStaticShapeMemRef>:$outputs,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs Variadic<Kiln_FloatTensor>:$results);
+  let assemblyFormat = "$input `,` $scale `,` $grad (`into` $outputs^)? "
+      "attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Whether this is the buffer form (output buffers, no results).
+    bool hasBufferSemantics() { return !getOutputs().empty(); }
+    /// The input's, scale's and bias's gradients and the partial sums:
+    /// results, or output buffers.
+    mlir::ValueRange getProduced() {
+      return hasBufferSemantics() ? mlir::ValueRange(getOutputs())
+                                  : mlir::ValueRange(getResults());
+    }
+  }];
+}
+
 def Kiln_LayerNormOp : Kiln_Op<"layer_norm", [Pure,
     AllTypesMatch<["input", "result"]>]> {
   let summary = "layer normalization over the trailing dimensions";

@@ -208,6 +208,39 @@ llvm::Error fillAttention(bundle::Attention &out,
   return llvm::Error::success();
 }
 
+/// A layer-norm command.
+llvm::Error fillLayerNorm(bundle::LayerNorm &out,
+                          const kiln::CudaLayerNorm &layerNorm,
+                          const ArgumentBuffers &buffers) {
+  out.set_backward(layerNorm.backward);
+  if (!layerNorm.backward) {
+    auto element = elementTypeOf(layerNorm.outputElement);
+    if (!element)
+      return element.takeError();
+    out.set_output_type(*element);
+  }
+  out.set_rows(layerNorm.rows);
+  out.set_cols(layerNorm.cols);
+  out.set_epsilon(layerNorm.epsilon);
+  auto fill = [&](bundle::BufferRef *stored, const kiln::CudaBuffer &buffer) {
+    if (buffer.size > 0)
+      buffers.fill(*stored, buffer.argument, buffer.offset, buffer.size);
+  };
+  fill(out.mutable_input(), layerNorm.input);
+  fill(out.mutable_scale(), layerNorm.scale);
+  if (layerNorm.backward) {
+    fill(out.mutable_grad(), layerNorm.grad);
+    fill(out.mutable_input_grad(), layerNorm.inputGrad);
+    fill(out.mutable_scale_grad(), layerNorm.scaleGrad);
+    fill(out.mutable_bias_grad(), layerNorm.biasGrad);
+    fill(out.mutable_partials(), layerNorm.partials);
+  } else {
+    fill(out.mutable_bias(), layerNorm.bias); // none: left unset
+    fill(out.mutable_output(), layerNorm.output);
+  }
+  return llvm::Error::success();
+}
+
 /// The entry point's program on the CUDA target.
 llvm::Error fillCudaProgram(bundle::Program &program,
                             const kiln::CudaProgram &compiled,
@@ -261,6 +294,12 @@ llvm::Error fillCudaProgram(bundle::Program &program,
     if (auto *attention = std::get_if<kiln::CudaAttention>(&command)) {
       if (llvm::Error error = fillAttention(*stored->mutable_attention(),
                                             *attention, buffers))
+        return error;
+      continue;
+    }
+    if (auto *layerNorm = std::get_if<kiln::CudaLayerNorm>(&command)) {
+      if (llvm::Error error = fillLayerNorm(*stored->mutable_layer_norm(),
+                                            *layerNorm, buffers))
         return error;
       continue;
     }

@@ -62,20 +62,26 @@ struct CountKernelsPass
   llvm::StringMap<kiln::KernelCounts> &counts;
 };
 
-/// The passes on tensors. For the CUDA target (`forCuda`) attention becomes
-/// the tensor-core kernels' op (kiln-flash-attention) or loops over the rows
-/// (kiln-attention-kernel) before the rest of the composite ops are
+/// The passes on tensors. For the CUDA target (`forCuda`) layer norms
+/// become the row kernels' op (kiln-fused-layer-norm), and attention the
+/// tensor-core kernels' op (kiln-flash-attention) or loops over the rows
+/// (kiln-attention-kernel), before the rest of the composite ops are
 /// expanded.
 void buildTensorPipeline(PassManager &pm, const kiln::CompileOptions &options,
                          bool forCuda,
                          llvm::StringMap<kiln::KernelCounts> &counts) {
   pm.addPass(kiln::createKilnExternalizeParams());
   using Attention = kiln::CompileOptions::CudaAttention;
-  if (forCuda && options.cudaAttention != Attention::Expanded) {
+  if (forCuda) {
+    // Layer norms go to the runtime's row kernels whatever the attention.
     kiln::KilnDecomposeOptions keep;
-    keep.keepAttention = true;
+    keep.keepAttention = options.cudaAttention != Attention::Expanded;
+    keep.keepLayerNorm = true;
     pm.addPass(kiln::createKilnDecompose(keep));
     pm.addPass(createCanonicalizerPass());
+    pm.addPass(kiln::createKilnFusedLayerNorm());
+  }
+  if (forCuda && options.cudaAttention != Attention::Expanded) {
     std::string amp;
     if (options.cudaPrecision != kiln::Precision::F32)
       amp = options.cudaPrecision == kiln::Precision::BF16 ? "bf16" : "f16";

@@ -5,6 +5,7 @@
 #include "kiln/KilnDialect.h"
 #include "kiln/Transforms/Attention.h"
 #include "kiln/Transforms/Collectives.h"
+#include "kiln/Transforms/LayerNorm.h"
 #include "kiln/Transforms/Passes.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -15,6 +16,7 @@ void kiln::registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<KilnDialect>();
   registerCollectivesBufferization(registry);
   registerFlashAttentionBufferization(registry);
+  registerFusedLayerNormBufferization(registry);
   // The upstream dialects Kiln lowers through, with their interface models
   // (bufferization, inlining...) and LLVM IR translations.
   mlir::registerAllDialects(registry);

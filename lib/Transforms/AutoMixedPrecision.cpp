@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/KilnOps.h"
 #include "kiln/Transforms/NarrowType.h"
 #include "kiln/Transforms/Passes.h"
 
@@ -154,11 +155,58 @@ struct KilnAutoMixedPrecisionPass
       for (linalg::GenericOp op : roundedInProducer)
         dropUnreadResults(op);
       roundedInProducer.clear();
+      for (kiln::FusedLayerNormOp op : roundedLayerNorms) {
+        eraseUnreadReshapes(op.getResults()[0]);
+        if (op->use_empty())
+          op.erase();
+      }
+      roundedLayerNorms.clear();
     });
   }
 
   /// The ops roundWhereComputed rebuilt, in this function.
   llvm::SetVector<linalg::GenericOp> roundedInProducer;
+  /// The f32 layer norms roundLayerNorm replaced, in this function.
+  llvm::SetVector<kiln::FusedLayerNormOp> roundedLayerNorms;
+
+  /// Erases the reshapes of `value` (and theirs) nothing reads.
+  static void eraseUnreadReshapes(Value value) {
+    for (Operation *user : llvm::make_early_inc_range(value.getUsers()))
+      if (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(user)) {
+        eraseUnreadReshapes(user->getResult(0));
+        if (user->use_empty())
+          user->erase();
+      }
+  }
+
+  /// Whether only products (through reshapes) read `value`: once they read
+  /// a rounded copy, nothing needs it.
+  static bool readOnlyByProducts(Value value) {
+    return llvm::all_of(value.getUsers(), [](Operation *user) {
+      if (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(user))
+        return readOnlyByProducts(user->getResult(0));
+      return user->hasAttr("kiln.matmul");
+    });
+  }
+
+  /// A fused layer norm's f32 result that only products read, as the same
+  /// layer norm writing it rounded (the kernels round as they store), so
+  /// no kernel rounds it after; the f32 one goes once nothing reads it.
+  Value roundLayerNorm(kiln::FusedLayerNormOp op, FloatType element,
+                       llvm::DenseMap<Value, Value> &rounded) {
+    Value result = op.getResults()[0];
+    if (op.hasBufferSemantics() ||
+        !getElementTypeOrSelf(result.getType()).isF32() ||
+        !readOnlyByProducts(result))
+      return {};
+    OpBuilder b(op);
+    auto type = cast<RankedTensorType>(result.getType());
+    auto narrow = kiln::FusedLayerNormOp::create(
+        b, op.getLoc(), TypeRange{type.clone(element)}, op.getInput(),
+        op.getScale(), op.getBias(), ValueRange{}, op.getEpsilonAttr());
+    roundedLayerNorms.insert(op);
+    return rounded[result] = narrow.getResults()[0];
+  }
 
   /// `value` rounded to `element` and recorded in `rounded`: where it is
   /// computed (roundWhereComputed), else by a new op after it.
@@ -209,6 +257,8 @@ struct KilnAutoMixedPrecisionPass
         return {};
       value = generic->getResult(0);
     }
+    if (auto layerNorm = dyn_cast_or_null<kiln::FusedLayerNormOp>(def))
+      return roundLayerNorm(layerNorm, element, rounded);
     linalg::GenericOp producer = roundableProducer(value);
     if (!producer)
       return {};

@@ -12,13 +12,10 @@
 #include "kiln/KilnDialect.h"
 #include "kiln/KilnOps.h"
 #include "kiln/Transforms/Attention.h"
-#include "kiln/Transforms/Buffers.h"
+#include "kiln/Transforms/LibraryOpBufferization.h"
 #include "kiln/Transforms/NarrowType.h"
 #include "kiln/Transforms/Passes.h"
 
-#include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 
 namespace kiln {
@@ -27,89 +24,9 @@ namespace kiln {
 } // namespace kiln
 
 using namespace mlir;
-using namespace mlir::bufferization;
 using namespace kiln;
 
 namespace {
-
-/// Both ops read their operands and write new buffers, which the buffer
-/// form takes after its operands. The kernels address their tensors with
-/// dense strides: an operand in a buffer with another layout is copied.
-template <typename Op>
-struct FlashBufferization
-    : BufferizableOpInterface::ExternalModel<FlashBufferization<Op>, Op> {
-  bool bufferizesToMemoryRead(Operation *, OpOperand &,
-                              const AnalysisState &) const {
-    return true;
-  }
-  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
-                               const AnalysisState &) const {
-    return false;
-  }
-  AliasingValueList getAliasingValues(Operation *, OpOperand &,
-                                      const AnalysisState &) const {
-    return {};
-  }
-  /// Each result is a new dense buffer, whatever the analysis would infer.
-  bool bufferizesToAllocation(Operation *, Value) const { return true; }
-  FailureOr<BufferLikeType>
-  getBufferType(Operation *, Value value, const BufferizationOptions &,
-                const BufferizationState &, SmallVector<Value> &) const {
-    auto tensor = cast<RankedTensorType>(value.getType());
-    return cast<BufferLikeType>(
-        MemRefType::get(tensor.getShape(), tensor.getElementType()));
-  }
-  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
-                          const BufferizationOptions &options,
-                          BufferizationState &state) const {
-    Location loc = op->getLoc();
-    IRMapping buffers;
-    for (Value operand : op->getOperands()) {
-      FailureOr<Value> buffer = getBuffer(rewriter, operand, options, state);
-      if (failed(buffer))
-        return failure();
-      Value plain = *buffer;
-      if (!isPlainBuffer(plain.getType())) {
-        auto type = cast<MemRefType>(plain.getType());
-        FailureOr<Value> copy = options.createAlloc(
-            rewriter, loc,
-            MemRefType::get(type.getShape(), type.getElementType()), {});
-        if (failed(copy) ||
-            failed(options.createMemCpy(rewriter, loc, plain, *copy)))
-          return failure();
-        plain = *copy;
-      }
-      buffers.map(operand, plain);
-    }
-    SmallVector<Value> outputs;
-    for (Type type : op->getResultTypes()) {
-      auto tensor = cast<RankedTensorType>(type);
-      FailureOr<Value> output = options.createAlloc(
-          rewriter, loc,
-          MemRefType::get(tensor.getShape(), tensor.getElementType()), {});
-      if (failed(output))
-        return failure();
-      outputs.push_back(*output);
-    }
-    auto flash = cast<Op>(op);
-    auto mapped = [&](Value v) { return v ? buffers.lookup(v) : Value(); };
-    if constexpr (std::is_same_v<Op, FlashAttentionOp>)
-      FlashAttentionOp::create(rewriter, loc, TypeRange{},
-                               mapped(flash.getQuery()), mapped(flash.getKey()),
-                               mapped(flash.getValue()), mapped(flash.getMask()),
-                               outputs, flash.getScaleAttr(),
-                               flash.getCausalAttr());
-    else
-      FlashAttentionGradOp::create(
-          rewriter, loc, TypeRange{}, mapped(flash.getQuery()),
-          mapped(flash.getKey()), mapped(flash.getValue()),
-          mapped(flash.getOut()), mapped(flash.getGrad()),
-          mapped(flash.getStats()), mapped(flash.getMask()), outputs,
-          flash.getScaleAttr(), flash.getCausalAttr());
-    replaceOpWithBufferizedValues(rewriter, op, outputs);
-    return success();
-  }
-};
 
 /// The kernels' grid has a block row per head (CUDA's limit on grid.y);
 /// the runtime takes at most 2^30 queries or keys.
@@ -236,11 +153,35 @@ struct KilnFlashAttentionPass
 
 } // namespace
 
+namespace kiln {
+
+/// The buffer forms LibraryOpBufferization builds.
+void createBufferForm(OpBuilder &b, Location loc, FlashAttentionOp op,
+                      llvm::function_ref<Value(Value)> mapped,
+                      ValueRange outputs) {
+  FlashAttentionOp::create(b, loc, TypeRange{}, mapped(op.getQuery()),
+                           mapped(op.getKey()), mapped(op.getValue()),
+                           mapped(op.getMask()), outputs, op.getScaleAttr(),
+                           op.getCausalAttr());
+}
+
+void createBufferForm(OpBuilder &b, Location loc, FlashAttentionGradOp op,
+                      llvm::function_ref<Value(Value)> mapped,
+                      ValueRange outputs) {
+  FlashAttentionGradOp::create(
+      b, loc, TypeRange{}, mapped(op.getQuery()), mapped(op.getKey()),
+      mapped(op.getValue()), mapped(op.getOut()), mapped(op.getGrad()),
+      mapped(op.getStats()), mapped(op.getMask()), outputs, op.getScaleAttr(),
+      op.getCausalAttr());
+}
+
+} // namespace kiln
+
 void kiln::registerFlashAttentionBufferization(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, KilnDialect *) {
-    FlashAttentionOp::attachInterface<FlashBufferization<FlashAttentionOp>>(
-        *context);
+    FlashAttentionOp::attachInterface<
+        LibraryOpBufferization<FlashAttentionOp>>(*context);
     FlashAttentionGradOp::attachInterface<
-        FlashBufferization<FlashAttentionGradOp>>(*context);
+        LibraryOpBufferization<FlashAttentionGradOp>>(*context);
   });
 }

@@ -89,8 +89,72 @@ struct KilnGPUEmulatePass
     module->removeAttr(gpu::GPUDialect::getContainerModuleAttrName());
     splitBiasGrads();
     restoreZeroFills();
-    if (failed(callHostAttention()))
+    if (failed(callHostAttention()) || failed(callHostLayerNorms()))
       return signalPassFailure();
+  }
+
+  /// The layer-norm kernels' commands become calls into the runtime's host
+  /// version of them (kiln/layer_norm.h), on the same buffers.
+  LogicalResult callHostLayerNorms() {
+    ModuleOp module = getOperation();
+    SmallVector<Operation *> ops;
+    module.walk([&](Operation *op) {
+      if (isa<kiln::FusedLayerNormOp, kiln::FusedLayerNormGradOp>(op))
+        ops.push_back(op);
+    });
+    Type ptr = LLVM::LLVMPointerType::get(module.getContext());
+    for (Operation *op : ops) {
+      auto forward = dyn_cast<kiln::FusedLayerNormOp>(op);
+      auto grad = dyn_cast<kiln::FusedLayerNormGradOp>(op);
+      if (forward ? !forward.hasBufferSemantics() : !grad.hasBufferSemantics())
+        return op->emitError("must be bufferized before kiln-gpu-emulate");
+      OpBuilder b(op);
+      Location loc = op->getLoc();
+      auto address = [&](Value buffer) -> Value {
+        if (!buffer)
+          return LLVM::ZeroOp::create(b, loc, ptr);
+        return kiln::bufferAddress(b, loc, buffer);
+      };
+      auto integer = [&](int64_t value) -> Value {
+        return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(value));
+      };
+      // Pointers: the forward's input, scale, bias and output, or the
+      // gradient's input, scale, grad and its four results; then the
+      // forward's output type, the shape and epsilon.
+      SmallVector<Value> args;
+      Value input;
+      if (forward) {
+        input = forward.getInput();
+        for (Value v : {forward.getInput(), forward.getScale(),
+                        forward.getBias(), forward.getOutputs()[0]})
+          args.push_back(address(v));
+        Type element = cast<MemRefType>(forward.getOutputs()[0].getType())
+                           .getElementType();
+        args.push_back(integer(element.isF32() ? 0 : element.isBF16() ? 1 : 2));
+      } else {
+        input = grad.getInput();
+        for (Value v : {grad.getInput(), grad.getScale(), grad.getGrad()})
+          args.push_back(address(v));
+        for (Value v : grad.getOutputs())
+          args.push_back(address(v));
+      }
+      auto inputType = cast<MemRefType>(input.getType());
+      args.push_back(integer(inputType.getDimSize(0)));
+      args.push_back(integer(inputType.getDimSize(1)));
+      args.push_back(arith::ConstantOp::create(
+          b, loc, op->getAttrOfType<FloatAttr>("epsilon")));
+      StringRef name = forward ? "kiln_layer_norm_forward_host"
+                               : "kiln_layer_norm_backward_host";
+      SmallVector<Type> types;
+      for (Value arg : args)
+        types.push_back(arg.getType());
+      func::CallOp::create(b, loc,
+                           kiln::declareRuntimeFunction(
+                               module, name, b.getFunctionType(types, {})),
+                           args);
+      op->erase();
+    }
+    return success();
   }
 
   /// The tensor-core attention kernels' commands become calls into the

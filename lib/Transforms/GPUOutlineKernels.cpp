@@ -685,12 +685,13 @@ struct KilnGPUOutlineKernelsPass
       return true;
     // An op with results (a buffer, a loaded scalar) is not work a launch
     // can do; its users fail to outline if they need it.
-    // Collectives and attention are commands of their own: the target makes
-    // them NCCL calls and the runtime's attention kernels.
+    // Collectives, attention and layer norms are commands of their own: the
+    // target makes them NCCL calls and the runtime's kernels.
     if (op->hasTrait<OpTrait::IsTerminator>() || op->getNumResults() > 0 ||
         isa<gpu::LaunchFuncOp, memref::DeallocOp, kiln::AllReduceMeanOp,
             kiln::ReduceScatterMeanOp, kiln::AllGatherOp, kiln::LocalShardOp,
-            kiln::FlashAttentionOp, kiln::FlashAttentionGradOp>(op))
+            kiln::FlashAttentionOp, kiln::FlashAttentionGradOp,
+            kiln::FusedLayerNormOp, kiln::FusedLayerNormGradOp>(op))
       return false;
     return op->getNumRegions() > 0 || !isPure(op);
   }

@@ -68,12 +68,18 @@ Value summedOverRows(linalg::GenericOp op) {
 }
 
 /// `x` as a matrix of its rows: `x` itself at rank 2, else a
-/// tensor.collapse_shape of it that merges every dimension but the last.
+/// tensor.collapse_shape of it that merges every dimension but the last,
+/// or the matrix `x` expands so (a fused layer norm's gradient, computed
+/// on rows).
 SmallVector<Value> rowViews(Value x) {
   auto type = cast<RankedTensorType>(x.getType());
   if (type.getRank() == 2)
     return {x};
   SmallVector<Value> views;
+  if (auto expand = x.getDefiningOp<tensor::ExpandShapeOp>())
+    if (expand.getSrcType().getRank() == 2 &&
+        expand.getReassociationIndices().back().size() == 1)
+      views.push_back(expand.getSrc());
   for (Operation *user : x.getUsers()) {
     auto collapse = dyn_cast<tensor::CollapseShapeOp>(user);
     if (!collapse || collapse.getSrc() != x ||

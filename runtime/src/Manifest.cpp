@@ -2,6 +2,9 @@
 
 #include "kiln/runtime/Manifest.h"
 
+// The rows of a block of the layer-norm backward's partial sums.
+#include "kiln/layer_norm.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -24,6 +27,12 @@ constexpr int64_t kMaxGemmDim = (int64_t(1) << 31) - 1;
 /// and count rows in int tiles of 64 that must not overflow.
 constexpr int64_t kMaxAttentionHeads = 65535;
 constexpr int64_t kMaxAttentionRows = int64_t(1) << 30;
+/// Layer-norm kernels launch a block per 8 or 32 rows and a thread per
+/// column in blocks of 256, which this keeps far inside CUDA's grid.x limit
+/// (2^31 - 1); rows times cols is at most 2^60 too, so that every f32
+/// tensor's byte size is at most 2^62.
+constexpr int64_t kMaxLayerNormDim = (int64_t(1) << 31) - 1;
+constexpr int64_t kMaxLayerNormElements = int64_t(1) << 60;
 
 /// Whether [offset, offset + size) lies inside [0, extent).
 bool rangeInside(uint64_t offset, uint64_t size, uint64_t extent) {
@@ -445,6 +454,8 @@ private:
       return validateGemm(command.gemm(), buffers, collectives);
     case bp::Command::kAttention:
       return validateAttention(command.attention(), buffers, collectives);
+    case bp::Command::kLayerNorm:
+      return validateLayerNorm(command.layer_norm(), buffers, collectives);
     case bp::Command::kAllReduceMean:
       return validateAllReduce(command.all_reduce_mean(), index, buffers,
                                collectives);
@@ -458,9 +469,9 @@ private:
       return Status();
     }
     default:
-      return formatError("is not a kernel launch, a gemm, an attention, an "
-                         "all-reduce, a shard collective or a collective "
-                         "wait");
+      return formatError("is not a kernel launch, a gemm, an attention, a "
+                         "layer norm, an all-reduce, a shard collective or a "
+                         "collective wait");
     }
   }
 
@@ -835,6 +846,120 @@ private:
       for (size_t j = 0; j < touched.size(); ++j)
         if (j != i && written && overlaps(*buffer, *std::get<1>(touched[j])))
           return formatError(what, ", which the attention writes, overlaps ",
+                             std::get<0>(touched[j]));
+    }
+    return Status();
+  }
+
+  /// A layer norm's sizes are ones the runtime's kernels take, each buffer
+  /// its direction uses holds exactly the dense tensor of its shape (the
+  /// partial sums at least) at whole elements, those it does not use are
+  /// unset, and what it writes overlaps nothing else it touches.
+  Status validateLayerNorm(const bp::LayerNorm &layerNorm,
+                           const Buffers &buffers,
+                           const Collectives &collectives) {
+    const bool backward = layerNorm.backward();
+    const char *kind = backward ? "layer norm backward" : "layer norm";
+    const int64_t rows = layerNorm.rows(), cols = layerNorm.cols();
+    if (rows <= 0 || cols <= 0 || rows > kMaxLayerNormDim ||
+        cols > kMaxLayerNormDim || rows > kMaxLayerNormElements / cols)
+      return formatError(kind, " has rows ", rows, ", cols ", cols,
+                         " (each 1 to ", kMaxLayerNormDim,
+                         ", rows times cols at most 2^60)");
+    const float epsilon = layerNorm.epsilon();
+    if (!std::isfinite(epsilon) || epsilon <= 0)
+      return formatError(kind, " has epsilon ", epsilon,
+                         " (finite and positive expected)");
+    const int outputType = layerNorm.output_type();
+    if (!backward && outputType != bp::F32 && outputType != bp::BF16 &&
+        outputType != bp::F16)
+      return formatError(kind, " has output type ", outputType,
+                         " (f32, bf16 or f16 expected)");
+    if (backward && outputType != bp::ELEMENT_TYPE_UNSPECIFIED &&
+        outputType != bp::F32)
+      return formatError(kind, " has output type ", outputType,
+                         " (unset or f32 expected: its gradients are f32)");
+
+    enum class Use { None, Read, MaybeRead, Written };
+    /// [rows, cols], [cols], or the backward's scratch [ceil(rows / 32), 2,
+    /// cols], which may be larger than the kernels need.
+    enum class Shape { Matrix, Vector, Partials };
+    struct Tensor {
+      const char *name;
+      bool has;
+      const bp::BufferRef &buffer;
+      Use use;
+      int elementType;
+      Shape shape;
+    };
+    const Use forwardOnly = backward ? Use::None : Use::Written;
+    const Use backwardOnly = backward ? Use::Written : Use::None;
+    const Tensor tensors[] = {
+        {"input", layerNorm.has_input(), layerNorm.input(), Use::Read, bp::F32,
+         Shape::Matrix},
+        {"scale", layerNorm.has_scale(), layerNorm.scale(), Use::Read, bp::F32,
+         Shape::Vector},
+        {"bias", layerNorm.has_bias(), layerNorm.bias(),
+         backward ? Use::None : Use::MaybeRead, bp::F32, Shape::Vector},
+        {"output", layerNorm.has_output(), layerNorm.output(), forwardOnly,
+         outputType, Shape::Matrix},
+        {"grad", layerNorm.has_grad(), layerNorm.grad(),
+         backward ? Use::Read : Use::None, bp::F32, Shape::Matrix},
+        {"input_grad", layerNorm.has_input_grad(), layerNorm.input_grad(),
+         backwardOnly, bp::F32, Shape::Matrix},
+        {"scale_grad", layerNorm.has_scale_grad(), layerNorm.scale_grad(),
+         backwardOnly, bp::F32, Shape::Vector},
+        {"bias_grad", layerNorm.has_bias_grad(), layerNorm.bias_grad(),
+         backwardOnly, bp::F32, Shape::Vector},
+        {"partials", layerNorm.has_partials(), layerNorm.partials(),
+         backwardOnly, bp::F32, Shape::Partials}};
+    const int64_t partialBlocks = (rows + KILN_LAYER_NORM_PARTIAL_ROWS - 1) /
+                                  KILN_LAYER_NORM_PARTIAL_ROWS;
+    const std::vector<int64_t> matrix{rows, cols}, vector{cols},
+        partials{partialBlocks, 2, cols};
+    // (name, buffer, written) of everything the command touches.
+    std::vector<std::tuple<std::string, const bp::BufferRef *, bool>> touched;
+    for (const Tensor &t : tensors) {
+      std::string what = strCat(kind, " ", t.name);
+      bool set = t.has && t.buffer.size() > 0;
+      if (t.use == Use::None) {
+        if (set)
+          return formatError(kind, " sets ", t.name, ", which it does not use");
+        continue;
+      }
+      if (!set) {
+        if (t.use == Use::MaybeRead)
+          continue;
+        return formatError(kind, " has no ", t.name);
+      }
+      const std::vector<int64_t> &shape = t.shape == Shape::Matrix   ? matrix
+                                          : t.shape == Shape::Vector ? vector
+                                                                     : partials;
+      uint64_t elementBytes = elementTypeSize(t.elementType);
+      uint64_t bytes = elementBytes;
+      for (int64_t dim : shape)
+        bytes *= static_cast<uint64_t>(dim);
+      bool scratch = t.shape == Shape::Partials;
+      if (scratch ? t.buffer.size() < bytes : t.buffer.size() != bytes)
+        return formatError(
+            what, " has ", t.buffer.size(), " bytes, ",
+            scratch ? "fewer than" : "not", " the ", bytes, " of ",
+            describeTensorType(t.elementType, shape.data(), shape.size()));
+      // The kernels read and write whole elements: a misaligned one faults
+      // on the GPU.
+      if (t.buffer.offset() % elementBytes != 0)
+        return formatError(what, " starts at byte offset ", t.buffer.offset(),
+                           ", not a multiple of its ", elementBytes,
+                           "-byte elements");
+      touched.emplace_back(what, &t.buffer, t.use == Use::Written);
+    }
+    for (size_t i = 0; i < touched.size(); ++i) {
+      const auto &[what, buffer, written] = touched[i];
+      KILN_RETURN_IF_ERROR(validateBuffer(*buffer, buffers).withContext(what));
+      KILN_RETURN_IF_ERROR(checkNotReducing(*buffer, what, collectives));
+      for (size_t j = 0; j < touched.size(); ++j)
+        if (j != i && written && overlaps(*buffer, *std::get<1>(touched[j])))
+          return formatError(what, ", which the layer norm writes, overlaps ",
                              std::get<0>(touched[j]));
     }
     return Status();

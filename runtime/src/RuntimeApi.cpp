@@ -306,6 +306,7 @@ kiln_status_t kiln_bundle_get_program(const kiln_bundle_t *bundle,
         info.collective_count += command.has_all_reduce_mean();
         info.shard_collective_count += command.has_shard();
         info.attention_count += command.has_attention();
+        info.layer_norm_count += command.has_layer_norm();
       }
       info.arena_bytes = program.arena_bytes();
       *out_info = info;

@@ -12,7 +12,8 @@ same N kernels as functions. Prints one line per section checked.
 
 With --schema (the directory of bundle.proto, compiled with protoc at run
 time), it also decodes the manifest and prints each entry point's CUDA
-program (launches, gemms and attention commands); --gemm-types bf16:f32
+program (launches, gemms, attention and layer-norm commands); --gemm-types
+bf16:f32
 checks that every gemm multiplies A and B of the first type into C of the
 second, and --commands ENTRY lists ENTRY's commands, one per line.
 """
@@ -128,7 +129,7 @@ def main():
         check_programs(manifest, args.schema, args.gemm_types, args.commands)
 
 
-def describe(command, kernels):
+def describe(command, kernels, names):
     """One line for a command of a CUDA program."""
     if command.HasField("launch"):
         launch = command.launch
@@ -161,6 +162,15 @@ def describe(command, kernels):
         if a.backward:
             text += f" dk {strides(a.key_grad)}"
         return text
+    if command.HasField("layer_norm"):
+        n = command.layer_norm
+        if n.backward:
+            blocks = n.partials.size // (2 * n.cols * 4)
+            return (f"layer norm backward {n.rows}x{n.cols} partials "
+                    f"{blocks}x2x{n.cols}")
+        bias = " + bias" if n.HasField("bias") and n.bias.size else ""
+        return (f"layer norm forward {n.rows}x{n.cols}{bias} -> "
+                f"{names[n.output_type]}")
     if command.HasField("shard"):
         s = command.shard
         kind = ["reduce-scatter-mean", "all-gather", "local-shard"][s.kind]
@@ -188,9 +198,11 @@ def check_programs(manifest_bytes, schema, gemm_types, list_entry):
         gemms = [c.gemm for c in commands if c.HasField("gemm")]
         types = sorted({f"{names[g.a_type]}:{names[g.c_type]}" for g in gemms})
         attention = sum(c.HasField("attention") for c in commands)
+        layer_norms = sum(c.HasField("layer_norm") for c in commands)
         print(f"{entry.name}: {launches} launches, {len(gemms)} gemms "
               f"({', '.join(types)})"
-              + (f", {attention} attention" if attention else ""))
+              + (f", {attention} attention" if attention else "")
+              + (f", {layer_norms} layer norms" if layer_norms else ""))
         if gemm_types and types != [gemm_types]:
             sys.exit(f"error: {entry.name} has gemms of {types}, expected "
                      f"only {gemm_types}")
@@ -198,7 +210,7 @@ def check_programs(manifest_bytes, schema, gemm_types, list_entry):
             kernels = next(t.kernels for t in manifest.targets
                            if t.name == "cuda")
             for c in commands:
-                print(describe(c, kernels))
+                print(describe(c, kernels, names))
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -808,6 +809,237 @@ TEST(BundleReader, RejectsEachBrokenBiasGradRule) {
   }
 }
 
+std::string layerNormBundleBytes() {
+  return standInPtxBundleBytes(buildCudaLayerNormBundle);
+}
+
+/// The layer norm of entry point `entry` of the layer-norm bundle: 0 the
+/// bf16 forward with a bias, 1 the f32 forward without, 2 the backward, 3
+/// the f16 forward.
+bp::LayerNorm &layerNorm(bp::Manifest &m, int entry) {
+  return *program(m, entry).mutable_commands(0)->mutable_layer_norm();
+}
+
+TEST(BundleReader, RejectsEachBrokenLayerNormRule) {
+  Status valid = readBytes(layerNormBundleBytes());
+  EXPECT_TRUE(valid.ok()) << valid.message();
+  struct LayerNormCase {
+    const char *name;
+    std::function<void(bp::Manifest &)> change;
+    std::string fragment;
+  };
+  const std::vector<LayerNormCase> cases = {
+      {"no rows", [](bp::Manifest &m) { layerNorm(m, 0).set_rows(0); },
+       "entry point 'layer_norm': program 0 (target 'cuda') command 0: "
+       "layer norm has rows 0, cols 300 (each 1 to 2147483647, rows times "
+       "cols at most 2^60)"},
+      {"negative cols", [](bp::Manifest &m) { layerNorm(m, 2).set_cols(-4); },
+       "entry point 'layer_norm_grad': program 0 (target 'cuda') command 0: "
+       "layer norm backward has rows 70, cols -4"},
+      {"more columns than a grid has threads",
+       [](bp::Manifest &m) { layerNorm(m, 1).set_cols(int64_t(1) << 31); },
+       "layer norm has rows 70, cols 2147483648 (each 1 to 2147483647"},
+      {"more elements than bytes can count",
+       [](bp::Manifest &m) {
+         layerNorm(m, 1).set_rows((int64_t(1) << 31) - 1);
+         layerNorm(m, 1).set_cols((int64_t(1) << 31) - 1);
+       },
+       "rows times cols at most 2^60"},
+      {"epsilon 0", [](bp::Manifest &m) { layerNorm(m, 0).set_epsilon(0); },
+       "layer norm has epsilon 0 (finite and positive expected)"},
+      {"negative epsilon",
+       [](bp::Manifest &m) { layerNorm(m, 2).set_epsilon(-1e-5f); },
+       "layer norm backward has epsilon -1e-05 (finite and positive "
+       "expected)"},
+      {"NaN epsilon", [](bp::Manifest &m) { layerNorm(m, 1).set_epsilon(NAN); },
+       "(finite and positive expected)"},
+      {"infinite epsilon",
+       [](bp::Manifest &m) { layerNorm(m, 1).set_epsilon(INFINITY); },
+       "layer norm has epsilon inf"},
+      {"forward without an output type",
+       [](bp::Manifest &m) {
+         layerNorm(m, 1).set_output_type(bp::ELEMENT_TYPE_UNSPECIFIED);
+       },
+       "layer norm has output type 0 (f32, bf16 or f16 expected)"},
+      {"forward to integers",
+       [](bp::Manifest &m) { layerNorm(m, 1).set_output_type(bp::I32); },
+       "layer norm has output type 6 (f32, bf16 or f16 expected)"},
+      {"backward to bf16",
+       [](bp::Manifest &m) { layerNorm(m, 2).set_output_type(bp::BF16); },
+       "layer norm backward has output type 3 (unset or f32 expected: its "
+       "gradients are f32)"},
+      {"no scale", [](bp::Manifest &m) { layerNorm(m, 0).clear_scale(); },
+       "layer norm has no scale"},
+      {"an empty input",
+       [](bp::Manifest &m) { layerNorm(m, 1).mutable_input()->set_size(0); },
+       "layer norm has no input"},
+      {"no output", [](bp::Manifest &m) { layerNorm(m, 3).clear_output(); },
+       "entry point 'layer_norm_f16': program 0 (target 'cuda') command 0: "
+       "layer norm has no output"},
+      {"backward without partials",
+       [](bp::Manifest &m) { layerNorm(m, 2).clear_partials(); },
+       "layer norm backward has no partials"},
+      {"backward without grad",
+       [](bp::Manifest &m) { layerNorm(m, 2).clear_grad(); },
+       "layer norm backward has no grad"},
+      {"input too small",
+       [](bp::Manifest &m) { layerNorm(m, 0).mutable_input()->set_size(100); },
+       "layer norm input has 100 bytes, not the 84000 of f32[70,300]"},
+      {"bf16 output for f32 values",
+       [](bp::Manifest &m) { layerNorm(m, 0).set_output_type(bp::F32); },
+       "layer norm output has 42000 bytes, not the 84000 of f32[70,300]"},
+      {"f32 output for bf16 values",
+       [](bp::Manifest &m) { layerNorm(m, 1).set_output_type(bp::BF16); },
+       "layer norm output has 84000 bytes, not the 42000 of bf16[70,300]"},
+      {"bias one value short",
+       [](bp::Manifest &m) { layerNorm(m, 0).mutable_bias()->set_size(1196); },
+       "layer norm bias has 1196 bytes, not the 1200 of f32[300]"},
+      {"scale_grad too large",
+       [](bp::Manifest &m) {
+         layerNorm(m, 2).mutable_scale_grad()->set_size(1204);
+       },
+       "layer norm backward scale_grad has 1204 bytes, not the 1200 of "
+       "f32[300]"},
+      {"partials for two blocks of three",
+       [](bp::Manifest &m) {
+         layerNorm(m, 2).mutable_partials()->set_size(4800);
+       },
+       "layer norm backward partials has 4800 bytes, fewer than the 7200 of "
+       "f32[3,2,300]"},
+      {"a bf16 output inside an element",
+       [](bp::Manifest &m) { layerNorm(m, 0).mutable_output()->set_offset(1); },
+       "layer norm output starts at byte offset 1, not a multiple of its "
+       "2-byte elements"},
+      {"an f32 input inside an element",
+       [](bp::Manifest &m) { layerNorm(m, 2).mutable_grad()->set_offset(2); },
+       "layer norm backward grad starts at byte offset 2, not a multiple of "
+       "its 4-byte elements"},
+      {"bias outside its buffer",
+       [](bp::Manifest &m) { layerNorm(m, 0).mutable_bias()->set_offset(4); },
+       "layer norm bias: bytes [4, +1200) lie outside the 1200 bytes it "
+       "refers to"},
+      {"partials in an input that does not exist",
+       [](bp::Manifest &m) {
+         layerNorm(m, 2).mutable_partials()->set_kind(bp::BufferRef::INPUT);
+         layerNorm(m, 2).mutable_partials()->set_index(7);
+       },
+       "layer norm backward partials: refers to input 7 of 3"},
+      {"backward with a bias",
+       [](bp::Manifest &m) {
+         bp::LayerNorm &l = layerNorm(m, 2);
+         *l.mutable_bias() = l.scale();
+       },
+       "layer norm backward sets bias, which it does not use"},
+      {"backward with an output",
+       [](bp::Manifest &m) {
+         bp::LayerNorm &l = layerNorm(m, 2);
+         *l.mutable_output() = l.input_grad();
+       },
+       "layer norm backward sets output, which it does not use"},
+      {"forward with partials",
+       [](bp::Manifest &m) {
+         bp::LayerNorm &l = layerNorm(m, 1);
+         *l.mutable_partials() = l.output();
+       },
+       "layer norm sets partials, which it does not use"},
+      {"forward with a grad",
+       [](bp::Manifest &m) {
+         bp::LayerNorm &l = layerNorm(m, 0);
+         *l.mutable_grad() = l.input();
+       },
+       "layer norm sets grad, which it does not use"},
+      {"output over the input",
+       [](bp::Manifest &m) {
+         bp::LayerNorm &l = layerNorm(m, 1);
+         *l.mutable_output() = l.input();
+       },
+       "entry point 'layer_norm_f32': program 0 (target 'cuda') command 0: "
+       "layer norm output, which the layer norm writes, overlaps layer norm "
+       "input"},
+      {"output over the scale",
+       [](bp::Manifest &m) {
+         bp::LayerNorm &l = layerNorm(m, 0);
+         l.mutable_output()->set_kind(bp::BufferRef::INPUT);
+         l.mutable_output()->set_index(1);
+         l.mutable_output()->set_size(600);
+         l.set_rows(2);
+         l.set_cols(150);
+         l.mutable_input()->set_size(1200);
+         l.mutable_scale()->set_size(600);
+         l.mutable_bias()->set_size(600);
+       },
+       "layer norm output, which the layer norm writes, overlaps layer norm "
+       "scale"},
+      {"input gradient over grad",
+       [](bp::Manifest &m) {
+         bp::LayerNorm &l = layerNorm(m, 2);
+         *l.mutable_input_grad() = l.grad();
+       },
+       "layer norm backward input_grad, which the layer norm writes, overlaps "
+       "layer norm backward grad"},
+      {"the two vector gradients in one place",
+       [](bp::Manifest &m) {
+         bp::LayerNorm &l = layerNorm(m, 2);
+         *l.mutable_bias_grad() = l.scale_grad();
+       },
+       "layer norm backward scale_grad, which the layer norm writes, overlaps "
+       "layer norm backward bias_grad"},
+      {"partials over the input gradient",
+       [](bp::Manifest &m) {
+         bp::LayerNorm &l = layerNorm(m, 2);
+         *l.mutable_partials() = l.input_grad();
+       },
+       "layer norm backward input_grad, which the layer norm writes, overlaps "
+       "layer norm backward partials"},
+      {"partials over the input",
+       [](bp::Manifest &m) {
+         bp::LayerNorm &l = layerNorm(m, 2);
+         l.mutable_partials()->set_kind(bp::BufferRef::INPUT);
+         l.mutable_partials()->set_index(0);
+       },
+       "layer norm backward partials, which the layer norm writes, overlaps "
+       "layer norm backward input"},
+      {"bias under an all-reduce in flight",
+       [](bp::Manifest &m) {
+         bp::Program &p = program(m, 0);
+         bp::Command command = p.commands(0);
+         p.clear_commands();
+         bp::AllReduceMean &reduce =
+             *p.add_commands()->mutable_all_reduce_mean();
+         reduce.set_element_type(bp::F32);
+         reduce.set_count(300);
+         *reduce.mutable_buffer() = command.layer_norm().bias();
+         reduce.set_request(1);
+         *p.add_commands() = command;
+         p.add_commands()->mutable_collective_wait()->set_request(1);
+       },
+       "entry point 'layer_norm': program 0 (target 'cuda') command 1: layer "
+       "norm bias touches the buffer of request 1 (the all-reduce of command "
+       "0), which is still outstanding"},
+  };
+  for (const LayerNormCase &test : cases) {
+    SCOPED_TRACE(test.name);
+    Status status =
+        readBytes(withManifest(layerNormBundleBytes(), test.change));
+    expectError(status, StatusCode::FormatError, test.fragment);
+  }
+}
+
+/// Partial sums in scratch larger than they need, as a shared arena slot
+/// may be, and a forward without a bias (unset, or of size 0).
+TEST(BundleReader, AcceptsLargerLayerNormPartialsAndNoBias) {
+  Status status =
+      readBytes(withManifest(layerNormBundleBytes(), [](bp::Manifest &m) {
+        program(m, 2).set_arena_bytes(8192);
+        bp::BufferRef &partials = *layerNorm(m, 2).mutable_partials();
+        partials.set_kind(bp::BufferRef::ARENA);
+        partials.set_offset(512);
+        partials.set_size(7680);
+        layerNorm(m, 0).mutable_bias()->set_size(0);
+      }));
+  EXPECT_TRUE(status.ok()) << status.message();
+}
+
 TEST(BundleReader, AcceptsTheCudaBundles) {
   EXPECT_TRUE(readBytes(cudaBundleBytes(false)).ok());
   EXPECT_TRUE(readBytes(cudaBundleBytes(true)).ok());
@@ -945,13 +1177,13 @@ TEST(BundleReader, RejectsEachBrokenCudaRule) {
          *program(m, 0).add_commands() = m.entry_points(0).commands(0);
        },
        "program 0 (target 'cuda') command 1: is not a kernel launch, a gemm, "
-       "an attention, an all-reduce, a shard collective or a collective "
-       "wait"},
+       "an attention, a layer norm, an all-reduce, a shard collective or a "
+       "collective wait"},
       {"empty command in a CUDA program", false,
        [](bp::Manifest &m) { program(m, 3).add_commands(); },
        "entry point 'add_one': program 0 (target 'cuda') command 1: is not a "
-       "kernel launch, a gemm, an attention, an all-reduce, a shard "
-       "collective or a collective wait"},
+       "kernel launch, a gemm, an attention, a layer norm, an all-reduce, a "
+       "shard collective or a collective wait"},
   };
   for (const CudaCase &test : cases) {
     SCOPED_TRACE(test.name);

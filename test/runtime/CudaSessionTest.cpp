@@ -8,9 +8,10 @@
 // NCCL on a communicator of one rank, overlapping a kernel and joined back
 // before the kernels that read them, one at a time and as one NCCL group
 // (the all-reduce bundle with its two all-reduces made consecutive), and the
-// runtime's attention kernels. Results are checked against host arithmetic
-// (for attention, the kernels' host version in libkilnrt). Every test skips, saying why, where the
-// CUDA backend cannot run (no driver, no device, built without CUDA).
+// runtime's attention and layer-norm kernels. Results are checked against
+// host arithmetic (for attention and layer norm, the kernels' host versions
+// in libkilnrt). Every test skips, saying why, where the CUDA backend cannot
+// run (no driver, no device, built without CUDA).
 //
 // KILN_TEST_PTX and KILN_TEST_PTXAS, when set, name kernels.ptx and ptxas
 // in place of the paths compiled in (for a copy of this test on a machine
@@ -21,6 +22,7 @@
 #include "OpenWrittenBundle.h"
 #include "TestBundles.h"
 #include "kiln/attention.h"
+#include "kiln/layer_norm.h"
 #include "kiln/runtime.h"
 
 #include <gtest/gtest.h>
@@ -652,6 +654,161 @@ TEST(CudaAttention, MatchesTheHostVersion) {
                                     s, s, d, 1, 1, 1, 1, 0.125);
   expectClose(out, hostOut, "causal out");
   expectClose(stats, hostStats, "causal stats");
+
+  kiln_session_release(session);
+  kiln_bundle_release(bundle);
+}
+
+/// A 16-bit float's bits as a float (bf16, or else f16).
+float wideOf(uint16_t bits, bool bf16) {
+  if (bf16) {
+    uint32_t u = uint32_t(bits) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+  _Float16 h;
+  std::memcpy(&h, &bits, 2);
+  return static_cast<float>(h);
+}
+
+/// The spacing of the 16-bit type's values at `v`: 8 significant bits for
+/// bf16, 11 for f16 (whose subnormals are 2^-24 apart).
+double unitInTheLastPlace(double v, bool bf16) {
+  int exponent = 0;
+  std::frexp(std::fabs(v), &exponent);
+  return bf16 ? std::ldexp(1.0, exponent - 8)
+              : std::max(std::ldexp(1.0, exponent - 11), std::ldexp(1.0, -24));
+}
+
+/// The layer-norm bundle's entry points on the GPU against the runtime's
+/// host version of its kernels (kiln/layer_norm.h): f32 results within
+/// 1e-5 of the largest magnitude (the warps sum in a tree, the host in
+/// order), 16-bit outputs within one unit in their last place. The backward
+/// runs twice, directly and then captured as a graph, with the same bits:
+/// its sums take no atomics.
+TEST(CudaLayerNorm, MatchesTheHostVersion) {
+  kiln_bundle_t *bundle = nullptr;
+  kiln_session_t *session = nullptr;
+  ASSERT_NO_FATAL_FAILURE(openPtxSession(
+      buildCudaLayerNormBundle, "kiln-cuda-layer-norm", &bundle, &session));
+  if (!session)
+    return;
+
+  const int64_t rows = kLayerNormRows, cols = kLayerNormCols,
+                blocks = (rows + 31) / 32;
+  const size_t n = rows * cols;
+  std::vector<int64_t> matrixShape{rows, cols}, vectorShape{cols},
+      partialsShape{blocks, 2, cols};
+  // Rows of different spreads around a mean of 3.
+  std::vector<float> x(n), grad(n), scale(cols), bias(cols);
+  for (size_t i = 0; i < n; ++i) {
+    x[i] = 3 + std::sin(0.37f * i) * static_cast<float>(1 + i / cols % 3);
+    grad[i] = std::cos(0.05f * i) + 0.125f;
+  }
+  for (int64_t c = 0; c < cols; ++c) {
+    scale[c] = 0.5f + std::cos(0.11f * c);
+    bias[c] = 0.25f * std::sin(0.7f * c);
+  }
+  auto expectClose = [](const std::vector<float> &got,
+                        const std::vector<float> &want, const char *what) {
+    double largest = 0;
+    for (float w : want)
+      largest = std::max(largest, double(std::fabs(w)));
+    int failures = 0;
+    for (size_t i = 0; i < want.size() && failures < 5; ++i)
+      if (!(std::fabs(double(got[i]) - want[i]) <= 1e-5 * largest)) {
+        ADD_FAILURE() << what << " element " << i << ": " << got[i]
+                      << ", the host's " << want[i];
+        ++failures;
+      }
+  };
+
+  {
+    SCOPED_TRACE("f32 output without a bias");
+    std::vector<float> y(n, NAN), want(n);
+    kiln_tensor_t inputs[] = {f32Tensor("x", x, matrixShape),
+                              f32Tensor("scale", scale, vectorShape)};
+    kiln_tensor_t outputs[] = {f32Tensor("y", y, matrixShape)};
+    ASSERT_EQ(
+        kiln_session_run(session, "layer_norm_f32", inputs, 2, outputs, 1),
+        KILN_OK)
+        << kiln_status_message();
+    kiln_layer_norm_forward_host(x.data(), scale.data(), nullptr, want.data(),
+                                 0, rows, cols, kLayerNormEpsilon);
+    expectClose(y, want, "y");
+  }
+
+  for (bool bf16 : {true, false}) {
+    SCOPED_TRACE(bf16 ? "bf16 output with a bias" : "f16 output with a bias");
+    std::vector<uint16_t> y(n, 0xffff), want(n);
+    kiln_tensor_t inputs[] = {f32Tensor("x", x, matrixShape),
+                              f32Tensor("scale", scale, vectorShape),
+                              f32Tensor("bias", bias, vectorShape)};
+    kiln_tensor_t outputs[] = {
+        {"y", bf16 ? KILN_ELEMENT_TYPE_BF16 : KILN_ELEMENT_TYPE_F16, 2,
+         matrixShape.data(), y.data(), n * 2}};
+    ASSERT_EQ(kiln_session_run(session, bf16 ? "layer_norm" : "layer_norm_f16",
+                               inputs, 3, outputs, 1),
+              KILN_OK)
+        << kiln_status_message();
+    kiln_layer_norm_forward_host(x.data(), scale.data(), bias.data(),
+                                 want.data(), bf16 ? 1 : 2, rows, cols,
+                                 kLayerNormEpsilon);
+    // Near 0 the spacing is finer than the f32 rounding: there the bound is
+    // 1e-5 of the largest, as for f32 results.
+    double largest = 0;
+    for (uint16_t bits : want)
+      largest = std::max(largest, std::fabs(double(wideOf(bits, bf16))));
+    int failures = 0;
+    for (size_t i = 0; i < n && failures < 5; ++i) {
+      double got = wideOf(y[i], bf16), host = wideOf(want[i], bf16);
+      double bound = std::max(unitInTheLastPlace(host, bf16), 1e-5 * largest);
+      if (!(std::fabs(got - host) <= bound)) {
+        ADD_FAILURE() << "y element " << i << ": " << got << ", the host's "
+                      << host;
+        ++failures;
+      }
+    }
+  }
+
+  std::vector<float> wantDx(n), wantScale(cols), wantBias(cols),
+      wantPartials(blocks * 2 * cols);
+  kiln_layer_norm_backward_host(
+      x.data(), scale.data(), grad.data(), wantDx.data(), wantScale.data(),
+      wantBias.data(), wantPartials.data(), rows, cols, kLayerNormEpsilon);
+  std::vector<float> firstDx, firstScale, firstBias, firstPartials;
+  for (int run = 0; run < 2; ++run) {
+    SCOPED_TRACE(run == 0 ? "the backward, directly" : "the backward, a graph");
+    std::vector<float> dx(n, NAN), dscale(cols, NAN), dbias(cols, NAN),
+        partials(blocks * 2 * cols, NAN);
+    kiln_tensor_t inputs[] = {f32Tensor("x", x, matrixShape),
+                              f32Tensor("scale", scale, vectorShape),
+                              f32Tensor("grad", grad, matrixShape)};
+    kiln_tensor_t outputs[] = {f32Tensor("dx", dx, matrixShape),
+                               f32Tensor("dscale", dscale, vectorShape),
+                               f32Tensor("dbias", dbias, vectorShape),
+                               f32Tensor("partials", partials, partialsShape)};
+    ASSERT_EQ(
+        kiln_session_run(session, "layer_norm_grad", inputs, 3, outputs, 4),
+        KILN_OK)
+        << kiln_status_message();
+    expectClose(dx, wantDx, "dx");
+    expectClose(dscale, wantScale, "dscale");
+    expectClose(dbias, wantBias, "dbias");
+    expectClose(partials, wantPartials, "partials");
+    if (run == 0) {
+      firstDx = dx;
+      firstScale = dscale;
+      firstBias = dbias;
+      firstPartials = partials;
+      continue;
+    }
+    EXPECT_EQ(std::memcmp(dx.data(), firstDx.data(), n * 4), 0);
+    EXPECT_EQ(firstScale, dscale);
+    EXPECT_EQ(firstBias, dbias);
+    EXPECT_EQ(firstPartials, partials);
+  }
 
   kiln_session_release(session);
   kiln_bundle_release(bundle);

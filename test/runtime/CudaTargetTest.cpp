@@ -208,6 +208,25 @@ TEST(CudaProgramInfo, CountsTheAttentionCommands) {
   kiln_bundle_release(bundle);
 }
 
+/// Layer-norm commands count as commands and on their own, not as launches.
+TEST(CudaProgramInfo, CountsTheLayerNormCommands) {
+  BundleWriter writer;
+  buildCudaLayerNormBundle(writer, standInPtxImages());
+  kiln_bundle_t *bundle = nullptr;
+  ASSERT_NO_FATAL_FAILURE(
+      openWrittenBundle(writer, "kiln-layer-norm", &bundle));
+  for (size_t entry = 0; entry < 4; ++entry) {
+    kiln_program_info_t program;
+    ASSERT_EQ(kiln_bundle_get_program(bundle, entry, "cuda", &program), KILN_OK)
+        << kiln_status_message();
+    EXPECT_EQ(program.command_count, 1u) << entry;
+    EXPECT_EQ(program.layer_norm_count, 1u) << entry;
+    EXPECT_EQ(program.attention_count, 0u) << entry;
+    EXPECT_EQ(program.launch_count, 0u) << entry;
+  }
+  kiln_bundle_release(bundle);
+}
+
 TEST_F(HybridBundle, RunsOnTheCpu) {
   for (const char *target : {static_cast<const char *>(nullptr), "cpu"}) {
     kiln_session_t *session = nullptr;

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "HostBarrier.h"
 #include "cuda/FlashAttention.h"
 #include "kiln/attention.h"
 
@@ -17,9 +18,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <thread>
 #include <type_traits>
@@ -28,29 +27,7 @@
 namespace {
 
 using namespace kiln::flash;
-
-/// Threads wait here until `count` of them have arrived (C++17 has no
-/// std::barrier).
-class Barrier {
-public:
-  explicit Barrier(int count) : count(count) {}
-  void arriveAndWait() {
-    std::unique_lock<std::mutex> lock(mutex);
-    int arrival = generation;
-    if (++waiting == count) {
-      waiting = 0;
-      ++generation;
-      done.notify_all();
-      return;
-    }
-    done.wait(lock, [&] { return generation != arrival; });
-  }
-
-private:
-  std::mutex mutex;
-  std::condition_variable done;
-  int count, waiting = 0, generation = 0;
-};
+using kiln::runtime::testing::Barrier;
 
 /// One block's shared state: its shared memory, its barriers, and where
 /// lanes leave what a warp-wide operation exchanges.

@@ -413,6 +413,63 @@ void buildCudaAttentionBundle(BundleWriter &writer,
   addCudaTarget(writer, std::move(images));
 }
 
+void buildCudaLayerNormBundle(BundleWriter &writer,
+                              std::vector<BundleWriter::Image> images) {
+  bp::Manifest &manifest = writer.manifest();
+  manifest.set_producer("kiln runtime tests");
+  manifest.set_model_name("cuda-layer-norm");
+  const int64_t rows = kLayerNormRows, cols = kLayerNormCols;
+  const int64_t blocks = (rows + 31) / 32;
+  const uint64_t matrixBytes = rows * cols * 4, vectorBytes = cols * 4;
+  auto command = [&](bp::EntryPoint &entry, bool backward) {
+    bp::LayerNorm &l = *addProgram(entry).add_commands()->mutable_layer_norm();
+    l.set_backward(backward);
+    l.set_rows(rows);
+    l.set_cols(cols);
+    l.set_epsilon(kLayerNormEpsilon);
+    *l.mutable_input() = buffer(bp::BufferRef::INPUT, 0, 0, matrixBytes);
+    *l.mutable_scale() = buffer(bp::BufferRef::INPUT, 1, 0, vectorBytes);
+    return &l;
+  };
+  auto forward = [&](const char *name, bp::ElementType type, bool bias) {
+    bp::EntryPoint &entry = *manifest.add_entry_points();
+    entry.set_name(name);
+    *entry.add_inputs() = tensor("x", bp::F32, {rows, cols});
+    *entry.add_inputs() = tensor("scale", bp::F32, {cols});
+    if (bias)
+      *entry.add_inputs() = tensor("bias", bp::F32, {cols});
+    *entry.add_outputs() = tensor("y", type, {rows, cols});
+    bp::LayerNorm *l = command(entry, false);
+    l->set_output_type(type);
+    if (bias)
+      *l->mutable_bias() = buffer(bp::BufferRef::INPUT, 2, 0, vectorBytes);
+    *l->mutable_output() = buffer(bp::BufferRef::OUTPUT, 0, 0,
+                                  rows * cols * (type == bp::F32 ? 4 : 2));
+  };
+  forward("layer_norm", bp::BF16, true);
+  forward("layer_norm_f32", bp::F32, false);
+
+  bp::EntryPoint &backward = *manifest.add_entry_points();
+  backward.set_name("layer_norm_grad");
+  *backward.add_inputs() = tensor("x", bp::F32, {rows, cols});
+  *backward.add_inputs() = tensor("scale", bp::F32, {cols});
+  *backward.add_inputs() = tensor("grad", bp::F32, {rows, cols});
+  *backward.add_outputs() = tensor("dx", bp::F32, {rows, cols});
+  *backward.add_outputs() = tensor("dscale", bp::F32, {cols});
+  *backward.add_outputs() = tensor("dbias", bp::F32, {cols});
+  *backward.add_outputs() = tensor("partials", bp::F32, {blocks, 2, cols});
+  bp::LayerNorm *l = command(backward, true);
+  *l->mutable_grad() = buffer(bp::BufferRef::INPUT, 2, 0, matrixBytes);
+  *l->mutable_input_grad() = buffer(bp::BufferRef::OUTPUT, 0, 0, matrixBytes);
+  *l->mutable_scale_grad() = buffer(bp::BufferRef::OUTPUT, 1, 0, vectorBytes);
+  *l->mutable_bias_grad() = buffer(bp::BufferRef::OUTPUT, 2, 0, vectorBytes);
+  *l->mutable_partials() =
+      buffer(bp::BufferRef::OUTPUT, 3, 0, blocks * 2 * vectorBytes);
+
+  forward("layer_norm_f16", bp::F16, true);
+  addCudaTarget(writer, std::move(images));
+}
+
 void buildCudaBiasGradBundle(BundleWriter &writer,
                              std::vector<BundleWriter::Image> images) {
   bp::Manifest &manifest = writer.manifest();

@@ -118,6 +118,23 @@ inline constexpr int64_t kAttentionBatch = 2, kAttentionHeads = 2,
 void buildCudaAttentionBundle(BundleWriter &writer,
                               std::vector<BundleWriter::Image> images);
 
+/// The layer-norm bundle's sizes: rows not a multiple of the backward's
+/// 32-row blocks (nor of the forward's 8), and more columns than a block
+/// has threads.
+inline constexpr int64_t kLayerNormRows = 70, kLayerNormCols = 300;
+inline constexpr float kLayerNormEpsilon = 1e-5f;
+
+/// Fills `writer` with the "cuda-layer-norm" bundle, a CUDA-only bundle of
+/// the runtime's layer-norm kernels on x [rows, cols], everything f32 but
+/// the forward's 16-bit outputs:
+///   layer_norm(x, scale, bias) -> (y: bf16)
+///   layer_norm_f32(x, scale) -> (y: f32)        no bias
+///   layer_norm_grad(x, scale, grad) -> (dx, dscale, dbias,
+///                                       partials [3, 2, cols])
+///   layer_norm_f16(x, scale, bias) -> (y: f16)
+void buildCudaLayerNormBundle(BundleWriter &writer,
+                              std::vector<BundleWriter::Image> images);
+
 /// The bias-gradient bundle's sizes: a linear layer of kBiasGradIn inputs
 /// and kBiasGradOut outputs over kBiasGradRows rows.
 inline constexpr int64_t kBiasGradRows = 136, kBiasGradIn = 64,

@@ -368,6 +368,9 @@ bool printEntryPoints(const kiln_bundle_t *bundle,
         if (program.attention_count > 0)
           collectives = ", " + std::to_string(program.attention_count) +
                         " attention commands";
+        if (program.layer_norm_count > 0)
+          collectives += ", " + std::to_string(program.layer_norm_count) +
+                         " layer norms";
         if (program.collective_count > 0)
           collectives +=
               ", " + std::to_string(program.collective_count) + " all-reduces";

@@ -104,8 +104,22 @@ struct CudaAttention {
       valueGrad, delta;
 };
 
+/// The runtime's layer-norm kernels, over each row of a dense f32 [rows,
+/// cols] `input`: the forward (`output`, of type `outputElement`, from the
+/// input, `scale` and `bias`, whose size 0 means none) or the backward
+/// (`inputGrad`, `scaleGrad` and `biasGrad` from the input, the scale and
+/// `grad`, through the scratch `partials`).
+struct CudaLayerNorm {
+  bool backward = false;
+  mlir::Type outputElement;
+  int64_t rows = 0, cols = 0;
+  float epsilon = 0;
+  CudaBuffer input, scale, bias, output, grad, inputGrad, scaleGrad, biasGrad,
+      partials;
+};
+
 using CudaCommand = std::variant<CudaLaunch, CudaGemm, CudaAllReduce, CudaWait,
-                                 CudaShard, CudaAttention>;
+                                 CudaShard, CudaAttention, CudaLayerNorm>;
 
 struct CudaProgram {
   std::string entry;

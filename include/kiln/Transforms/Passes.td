@@ -496,6 +496,23 @@ def KilnFlashAttention : Pass<"kiln-flash-attention", "mlir::ModuleOp"> {
   ];
 }
 
+def KilnFusedLayerNorm : Pass<"kiln-fused-layer-norm", "mlir::ModuleOp"> {
+  let summary = "Hands layer norms and their gradients to one kernel a row";
+  let description = [{
+    For the CUDA target: every `kiln.layer_norm` and `kiln.layer_norm_grad`
+    on a statically shaped f32 tensor becomes a `kiln.fused_layer_norm` (or
+    `kiln.fused_layer_norm_grad`) over the matrix whose rows are the
+    leading dimensions and whose columns the normalized ones, reshaped back
+    after. The runtime's kernels normalize a row per warp, so a layer norm
+    is one kernel where its expansion is six to eight (the statistics'
+    partial and final sums, centring, the normalized value and the affine
+    map), and its gradient two where the expansion is seven, reading the
+    input again instead of keeping the normalized value from the forward.
+    kiln-amp then lets the forward write its result rounded for the matrix
+    products that read it.
+  }];
+}
+
 def KilnAttentionKernel : Pass<"kiln-attention-kernel", "mlir::ModuleOp"> {
   let summary = "Computes attention and its gradient without storing scores";
   let description = [{

@@ -30,8 +30,10 @@ struct ConvertKilnToLinalgPass
     // Collectives stay kiln ops until the target lowers their buffer form.
     target.addLegalOp<AllReduceMeanOp, ReduceScatterMeanOp, AllGatherOp,
                       LocalShardOp>();
-    // So does the tensor-core attention, for the CUDA target's kernels.
-    target.addLegalOp<FlashAttentionOp, FlashAttentionGradOp>();
+    // So do the tensor-core attention and the fused layer norm, for the
+    // CUDA runtime's kernels.
+    target.addLegalOp<FlashAttentionOp, FlashAttentionGradOp, FusedLayerNormOp,
+                      FusedLayerNormGradOp>();
     RewritePatternSet patterns(context);
     lowering::populateElementwiseLoweringPatterns(patterns);
     lowering::populateStructuredLoweringPatterns(patterns);

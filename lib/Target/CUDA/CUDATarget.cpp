@@ -86,6 +86,13 @@ public:
         append(std::move(*command));
         continue;
       }
+      if (isa<kiln::FusedLayerNormOp, kiln::FusedLayerNormGradOp>(op)) {
+        auto command = buildLayerNorm(&op);
+        if (!command)
+          return command.takeError();
+        append(std::move(*command));
+        continue;
+      }
       if (isa<kiln::ReduceScatterMeanOp, kiln::AllGatherOp,
               kiln::LocalShardOp>(op)) {
         if (llvm::Error error = buildShard(&op))
@@ -120,29 +127,33 @@ private:
 
   static SmallVector<kiln::CudaBuffer, 4>
   touchedBuffers(const kiln::CudaCommand &command) {
+    // The buffers of `all` a command has (of size 0: not used).
+    auto used = [](std::initializer_list<kiln::CudaBuffer> all) {
+      SmallVector<kiln::CudaBuffer, 4> touched;
+      for (const kiln::CudaBuffer &buffer : all)
+        if (buffer.size > 0)
+          touched.push_back(buffer);
+      return touched;
+    };
     if (auto *launch = std::get_if<kiln::CudaLaunch>(&command))
       return SmallVector<kiln::CudaBuffer, 4>(launch->buffers.begin(),
                                               launch->buffers.end());
-    if (auto *gemm = std::get_if<kiln::CudaGemm>(&command)) {
-      if (gemm->bias.size > 0)
-        return {gemm->a, gemm->b, gemm->c, gemm->bias};
-      return {gemm->a, gemm->b, gemm->c};
-    }
+    if (auto *gemm = std::get_if<kiln::CudaGemm>(&command))
+      return used({gemm->a, gemm->b, gemm->c, gemm->bias, gemm->biasGrad});
     if (auto *reduce = std::get_if<kiln::CudaAllReduce>(&command))
       return {reduce->buffer};
     if (auto *shard = std::get_if<kiln::CudaShard>(&command))
       return {shard->input, shard->output};
-    if (auto *attention = std::get_if<kiln::CudaAttention>(&command)) {
-      SmallVector<kiln::CudaBuffer, 4> touched;
-      for (const kiln::CudaBuffer &buffer :
-           {attention->query, attention->key, attention->value,
-            attention->mask, attention->out, attention->stats, attention->grad,
-            attention->queryGrad, attention->keyGrad, attention->valueGrad,
-            attention->delta})
-        if (buffer.size > 0)
-          touched.push_back(buffer);
-      return touched;
-    }
+    if (auto *attention = std::get_if<kiln::CudaAttention>(&command))
+      return used({attention->query, attention->key, attention->value,
+                   attention->mask, attention->out, attention->stats,
+                   attention->grad, attention->queryGrad, attention->keyGrad,
+                   attention->valueGrad, attention->delta});
+    if (auto *layerNorm = std::get_if<kiln::CudaLayerNorm>(&command))
+      return used({layerNorm->input, layerNorm->scale, layerNorm->bias,
+                   layerNorm->output, layerNorm->grad, layerNorm->inputGrad,
+                   layerNorm->scaleGrad, layerNorm->biasGrad,
+                   layerNorm->partials});
     return {};
   }
 
@@ -325,6 +336,48 @@ private:
       slots.push_back({outputs[3], &command.delta});
     }
     // A reshaped mask (to four dimensions) is its buffer.
+    for (auto [v, slot] : slots) {
+      auto buffer = matrixBuffer(op, v);
+      if (!buffer)
+        return buffer.takeError();
+      *slot = *buffer;
+    }
+    return command;
+  }
+
+  /// kiln.fused_layer_norm or its gradient, on buffers.
+  Expected<kiln::CudaCommand> buildLayerNorm(Operation *op) {
+    auto forward = dyn_cast<kiln::FusedLayerNormOp>(op);
+    auto grad = dyn_cast<kiln::FusedLayerNormGradOp>(op);
+    if (forward ? !forward.hasBufferSemantics() : !grad.hasBufferSemantics())
+      return located(op, "computes on tensors: bufferize it first");
+    kiln::CudaLayerNorm command;
+    command.backward = grad != nullptr;
+    Value input = forward ? forward.getInput() : grad.getInput();
+    auto inputType = cast<MemRefType>(input.getType());
+    command.rows = inputType.getDimSize(0);
+    command.cols = inputType.getDimSize(1);
+    command.epsilon = static_cast<float>(
+        op->getAttrOfType<FloatAttr>("epsilon").getValueAsDouble());
+    SmallVector<std::pair<Value, kiln::CudaBuffer *>> slots = {
+        {input, &command.input},
+        {forward ? forward.getScale() : grad.getScale(), &command.scale}};
+    if (forward) {
+      Value output = forward.getOutputs()[0];
+      command.outputElement =
+          cast<MemRefType>(output.getType()).getElementType();
+      if (forward.getBias())
+        slots.push_back({forward.getBias(), &command.bias});
+      slots.push_back({output, &command.output});
+    } else {
+      ValueRange outputs = grad.getOutputs();
+      slots.push_back({grad.getGrad(), &command.grad});
+      slots.push_back({outputs[0], &command.inputGrad});
+      slots.push_back({outputs[1], &command.scaleGrad});
+      slots.push_back({outputs[2], &command.biasGrad});
+      slots.push_back({outputs[3], &command.partials});
+    }
+    // A reshaped tensor is its buffer.
     for (auto [v, slot] : slots) {
       auto buffer = matrixBuffer(op, v);
       if (!buffer)

@@ -149,7 +149,7 @@ typedef struct kiln_entry_point_info_t {
 typedef struct kiln_program_info_t {
   size_t command_count;
   /* Of which kernel launches and matrix products; the rest are attention
-   * commands, collectives and the waits for them. */
+   * and layer-norm commands, collectives and the waits for them. */
   size_t launch_count;
   size_t gemm_count;
   uint64_t arena_bytes;
@@ -163,6 +163,9 @@ typedef struct kiln_program_info_t {
   /* Attention on the runtime's tensor-core kernels (each a forward, or a
    * backward of two launches); also counted in command_count only. */
   size_t attention_count;
+  /* Layer normalization on the runtime's own kernels (each a forward, or a
+   * backward of two launches); also counted in command_count only. */
+  size_t layer_norm_count;
 } kiln_program_info_t;
 
 typedef struct kiln_target_info_t {

@@ -723,6 +723,22 @@ Status CudaSession::planEntryPoint(const bp::EntryPoint &entry,
       step.description =
           strCat("command ", c, " (", attention->description(), ")");
       step.attention = std::move(attention);
+    } else if (command.has_layer_norm()) {
+      if (!layerNormKernels)
+        KILN_RETURN_IF_ERROR(LayerNormKernels::load(layerNormKernels)
+                                 .withContext(strCat("command ", c)));
+      std::unique_ptr<LayerNormPlan> layerNorm;
+      KILN_RETURN_IF_ERROR(
+          LayerNormPlan::create(
+              *layerNormKernels, command.layer_norm(),
+              [&](const bp::BufferRef &buffer) {
+                return deviceAddress(buffer, plan);
+              },
+              layerNorm)
+              .withContext(strCat("command ", c)));
+      step.description =
+          strCat("command ", c, " (", layerNorm->description(), ")");
+      step.layerNorm = std::move(layerNorm);
     } else {
       const bp::Gemm &gemm = command.gemm();
       GemmAddresses addresses;
@@ -884,6 +900,8 @@ Status CudaSession::enqueueStep(const Step &step) {
         .withContext(step.description);
   if (step.attention)
     return step.attention->enqueue(stream).withContext(step.description);
+  if (step.layerNorm)
+    return step.layerNorm->enqueue(stream).withContext(step.description);
   const Launch &launch = *step.launch;
   void **arguments = launch.arguments.empty()
                          ? nullptr
@@ -1020,6 +1038,9 @@ Status CudaSession::createProfile(const bp::EntryPoint &entry,
     } else if (step.attention) {
       command.kind = "attention";
       command.what = step.attention->description();
+    } else if (step.layerNorm) {
+      command.kind = "layer_norm";
+      command.what = step.layerNorm->description();
     } else if (step.copy) {
       command.kind = "copy";
     } else if (step.waitFor) {
@@ -1308,8 +1329,10 @@ CudaSession::~CudaSession() {
       cuMemFree(arenaAllocation);
     if (module)
       cuModuleUnload(module);
-    // While the context is current: it unloads the attention kernels.
+    // While the context is current: they unload the attention and
+    // layer-norm kernels.
     attentionKernels.reset();
+    layerNormKernels.reset();
     if (stream)
       cuStreamDestroy(stream);
     CUcontext popped = nullptr;

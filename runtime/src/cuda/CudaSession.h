@@ -28,6 +28,7 @@
 #include "Backend.h"
 #include "Attention.h"
 #include "Gemm.h"
+#include "LayerNormPlan.h"
 #include "Profile.h"
 #include "TensorBinding.h"
 #include "kiln/runtime/bundle.pb.h"
@@ -135,16 +136,19 @@ private:
     CUevent ready = nullptr;
     CUevent done = nullptr;
   };
-  /// One step of a program: a launch, a gemm, a run of collectives, a
-  /// local shard's copy, or a wait for one request (`waitFor`, its group's `done`); `description`
-  /// names the command or commands in messages ("command 3 (kernel 'k')",
-  /// the gemm's sizes, "command 5 (all-reduce of 4096 f32, request 1)",
-  /// "commands 12-26 (15 all-reduces of 61440 f32 in all, requests 2-16)").
+  /// One step of a program: a launch, a gemm, an attention, a layer norm,
+  /// a run of collectives, a local shard's copy, or a wait for one request
+  /// (`waitFor`, its group's `done`); `description` names the command or
+  /// commands in messages ("command 3 (kernel 'k')", the gemm's sizes,
+  /// "command 4 (layer norm 8192x768 -> bf16)", "command 5 (all-reduce of
+  /// 4096 f32, request 1)", "commands 12-26 (15 all-reduces of 61440 f32 in
+  /// all, requests 2-16)").
   struct Step {
     std::string description;
     std::unique_ptr<Launch> launch;
     std::unique_ptr<GemmPlan> gemm;
     std::unique_ptr<AttentionPlan> attention;
+    std::unique_ptr<LayerNormPlan> layerNorm;
     std::unique_ptr<AllReduceGroup> allReduces;
     std::unique_ptr<Copy> copy;
     CUevent waitFor = nullptr;
@@ -304,6 +308,8 @@ private:
   cublasLtHandle_t blasLt = nullptr;
   /// The attention kernels, loaded with the first attention command.
   std::unique_ptr<AttentionKernels> attentionKernels;
+  /// The layer-norm kernels, loaded with the first layer-norm command.
+  std::unique_ptr<LayerNormKernels> layerNormKernels;
   /// In arenaAllocation, after the arena; empty without gemms.
   GemmWorkspace workspace;
   /// Vectors of ones for bias gradients computed as products, by element

@@ -1409,3 +1409,75 @@ func.func @flash_attention_strided(%q: memref<1x1x4x16xbf16, strided<[128, 128, 
   kiln.flash_attention %q, %q, %q into %o, %s : (memref<1x1x4x16xbf16, strided<[128, 128, 32, 1]>>, memref<1x1x4x16xbf16, strided<[128, 128, 32, 1]>>, memref<1x1x4x16xbf16, strided<[128, 128, 32, 1]>>, memref<1x1x4x16xf32>, memref<1x1x4xf32>) -> ()
   return
 }
+
+// -----
+
+func.func @layer_norm_grad_scale(%x: tensor<4x16xf32>, %g: tensor<8xf32>, %dy: tensor<4x16xf32>) {
+  // expected-error @+1 {{'kiln.layer_norm_grad' op scale must have the normalized shape and the input element type}}
+  %dx, %dg, %db = kiln.layer_norm_grad %x, %g, %dy {axis = 1 : i64} : tensor<4x16xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @fused_layer_norm_rank(%x: tensor<2x4x16xf32>, %g: tensor<16xf32>) {
+  // expected-error @+1 {{'kiln.fused_layer_norm' op takes a non-empty f32 [rows, cols] input, not 'tensor<2x4x16xf32>'}}
+  %y = kiln.fused_layer_norm %x, %g : (tensor<2x4x16xf32>, tensor<16xf32>) -> tensor<2x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @fused_layer_norm_output(%x: tensor<4x16xf32>, %g: tensor<16xf32>) {
+  // expected-error @+1 {{'kiln.fused_layer_norm' op result must be f32, bf16 or f16 of shape [4, 16], not 'tensor<4x16xf64>'}}
+  %y = kiln.fused_layer_norm %x, %g : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf64>
+  return
+}
+
+// -----
+
+func.func @fused_layer_norm_bias(%x: tensor<4x16xf32>, %g: tensor<16xf32>, %b: tensor<16xbf16>) {
+  // expected-error @+1 {{'kiln.fused_layer_norm' op bias must be f32 of shape [16], not 'tensor<16xbf16>'}}
+  %y = kiln.fused_layer_norm %x, %g bias %b : (tensor<4x16xf32>, tensor<16xf32>, tensor<16xbf16>) -> tensor<4x16xbf16>
+  return
+}
+
+// -----
+
+func.func @fused_layer_norm_grad_partials(%x: tensor<40x16xf32>, %g: tensor<16xf32>) {
+  // expected-error @+1 {{'kiln.fused_layer_norm_grad' op partials must be f32 of shape [2, 2, 16], not 'tensor<1x2x16xf32>'}}
+  %dx, %dg, %db, %p = kiln.fused_layer_norm_grad %x, %g, %x : (tensor<40x16xf32>, tensor<16xf32>, tensor<40x16xf32>) -> (tensor<40x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<1x2x16xf32>)
+  return
+}
+
+// -----
+
+func.func @fused_layer_norm_grad_bf16(%x: tensor<4x16xf32>, %g: tensor<16xf32>) {
+  // expected-error @+1 {{'kiln.fused_layer_norm_grad' op input_grad must be f32 of shape [4, 16], not 'tensor<4x16xbf16>'}}
+  %dx, %dg, %db, %p = kiln.fused_layer_norm_grad %x, %g, %x : (tensor<4x16xf32>, tensor<16xf32>, tensor<4x16xf32>) -> (tensor<4x16xbf16>, tensor<16xf32>, tensor<16xf32>, tensor<1x2x16xf32>)
+  return
+}
+
+// -----
+
+func.func @fused_layer_norm_mixed(%x: memref<4x16xf32>, %g: tensor<16xf32>, %y: memref<4x16xf32>) {
+  // expected-error @+1 {{'kiln.fused_layer_norm' op takes only tensors or only buffers}}
+  kiln.fused_layer_norm %x, %g into %y : (memref<4x16xf32>, tensor<16xf32>, memref<4x16xf32>) -> ()
+  return
+}
+
+// -----
+
+func.func @fused_layer_norm_strided(%x: memref<4x16xf32, strided<[32, 1]>>, %g: memref<16xf32>, %y: memref<4x16xf32>) {
+  // expected-error @+1 {{'kiln.fused_layer_norm' op takes buffers with the identity layout, not 'memref<4x16xf32, strided<[32, 1]>>'}}
+  kiln.fused_layer_norm %x, %g into %y : (memref<4x16xf32, strided<[32, 1]>>, memref<16xf32>, memref<4x16xf32>) -> ()
+  return
+}
+
+// -----
+
+func.func @fused_layer_norm_both(%x: memref<4x16xf32>, %g: memref<16xf32>, %y: memref<4x16xf32>) {
+  // expected-error @+1 {{'kiln.fused_layer_norm' op has 1 results on tensors, or as many output buffers and none}}
+  %r = kiln.fused_layer_norm %x, %g into %y : (memref<4x16xf32>, memref<16xf32>, memref<4x16xf32>) -> tensor<4x16xf32>
+  return
+}

@@ -1,0 +1,152 @@
+//===- FusedLayerNorm.cpp - layer norms for the row kernels ---------------===//
+//
+// kiln.layer_norm and kiln.layer_norm_grad become kiln.fused_layer_norm and
+// kiln.fused_layer_norm_grad, which the CUDA runtime computes with its own
+// kernels, a warp per row: the statistics never leave registers, and the
+// gradient reads the input again rather than a normalized copy kept from
+// the forward pass.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/KilnDialect.h"
+#include "kiln/KilnOps.h"
+#include "kiln/Transforms/LayerNorm.h"
+#include "kiln/Transforms/LibraryOpBufferization.h"
+#include "kiln/Transforms/Passes.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNFUSEDLAYERNORM
+#include "kiln/Transforms/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+/// Rows per block of the gradient's partial sums (the runtime's
+/// KILN_LAYER_NORM_PARTIAL_ROWS).
+constexpr int64_t kPartialRows = 32;
+/// The kernels index rows with 32-bit grid coordinates.
+constexpr int64_t kMaxRows = int64_t(1) << 31;
+
+/// The [rows, cols] matrix an f32 layer norm over `axis..` of `input`
+/// normalizes, when the kernels can take it.
+std::optional<std::pair<int64_t, int64_t>> matrixOf(Value input,
+                                                    int64_t axis) {
+  auto type = cast<RankedTensorType>(input.getType());
+  if (!type.getElementType().isF32() || !type.hasStaticShape())
+    return std::nullopt;
+  int64_t rows = 1, cols = 1;
+  for (auto [d, size] : llvm::enumerate(type.getShape()))
+    (static_cast<int64_t>(d) < axis ? rows : cols) *= size;
+  if (rows < 1 || cols < 1 || rows >= kMaxRows || cols >= kMaxRows)
+    return std::nullopt;
+  return std::pair{rows, cols};
+}
+
+/// `v` reshaped to `shape` (of its element type), unless it has it.
+Value reshaped(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape) {
+  auto type = cast<RankedTensorType>(v.getType());
+  if (type.getShape() == shape)
+    return v;
+  return ReshapeOp::create(b, loc, type.clone(shape), v);
+}
+
+struct KilnFusedLayerNormPass
+    : kiln::impl::KilnFusedLayerNormBase<KilnFusedLayerNormPass> {
+  void runOnOperation() override {
+    SmallVector<Operation *> ops;
+    getOperation().walk([&](Operation *op) {
+      if (isa<LayerNormOp, LayerNormGradOp>(op))
+        ops.push_back(op);
+    });
+    for (Operation *op : ops) {
+      if (auto forward = dyn_cast<LayerNormOp>(op))
+        rewrite(forward);
+      else
+        rewrite(cast<LayerNormGradOp>(op));
+    }
+  }
+
+  void rewrite(LayerNormOp op) {
+    auto matrix = matrixOf(op.getInput(), op.getAxis());
+    if (!matrix)
+      return;
+    auto [rows, cols] = *matrix;
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    Value bias =
+        op.getBias() ? reshaped(b, loc, op.getBias(), {cols}) : Value();
+    auto type = cast<RankedTensorType>(op.getType());
+    auto fused = FusedLayerNormOp::create(
+        b, loc, TypeRange{type.clone({rows, cols})},
+        reshaped(b, loc, op.getInput(), {rows, cols}),
+        reshaped(b, loc, op.getScale(), {cols}), bias, ValueRange{},
+        op.getEpsilonAttr());
+    op.replaceAllUsesWith(
+        reshaped(b, loc, fused.getResults()[0], type.getShape()));
+    op.erase();
+  }
+
+  void rewrite(LayerNormGradOp op) {
+    auto matrix = matrixOf(op.getInput(), op.getAxis());
+    if (!matrix)
+      return;
+    auto [rows, cols] = *matrix;
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getInput().getType());
+    auto scaleType = cast<RankedTensorType>(op.getScale().getType());
+    auto f32 = b.getF32Type();
+    int64_t blocks = (rows + kPartialRows - 1) / kPartialRows;
+    auto fused = FusedLayerNormGradOp::create(
+        b, loc,
+        TypeRange{RankedTensorType::get({rows, cols}, f32),
+                  RankedTensorType::get({cols}, f32),
+                  RankedTensorType::get({cols}, f32),
+                  RankedTensorType::get({blocks, 2, cols}, f32)},
+        reshaped(b, loc, op.getInput(), {rows, cols}),
+        reshaped(b, loc, op.getScale(), {cols}),
+        reshaped(b, loc, op.getGrad(), {rows, cols}), ValueRange{},
+        op.getEpsilonAttr());
+    ValueRange results = fused.getResults();
+    op.replaceAllUsesWith(
+        ValueRange{reshaped(b, loc, results[0], type.getShape()),
+                   reshaped(b, loc, results[1], scaleType.getShape()),
+                   reshaped(b, loc, results[2], scaleType.getShape())});
+    op.erase();
+  }
+};
+
+} // namespace
+
+namespace kiln {
+
+/// The buffer forms LibraryOpBufferization builds.
+void createBufferForm(OpBuilder &b, Location loc, FusedLayerNormOp op,
+                      llvm::function_ref<Value(Value)> mapped,
+                      ValueRange outputs) {
+  FusedLayerNormOp::create(b, loc, TypeRange{}, mapped(op.getInput()),
+                           mapped(op.getScale()), mapped(op.getBias()),
+                           outputs, op.getEpsilonAttr());
+}
+
+void createBufferForm(OpBuilder &b, Location loc, FusedLayerNormGradOp op,
+                      llvm::function_ref<Value(Value)> mapped,
+                      ValueRange outputs) {
+  FusedLayerNormGradOp::create(b, loc, TypeRange{}, mapped(op.getInput()),
+                               mapped(op.getScale()), mapped(op.getGrad()),
+                               outputs, op.getEpsilonAttr());
+}
+
+} // namespace kiln
+
+void kiln::registerFusedLayerNormBufferization(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *context, KilnDialect *) {
+    FusedLayerNormOp::attachInterface<
+        LibraryOpBufferization<FusedLayerNormOp>>(*context);
+    FusedLayerNormGradOp::attachInterface<
+        LibraryOpBufferization<FusedLayerNormGradOp>>(*context);
+  });
+}

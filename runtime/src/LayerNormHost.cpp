@@ -1,0 +1,126 @@
+//===- LayerNormHost.cpp - the layer-norm kernels' host version -----------===//
+//
+// kiln/layer_norm.h: what the layer-norm kernels compute, one row at a time
+// with f32 sums, for bundles that emulate the CUDA target on the CPU. The
+// row statistics are summed in column order where the kernels' warps sum in
+// a tree, so the two agree within f32 rounding; the backward's partial sums
+// go through the same [blocks, 2, cols] scratch, added in the same order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/layer_norm.h"
+
+#include "cuda/LayerNorm.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace {
+
+namespace ln = kiln::layer_norm;
+
+static_assert(ln::kBlockRows == KILN_LAYER_NORM_PARTIAL_ROWS,
+              "the kernels' and the header's partial-sum blocks differ");
+
+struct RowStats {
+  float mean, rstd;
+};
+
+/// The mean and 1 / sqrt(var + epsilon) of `x`'s `cols` values.
+RowStats rowStats(const float *x, int64_t cols, float epsilon) {
+  const float count = static_cast<float>(cols);
+  float sum = 0;
+  for (int64_t c = 0; c < cols; ++c)
+    sum += x[c];
+  const float mean = sum / count;
+  float squares = 0;
+  for (int64_t c = 0; c < cols; ++c) {
+    float centred = x[c] - mean;
+    squares += centred * centred;
+  }
+  return {mean, 1.0f / std::sqrt(squares / count + epsilon)};
+}
+
+/// Writes row `row` of the output of `Out` (ln::F32Output, BF16Output or
+/// F16Output).
+template <typename Out>
+void forwardRow(const float *input, const float *scale, const float *bias,
+                void *output, int64_t row, int64_t cols, float epsilon) {
+  const float *x = input + row * cols;
+  const RowStats stats = rowStats(x, cols, epsilon);
+  for (int64_t c = 0; c < cols; ++c) {
+    float y = (x[c] - stats.mean) * stats.rstd * scale[c];
+    if (bias)
+      y += bias[c];
+    Out::store(output, row * cols + c, y);
+  }
+}
+
+} // namespace
+
+extern "C" {
+
+void kiln_layer_norm_forward_host(const float *input, const float *scale,
+                                  const float *bias, void *output,
+                                  int64_t output_element, int64_t rows,
+                                  int64_t cols, double epsilon) {
+  const float eps = static_cast<float>(epsilon);
+  for (int64_t row = 0; row < rows; ++row) {
+    switch (output_element) {
+    case 1:
+      forwardRow<ln::BF16Output>(input, scale, bias, output, row, cols, eps);
+      break;
+    case 2:
+      forwardRow<ln::F16Output>(input, scale, bias, output, row, cols, eps);
+      break;
+    default:
+      forwardRow<ln::F32Output>(input, scale, bias, output, row, cols, eps);
+      break;
+    }
+  }
+}
+
+void kiln_layer_norm_backward_host(const float *input, const float *scale,
+                                   const float *grad, float *input_grad,
+                                   float *scale_grad, float *bias_grad,
+                                   float *partials, int64_t rows, int64_t cols,
+                                   double epsilon) {
+  const float eps = static_cast<float>(epsilon);
+  const float count = static_cast<float>(cols);
+  const int64_t blocks = ln::partialBlocks(rows);
+  std::fill(partials, partials + blocks * 2 * cols, 0.0f);
+  for (int64_t row = 0; row < rows; ++row) {
+    const float *x = input + row * cols, *g = grad + row * cols;
+    const RowStats stats = rowStats(x, cols, eps);
+    // With gs = grad scale: a = mean(gs), b = mean(gs x̂).
+    float sumGs = 0, sumGsXhat = 0;
+    for (int64_t c = 0; c < cols; ++c) {
+      float xhat = (x[c] - stats.mean) * stats.rstd;
+      float gs = g[c] * scale[c];
+      sumGs += gs;
+      sumGsXhat += gs * xhat;
+    }
+    const float a = sumGs / count, b = sumGsXhat / count;
+    // Rows add to their block's sums in order, as the kernel's threads do.
+    float *scaleSums = partials + row / ln::kBlockRows * 2 * cols;
+    float *biasSums = scaleSums + cols;
+    for (int64_t c = 0; c < cols; ++c) {
+      float xhat = (x[c] - stats.mean) * stats.rstd;
+      float gs = g[c] * scale[c];
+      input_grad[row * cols + c] = stats.rstd * (gs - a - xhat * b);
+      scaleSums[c] += g[c] * xhat;
+      biasSums[c] += g[c];
+    }
+  }
+  for (int64_t c = 0; c < cols; ++c) {
+    float scaleSum = 0, biasSum = 0;
+    for (int64_t block = 0; block < blocks; ++block) {
+      scaleSum += partials[block * 2 * cols + c];
+      biasSum += partials[block * 2 * cols + cols + c];
+    }
+    scale_grad[c] = scaleSum;
+    bias_grad[c] = biasSum;
+  }
+}
+
+} // extern "C"

@@ -1,0 +1,59 @@
+//===- LayerNorm.cu - LayerNorm.h's kernels for the GPU -------------------===//
+//
+// The device side of the kernels' context, and one extern "C" kernel per
+// kernel and output type. The build compiles this file alone with nvcc into
+// a fatbin (cubins for sm_80 and sm_90a, PTX for newer GPUs) that
+// libkilnrt-cuda.so carries and loads through the driver API, as it does
+// the attention kernels.
+//
+//===----------------------------------------------------------------------===//
+
+#include <cuda_fp16.h>
+
+#include "LayerNorm.h"
+
+namespace {
+
+using namespace kiln::layer_norm;
+
+struct DeviceCtx {
+  int thread, block;
+  char *shared;
+
+  __device__ void sync() { __syncthreads(); }
+  __device__ float shflXor(float v, int mask) {
+    return __shfl_xor_sync(0xffffffffu, v, mask);
+  }
+};
+
+__device__ DeviceCtx context() {
+  extern __shared__ __align__(16) char shared[];
+  return {static_cast<int>(threadIdx.x), static_cast<int>(blockIdx.x), shared};
+}
+
+} // namespace
+
+// kiln_layer_norm_<kernel>[_<output type>]: the names LayerNormPlan.cpp
+// looks up.
+#define KILN_LAYER_NORM_FORWARD(Out, type)                                     \
+  extern "C" __global__ void __launch_bounds__(kThreads)                       \
+      kiln_layer_norm_forward_##type(Params p) {                               \
+    DeviceCtx ctx = context();                                                 \
+    forward<Out>(ctx, p);                                                      \
+  }
+
+KILN_LAYER_NORM_FORWARD(F32Output, f32)
+KILN_LAYER_NORM_FORWARD(BF16Output, bf16)
+KILN_LAYER_NORM_FORWARD(F16Output, f16)
+
+extern "C" __global__ void __launch_bounds__(kThreads)
+    kiln_layer_norm_backward_rows(Params p) {
+  DeviceCtx ctx = context();
+  backwardRows(ctx, p);
+}
+
+extern "C" __global__ void __launch_bounds__(kThreads)
+    kiln_layer_norm_backward_columns(Params p) {
+  DeviceCtx ctx = context();
+  backwardColumns(ctx, p);
+}

@@ -1,0 +1,243 @@
+//===- LayerNorm.h - layer normalization, a warp per row --------*- C++ -*-===//
+//
+// The LayerNorm command's kernels (schema/bundle.proto) over the rows of a
+// dense row-major [rows, cols] f32 matrix, with f32 sums throughout:
+//
+//   forward:  eight warps a block, one row a warp: its lanes stride over
+//             the columns, and two warp-wide sums give the mean, then the
+//             centred sum of squares (not E[x²] - mean², which cancels
+//             badly when the mean is large), before each lane writes its
+//             columns of the output.
+//   backward, two kernels and no atomics (deterministic):
+//     rows:    a block per 32 rows, four a warp: each warp writes its rows'
+//              input gradient and leaves their mean and 1/std in shared
+//              memory; then each thread sums, for its columns, grad x̂ and
+//              grad over the block's rows in order into `partials`
+//              [blocks, 2, cols];
+//     columns: a thread per column adds the blocks' sums up in order into
+//              scale_grad and bias_grad.
+//
+// The kernels are written once, over a `Ctx` that supplies the thread's
+// and block's indices, shared memory, the block's barrier and the warp's
+// shuffle, as FlashAttention.h's are: LayerNorm.cu gives them the GPU's,
+// and a test runs every thread of a block on the host. The host version
+// (kiln/layer_norm.h) does the same arithmetic with sequential sums.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_CUDA_LAYERNORM_H
+#define KILN_RUNTIME_CUDA_LAYERNORM_H
+
+// Its 16-bit element types, which round as the attention kernels do.
+#include "FlashAttention.h"
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define KILN_LN_FN __device__ __forceinline__
+#else
+#include <cmath>
+#define KILN_LN_FN inline
+#endif
+
+namespace kiln::layer_norm {
+
+constexpr int kWarpSize = 32;
+/// Threads per block, eight warps, in every kernel.
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / kWarpSize;
+/// Rows of a block of the backward's partial sums
+/// (KILN_LAYER_NORM_PARTIAL_ROWS), and of each of its warps.
+constexpr int kBlockRows = 32;
+constexpr int kRowsPerWarp = kBlockRows / kWarps;
+/// The backward's rows kernel keeps each row's mean and 1/std.
+constexpr int kBackwardSharedBytes = 2 * kBlockRows * 4;
+
+struct Params {
+  int64_t rows = 0, cols = 0;
+  float epsilon = 0;
+  /// f32 [rows, cols] and [cols].
+  const float *input = nullptr, *scale = nullptr;
+  /// Forward: f32 [cols], or null: none.
+  const float *bias = nullptr;
+  /// Forward: [rows, cols] of the kernel's output type.
+  void *output = nullptr;
+  /// Backward, f32: the output's gradient and the input's [rows, cols],
+  /// the vectors' [cols], and [partialBlocks(rows), 2, cols] of scratch.
+  const float *grad = nullptr;
+  float *inputGrad = nullptr, *scaleGrad = nullptr, *biasGrad = nullptr;
+  float *partials = nullptr;
+};
+
+/// Blocks of the forward (a row per warp), of the backward's rows kernel
+/// (and of `partials`) and of its columns kernel (a column per thread).
+constexpr KILN_LN_FN int64_t forwardBlocks(int64_t rows) {
+  return (rows + kWarps - 1) / kWarps;
+}
+constexpr KILN_LN_FN int64_t partialBlocks(int64_t rows) {
+  return (rows + kBlockRows - 1) / kBlockRows;
+}
+constexpr KILN_LN_FN int64_t columnBlocks(int64_t cols) {
+  return (cols + kThreads - 1) / kThreads;
+}
+
+/// How the forward stores an output element of each type: f32 as it is,
+/// 16-bit types rounded to nearest even.
+struct F32Output {
+  static constexpr const char *name = "f32";
+  static KILN_LN_FN void store(void *output, int64_t index, float value) {
+    static_cast<float *>(output)[index] = value;
+  }
+};
+
+template <typename T> struct HalfOutput {
+  static constexpr const char *name = T::name;
+  static KILN_LN_FN void store(void *output, int64_t index, float value) {
+    static_cast<uint16_t *>(output)[index] = T::fromFloat(value);
+  }
+};
+
+using BF16Output = HalfOutput<flash::BF16>;
+using F16Output = HalfOutput<flash::F16>;
+
+KILN_LN_FN float squareRoot(float x) {
+#if defined(__CUDACC__)
+  return sqrtf(x);
+#else
+  return std::sqrt(x);
+#endif
+}
+
+/// The sum of `value` over the warp's 32 lanes, in every lane. Each step
+/// adds the same two numbers in both lanes of a pair, so all lanes end with
+/// the same bits.
+template <typename Ctx> KILN_LN_FN float warpSum(Ctx &ctx, float value) {
+  for (int mask = kWarpSize / 2; mask > 0; mask /= 2)
+    value += ctx.shflXor(value, mask);
+  return value;
+}
+
+struct RowStats {
+  float mean, rstd;
+};
+
+/// The mean and 1 / sqrt(var + epsilon) of row `x`, the warp's lanes
+/// together (every lane of the warp must call it).
+template <typename Ctx>
+KILN_LN_FN RowStats rowStats(Ctx &ctx, const Params &p, const float *x,
+                             int lane) {
+  const float count = static_cast<float>(p.cols);
+  float sum = 0;
+  for (int64_t c = lane; c < p.cols; c += kWarpSize)
+    sum += x[c];
+  const float mean = warpSum(ctx, sum) / count;
+  float squares = 0;
+  for (int64_t c = lane; c < p.cols; c += kWarpSize) {
+    float centred = x[c] - mean;
+    squares += centred * centred;
+  }
+  const float variance = warpSum(ctx, squares) / count;
+  return {mean, 1.0f / squareRoot(variance + p.epsilon)};
+}
+
+/// Grid forwardBlocks(rows); `Out` is F32Output, BF16Output or F16Output.
+template <typename Out, typename Ctx>
+KILN_LN_FN void forward(Ctx &ctx, const Params &p) {
+  const int warp = ctx.thread / kWarpSize, lane = ctx.thread % kWarpSize;
+  const int64_t row = static_cast<int64_t>(ctx.block) * kWarps + warp;
+  // The whole warp leaves together (there is no block barrier), so the
+  // shuffles of the warps that stay have every lane.
+  if (row >= p.rows)
+    return;
+  const float *x = p.input + row * p.cols;
+  const RowStats stats = rowStats(ctx, p, x, lane);
+  for (int64_t c = lane; c < p.cols; c += kWarpSize) {
+    float y = (x[c] - stats.mean) * stats.rstd * p.scale[c];
+    if (p.bias)
+      y += p.bias[c];
+    Out::store(p.output, row * p.cols + c, y);
+  }
+}
+
+/// Grid partialBlocks(rows), kBackwardSharedBytes of shared memory: the
+/// input gradient of the block's rows, and their partial sums.
+template <typename Ctx>
+KILN_LN_FN void backwardRows(Ctx &ctx, const Params &p) {
+  float *means = reinterpret_cast<float *>(ctx.shared);
+  float *rstds = means + kBlockRows;
+  const int warp = ctx.thread / kWarpSize, lane = ctx.thread % kWarpSize;
+  const int64_t row0 = static_cast<int64_t>(ctx.block) * kBlockRows;
+  // The last block may hold fewer rows.
+  const int rows =
+      p.rows - row0 < kBlockRows ? static_cast<int>(p.rows - row0) : kBlockRows;
+  const float count = static_cast<float>(p.cols);
+
+  for (int i = 0; i < kRowsPerWarp; ++i) {
+    // Warp-uniform, and no thread returns: all of them reach the barrier.
+    const int local = warp * kRowsPerWarp + i;
+    if (local >= rows)
+      break;
+    const int64_t at = (row0 + local) * p.cols;
+    const float *x = p.input + at, *g = p.grad + at;
+    const RowStats stats = rowStats(ctx, p, x, lane);
+    // With gs = grad scale: a = mean(gs), b = mean(gs x̂).
+    float sumGs = 0, sumGsXhat = 0;
+    for (int64_t c = lane; c < p.cols; c += kWarpSize) {
+      float xhat = (x[c] - stats.mean) * stats.rstd;
+      float gs = g[c] * p.scale[c];
+      sumGs += gs;
+      sumGsXhat += gs * xhat;
+    }
+    const float a = warpSum(ctx, sumGs) / count;
+    const float b = warpSum(ctx, sumGsXhat) / count;
+    float *dx = p.inputGrad + at;
+    for (int64_t c = lane; c < p.cols; c += kWarpSize) {
+      float xhat = (x[c] - stats.mean) * stats.rstd;
+      float gs = g[c] * p.scale[c];
+      dx[c] = stats.rstd * (gs - a - xhat * b);
+    }
+    if (lane == 0) {
+      means[local] = stats.mean;
+      rstds[local] = stats.rstd;
+    }
+  }
+  ctx.sync();
+
+  // A thread a column: consecutive threads read consecutive addresses of
+  // each row.
+  float *scaleSums = p.partials + static_cast<int64_t>(ctx.block) * 2 * p.cols;
+  float *biasSums = scaleSums + p.cols;
+  for (int64_t c = ctx.thread; c < p.cols; c += kThreads) {
+    float scaleSum = 0, biasSum = 0;
+    for (int j = 0; j < rows; ++j) {
+      const int64_t at = (row0 + j) * p.cols + c;
+      const float grad = p.grad[at];
+      scaleSum += grad * ((p.input[at] - means[j]) * rstds[j]);
+      biasSum += grad;
+    }
+    scaleSums[c] = scaleSum;
+    biasSums[c] = biasSum;
+  }
+}
+
+/// Grid columnBlocks(cols), after backwardRows: the blocks' partial sums
+/// added up in order.
+template <typename Ctx>
+KILN_LN_FN void backwardColumns(Ctx &ctx, const Params &p) {
+  const int64_t c = static_cast<int64_t>(ctx.block) * kThreads + ctx.thread;
+  if (c >= p.cols)
+    return;
+  const int64_t blocks = partialBlocks(p.rows);
+  float scaleSum = 0, biasSum = 0;
+  for (int64_t block = 0; block < blocks; ++block) {
+    const float *sums = p.partials + block * 2 * p.cols;
+    scaleSum += sums[c];
+    biasSum += sums[p.cols + c];
+  }
+  p.scaleGrad[c] = scaleSum;
+  p.biasGrad[c] = biasSum;
+}
+
+} // namespace kiln::layer_norm
+
+#endif // KILN_RUNTIME_CUDA_LAYERNORM_H

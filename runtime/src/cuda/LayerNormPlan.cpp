@@ -1,0 +1,113 @@
+//===- LayerNormPlan.cpp - the layer-norm kernels, loaded and launched ----===//
+
+#include "LayerNormPlan.h"
+
+#include "CudaErrors.h"
+
+// The fatbin LayerNorm.cu compiles to (LayerNormImage.cpp).
+extern "C" const unsigned char kiln_layer_norm_fatbin[];
+
+namespace kiln::runtime::cuda {
+
+namespace bp = kiln::bundle;
+namespace ln = kiln::layer_norm;
+
+Status LayerNormKernels::load(std::unique_ptr<LayerNormKernels> &out) {
+  std::unique_ptr<LayerNormKernels> kernels(new LayerNormKernels());
+  KILN_RETURN_IF_ERROR(
+      checkCu(cuModuleLoadData(&kernels->module, kiln_layer_norm_fatbin),
+              "cuModuleLoadData")
+          .withContext("loading the layer-norm kernels"));
+  out = std::move(kernels);
+  return Status();
+}
+
+LayerNormKernels::~LayerNormKernels() {
+  if (module)
+    cuModuleUnload(module);
+}
+
+Status LayerNormKernels::function(const std::string &name,
+                                  CUfunction &out) const {
+  return checkCu(cuModuleGetFunction(&out, module, name.c_str()),
+                 "cuModuleGetFunction")
+      .withContext(strCat("layer-norm kernel '", name, "'"));
+}
+
+/// The forward kernel's name suffix for an output type the bundle reader
+/// accepted.
+static const char *outputTypeName(int elementType) {
+  switch (elementType) {
+  case bp::BF16:
+    return ln::BF16Output::name;
+  case bp::F16:
+    return ln::F16Output::name;
+  default:
+    return ln::F32Output::name;
+  }
+}
+
+Status LayerNormPlan::create(
+    const LayerNormKernels &kernels, const bp::LayerNorm &layerNorm,
+    const std::function<CUdeviceptr(const bp::BufferRef &)> &address,
+    std::unique_ptr<LayerNormPlan> &out) {
+  std::unique_ptr<LayerNormPlan> plan(new LayerNormPlan());
+  ln::Params &p = plan->params;
+  p.rows = layerNorm.rows();
+  p.cols = layerNorm.cols();
+  p.epsilon = layerNorm.epsilon();
+  auto floats = [&](const bp::BufferRef &buffer) {
+    return reinterpret_cast<float *>(address(buffer));
+  };
+  p.input = floats(layerNorm.input());
+  p.scale = floats(layerNorm.scale());
+  // The bundle reader checked the grid sizes against the driver's limits.
+  auto add = [&](const std::string &kernel, int64_t blocks,
+                 unsigned sharedBytes) {
+    Launch &launch = plan->launches[plan->count++];
+    launch.kernel = kernel;
+    launch.blocks = static_cast<unsigned>(blocks);
+    launch.sharedBytes = sharedBytes;
+    return kernels.function(kernel, launch.function);
+  };
+  std::string shape = strCat(p.rows, "x", p.cols);
+  if (!layerNorm.backward()) {
+    if (layerNorm.has_bias() && layerNorm.bias().size() > 0)
+      p.bias = floats(layerNorm.bias());
+    p.output = reinterpret_cast<void *>(address(layerNorm.output()));
+    const char *type = outputTypeName(layerNorm.output_type());
+    KILN_RETURN_IF_ERROR(add(strCat("kiln_layer_norm_forward_", type),
+                             ln::forwardBlocks(p.rows), 0));
+    plan->text = strCat("layer norm ", shape, " -> ", type);
+  } else {
+    p.grad = floats(layerNorm.grad());
+    p.inputGrad = floats(layerNorm.input_grad());
+    p.scaleGrad = floats(layerNorm.scale_grad());
+    p.biasGrad = floats(layerNorm.bias_grad());
+    p.partials = floats(layerNorm.partials());
+    KILN_RETURN_IF_ERROR(add("kiln_layer_norm_backward_rows",
+                             ln::partialBlocks(p.rows),
+                             ln::kBackwardSharedBytes));
+    KILN_RETURN_IF_ERROR(
+        add("kiln_layer_norm_backward_columns", ln::columnBlocks(p.cols), 0));
+    plan->text = strCat("layer norm backward ", shape);
+  }
+  out = std::move(plan);
+  return Status();
+}
+
+Status LayerNormPlan::enqueue(CUstream stream) const {
+  void *arguments[] = {const_cast<ln::Params *>(&params)};
+  for (int i = 0; i < count; ++i) {
+    const Launch &launch = launches[i];
+    KILN_RETURN_IF_ERROR(
+        checkCu(cuLaunchKernel(launch.function, launch.blocks, 1, 1,
+                               ln::kThreads, 1, 1, launch.sharedBytes, stream,
+                               arguments, nullptr),
+                "cuLaunchKernel")
+            .withContext(strCat("kernel '", launch.kernel, "'")));
+  }
+  return Status();
+}
+
+} // namespace kiln::runtime::cuda

@@ -1,0 +1,91 @@
+// RUN: kiln-opt %s -split-input-file --kiln-fused-layer-norm | FileCheck %s
+// RUN: kiln-opt %s -split-input-file --kiln-fused-layer-norm --kiln-decompose --convert-kiln-to-linalg --canonicalize --kiln-amp=type=bf16 --canonicalize | FileCheck %s --check-prefix=AMP
+// RUN: kiln-opt %s -split-input-file --kiln-fused-layer-norm --kiln-decompose --convert-kiln-to-linalg --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" | FileCheck %s --check-prefix=BUF
+// RUN: kiln-opt %s -split-input-file --kiln-fused-layer-norm --kiln-decompose --convert-kiln-to-linalg --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" --kiln-gpu-emulate | FileCheck %s --check-prefix=EMU
+
+// A layer norm over the trailing dimensions becomes the row kernels' op on
+// the [leading, normalized] matrix, the scale and bias flattened with it,
+// and the result reshaped back.
+// CHECK-LABEL: func.func @forward(
+// CHECK-SAME: %[[X:.*]]: tensor<2x3x4xf32>, %[[G:.*]]: tensor<3x4xf32>, %[[B:.*]]: tensor<3x4xf32>
+// CHECK-DAG: %[[B1:.*]] = kiln.reshape %[[B]] : tensor<3x4xf32> to tensor<12xf32>
+// CHECK-DAG: %[[X2:.*]] = kiln.reshape %[[X]] : tensor<2x3x4xf32> to tensor<2x12xf32>
+// CHECK-DAG: %[[G1:.*]] = kiln.reshape %[[G]] : tensor<3x4xf32> to tensor<12xf32>
+// CHECK: %[[Y:.*]] = kiln.fused_layer_norm %[[X2]], %[[G1]] bias %[[B1]] {epsilon = 1.000000e-03 : f64} : (tensor<2x12xf32>, tensor<12xf32>, tensor<12xf32>) -> tensor<2x12xf32>
+// CHECK: %[[R:.*]] = kiln.reshape %[[Y]] : tensor<2x12xf32> to tensor<2x3x4xf32>
+// CHECK: return %[[R]]
+func.func @forward(%x: tensor<2x3x4xf32>, %g: tensor<3x4xf32>, %b: tensor<3x4xf32>) -> tensor<2x3x4xf32> {
+  %y = kiln.layer_norm %x, %g bias %b : tensor<3x4xf32> {axis = 1 : i64, epsilon = 1.0e-3 : f64} : tensor<2x3x4xf32>, tensor<3x4xf32>
+  return %y : tensor<2x3x4xf32>
+}
+
+// -----
+
+// The gradient, with its partial sums: 40 rows are two blocks of 32. After
+// bufferization it writes four new buffers; emulated, it is a call into
+// the runtime's host version with their addresses, the shape and epsilon.
+// CHECK-LABEL: func.func @grad(
+// CHECK: %[[G:.*]]:4 = kiln.fused_layer_norm_grad %arg0, %arg1, %arg2 : (tensor<40x16xf32>, tensor<16xf32>, tensor<40x16xf32>) -> (tensor<40x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<2x2x16xf32>)
+// CHECK: return %[[G]]#0, %[[G]]#1, %[[G]]#2
+// BUF-LABEL: func.func @grad(
+// BUF-DAG: %[[DX:.*]] = memref.alloc() {{.*}} : memref<40x16xf32>
+// BUF-DAG: %[[DG:.*]] = memref.alloc() {{.*}} : memref<16xf32>
+// BUF-DAG: %[[DB:.*]] = memref.alloc() {{.*}} : memref<16xf32>
+// BUF-DAG: %[[P:.*]] = memref.alloc() {{.*}} : memref<2x2x16xf32>
+// BUF: kiln.fused_layer_norm_grad %arg0, %arg1, %arg2 into %[[DX]], %[[DG]], %[[DB]], %[[P]]
+// BUF: return %[[DX]], %[[DG]], %[[DB]]
+// EMU: func.func private @kiln_layer_norm_backward_host(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, f64)
+// EMU-LABEL: func.func @grad(
+// EMU-NOT: kiln.fused_layer_norm_grad
+// EMU-DAG: %[[ROWS:.*]] = arith.constant 40 : i64
+// EMU-DAG: %[[COLS:.*]] = arith.constant 16 : i64
+// EMU-DAG: %[[EPS:.*]] = arith.constant 1.000000e-05 : f64
+// EMU: call @kiln_layer_norm_backward_host({{.*}}, %[[ROWS]], %[[COLS]], %[[EPS]])
+func.func @grad(%x: tensor<40x16xf32>, %g: tensor<16xf32>, %dy: tensor<40x16xf32>) -> (tensor<40x16xf32>, tensor<16xf32>, tensor<16xf32>) {
+  %dx, %dg, %db = kiln.layer_norm_grad %x, %g, %dy {axis = 1 : i64} : tensor<40x16xf32>, tensor<16xf32>
+  return %dx, %dg, %db : tensor<40x16xf32>, tensor<16xf32>, tensor<16xf32>
+}
+
+// -----
+
+// Under kiln-amp, a layer norm only products read writes its result
+// rounded. Emulated without kiln-amp, the host version writes f32 (output
+// type 0).
+// AMP-LABEL: func.func @only_products(
+// AMP: %[[Y:.*]] = kiln.fused_layer_norm %arg0, %arg1 {{.*}} -> tensor<8x16xbf16>
+// AMP-NOT: kiln.fused_layer_norm
+// AMP: linalg.generic {{.*}} ins(%[[Y]], %{{.*}} : tensor<8x16xbf16>, tensor<16x4xbf16>) {{.*}} attrs = {kiln.matmul
+// EMU-LABEL: func.func @only_products(
+// EMU: %[[F32:.*]] = arith.constant 0 : i64
+// EMU: call @kiln_layer_norm_forward_host(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[F32]],
+func.func @only_products(%x: tensor<8x16xf32>, %g: tensor<16xf32>, %w: tensor<16x4xf32>) -> tensor<8x4xf32> {
+  %y = kiln.layer_norm %x, %g {axis = 1 : i64} : tensor<8x16xf32>, tensor<16xf32>
+  %p = kiln.matmul %y, %w : tensor<8x16xf32>, tensor<16x4xf32>
+  return %p : tensor<8x4xf32>
+}
+
+// -----
+
+// A result read elsewhere too stays f32, rounded after for the product.
+// AMP-LABEL: func.func @read_elsewhere(
+// AMP: %[[Y:.*]] = kiln.fused_layer_norm %arg0, %arg1 {{.*}} -> tensor<8x16xf32>
+// AMP: %[[R:.*]] = linalg.generic {{.*}} ins(%[[Y]] : tensor<8x16xf32>) outs(%{{.*}} : tensor<8x16xbf16>)
+// AMP: arith.truncf
+// AMP: linalg.generic {{.*}} ins(%[[R]], %{{.*}} : tensor<8x16xbf16>, tensor<16x4xbf16>)
+// AMP: return %{{.*}}, %[[Y]]
+func.func @read_elsewhere(%x: tensor<8x16xf32>, %g: tensor<16xf32>, %w: tensor<16x4xf32>) -> (tensor<8x4xf32>, tensor<8x16xf32>) {
+  %y = kiln.layer_norm %x, %g {axis = 1 : i64} : tensor<8x16xf32>, tensor<16xf32>
+  %p = kiln.matmul %y, %w : tensor<8x16xf32>, tensor<16x4xf32>
+  return %p, %y : tensor<8x4xf32>, tensor<8x16xf32>
+}
+
+// -----
+
+// The kernels take f32 only: an f16 layer norm stays for kiln-decompose.
+// CHECK-LABEL: func.func @f16(
+// CHECK-NEXT: kiln.layer_norm
+// CHECK-NOT: kiln.fused_layer_norm
+func.func @f16(%x: tensor<4x16xf16>, %g: tensor<16xf16>) -> tensor<4x16xf16> {
+  %y = kiln.layer_norm %x, %g {axis = 1 : i64} : tensor<4x16xf16>, tensor<16xf16>
+  return %y : tensor<4x16xf16>
+}

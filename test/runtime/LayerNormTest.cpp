@@ -1,0 +1,405 @@
+//===- LayerNormTest.cpp - the layer-norm kernels and their host version --===//
+//
+// The host version of the layer-norm kernels (kiln/layer_norm.h), and the
+// kernels of runtime/src/cuda/LayerNorm.h themselves run on the host, each
+// thread of a block a thread of its own with real barriers for
+// __syncthreads and the warp's shuffles, checked against layer
+// normalization in double precision from the same inputs: every output
+// type, with and without a bias, the backward's input gradient, its vector
+// gradients and the partial sums' [blocks, 2, cols] layout, on shapes whose
+// last block of rows is partial. Nothing may be written past the tensors.
+// On a GPU, the CUDA backend's tests run the same kernels compiled by nvcc.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cuda/LayerNorm.h"
+#include "HostBarrier.h"
+#include "kiln/layer_norm.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <thread>
+#include <vector>
+
+namespace {
+
+namespace ln = kiln::layer_norm;
+using kiln::flash::BF16;
+using kiln::flash::F16;
+using kiln::runtime::testing::Barrier;
+
+constexpr float kEpsilon = 1e-5f;
+/// Elements past each tensor that nothing may write.
+constexpr int64_t kGuard = 64;
+constexpr float kGuardValue = 12345.0f;
+constexpr uint16_t kGuardBits = 0x7bad;
+
+//===----------------------------------------------------------------------===//
+// The kernels on host threads
+//===----------------------------------------------------------------------===//
+
+/// One block's shared state: its shared memory, its barriers, and where
+/// lanes leave what a shuffle exchanges.
+struct HostBlock {
+  explicit HostBlock(int sharedBytes)
+      : shared((sharedBytes + 7) / 8 + 1), block(ln::kThreads) {
+    for (int w = 0; w < ln::kWarps; ++w)
+      warps.push_back(std::make_unique<Barrier>(ln::kWarpSize));
+  }
+  std::vector<uint64_t> shared;
+  Barrier block;
+  std::vector<std::unique_ptr<Barrier>> warps;
+  float floats[ln::kThreads];
+};
+
+/// A thread of a block, as the kernels' `Ctx`.
+struct HostCtx {
+  int thread, block;
+  char *shared;
+  HostBlock *host;
+
+  void sync() { host->block.arriveAndWait(); }
+  void warpSync() { host->warps[thread / ln::kWarpSize]->arriveAndWait(); }
+
+  float shflXor(float v, int mask) {
+    host->floats[thread] = v;
+    warpSync();
+    int lane = thread % ln::kWarpSize;
+    float other = host->floats[thread - lane + (lane ^ mask)];
+    warpSync();
+    return other;
+  }
+};
+
+template <typename Kernel>
+void runGrid(int64_t blocks, int sharedBytes, Kernel kernel) {
+  for (int64_t b = 0; b < blocks; ++b) {
+    HostBlock block(sharedBytes);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < ln::kThreads; ++i)
+      threads.emplace_back([&, i] {
+        HostCtx ctx{i, static_cast<int>(b),
+                    reinterpret_cast<char *>(block.shared.data()), &block};
+        kernel(ctx);
+      });
+    for (std::thread &thread : threads)
+      thread.join();
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Problems and their reference
+//===----------------------------------------------------------------------===//
+
+enum class Output { F32, BF16, F16 };
+
+/// kiln/layer_norm.h's `output_element`.
+int64_t outputElement(Output type) {
+  return type == Output::BF16 ? 1 : type == Output::F16 ? 2 : 0;
+}
+
+struct Problem {
+  Problem(int64_t rows, int64_t cols) : rows(rows), cols(cols) {
+    x.resize(rows * cols);
+    grad.resize(rows * cols);
+    scale.resize(cols);
+    bias.resize(cols);
+    // Rows of different spreads around a mean of 3, so that the centring
+    // matters.
+    for (int64_t i = 0; i < rows * cols; ++i) {
+      x[i] = 3 + std::sin(0.37f * i) * static_cast<float>(1 + i / cols % 3);
+      grad[i] = std::cos(0.05f * i) + 0.125f;
+    }
+    for (int64_t c = 0; c < cols; ++c) {
+      scale[c] = 0.5f + std::cos(0.11f * c);
+      bias[c] = 0.25f * std::sin(0.7f * c);
+    }
+  }
+  int64_t blocks() const { return ln::partialBlocks(rows); }
+
+  int64_t rows, cols;
+  std::vector<float> x, grad, scale, bias;
+};
+
+/// Layer normalization in double precision.
+struct Reference {
+  Reference(const Problem &p, bool withBias)
+      : y(p.rows * p.cols), dx(p.rows * p.cols), scaleGrad(p.cols, 0.0),
+        biasGrad(p.cols, 0.0), partials(p.blocks() * 2 * p.cols, 0.0) {
+    std::vector<double> xhat(p.cols), gs(p.cols);
+    for (int64_t r = 0; r < p.rows; ++r) {
+      const float *x = &p.x[r * p.cols], *g = &p.grad[r * p.cols];
+      double mean = 0, variance = 0;
+      for (int64_t c = 0; c < p.cols; ++c)
+        mean += x[c];
+      mean /= p.cols;
+      for (int64_t c = 0; c < p.cols; ++c)
+        variance += (x[c] - mean) * (x[c] - mean);
+      variance /= p.cols;
+      double rstd = 1 / std::sqrt(variance + kEpsilon);
+      double a = 0, b = 0;
+      for (int64_t c = 0; c < p.cols; ++c) {
+        xhat[c] = (x[c] - mean) * rstd;
+        gs[c] = double(g[c]) * p.scale[c];
+        a += gs[c];
+        b += gs[c] * xhat[c];
+        y[r * p.cols + c] = xhat[c] * p.scale[c] + (withBias ? p.bias[c] : 0);
+      }
+      a /= p.cols;
+      b /= p.cols;
+      double *blockSums = &partials[r / 32 * 2 * p.cols];
+      for (int64_t c = 0; c < p.cols; ++c) {
+        dx[r * p.cols + c] = rstd * (gs[c] - a - xhat[c] * b);
+        scaleGrad[c] += g[c] * xhat[c];
+        biasGrad[c] += g[c];
+        blockSums[c] += g[c] * xhat[c];
+        blockSums[p.cols + c] += g[c];
+      }
+    }
+  }
+  std::vector<double> y, dx, scaleGrad, biasGrad, partials;
+};
+
+/// What one implementation wrote, each tensor followed by kGuard elements
+/// that must keep their guard value.
+struct Result {
+  Result(const Problem &p, Output type)
+      : type(type), count(p.rows * p.cols),
+        output(count * (type == Output::F32 ? 4 : 2) + kGuard * 4),
+        dx(count + kGuard, kGuardValue),
+        scaleGrad(p.cols + kGuard, kGuardValue),
+        biasGrad(p.cols + kGuard, kGuardValue),
+        partials(p.blocks() * 2 * p.cols + kGuard, kGuardValue) {
+    if (type == Output::F32)
+      std::fill_n(reinterpret_cast<float *>(output.data()), count + kGuard,
+                  kGuardValue);
+    else
+      std::fill_n(reinterpret_cast<uint16_t *>(output.data()),
+                  count + 2 * kGuard, kGuardBits);
+  }
+
+  /// Output element `i` as a float.
+  float y(int64_t i) const {
+    if (type == Output::F32)
+      return reinterpret_cast<const float *>(output.data())[i];
+    uint16_t bits = reinterpret_cast<const uint16_t *>(output.data())[i];
+    return type == Output::BF16 ? BF16::toFloat(bits) : F16::toFloat(bits);
+  }
+
+  /// Whether the output's guard elements are untouched.
+  bool outputGuardKept() const {
+    if (type == Output::F32) {
+      const float *y = reinterpret_cast<const float *>(output.data());
+      return std::all_of(y + count, y + count + kGuard,
+                         [](float v) { return v == kGuardValue; });
+    }
+    const uint16_t *y = reinterpret_cast<const uint16_t *>(output.data());
+    return std::all_of(y + count, y + count + 2 * kGuard,
+                       [](uint16_t v) { return v == kGuardBits; });
+  }
+
+  Output type;
+  int64_t count;
+  std::vector<uint8_t> output;
+  std::vector<float> dx, scaleGrad, biasGrad, partials;
+};
+
+/// 2^-8 relative (bf16 keeps 8 significant bits, and rounds to the
+/// nearest), 2^-11 for f16; f32 results differ from the reference by f32
+/// rounding only.
+double roundingOf(Output type) {
+  return type == Output::BF16  ? std::ldexp(1.0, -8)
+         : type == Output::F16 ? std::ldexp(1.0, -11)
+                               : 0.0;
+}
+
+/// Each of the first want.size() values of `got` within `relative` of its
+/// reference plus 1e-5 of the largest reference magnitude; the kGuard after
+/// them untouched.
+template <typename At>
+void expectClose(At got, const std::vector<double> &want, double relative,
+                 const char *what) {
+  double largest = 0;
+  for (double w : want)
+    largest = std::max(largest, std::abs(w));
+  int failures = 0;
+  for (size_t i = 0; i < want.size() && failures < 5; ++i) {
+    double g = got(i), bound = relative * std::abs(want[i]) + 1e-5 * largest;
+    if (!(std::abs(g - want[i]) <= bound)) {
+      ADD_FAILURE() << what << " element " << i << ": " << g << ", expected "
+                    << want[i] << " within " << bound;
+      ++failures;
+    }
+  }
+}
+
+void expectClose(const std::vector<float> &got, const std::vector<double> &want,
+                 const char *what) {
+  expectClose([&](size_t i) { return double(got[i]); }, want, 0.0, what);
+  EXPECT_TRUE(std::all_of(got.begin() + want.size(), got.end(),
+                          [](float v) { return v == kGuardValue; }))
+      << what << " was written past its end";
+}
+
+void expectForward(const Result &got, const Reference &want) {
+  expectClose([&](size_t i) { return double(got.y(i)); }, want.y,
+              roundingOf(got.type), "output");
+  EXPECT_TRUE(got.outputGuardKept()) << "the output was written past its end";
+}
+
+void expectBackward(const Result &got, const Reference &want) {
+  expectClose(got.dx, want.dx, "input_grad");
+  expectClose(got.scaleGrad, want.scaleGrad, "scale_grad");
+  expectClose(got.biasGrad, want.biasGrad, "bias_grad");
+  expectClose(got.partials, want.partials, "partials");
+}
+
+//===----------------------------------------------------------------------===//
+// The two implementations
+//===----------------------------------------------------------------------===//
+
+Result runHostForward(const Problem &p, Output type, bool withBias) {
+  Result r(p, type);
+  kiln_layer_norm_forward_host(
+      p.x.data(), p.scale.data(), withBias ? p.bias.data() : nullptr,
+      r.output.data(), outputElement(type), p.rows, p.cols, kEpsilon);
+  return r;
+}
+
+Result runHostBackward(const Problem &p) {
+  Result r(p, Output::F32);
+  kiln_layer_norm_backward_host(p.x.data(), p.scale.data(), p.grad.data(),
+                                r.dx.data(), r.scaleGrad.data(),
+                                r.biasGrad.data(), r.partials.data(), p.rows,
+                                p.cols, kEpsilon);
+  return r;
+}
+
+ln::Params kernelParams(const Problem &p, Result &r) {
+  ln::Params params;
+  params.rows = p.rows;
+  params.cols = p.cols;
+  params.epsilon = kEpsilon;
+  params.input = p.x.data();
+  params.scale = p.scale.data();
+  params.output = r.output.data();
+  params.grad = p.grad.data();
+  params.inputGrad = r.dx.data();
+  params.scaleGrad = r.scaleGrad.data();
+  params.biasGrad = r.biasGrad.data();
+  params.partials = r.partials.data();
+  return params;
+}
+
+Result runKernelForward(const Problem &p, Output type, bool withBias) {
+  Result r(p, type);
+  ln::Params params = kernelParams(p, r);
+  params.bias = withBias ? p.bias.data() : nullptr;
+  runGrid(ln::forwardBlocks(p.rows), 0, [&](HostCtx &ctx) {
+    switch (type) {
+    case Output::F32:
+      ln::forward<ln::F32Output>(ctx, params);
+      break;
+    case Output::BF16:
+      ln::forward<ln::BF16Output>(ctx, params);
+      break;
+    case Output::F16:
+      ln::forward<ln::F16Output>(ctx, params);
+      break;
+    }
+  });
+  return r;
+}
+
+Result runKernelBackward(const Problem &p) {
+  Result r(p, Output::F32);
+  ln::Params params = kernelParams(p, r);
+  runGrid(ln::partialBlocks(p.rows), ln::kBackwardSharedBytes,
+          [&](HostCtx &ctx) { ln::backwardRows(ctx, params); });
+  runGrid(ln::columnBlocks(p.cols), 0,
+          [&](HostCtx &ctx) { ln::backwardColumns(ctx, params); });
+  return r;
+}
+
+//===----------------------------------------------------------------------===//
+// Tests
+//===----------------------------------------------------------------------===//
+
+struct ForwardCase {
+  Output type;
+  bool withBias;
+  const char *name;
+};
+const ForwardCase kForwardCases[] = {{Output::F32, true, "f32 with a bias"},
+                                     {Output::F32, false, "f32 without"},
+                                     {Output::BF16, true, "bf16 with a bias"},
+                                     {Output::BF16, false, "bf16 without"},
+                                     {Output::F16, true, "f16 with a bias"}};
+
+/// 70 rows: the last of the backward's 32-row blocks holds 6, the last of
+/// the forward's 8-row blocks 6; 37 columns: lanes 5 and up take one
+/// column fewer.
+TEST(LayerNormHost, MatchesDoublePrecisionOnAPartialLastBlock) {
+  Problem p(70, 37);
+  for (const ForwardCase &c : kForwardCases) {
+    SCOPED_TRACE(c.name);
+    expectForward(runHostForward(p, c.type, c.withBias),
+                  Reference(p, c.withBias));
+  }
+  expectBackward(runHostBackward(p), Reference(p, false));
+}
+
+/// One row alone, one column alone: the variance is 0 and x̂ is 0, so y is
+/// the bias and the input gradient 0.
+TEST(LayerNormHost, OneColumnNormalizesToTheBias) {
+  Problem p(3, 1);
+  expectForward(runHostForward(p, Output::F32, true), Reference(p, true));
+  Result back = runHostBackward(p);
+  expectBackward(back, Reference(p, false));
+  for (int64_t r = 0; r < 3; ++r)
+    EXPECT_EQ(back.dx[r], 0.0f) << r;
+}
+
+TEST(LayerNormKernels, MatchDoublePrecisionOnAPartialLastBlock) {
+  Problem p(70, 37);
+  for (const ForwardCase &c : kForwardCases) {
+    SCOPED_TRACE(c.name);
+    expectForward(runKernelForward(p, c.type, c.withBias),
+                  Reference(p, c.withBias));
+  }
+  expectBackward(runKernelBackward(p), Reference(p, false));
+}
+
+/// More columns than a block has threads (the backward's second column
+/// blocks, and threads that sum two columns), and a last block of one row.
+TEST(LayerNormKernels, MatchDoublePrecisionWithManyColumns) {
+  Problem p(33, 300);
+  expectForward(runKernelForward(p, Output::BF16, true), Reference(p, true));
+  expectForward(runKernelForward(p, Output::F32, false), Reference(p, false));
+  expectBackward(runKernelBackward(p), Reference(p, false));
+}
+
+/// The kernels and the host version add the partial sums in the same
+/// order, from the same x̂ up to the rows' statistics' rounding, so the
+/// emulated and the GPU's training steps agree closely.
+TEST(LayerNormKernels, AgreeWithTheHostVersion) {
+  Problem p(70, 37);
+  Result kernels = runKernelBackward(p), host = runHostBackward(p);
+  auto relativeTo = [](const std::vector<float> &v) {
+    std::vector<double> wide(v.size() - kGuard);
+    std::copy(v.begin(), v.end() - kGuard, wide.begin());
+    return wide;
+  };
+  expectClose(kernels.partials, relativeTo(host.partials), "partials");
+  expectClose(kernels.scaleGrad, relativeTo(host.scaleGrad), "scale_grad");
+  expectClose(kernels.biasGrad, relativeTo(host.biasGrad), "bias_grad");
+  expectClose(kernels.dx, relativeTo(host.dx), "input_grad");
+  // Sums of grad alone are the same sums in the same order: equal bits.
+  EXPECT_EQ(kernels.biasGrad, host.biasGrad);
+}
+
+} // namespace
