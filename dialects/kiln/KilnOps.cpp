@@ -724,6 +724,30 @@ LogicalResult AttentionGradOp::verify() {
   return verifyAttentionMask(*this, getQuery(), getKey(), getMask());
 }
 
+/// The form of an op the CUDA runtime's own kernels compute (flash
+/// attention, the fused layer norm): all tensors with `produced` results,
+/// or all buffers, dense (the kernels and their host version address dense
+/// tensors), with as many `outputs` and no result.
+static LogicalResult verifyLibraryOpForm(Operation *op, bool tensors,
+                                         ValueRange outputs, size_t produced) {
+  for (Value operand : op->getOperands()) {
+    if (isa<TensorType>(operand.getType()) != tensors)
+      return op->emitOpError("takes only tensors or only buffers");
+    auto buffer = dyn_cast<MemRefType>(operand.getType());
+    if (buffer && !buffer.getLayout().isIdentity())
+      return op->emitOpError("takes buffers with the identity layout, not ")
+             << buffer;
+  }
+  bool counts = tensors ? op->getNumResults() == produced && outputs.empty()
+                        : op->getNumResults() == 0 &&
+                              outputs.size() == produced;
+  if (!counts)
+    return op->emitOpError("has ")
+           << produced
+           << " results on tensors, or as many output buffers and none";
+  return success();
+}
+
 /// The checks shared by kiln.flash_attention and its gradient: `query`,
 /// `key` and `value` are [B, H, S, D] of one 16-bit float type with a head
 /// size the kernels have; every other operand and everything produced
@@ -782,23 +806,8 @@ verifyFlash(Operation *op, Value query, Value key, Value value, Value mask,
           "mask must be f32 [B or 1, H or 1, Sq or 1, Sk], not ")
              << m;
   }
-  for (Value operand : op->getOperands()) {
-    if (isa<TensorType>(operand.getType()) != tensors)
-      return op->emitOpError("takes only tensors or only buffers");
-    // The kernels (and their host version) address dense buffers.
-    auto buffer = dyn_cast<MemRefType>(operand.getType());
-    if (buffer && !buffer.getLayout().isIdentity())
-      return op->emitOpError("takes buffers with the identity layout, not ")
-             << buffer;
-  }
-  bool counts = tensors ? op->getNumResults() == produced.size() &&
-                              outputs.empty()
-                        : op->getNumResults() == 0 &&
-                              outputs.size() == produced.size();
-  if (!counts)
-    return op->emitOpError("has ")
-           << produced.size()
-           << " results on tensors, or as many output buffers and none";
+  if (failed(verifyLibraryOpForm(op, tensors, outputs, produced.size())))
+    return failure();
   ValueRange values = tensors ? ValueRange(op->getResults()) : outputs;
   for (auto [value, name] : llvm::zip(values, produced))
     if (failed(check(value, name)))
@@ -823,14 +832,16 @@ LogicalResult FlashAttentionGradOp::verify() {
 static constexpr int64_t kLayerNormPartialRows = 32;
 
 /// The checks shared by kiln.fused_layer_norm and its gradient: an f32
-/// [rows, cols] input and every other operand f32 of the shape `shapes`
-/// names (`produced` for what the op produces, whose first entry's element
-/// type `first` may be narrower), all tensors or all dense buffers.
+/// [rows, cols] input and every other operand f32 of the shape its name
+/// says, and so is what the op produces (`produced`, by name), except
+/// entry `narrow` (if any), which may be f32, bf16 or f16 ("result") or
+/// must be bf16 or f16 ("rounded_input_grad"); all tensors or all dense
+/// buffers.
 static LogicalResult
 verifyFusedLayerNorm(Operation *op, Value input,
                      ArrayRef<std::pair<Value, StringRef>> operands,
                      ValueRange outputs, ArrayRef<StringRef> produced,
-                     bool narrowFirst) {
+                     std::optional<size_t> narrow) {
   auto input2d = cast<ShapedType>(input.getType());
   if (input2d.getRank() != 2 || !input2d.getElementType().isF32() ||
       input2d.getDimSize(0) < 1 || input2d.getDimSize(1) < 1)
@@ -849,11 +860,13 @@ verifyFusedLayerNorm(Operation *op, Value input,
   auto check = [&](Value value, StringRef name, bool narrow) -> LogicalResult {
     auto type = cast<ShapedType>(value.getType());
     Type element = type.getElementType();
-    bool elementOk =
-        element.isF32() || (narrow && isa<BFloat16Type, Float16Type>(element));
+    bool only16 = name == "rounded_input_grad";
+    bool elementOk = (element.isF32() && !only16) ||
+                     (narrow && isa<BFloat16Type, Float16Type>(element));
     if (!elementOk || type.getShape() != ArrayRef(shapeFor(name)))
       return op->emitOpError(name)
-             << " must be " << (narrow ? "f32, bf16 or f16" : "f32")
+             << " must be "
+             << (only16 ? "bf16 or f16" : narrow ? "f32, bf16 or f16" : "f32")
              << " of shape [" << llvm::interleaved(shapeFor(name))
              << "], not " << type;
     return success();
@@ -862,44 +875,40 @@ verifyFusedLayerNorm(Operation *op, Value input,
     if (value && failed(check(value, name, false)))
       return failure();
   bool tensors = isa<TensorType>(input.getType());
-  for (Value operand : op->getOperands()) {
-    if (isa<TensorType>(operand.getType()) != tensors)
-      return op->emitOpError("takes only tensors or only buffers");
-    // The kernels (and their host version) address dense buffers.
-    auto buffer = dyn_cast<MemRefType>(operand.getType());
-    if (buffer && !buffer.getLayout().isIdentity())
-      return op->emitOpError("takes buffers with the identity layout, not ")
-             << buffer;
-  }
-  bool counts = tensors ? op->getNumResults() == produced.size() &&
-                              outputs.empty()
-                        : op->getNumResults() == 0 &&
-                              outputs.size() == produced.size();
-  if (!counts)
-    return op->emitOpError("has ")
-           << produced.size()
-           << " results on tensors, or as many output buffers and none";
+  if (failed(verifyLibraryOpForm(op, tensors, outputs, produced.size())))
+    return failure();
   ValueRange values = tensors ? ValueRange(op->getResults()) : outputs;
   for (auto [index, value, name] : llvm::enumerate(values, produced))
-    if (failed(check(value, name, narrowFirst && index == 0)))
+    if (failed(check(value, name, narrow == index)))
       return failure();
   return success();
 }
 
 LogicalResult FusedLayerNormOp::verify() {
+  SmallVector<StringRef, 2> produced = {"result"};
+  if (getResidual())
+    produced.push_back("sum");
   return verifyFusedLayerNorm(*this, getInput(),
                               {{getInput(), "input"},
                                {getScale(), "scale"},
-                               {getBias(), "bias"}},
-                              getOutputs(), {"result"}, true);
+                               {getBias(), "bias"},
+                               {getResidual(), "residual"}},
+                              getOutputs(), produced, 0);
 }
 
 LogicalResult FusedLayerNormGradOp::verify() {
-  return verifyFusedLayerNorm(
-      *this, getInput(),
-      {{getInput(), "input"}, {getScale(), "scale"}, {getGrad(), "grad"}},
-      getOutputs(), {"input_grad", "scale_grad", "bias_grad", "partials"},
-      false);
+  // Four results, or five with the input's gradient rounded too.
+  SmallVector<StringRef, 5> produced = {"input_grad", "scale_grad",
+                                        "bias_grad", "partials"};
+  size_t count = hasBufferSemantics() ? getOutputs().size() : getNumResults();
+  if (count == 5)
+    produced.push_back("rounded_input_grad");
+  return verifyFusedLayerNorm(*this, getInput(),
+                              {{getInput(), "input"},
+                               {getScale(), "scale"},
+                               {getGrad(), "grad"},
+                               {getAccumulate(), "accumulate"}},
+                              getOutputs(), produced, 4);
 }
 
 namespace {

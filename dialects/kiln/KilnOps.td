@@ -911,7 +911,9 @@ def Kiln_FusedLayerNormOp : Kiln_Op<"fused_layer_norm",
     LayerNorm.h): `scale` and the optional `bias` are f32 `[cols]`, and the
     result `[rows, cols]` is f32, bf16 or f16 (the normalized value rounded
     to it, which spares a kernel that rounds it for a matrix product under
-    `--amp`).
+    `--amp`). With the optional f32 `residual` `[rows, cols]` it normalizes
+    `input + residual` (a residual connection's sum) and also returns that
+    sum, f32: the kernel that added them is spared too.
 
     kiln-fused-layer-norm forms this op from kiln.layer_norm for the CUDA
     target. After bufferization the op takes the buffer of its result after
@@ -925,23 +927,28 @@ def Kiln_FusedLayerNormOp : Kiln_Op<"fused_layer_norm",
   }];
   let arguments = (ins Kiln_FlashOperand:$input, Kiln_FlashOperand:$scale,
                        Optional<Kiln_FlashOperand>:$bias,
+                       Optional<Kiln_FlashOperand>:$residual,
                        Variadic<AnyStaticShapeMemRef>:$outputs,
                        DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
   let results = (outs Variadic<Kiln_FloatTensor>:$results);
   let assemblyFormat = "$input `,` $scale (`bias` $bias^)? "
-      "(`into` $outputs^)? attr-dict `:` functional-type(operands, results)";
+      "(`residual` $residual^)? (`into` $outputs^)? attr-dict `:` "
+      "functional-type(operands, results)";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    /// Whether this is the buffer form (an output buffer, no result).
+    /// Whether this is the buffer form (output buffers, no results).
     bool hasBufferSemantics() { return !getOutputs().empty(); }
-    /// The result, or its buffer.
-    mlir::Value getProduced() {
-      return hasBufferSemantics() ? getOutputs()[0] : getResults()[0];
+    /// The result and, with a residual, the sum: results, or output
+    /// buffers.
+    mlir::ValueRange getProduced() {
+      return hasBufferSemantics() ? mlir::ValueRange(getOutputs())
+                                  : mlir::ValueRange(getResults());
     }
   }];
 }
 
-def Kiln_FusedLayerNormGradOp : Kiln_Op<"fused_layer_norm_grad"> {
+def Kiln_FusedLayerNormGradOp : Kiln_Op<"fused_layer_norm_grad",
+    [AttrSizedOperandSegments]> {
   let summary = "kiln.layer_norm_grad of each row, as the CUDA kernels do it";
   let description = [{
     kiln.layer_norm_grad over the last dimension of an f32 `[rows, cols]`
@@ -950,7 +957,11 @@ def Kiln_FusedLayerNormGradOp : Kiln_Op<"fused_layer_norm_grad"> {
     input's gradient `[rows, cols]`, the scale's and the bias's `[cols]`,
     and the kernels' scratch `[ceil(rows / 32), 2, cols]`, each block of 32
     rows' sums of `grad · x̂` and `grad`, which the two vector gradients
-    add up. All f32.
+    add up. All f32. With the optional `accumulate` `[rows, cols]` the
+    input's gradient is `accumulate` plus the layer norm's (a residual
+    connection's gradient, summed with it). A fifth result, bf16 or f16,
+    is the input's gradient rounded to it, for products under `--amp`
+    (kiln-amp adds it).
 
     kiln-fused-layer-norm forms this op from kiln.layer_norm_grad for the
     CUDA target. The buffer form takes the four results' buffers after its
@@ -964,11 +975,13 @@ def Kiln_FusedLayerNormGradOp : Kiln_Op<"fused_layer_norm_grad"> {
   }];
   let arguments = (ins Kiln_FlashOperand:$input, Kiln_FlashOperand:$scale,
                        Kiln_FlashOperand:$grad,
+                       Optional<Kiln_FlashOperand>:$accumulate,
                        Variadic<AnyStaticShapeMemRef>:$outputs,
                        DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
   let results = (outs Variadic<Kiln_FloatTensor>:$results);
-  let assemblyFormat = "$input `,` $scale `,` $grad (`into` $outputs^)? "
-      "attr-dict `:` functional-type(operands, results)";
+  let assemblyFormat = "$input `,` $scale `,` $grad "
+      "(`accumulate` $accumulate^)? (`into` $outputs^)? attr-dict `:` "
+      "functional-type(operands, results)";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// Whether this is the buffer form (output buffers, no results).

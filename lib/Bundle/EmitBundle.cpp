@@ -213,7 +213,8 @@ llvm::Error fillLayerNorm(bundle::LayerNorm &out,
                           const kiln::CudaLayerNorm &layerNorm,
                           const ArgumentBuffers &buffers) {
   out.set_backward(layerNorm.backward);
-  if (!layerNorm.backward) {
+  // The forward's output, or the backward's rounded input gradient.
+  if (layerNorm.outputElement) {
     auto element = elementTypeOf(layerNorm.outputElement);
     if (!element)
       return element.takeError();
@@ -230,13 +231,17 @@ llvm::Error fillLayerNorm(bundle::LayerNorm &out,
   fill(out.mutable_scale(), layerNorm.scale);
   if (layerNorm.backward) {
     fill(out.mutable_grad(), layerNorm.grad);
+    fill(out.mutable_accumulate(), layerNorm.accumulate); // none: left unset
     fill(out.mutable_input_grad(), layerNorm.inputGrad);
     fill(out.mutable_scale_grad(), layerNorm.scaleGrad);
     fill(out.mutable_bias_grad(), layerNorm.biasGrad);
     fill(out.mutable_partials(), layerNorm.partials);
+    fill(out.mutable_output(), layerNorm.output); // none: left unset
   } else {
     fill(out.mutable_bias(), layerNorm.bias); // none: left unset
     fill(out.mutable_output(), layerNorm.output);
+    fill(out.mutable_residual(), layerNorm.residual); // likewise
+    fill(out.mutable_sum(), layerNorm.sum);
   }
   return llvm::Error::success();
 }

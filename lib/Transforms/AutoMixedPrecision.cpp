@@ -169,6 +169,27 @@ struct KilnAutoMixedPrecisionPass
   /// The f32 layer norms roundLayerNorm replaced, in this function.
   llvm::SetVector<kiln::FusedLayerNormOp> roundedLayerNorms;
 
+  /// A fused layer norm gradient's input gradient, rounded by the same
+  /// kernel as a fifth result (the op is rebuilt with it); the f32 one
+  /// stays, for the residual's gradient.
+  Value roundLayerNormGrad(kiln::FusedLayerNormGradOp op, OpResult value,
+                           FloatType element,
+                           llvm::DenseMap<Value, Value> &rounded) {
+    if (op.hasBufferSemantics() || value.getResultNumber() != 0 ||
+        op->getNumResults() != 4)
+      return {};
+    OpBuilder b(op);
+    SmallVector<Type, 5> types(op->getResultTypes());
+    types.push_back(cast<RankedTensorType>(types[0]).clone(element));
+    auto withRounded = kiln::FusedLayerNormGradOp::create(
+        b, op.getLoc(), types, op.getInput(), op.getScale(), op.getGrad(),
+        op.getAccumulate(), ValueRange{}, op.getEpsilonAttr());
+    op->replaceAllUsesWith(withRounded.getResults().take_front(4));
+    op.erase();
+    return rounded[withRounded.getResults()[0]] =
+               withRounded.getResults()[4];
+  }
+
   /// Erases the reshapes of `value` (and theirs) nothing reads.
   static void eraseUnreadReshapes(Value value) {
     for (Operation *user : llvm::make_early_inc_range(value.getUsers()))
@@ -200,10 +221,14 @@ struct KilnAutoMixedPrecisionPass
         !readOnlyByProducts(result))
       return {};
     OpBuilder b(op);
-    auto type = cast<RankedTensorType>(result.getType());
+    SmallVector<Type, 2> types(op->getResultTypes());
+    types[0] = cast<RankedTensorType>(types[0]).clone(element);
     auto narrow = kiln::FusedLayerNormOp::create(
-        b, op.getLoc(), TypeRange{type.clone(element)}, op.getInput(),
-        op.getScale(), op.getBias(), ValueRange{}, op.getEpsilonAttr());
+        b, op.getLoc(), types, op.getInput(), op.getScale(), op.getBias(),
+        op.getResidual(), ValueRange{}, op.getEpsilonAttr());
+    // The residual's sum (f32 either way) is the new op's.
+    if (op.getResidual())
+      op.getResults()[1].replaceAllUsesWith(narrow.getResults()[1]);
     roundedLayerNorms.insert(op);
     return rounded[result] = narrow.getResults()[0];
   }
@@ -259,6 +284,9 @@ struct KilnAutoMixedPrecisionPass
     }
     if (auto layerNorm = dyn_cast_or_null<kiln::FusedLayerNormOp>(def))
       return roundLayerNorm(layerNorm, element, rounded);
+    if (auto grad = dyn_cast_or_null<kiln::FusedLayerNormGradOp>(def))
+      return roundLayerNormGrad(grad, cast<OpResult>(value), element,
+                                rounded);
     linalg::GenericOp producer = roundableProducer(value);
     if (!producer)
       return {};

@@ -4,7 +4,9 @@
 // kiln.fused_layer_norm_grad, which the CUDA runtime computes with its own
 // kernels, a warp per row: the statistics never leave registers, and the
 // gradient reads the input again rather than a normalized copy kept from
-// the forward pass.
+// the forward pass. A transformer's residual connections meet its layer
+// norms: the sum a layer norm normalizes is added by its kernel, and the
+// gradient it adds to the residual's too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,6 +47,16 @@ std::optional<std::pair<int64_t, int64_t>> matrixOf(Value input,
   return std::pair{rows, cols};
 }
 
+/// The kiln.add of two tensors of its own type that computes `v` (a
+/// residual connection's sum), or null.
+AddOp sumOfTwo(Value v) {
+  auto add = v.getDefiningOp<AddOp>();
+  if (!add || add.getLhs().getType() != v.getType() ||
+      add.getRhs().getType() != v.getType())
+    return {};
+  return add;
+}
+
 /// `v` reshaped to `shape` (of its element type), unless it has it.
 Value reshaped(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape) {
   auto type = cast<RankedTensorType>(v.getType());
@@ -79,13 +91,35 @@ struct KilnFusedLayerNormPass
     Value bias =
         op.getBias() ? reshaped(b, loc, op.getBias(), {cols}) : Value();
     auto type = cast<RankedTensorType>(op.getType());
+    auto matrix2d = type.clone({rows, cols});
+    // The sum of a residual connection is added (and stored) by the kernel,
+    // when nothing reads it before the layer norm.
+    Value input = op.getInput(), residual;
+    SmallVector<Type, 2> results = {matrix2d};
+    AddOp add = sumOfTwo(input);
+    if (add && !llvm::all_of(add->getUsers(), [&](Operation *user) {
+          Operation *ancestor = op->getBlock()->findAncestorOpInBlock(*user);
+          return user == op ||
+                 (ancestor && ancestor != op && op->isBeforeInBlock(ancestor));
+        }))
+      add = nullptr;
+    if (add) {
+      input = reshaped(b, loc, add.getLhs(), {rows, cols});
+      residual = reshaped(b, loc, add.getRhs(), {rows, cols});
+      results.push_back(matrix2d);
+    } else {
+      input = reshaped(b, loc, input, {rows, cols});
+    }
     auto fused = FusedLayerNormOp::create(
-        b, loc, TypeRange{type.clone({rows, cols})},
-        reshaped(b, loc, op.getInput(), {rows, cols}),
-        reshaped(b, loc, op.getScale(), {cols}), bias, ValueRange{},
-        op.getEpsilonAttr());
+        b, loc, results, input, reshaped(b, loc, op.getScale(), {cols}), bias,
+        residual, ValueRange{}, op.getEpsilonAttr());
     op.replaceAllUsesWith(
         reshaped(b, loc, fused.getResults()[0], type.getShape()));
+    if (add) {
+      add.replaceAllUsesWith(
+          reshaped(b, loc, fused.getResults()[1], type.getShape()));
+      add.erase();
+    }
     op.erase();
   }
 
@@ -94,10 +128,30 @@ struct KilnFusedLayerNormPass
     if (!matrix)
       return;
     auto [rows, cols] = *matrix;
-    OpBuilder b(op);
-    Location loc = op.getLoc();
     auto type = cast<RankedTensorType>(op.getInput().getType());
     auto scaleType = cast<RankedTensorType>(op.getScale().getType());
+    // Where the input's gradient is only added to another (the residual
+    // connection's), the kernel adds it, where that sum is: when the other
+    // gradients are read only after it.
+    Value inputGrad = op.getInputGrad(), accumulate;
+    AddOp add;
+    if (inputGrad.hasOneUse())
+      add = dyn_cast<AddOp>(*inputGrad.getUsers().begin());
+    auto afterAdd = [&](Operation *user) {
+      Operation *ancestor = add->getBlock()->findAncestorOpInBlock(*user);
+      return ancestor && add->isBeforeInBlock(ancestor);
+    };
+    if (add && add.getLhs() != add.getRhs() &&
+        add.getType() == inputGrad.getType() &&
+        add->getBlock() == op->getBlock() &&
+        llvm::all_of(op.getScaleGrad().getUsers(), afterAdd) &&
+        llvm::all_of(op.getBiasGrad().getUsers(), afterAdd)) {
+      accumulate = add.getLhs() == inputGrad ? add.getRhs() : add.getLhs();
+    } else {
+      add = nullptr;
+    }
+    OpBuilder b(add ? add.getOperation() : op.getOperation());
+    Location loc = op.getLoc();
     auto f32 = b.getF32Type();
     int64_t blocks = (rows + kPartialRows - 1) / kPartialRows;
     auto fused = FusedLayerNormGradOp::create(
@@ -108,13 +162,19 @@ struct KilnFusedLayerNormPass
                   RankedTensorType::get({blocks, 2, cols}, f32)},
         reshaped(b, loc, op.getInput(), {rows, cols}),
         reshaped(b, loc, op.getScale(), {cols}),
-        reshaped(b, loc, op.getGrad(), {rows, cols}), ValueRange{},
-        op.getEpsilonAttr());
+        reshaped(b, loc, op.getGrad(), {rows, cols}),
+        accumulate ? reshaped(b, loc, accumulate, {rows, cols}) : Value(),
+        ValueRange{}, op.getEpsilonAttr());
     ValueRange results = fused.getResults();
-    op.replaceAllUsesWith(
-        ValueRange{reshaped(b, loc, results[0], type.getShape()),
-                   reshaped(b, loc, results[1], scaleType.getShape()),
-                   reshaped(b, loc, results[2], scaleType.getShape())});
+    Value gradients[] = {reshaped(b, loc, results[0], type.getShape()),
+                         reshaped(b, loc, results[1], scaleType.getShape()),
+                         reshaped(b, loc, results[2], scaleType.getShape())};
+    if (add) {
+      // What read the sum reads the kernel's.
+      add.replaceAllUsesWith(gradients[0]);
+      add.erase();
+    }
+    op.replaceAllUsesWith(gradients);
     op.erase();
   }
 };
@@ -129,7 +189,8 @@ void createBufferForm(OpBuilder &b, Location loc, FusedLayerNormOp op,
                       ValueRange outputs) {
   FusedLayerNormOp::create(b, loc, TypeRange{}, mapped(op.getInput()),
                            mapped(op.getScale()), mapped(op.getBias()),
-                           outputs, op.getEpsilonAttr());
+                           mapped(op.getResidual()), outputs,
+                           op.getEpsilonAttr());
 }
 
 void createBufferForm(OpBuilder &b, Location loc, FusedLayerNormGradOp op,
@@ -137,7 +198,8 @@ void createBufferForm(OpBuilder &b, Location loc, FusedLayerNormGradOp op,
                       ValueRange outputs) {
   FusedLayerNormGradOp::create(b, loc, TypeRange{}, mapped(op.getInput()),
                                mapped(op.getScale()), mapped(op.getGrad()),
-                               outputs, op.getEpsilonAttr());
+                               mapped(op.getAccumulate()), outputs,
+                               op.getEpsilonAttr());
 }
 
 } // namespace kiln

@@ -93,6 +93,39 @@ struct KilnGPUEmulatePass
       return signalPassFailure();
   }
 
+  /// The address of `buffer`'s first element as an LLVM pointer, or null
+  /// for no buffer.
+  static Value addressOf(OpBuilder &b, Location loc, Value buffer) {
+    if (!buffer)
+      return LLVM::ZeroOp::create(b, loc,
+                                  LLVM::LLVMPointerType::get(b.getContext()));
+    return kiln::bufferAddress(b, loc, buffer);
+  }
+
+  /// Replaces `op` by a call of the runtime's function `name` with `args`.
+  void replaceByRuntimeCall(Operation *op, StringRef name,
+                            ArrayRef<Value> args) {
+    OpBuilder b(op);
+    SmallVector<Type> types;
+    for (Value arg : args)
+      types.push_back(arg.getType());
+    func::CallOp::create(
+        b, op->getLoc(),
+        kiln::declareRuntimeFunction(getOperation(), name,
+                                     b.getFunctionType(types, {})),
+        args);
+    op->erase();
+  }
+
+  /// How kiln/layer_norm.h names the element type of `buffer`: 0 f32 (or
+  /// no buffer), 1 bf16, 2 f16.
+  static int64_t elementCode(Value buffer) {
+    if (!buffer)
+      return 0;
+    Type element = cast<MemRefType>(buffer.getType()).getElementType();
+    return element.isBF16() ? 1 : element.isF16() ? 2 : 0;
+  }
+
   /// The layer-norm kernels' commands become calls into the runtime's host
   /// version of them (kiln/layer_norm.h), on the same buffers.
   LogicalResult callHostLayerNorms() {
@@ -102,7 +135,6 @@ struct KilnGPUEmulatePass
       if (isa<kiln::FusedLayerNormOp, kiln::FusedLayerNormGradOp>(op))
         ops.push_back(op);
     });
-    Type ptr = LLVM::LLVMPointerType::get(module.getContext());
     for (Operation *op : ops) {
       auto forward = dyn_cast<kiln::FusedLayerNormOp>(op);
       auto grad = dyn_cast<kiln::FusedLayerNormGradOp>(op);
@@ -110,49 +142,46 @@ struct KilnGPUEmulatePass
         return op->emitError("must be bufferized before kiln-gpu-emulate");
       OpBuilder b(op);
       Location loc = op->getLoc();
-      auto address = [&](Value buffer) -> Value {
-        if (!buffer)
-          return LLVM::ZeroOp::create(b, loc, ptr);
-        return kiln::bufferAddress(b, loc, buffer);
-      };
+      auto address = [&](Value buffer) { return addressOf(b, loc, buffer); };
       auto integer = [&](int64_t value) -> Value {
         return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(value));
       };
-      // Pointers: the forward's input, scale, bias and output, or the
-      // gradient's input, scale, grad and its four results; then the
-      // forward's output type, the shape and epsilon.
+      // The forward's input, residual, scale, bias, output, sum and output
+      // type, or the gradient's input, scale, grad, accumulate, its four
+      // results and its rounded input gradient with that one's type; then
+      // the shape and epsilon (kiln/layer_norm.h).
       SmallVector<Value> args;
       Value input;
       if (forward) {
         input = forward.getInput();
-        for (Value v : {forward.getInput(), forward.getScale(),
-                        forward.getBias(), forward.getOutputs()[0]})
+        ValueRange outputs = forward.getOutputs();
+        for (Value v : {forward.getInput(), forward.getResidual(),
+                        forward.getScale(), forward.getBias(), outputs[0],
+                        outputs.size() > 1 ? outputs[1] : Value()})
           args.push_back(address(v));
-        Type element = cast<MemRefType>(forward.getOutputs()[0].getType())
-                           .getElementType();
-        args.push_back(integer(element.isF32() ? 0 : element.isBF16() ? 1 : 2));
+        args.push_back(integer(elementCode(outputs[0])));
       } else {
         input = grad.getInput();
-        for (Value v : {grad.getInput(), grad.getScale(), grad.getGrad()})
+        for (Value v : {grad.getInput(), grad.getScale(), grad.getGrad(),
+                        grad.getAccumulate()})
           args.push_back(address(v));
-        for (Value v : grad.getOutputs())
+        ValueRange outputs = grad.getOutputs();
+        for (Value v : outputs.take_front(4))
           args.push_back(address(v));
+        // The input's gradient rounded, if the op has it, and its type.
+        Value rounded = outputs.size() > 4 ? outputs[4] : Value();
+        args.push_back(address(rounded));
+        args.push_back(integer(elementCode(rounded)));
       }
       auto inputType = cast<MemRefType>(input.getType());
       args.push_back(integer(inputType.getDimSize(0)));
       args.push_back(integer(inputType.getDimSize(1)));
       args.push_back(arith::ConstantOp::create(
           b, loc, op->getAttrOfType<FloatAttr>("epsilon")));
-      StringRef name = forward ? "kiln_layer_norm_forward_host"
-                               : "kiln_layer_norm_backward_host";
-      SmallVector<Type> types;
-      for (Value arg : args)
-        types.push_back(arg.getType());
-      func::CallOp::create(b, loc,
-                           kiln::declareRuntimeFunction(
-                               module, name, b.getFunctionType(types, {})),
+      replaceByRuntimeCall(op,
+                           forward ? "kiln_layer_norm_forward_host"
+                                   : "kiln_layer_norm_backward_host",
                            args);
-      op->erase();
     }
     return success();
   }
@@ -167,8 +196,6 @@ struct KilnGPUEmulatePass
       if (isa<kiln::FlashAttentionOp, kiln::FlashAttentionGradOp>(op))
         ops.push_back(op);
     });
-    MLIRContext *context = module.getContext();
-    Type ptr = LLVM::LLVMPointerType::get(context);
     for (Operation *op : ops) {
       auto forward = dyn_cast<kiln::FlashAttentionOp>(op);
       auto grad = dyn_cast<kiln::FlashAttentionGradOp>(op);
@@ -178,11 +205,7 @@ struct KilnGPUEmulatePass
         return op->emitError("must be bufferized before kiln-gpu-emulate");
       OpBuilder b(op);
       Location loc = op->getLoc();
-      auto address = [&](Value buffer) -> Value {
-        if (!buffer)
-          return LLVM::ZeroOp::create(b, loc, ptr);
-        return kiln::bufferAddress(b, loc, buffer);
-      };
+      auto address = [&](Value buffer) { return addressOf(b, loc, buffer); };
       // Pointers: query, key, value, then the forward's mask, out and
       // stats, or the gradient's out, grad, stats, mask, and its four
       // results.
@@ -226,16 +249,10 @@ struct KilnGPUEmulatePass
           op->getAttrOfType<FloatAttr>("scale").getValueAsDouble();
       args.push_back(
           arith::ConstantOp::create(b, loc, b.getF64FloatAttr(scale)));
-      StringRef name = forward ? "kiln_flash_attention_forward_host"
-                               : "kiln_flash_attention_backward_host";
-      SmallVector<Type> types;
-      for (Value arg : args)
-        types.push_back(arg.getType());
-      func::CallOp::create(b, loc,
-                           kiln::declareRuntimeFunction(
-                               module, name, b.getFunctionType(types, {})),
+      replaceByRuntimeCall(op,
+                           forward ? "kiln_flash_attention_forward_host"
+                                   : "kiln_flash_attention_backward_host",
                            args);
-      op->erase();
     }
     return success();
   }

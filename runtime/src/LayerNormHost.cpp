@@ -5,6 +5,9 @@
 // row statistics are summed in column order where the kernels' warps sum in
 // a tree, so the two agree within f32 rounding; the backward's partial sums
 // go through the same [blocks, 2, cols] scratch, added in the same order.
+// The residual's sum and the accumulated input gradient are single f32
+// adds, as in the kernels, and the rounded input gradient rounds the f32
+// value written with the same helpers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,49 +45,72 @@ RowStats rowStats(const float *x, int64_t cols, float epsilon) {
 }
 
 /// Writes row `row` of the output of `Out` (ln::F32Output, BF16Output or
-/// F16Output).
+/// F16Output); with a residual, normalizes input + residual, which it
+/// writes to `sum` first.
 template <typename Out>
-void forwardRow(const float *input, const float *scale, const float *bias,
-                void *output, int64_t row, int64_t cols, float epsilon) {
-  const float *x = input + row * cols;
+void forwardRow(const float *input, const float *residual, const float *scale,
+                const float *bias, void *output, float *sum, int64_t row,
+                int64_t cols, float epsilon) {
+  const int64_t at = row * cols;
+  const float *x = input + at;
+  if (residual) {
+    for (int64_t c = 0; c < cols; ++c)
+      sum[at + c] = input[at + c] + residual[at + c];
+    x = sum + at;
+  }
   const RowStats stats = rowStats(x, cols, epsilon);
   for (int64_t c = 0; c < cols; ++c) {
     float y = (x[c] - stats.mean) * stats.rstd * scale[c];
     if (bias)
       y += bias[c];
-    Out::store(output, row * cols + c, y);
+    Out::store(output, at + c, y);
   }
+}
+
+/// Stores `value` rounded to `element` (1: bf16, 2: f16) as element
+/// `index` of `output`.
+void storeRounded(void *output, int64_t element, int64_t index, float value) {
+  if (element == 2)
+    ln::F16Output::store(output, index, value);
+  else
+    ln::BF16Output::store(output, index, value);
 }
 
 } // namespace
 
 extern "C" {
 
-void kiln_layer_norm_forward_host(const float *input, const float *scale,
-                                  const float *bias, void *output,
+void kiln_layer_norm_forward_host(const float *input, const float *residual,
+                                  const float *scale, const float *bias,
+                                  void *output, float *sum,
                                   int64_t output_element, int64_t rows,
                                   int64_t cols, double epsilon) {
   const float eps = static_cast<float>(epsilon);
   for (int64_t row = 0; row < rows; ++row) {
     switch (output_element) {
     case 1:
-      forwardRow<ln::BF16Output>(input, scale, bias, output, row, cols, eps);
+      forwardRow<ln::BF16Output>(input, residual, scale, bias, output, sum, row,
+                                 cols, eps);
       break;
     case 2:
-      forwardRow<ln::F16Output>(input, scale, bias, output, row, cols, eps);
+      forwardRow<ln::F16Output>(input, residual, scale, bias, output, sum, row,
+                                cols, eps);
       break;
     default:
-      forwardRow<ln::F32Output>(input, scale, bias, output, row, cols, eps);
+      forwardRow<ln::F32Output>(input, residual, scale, bias, output, sum, row,
+                                cols, eps);
       break;
     }
   }
 }
 
 void kiln_layer_norm_backward_host(const float *input, const float *scale,
-                                   const float *grad, float *input_grad,
-                                   float *scale_grad, float *bias_grad,
-                                   float *partials, int64_t rows, int64_t cols,
-                                   double epsilon) {
+                                   const float *grad, const float *accumulate,
+                                   float *input_grad, float *scale_grad,
+                                   float *bias_grad, float *partials,
+                                   void *rounded_input_grad,
+                                   int64_t rounded_element, int64_t rows,
+                                   int64_t cols, double epsilon) {
   const float eps = static_cast<float>(epsilon);
   const float count = static_cast<float>(cols);
   const int64_t blocks = ln::partialBlocks(rows);
@@ -107,7 +133,12 @@ void kiln_layer_norm_backward_host(const float *input, const float *scale,
     for (int64_t c = 0; c < cols; ++c) {
       float xhat = (x[c] - stats.mean) * stats.rstd;
       float gs = g[c] * scale[c];
-      input_grad[row * cols + c] = stats.rstd * (gs - a - xhat * b);
+      float dx = stats.rstd * (gs - a - xhat * b);
+      const int64_t at = row * cols + c;
+      const float value = accumulate ? accumulate[at] + dx : dx;
+      input_grad[at] = value;
+      if (rounded_input_grad)
+        storeRounded(rounded_input_grad, rounded_element, at, value);
       scaleSums[c] += g[c] * xhat;
       biasSums[c] += g[c];
     }

@@ -839,22 +839,15 @@ private:
       bool written = !attention.backward() || std::string(name) == "delta";
       touched.emplace_back(strCat("attention ", name), buffer, written);
     }
-    for (size_t i = 0; i < touched.size(); ++i) {
-      const auto &[what, buffer, written] = touched[i];
-      KILN_RETURN_IF_ERROR(validateBuffer(*buffer, buffers).withContext(what));
-      KILN_RETURN_IF_ERROR(checkNotReducing(*buffer, what, collectives));
-      for (size_t j = 0; j < touched.size(); ++j)
-        if (j != i && written && overlaps(*buffer, *std::get<1>(touched[j])))
-          return formatError(what, ", which the attention writes, overlaps ",
-                             std::get<0>(touched[j]));
-    }
-    return Status();
+    return validateTouched(touched, "the attention", buffers, collectives);
   }
 
   /// A layer norm's sizes are ones the runtime's kernels take, each buffer
   /// its direction uses holds exactly the dense tensor of its shape (the
   /// partial sums at least) at whole elements, those it does not use are
-  /// unset, and what it writes overlaps nothing else it touches.
+  /// unset, a forward's sum is set exactly when its residual is, a
+  /// backward's output (the rounded input gradient) and 16-bit output type
+  /// are set together, and what it writes overlaps nothing else it touches.
   Status validateLayerNorm(const bp::LayerNorm &layerNorm,
                            const Buffers &buffers,
                            const Collectives &collectives) {
@@ -875,12 +868,30 @@ private:
         outputType != bp::F16)
       return formatError(kind, " has output type ", outputType,
                          " (f32, bf16 or f16 expected)");
-    if (backward && outputType != bp::ELEMENT_TYPE_UNSPECIFIED &&
-        outputType != bp::F32)
-      return formatError(kind, " has output type ", outputType,
-                         " (unset or f32 expected: its gradients are f32)");
 
-    enum class Use { None, Read, MaybeRead, Written };
+    // Unset or of size 0: none.
+    auto isSet = [](bool has, const bp::BufferRef &buffer) {
+      return has && buffer.size() > 0;
+    };
+    // The backward's output is its input gradient rounded to 16 bits.
+    const bool rounded =
+        backward && isSet(layerNorm.has_output(), layerNorm.output());
+    if (rounded && outputType != bp::BF16 && outputType != bp::F16)
+      return formatError(kind, " has output type ", outputType,
+                         " (bf16 or f16 expected: its output is the input ",
+                         "gradient rounded to 16 bits)");
+    if (backward && !rounded && outputType != bp::ELEMENT_TYPE_UNSPECIFIED)
+      return formatError(kind, " has output type ", outputType,
+                         " but no output (the output type is set exactly ",
+                         "when the output is)");
+    const bool residual = isSet(layerNorm.has_residual(), layerNorm.residual());
+    if (!backward && residual != isSet(layerNorm.has_sum(), layerNorm.sum()))
+      return formatError(kind,
+                         residual ? " has a residual but no sum"
+                                  : " sets sum without a residual",
+                         " (the sum is set exactly when the residual is)");
+
+    enum class Use { None, Read, MaybeRead, Written, MaybeWritten };
     /// [rows, cols], [cols], or the backward's scratch [ceil(rows / 32), 2,
     /// cols], which may be larger than the kernels need.
     enum class Shape { Matrix, Vector, Partials };
@@ -892,7 +903,6 @@ private:
       int elementType;
       Shape shape;
     };
-    const Use forwardOnly = backward ? Use::None : Use::Written;
     const Use backwardOnly = backward ? Use::Written : Use::None;
     const Tensor tensors[] = {
         {"input", layerNorm.has_input(), layerNorm.input(), Use::Read, bp::F32,
@@ -901,8 +911,9 @@ private:
          Shape::Vector},
         {"bias", layerNorm.has_bias(), layerNorm.bias(),
          backward ? Use::None : Use::MaybeRead, bp::F32, Shape::Vector},
-        {"output", layerNorm.has_output(), layerNorm.output(), forwardOnly,
-         outputType, Shape::Matrix},
+        {"output", layerNorm.has_output(), layerNorm.output(),
+         backward ? Use::MaybeWritten : Use::Written, outputType,
+         Shape::Matrix},
         {"grad", layerNorm.has_grad(), layerNorm.grad(),
          backward ? Use::Read : Use::None, bp::F32, Shape::Matrix},
         {"input_grad", layerNorm.has_input_grad(), layerNorm.input_grad(),
@@ -912,7 +923,14 @@ private:
         {"bias_grad", layerNorm.has_bias_grad(), layerNorm.bias_grad(),
          backwardOnly, bp::F32, Shape::Vector},
         {"partials", layerNorm.has_partials(), layerNorm.partials(),
-         backwardOnly, bp::F32, Shape::Partials}};
+         backwardOnly, bp::F32, Shape::Partials},
+        {"residual", layerNorm.has_residual(), layerNorm.residual(),
+         backward ? Use::None : Use::MaybeRead, bp::F32, Shape::Matrix},
+        {"sum", layerNorm.has_sum(), layerNorm.sum(),
+         !backward && residual ? Use::Written : Use::None, bp::F32,
+         Shape::Matrix},
+        {"accumulate", layerNorm.has_accumulate(), layerNorm.accumulate(),
+         backward ? Use::MaybeRead : Use::None, bp::F32, Shape::Matrix}};
     const int64_t partialBlocks = (rows + KILN_LAYER_NORM_PARTIAL_ROWS - 1) /
                                   KILN_LAYER_NORM_PARTIAL_ROWS;
     const std::vector<int64_t> matrix{rows, cols}, vector{cols},
@@ -921,14 +939,14 @@ private:
     std::vector<std::tuple<std::string, const bp::BufferRef *, bool>> touched;
     for (const Tensor &t : tensors) {
       std::string what = strCat(kind, " ", t.name);
-      bool set = t.has && t.buffer.size() > 0;
+      bool set = isSet(t.has, t.buffer);
       if (t.use == Use::None) {
         if (set)
           return formatError(kind, " sets ", t.name, ", which it does not use");
         continue;
       }
       if (!set) {
-        if (t.use == Use::MaybeRead)
+        if (t.use == Use::MaybeRead || t.use == Use::MaybeWritten)
           continue;
         return formatError(kind, " has no ", t.name);
       }
@@ -951,15 +969,27 @@ private:
         return formatError(what, " starts at byte offset ", t.buffer.offset(),
                            ", not a multiple of its ", elementBytes,
                            "-byte elements");
-      touched.emplace_back(what, &t.buffer, t.use == Use::Written);
+      touched.emplace_back(what, &t.buffer,
+                           t.use == Use::Written || t.use == Use::MaybeWritten);
     }
+    return validateTouched(touched, "the layer norm", buffers, collectives);
+  }
+
+  /// The buffers a library command touches, each (what, buffer, whether
+  /// it writes it): each lies in what it points into and on no collective
+  /// in flight, and none it writes overlaps another it touches.
+  Status validateTouched(
+      const std::vector<std::tuple<std::string, const bp::BufferRef *, bool>>
+          &touched,
+      const char *command, const Buffers &buffers,
+      const Collectives &collectives) {
     for (size_t i = 0; i < touched.size(); ++i) {
       const auto &[what, buffer, written] = touched[i];
       KILN_RETURN_IF_ERROR(validateBuffer(*buffer, buffers).withContext(what));
       KILN_RETURN_IF_ERROR(checkNotReducing(*buffer, what, collectives));
       for (size_t j = 0; j < touched.size(); ++j)
         if (j != i && written && overlaps(*buffer, *std::get<1>(touched[j])))
-          return formatError(what, ", which the layer norm writes, overlaps ",
+          return formatError(what, ", which ", command, " writes, overlaps ",
                              std::get<0>(touched[j]));
     }
     return Status();

@@ -34,7 +34,7 @@ func.func @forward(%x: tensor<2x3x4xf32>, %g: tensor<3x4xf32>, %b: tensor<3x4xf3
 // BUF-DAG: %[[P:.*]] = memref.alloc() {{.*}} : memref<2x2x16xf32>
 // BUF: kiln.fused_layer_norm_grad %arg0, %arg1, %arg2 into %[[DX]], %[[DG]], %[[DB]], %[[P]]
 // BUF: return %[[DX]], %[[DG]], %[[DB]]
-// EMU: func.func private @kiln_layer_norm_backward_host(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, f64)
+// EMU: func.func private @kiln_layer_norm_backward_host(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, f64)
 // EMU-LABEL: func.func @grad(
 // EMU-NOT: kiln.fused_layer_norm_grad
 // EMU-DAG: %[[ROWS:.*]] = arith.constant 40 : i64
@@ -57,7 +57,7 @@ func.func @grad(%x: tensor<40x16xf32>, %g: tensor<16xf32>, %dy: tensor<40x16xf32
 // AMP: linalg.generic {{.*}} ins(%[[Y]], %{{.*}} : tensor<8x16xbf16>, tensor<16x4xbf16>) {{.*}} attrs = {kiln.matmul
 // EMU-LABEL: func.func @only_products(
 // EMU: %[[F32:.*]] = arith.constant 0 : i64
-// EMU: call @kiln_layer_norm_forward_host(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[F32]],
+// EMU: call @kiln_layer_norm_forward_host(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[F32]],
 func.func @only_products(%x: tensor<8x16xf32>, %g: tensor<16xf32>, %w: tensor<16x4xf32>) -> tensor<8x4xf32> {
   %y = kiln.layer_norm %x, %g {axis = 1 : i64} : tensor<8x16xf32>, tensor<16xf32>
   %p = kiln.matmul %y, %w : tensor<8x16xf32>, tensor<16x4xf32>
@@ -88,4 +88,65 @@ func.func @read_elsewhere(%x: tensor<8x16xf32>, %g: tensor<16xf32>, %w: tensor<1
 func.func @f16(%x: tensor<4x16xf16>, %g: tensor<16xf16>) -> tensor<4x16xf16> {
   %y = kiln.layer_norm %x, %g {axis = 1 : i64} : tensor<4x16xf16>, tensor<16xf16>
   return %y : tensor<4x16xf16>
+}
+
+// -----
+
+// A residual connection's sum is added (and returned) by the layer norm's
+// kernel; what read the sum reads the op's second result. Emulated, the
+// host version gets the residual and the sum's buffer after the input.
+// CHECK-LABEL: func.func @residual(
+// CHECK: %[[Y:.*]]:2 = kiln.fused_layer_norm %arg0, %arg2 residual %arg1 {{.*}} -> (tensor<8x16xf32>, tensor<8x16xf32>)
+// CHECK-NOT: kiln.add
+// CHECK: return %[[Y]]#0, %[[Y]]#1
+// EMU-LABEL: func.func @residual(
+// EMU: call @kiln_layer_norm_forward_host(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, f64)
+func.func @residual(%x: tensor<8x16xf32>, %r: tensor<8x16xf32>, %g: tensor<16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>) {
+  %s = kiln.add %x, %r : tensor<8x16xf32>
+  %y = kiln.layer_norm %s, %g {axis = 1 : i64} : tensor<8x16xf32>, tensor<16xf32>
+  return %y, %s : tensor<8x16xf32>, tensor<8x16xf32>
+}
+
+// -----
+
+// A sum read before the layer norm stays an add of its own.
+// CHECK-LABEL: func.func @residual_read_before(
+// CHECK: %[[S:.*]] = kiln.add %arg0, %arg1
+// CHECK: kiln.exp %[[S]]
+// CHECK: kiln.fused_layer_norm %[[S]], %arg2 : (tensor<8x16xf32>, tensor<16xf32>) -> tensor<8x16xf32>
+func.func @residual_read_before(%x: tensor<8x16xf32>, %r: tensor<8x16xf32>, %g: tensor<16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>) {
+  %s = kiln.add %x, %r : tensor<8x16xf32>
+  %e = kiln.exp %s : tensor<8x16xf32>
+  %y = kiln.layer_norm %s, %g {axis = 1 : i64} : tensor<8x16xf32>, tensor<16xf32>
+  return %y, %e : tensor<8x16xf32>, tensor<8x16xf32>
+}
+
+// -----
+
+// The input's gradient, added only to the residual connection's, is
+// accumulated onto it by the kernel, where the add was.
+// CHECK-LABEL: func.func @accumulate(
+// CHECK: %[[G:.*]]:4 = kiln.fused_layer_norm_grad %arg0, %arg1, %arg2 accumulate %arg3 :
+// CHECK-NOT: kiln.add
+// CHECK: return %[[G]]#0, %[[G]]#1, %[[G]]#2
+// EMU-LABEL: func.func @accumulate(
+// EMU: call @kiln_layer_norm_backward_host({{.*}}) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, f64)
+func.func @accumulate(%x: tensor<8x16xf32>, %g: tensor<16xf32>, %dy: tensor<8x16xf32>, %other: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<16xf32>, tensor<16xf32>) {
+  %dx, %dg, %db = kiln.layer_norm_grad %x, %g, %dy {axis = 1 : i64} : tensor<8x16xf32>, tensor<16xf32>
+  %t = kiln.add %other, %dx : tensor<8x16xf32>
+  return %t, %dg, %db : tensor<8x16xf32>, tensor<16xf32>, tensor<16xf32>
+}
+
+// -----
+
+// Not when the scale's gradient is read before the add.
+// CHECK-LABEL: func.func @accumulate_read_between(
+// CHECK: %[[G:.*]]:4 = kiln.fused_layer_norm_grad %arg0, %arg1, %arg2 :
+// CHECK: kiln.exp %[[G]]#1
+// CHECK: kiln.add %arg3, %[[G]]#0
+func.func @accumulate_read_between(%x: tensor<8x16xf32>, %g: tensor<16xf32>, %dy: tensor<8x16xf32>, %other: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<16xf32>, tensor<16xf32>) {
+  %dx, %dg, %db = kiln.layer_norm_grad %x, %g, %dy {axis = 1 : i64} : tensor<8x16xf32>, tensor<16xf32>
+  %e = kiln.exp %dg : tensor<16xf32>
+  %t = kiln.add %other, %dx : tensor<8x16xf32>
+  return %t, %e, %db : tensor<8x16xf32>, tensor<16xf32>, tensor<16xf32>
 }

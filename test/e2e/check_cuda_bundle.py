@@ -164,12 +164,17 @@ def describe(command, kernels, names):
         return text
     if command.HasField("layer_norm"):
         n = command.layer_norm
+        def has(field):
+            return n.HasField(field) and getattr(n, field).size > 0
         if n.backward:
             blocks = n.partials.size // (2 * n.cols * 4)
-            return (f"layer norm backward {n.rows}x{n.cols} partials "
-                    f"{blocks}x2x{n.cols}")
-        bias = " + bias" if n.HasField("bias") and n.bias.size else ""
-        return (f"layer norm forward {n.rows}x{n.cols}{bias} -> "
+            accumulate = " + accumulate" if has("accumulate") else ""
+            rounded = f" -> {names[n.output_type]}" if has("output") else ""
+            return (f"layer norm backward {n.rows}x{n.cols}{accumulate} "
+                    f"partials {blocks}x2x{n.cols}{rounded}")
+        bias = " + bias" if has("bias") else ""
+        residual = " + residual" if has("residual") else ""
+        return (f"layer norm forward {n.rows}x{n.cols}{bias}{residual} -> "
                 f"{names[n.output_type]}")
     if command.HasField("shard"):
         s = command.shard

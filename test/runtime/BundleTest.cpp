@@ -815,7 +815,11 @@ std::string layerNormBundleBytes() {
 
 /// The layer norm of entry point `entry` of the layer-norm bundle: 0 the
 /// bf16 forward with a bias, 1 the f32 forward without, 2 the backward, 3
-/// the f16 forward.
+/// the f16 forward, 4 the bf16 forward with a bias and a residual (inputs x,
+/// scale, bias, residual; outputs y, sum), 5 the backward with an
+/// accumulated input gradient (inputs x, scale, grad, accumulate), 6 that
+/// backward also writing its input gradient rounded to bf16 (output 4), 7
+/// the backward without an accumulate rounding it to f16 (output 4).
 bp::LayerNorm &layerNorm(bp::Manifest &m, int entry) {
   return *program(m, entry).mutable_commands(0)->mutable_layer_norm();
 }
@@ -864,10 +868,18 @@ TEST(BundleReader, RejectsEachBrokenLayerNormRule) {
       {"forward to integers",
        [](bp::Manifest &m) { layerNorm(m, 1).set_output_type(bp::I32); },
        "layer norm has output type 6 (f32, bf16 or f16 expected)"},
-      {"backward to bf16",
+      {"backward with a bf16 output type but no output",
        [](bp::Manifest &m) { layerNorm(m, 2).set_output_type(bp::BF16); },
-       "layer norm backward has output type 3 (unset or f32 expected: its "
-       "gradients are f32)"},
+       "entry point 'layer_norm_grad': program 0 (target 'cuda') command 0: "
+       "layer norm backward has output type 3 but no output (the output type "
+       "is set exactly when the output is)"},
+      {"backward with an f32 output type and no output",
+       [](bp::Manifest &m) { layerNorm(m, 5).set_output_type(bp::F32); },
+       "layer norm backward has output type 1 but no output"},
+      {"backward with an output type and an output of size 0",
+       [](bp::Manifest &m) { layerNorm(m, 7).mutable_output()->set_size(0); },
+       "entry point 'layer_norm_grad_f16': program 0 (target 'cuda') command "
+       "0: layer norm backward has output type 2 but no output"},
       {"no scale", [](bp::Manifest &m) { layerNorm(m, 0).clear_scale(); },
        "layer norm has no scale"},
       {"an empty input",
@@ -930,12 +942,91 @@ TEST(BundleReader, RejectsEachBrokenLayerNormRule) {
          *l.mutable_bias() = l.scale();
        },
        "layer norm backward sets bias, which it does not use"},
-      {"backward with an output",
+      {"backward with an output but no output type",
        [](bp::Manifest &m) {
          bp::LayerNorm &l = layerNorm(m, 2);
          *l.mutable_output() = l.input_grad();
+         l.mutable_output()->set_size(42000);
        },
-       "layer norm backward sets output, which it does not use"},
+       "entry point 'layer_norm_grad': program 0 (target 'cuda') command 0: "
+       "layer norm backward has output type 0 (bf16 or f16 expected: its "
+       "output is the input gradient rounded to 16 bits)"},
+      {"backward rounding to f32",
+       [](bp::Manifest &m) { layerNorm(m, 6).set_output_type(bp::F32); },
+       "layer norm backward has output type 1 (bf16 or f16 expected"},
+      {"backward rounding to integers",
+       [](bp::Manifest &m) { layerNorm(m, 7).set_output_type(bp::I32); },
+       "layer norm backward has output type 6 (bf16 or f16 expected"},
+      {"a rounded input gradient of f32 size",
+       [](bp::Manifest &m) {
+         layerNorm(m, 6).mutable_output()->set_size(84000);
+       },
+       "entry point 'layer_norm_grad_accumulate_bf16': program 0 (target "
+       "'cuda') command 0: layer norm backward output has 84000 bytes, not "
+       "the 42000 of bf16[70,300]"},
+      {"a rounded input gradient one value short",
+       [](bp::Manifest &m) {
+         layerNorm(m, 7).mutable_output()->set_size(41998);
+       },
+       "layer norm backward output has 41998 bytes, not the 42000 of "
+       "f16[70,300]"},
+      {"a rounded input gradient inside an element",
+       [](bp::Manifest &m) { layerNorm(m, 7).mutable_output()->set_offset(1); },
+       "layer norm backward output starts at byte offset 1, not a multiple "
+       "of its 2-byte elements"},
+      {"a rounded input gradient outside its buffer",
+       [](bp::Manifest &m) { layerNorm(m, 6).mutable_output()->set_offset(2); },
+       "layer norm backward output: bytes [2, +42000) lie outside the 42000 "
+       "bytes it refers to"},
+      {"a rounded input gradient over the input gradient",
+       [](bp::Manifest &m) {
+         bp::LayerNorm &l = layerNorm(m, 6);
+         *l.mutable_output() = l.input_grad();
+         l.mutable_output()->set_size(42000);
+       },
+       "layer norm backward output, which the layer norm writes, overlaps "
+       "layer norm backward input_grad"},
+      {"a rounded input gradient over grad",
+       [](bp::Manifest &m) {
+         bp::LayerNorm &l = layerNorm(m, 7);
+         *l.mutable_output() = l.grad();
+         l.mutable_output()->set_size(42000);
+       },
+       "layer norm backward output, which the layer norm writes, overlaps "
+       "layer norm backward grad"},
+      {"a rounded input gradient over accumulate",
+       [](bp::Manifest &m) {
+         bp::LayerNorm &l = layerNorm(m, 6);
+         *l.mutable_output() = l.accumulate();
+         l.mutable_output()->set_offset(42000);
+         l.mutable_output()->set_size(42000);
+       },
+       "layer norm backward output, which the layer norm writes, overlaps "
+       "layer norm backward accumulate"},
+      {"partials over the rounded input gradient",
+       [](bp::Manifest &m) {
+         bp::LayerNorm &l = layerNorm(m, 7);
+         *l.mutable_partials() = l.output();
+       },
+       "layer norm backward output, which the layer norm writes, overlaps "
+       "layer norm backward partials"},
+      {"a rounded input gradient under an all-reduce in flight",
+       [](bp::Manifest &m) {
+         bp::Program &p = program(m, 6);
+         bp::Command command = p.commands(0);
+         p.clear_commands();
+         bp::AllReduceMean &reduce =
+             *p.add_commands()->mutable_all_reduce_mean();
+         reduce.set_element_type(bp::F32);
+         reduce.set_count(10500);
+         *reduce.mutable_buffer() = command.layer_norm().output();
+         reduce.set_request(1);
+         *p.add_commands() = command;
+         p.add_commands()->mutable_collective_wait()->set_request(1);
+       },
+       "entry point 'layer_norm_grad_accumulate_bf16': program 0 (target "
+       "'cuda') command 1: layer norm backward output touches the buffer of "
+       "request 1 (the all-reduce of command 0), which is still outstanding"},
       {"forward with partials",
        [](bp::Manifest &m) {
          bp::LayerNorm &l = layerNorm(m, 1);
@@ -1016,6 +1107,110 @@ TEST(BundleReader, RejectsEachBrokenLayerNormRule) {
        "entry point 'layer_norm': program 0 (target 'cuda') command 1: layer "
        "norm bias touches the buffer of request 1 (the all-reduce of command "
        "0), which is still outstanding"},
+      {"a residual without a sum",
+       [](bp::Manifest &m) { layerNorm(m, 4).clear_sum(); },
+       "entry point 'layer_norm_residual': program 0 (target 'cuda') command "
+       "0: layer norm has a residual but no sum (the sum is set exactly when "
+       "the residual is)"},
+      {"a residual with a sum of size 0",
+       [](bp::Manifest &m) { layerNorm(m, 4).mutable_sum()->set_size(0); },
+       "layer norm has a residual but no sum"},
+      {"a sum without a residual",
+       [](bp::Manifest &m) { layerNorm(m, 4).clear_residual(); },
+       "layer norm sets sum without a residual (the sum is set exactly when "
+       "the residual is)"},
+      {"a sum with a residual of size 0",
+       [](bp::Manifest &m) { layerNorm(m, 4).mutable_residual()->set_size(0); },
+       "layer norm sets sum without a residual"},
+      {"residual one row short",
+       [](bp::Manifest &m) {
+         layerNorm(m, 4).mutable_residual()->set_size(82800);
+       },
+       "layer norm residual has 82800 bytes, not the 84000 of f32[70,300]"},
+      {"a sum of bf16 size",
+       [](bp::Manifest &m) { layerNorm(m, 4).mutable_sum()->set_size(42000); },
+       "layer norm sum has 42000 bytes, not the 84000 of f32[70,300]"},
+      {"a residual inside an element",
+       [](bp::Manifest &m) {
+         layerNorm(m, 4).mutable_residual()->set_offset(2);
+       },
+       "layer norm residual starts at byte offset 2, not a multiple of its "
+       "4-byte elements"},
+      {"a sum inside an element",
+       [](bp::Manifest &m) { layerNorm(m, 4).mutable_sum()->set_offset(1); },
+       "layer norm sum starts at byte offset 1, not a multiple of its 4-byte "
+       "elements"},
+      {"residual outside its buffer",
+       [](bp::Manifest &m) {
+         layerNorm(m, 4).mutable_residual()->set_offset(4);
+       },
+       "layer norm residual: bytes [4, +84000) lie outside the 84000 bytes it "
+       "refers to"},
+      {"sum over the input",
+       [](bp::Manifest &m) {
+         bp::LayerNorm &l = layerNorm(m, 4);
+         *l.mutable_sum() = l.input();
+       },
+       "layer norm sum, which the layer norm writes, overlaps layer norm "
+       "input"},
+      {"sum over the residual",
+       [](bp::Manifest &m) {
+         bp::LayerNorm &l = layerNorm(m, 4);
+         *l.mutable_sum() = l.residual();
+       },
+       "layer norm sum, which the layer norm writes, overlaps layer norm "
+       "residual"},
+      {"output inside the sum",
+       [](bp::Manifest &m) {
+         bp::LayerNorm &l = layerNorm(m, 4);
+         *l.mutable_output() = l.sum();
+         l.mutable_output()->set_size(42000);
+       },
+       "layer norm output, which the layer norm writes, overlaps layer norm "
+       "sum"},
+      {"forward with an accumulate",
+       [](bp::Manifest &m) {
+         bp::LayerNorm &l = layerNorm(m, 0);
+         *l.mutable_accumulate() = l.input();
+       },
+       "layer norm sets accumulate, which it does not use"},
+      {"backward with a residual",
+       [](bp::Manifest &m) {
+         bp::LayerNorm &l = layerNorm(m, 5);
+         *l.mutable_residual() = l.input();
+       },
+       "layer norm backward sets residual, which it does not use"},
+      {"backward with a sum",
+       [](bp::Manifest &m) {
+         bp::LayerNorm &l = layerNorm(m, 2);
+         *l.mutable_sum() = l.input_grad();
+       },
+       "layer norm backward sets sum, which it does not use"},
+      {"accumulate one value short",
+       [](bp::Manifest &m) {
+         layerNorm(m, 5).mutable_accumulate()->set_size(83996);
+       },
+       "entry point 'layer_norm_grad_accumulate': program 0 (target 'cuda') "
+       "command 0: layer norm backward accumulate has 83996 bytes, not the "
+       "84000 of f32[70,300]"},
+      {"accumulate inside an element",
+       [](bp::Manifest &m) {
+         layerNorm(m, 5).mutable_accumulate()->set_offset(2);
+       },
+       "layer norm backward accumulate starts at byte offset 2, not a "
+       "multiple of its 4-byte elements"},
+      {"accumulate in an input that does not exist",
+       [](bp::Manifest &m) {
+         layerNorm(m, 5).mutable_accumulate()->set_index(7);
+       },
+       "layer norm backward accumulate: refers to input 7 of 4"},
+      {"input gradient over accumulate",
+       [](bp::Manifest &m) {
+         bp::LayerNorm &l = layerNorm(m, 5);
+         *l.mutable_input_grad() = l.accumulate();
+       },
+       "layer norm backward input_grad, which the layer norm writes, overlaps "
+       "layer norm backward accumulate"},
   };
   for (const LayerNormCase &test : cases) {
     SCOPED_TRACE(test.name);
@@ -1037,6 +1232,28 @@ TEST(BundleReader, AcceptsLargerLayerNormPartialsAndNoBias) {
         partials.set_size(7680);
         layerNorm(m, 0).mutable_bias()->set_size(0);
       }));
+  EXPECT_TRUE(status.ok()) << status.message();
+}
+
+/// A residual and its sum, an accumulate, or a backward's output (with its
+/// output type unset), of size 0: none. Buffers the layer norm only reads
+/// may overlap: a residual that is the input itself, an accumulate that is
+/// the grad.
+TEST(BundleReader, AcceptsLayerNormResidualsOfSizeZeroAndOverlappingReads) {
+  Status status =
+      readBytes(withManifest(layerNormBundleBytes(), [](bp::Manifest &m) {
+        layerNorm(m, 4).mutable_residual()->set_size(0);
+        layerNorm(m, 4).mutable_sum()->set_size(0);
+        layerNorm(m, 5).mutable_accumulate()->set_size(0);
+        layerNorm(m, 7).mutable_output()->set_size(0);
+        layerNorm(m, 7).set_output_type(bp::ELEMENT_TYPE_UNSPECIFIED);
+      }));
+  EXPECT_TRUE(status.ok()) << status.message();
+  status = readBytes(withManifest(layerNormBundleBytes(), [](bp::Manifest &m) {
+    bp::LayerNorm &forward = layerNorm(m, 4), &backward = layerNorm(m, 5);
+    *forward.mutable_residual() = forward.input();
+    *backward.mutable_accumulate() = backward.grad();
+  }));
   EXPECT_TRUE(status.ok()) << status.message();
 }
 

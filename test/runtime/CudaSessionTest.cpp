@@ -672,6 +672,19 @@ float wideOf(uint16_t bits, bool bf16) {
   return static_cast<float>(h);
 }
 
+/// `f` rounded to nearest even to bf16, or else f16, as bits (f finite).
+uint16_t narrowOf(float f, bool bf16) {
+  if (bf16) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return static_cast<uint16_t>((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+  }
+  _Float16 h = static_cast<_Float16>(f);
+  uint16_t bits;
+  std::memcpy(&bits, &h, 2);
+  return bits;
+}
+
 /// The spacing of the 16-bit type's values at `v`: 8 significant bits for
 /// bf16, 11 for f16 (whose subnormals are 2^-24 apart).
 double unitInTheLastPlace(double v, bool bf16) {
@@ -684,9 +697,13 @@ double unitInTheLastPlace(double v, bool bf16) {
 /// The layer-norm bundle's entry points on the GPU against the runtime's
 /// host version of its kernels (kiln/layer_norm.h): f32 results within
 /// 1e-5 of the largest magnitude (the warps sum in a tree, the host in
-/// order), 16-bit outputs within one unit in their last place. The backward
-/// runs twice, directly and then captured as a graph, with the same bits:
-/// its sums take no atomics.
+/// order), 16-bit outputs within one unit in their last place, a residual's
+/// sum (one f32 add) to the bit. The backward runs twice, directly and then
+/// captured as a graph, with the same bits: its sums take no atomics; the
+/// forward with a residual and the backward with an accumulated input
+/// gradient run once each, as do the backwards that also round their input
+/// gradient, to bf16 (accumulating) and f16 (not), whose rounded values are
+/// the GPU's f32 input gradient rounded to nearest even, to the bit.
 TEST(CudaLayerNorm, MatchesTheHostVersion) {
   kiln_bundle_t *bundle = nullptr;
   kiln_session_t *session = nullptr;
@@ -701,10 +718,13 @@ TEST(CudaLayerNorm, MatchesTheHostVersion) {
   std::vector<int64_t> matrixShape{rows, cols}, vectorShape{cols},
       partialsShape{blocks, 2, cols};
   // Rows of different spreads around a mean of 3.
-  std::vector<float> x(n), grad(n), scale(cols), bias(cols);
+  std::vector<float> x(n), residual(n), grad(n), accumulate(n), scale(cols),
+      bias(cols);
   for (size_t i = 0; i < n; ++i) {
     x[i] = 3 + std::sin(0.37f * i) * static_cast<float>(1 + i / cols % 3);
+    residual[i] = std::cos(0.23f * i) * 0.75f - 1;
     grad[i] = std::cos(0.05f * i) + 0.125f;
+    accumulate[i] = std::sin(0.13f * i) * 2;
   }
   for (int64_t c = 0; c < cols; ++c) {
     scale[c] = 0.5f + std::cos(0.11f * c);
@@ -723,6 +743,25 @@ TEST(CudaLayerNorm, MatchesTheHostVersion) {
         ++failures;
       }
   };
+  // Near 0 the spacing of 16-bit values is finer than the f32 rounding:
+  // there the bound is 1e-5 of the largest, as for f32 results.
+  auto expectHalfClose = [&](const std::vector<uint16_t> &got,
+                             const std::vector<uint16_t> &want, bool bf16,
+                             const char *what) {
+    double largest = 0;
+    for (uint16_t bits : want)
+      largest = std::max(largest, std::fabs(double(wideOf(bits, bf16))));
+    int failures = 0;
+    for (size_t i = 0; i < n && failures < 5; ++i) {
+      double g = wideOf(got[i], bf16), host = wideOf(want[i], bf16);
+      double bound = std::max(unitInTheLastPlace(host, bf16), 1e-5 * largest);
+      if (!(std::fabs(g - host) <= bound)) {
+        ADD_FAILURE() << what << " element " << i << ": " << g
+                      << ", the host's " << host;
+        ++failures;
+      }
+    }
+  };
 
   {
     SCOPED_TRACE("f32 output without a bias");
@@ -734,8 +773,9 @@ TEST(CudaLayerNorm, MatchesTheHostVersion) {
         kiln_session_run(session, "layer_norm_f32", inputs, 2, outputs, 1),
         KILN_OK)
         << kiln_status_message();
-    kiln_layer_norm_forward_host(x.data(), scale.data(), nullptr, want.data(),
-                                 0, rows, cols, kLayerNormEpsilon);
+    kiln_layer_norm_forward_host(x.data(), nullptr, scale.data(), nullptr,
+                                 want.data(), nullptr, 0, rows, cols,
+                                 kLayerNormEpsilon);
     expectClose(y, want, "y");
   }
 
@@ -752,31 +792,40 @@ TEST(CudaLayerNorm, MatchesTheHostVersion) {
                                inputs, 3, outputs, 1),
               KILN_OK)
         << kiln_status_message();
-    kiln_layer_norm_forward_host(x.data(), scale.data(), bias.data(),
-                                 want.data(), bf16 ? 1 : 2, rows, cols,
+    kiln_layer_norm_forward_host(x.data(), nullptr, scale.data(), bias.data(),
+                                 want.data(), nullptr, bf16 ? 1 : 2, rows, cols,
                                  kLayerNormEpsilon);
-    // Near 0 the spacing is finer than the f32 rounding: there the bound is
-    // 1e-5 of the largest, as for f32 results.
-    double largest = 0;
-    for (uint16_t bits : want)
-      largest = std::max(largest, std::fabs(double(wideOf(bits, bf16))));
-    int failures = 0;
-    for (size_t i = 0; i < n && failures < 5; ++i) {
-      double got = wideOf(y[i], bf16), host = wideOf(want[i], bf16);
-      double bound = std::max(unitInTheLastPlace(host, bf16), 1e-5 * largest);
-      if (!(std::fabs(got - host) <= bound)) {
-        ADD_FAILURE() << "y element " << i << ": " << got << ", the host's "
-                      << host;
-        ++failures;
-      }
-    }
+    expectHalfClose(y, want, bf16, "y");
+  }
+
+  {
+    SCOPED_TRACE("bf16 output of input + residual");
+    std::vector<uint16_t> y(n, 0xffff), want(n);
+    std::vector<float> sum(n, NAN), wantSum(n);
+    kiln_tensor_t inputs[] = {f32Tensor("x", x, matrixShape),
+                              f32Tensor("scale", scale, vectorShape),
+                              f32Tensor("bias", bias, vectorShape),
+                              f32Tensor("residual", residual, matrixShape)};
+    kiln_tensor_t outputs[] = {
+        {"y", KILN_ELEMENT_TYPE_BF16, 2, matrixShape.data(), y.data(), n * 2},
+        f32Tensor("sum", sum, matrixShape)};
+    ASSERT_EQ(
+        kiln_session_run(session, "layer_norm_residual", inputs, 4, outputs, 2),
+        KILN_OK)
+        << kiln_status_message();
+    kiln_layer_norm_forward_host(x.data(), residual.data(), scale.data(),
+                                 bias.data(), want.data(), wantSum.data(), 1,
+                                 rows, cols, kLayerNormEpsilon);
+    EXPECT_EQ(std::memcmp(sum.data(), wantSum.data(), n * 4), 0);
+    expectHalfClose(y, want, true, "y");
   }
 
   std::vector<float> wantDx(n), wantScale(cols), wantBias(cols),
       wantPartials(blocks * 2 * cols);
-  kiln_layer_norm_backward_host(
-      x.data(), scale.data(), grad.data(), wantDx.data(), wantScale.data(),
-      wantBias.data(), wantPartials.data(), rows, cols, kLayerNormEpsilon);
+  kiln_layer_norm_backward_host(x.data(), scale.data(), grad.data(), nullptr,
+                                wantDx.data(), wantScale.data(),
+                                wantBias.data(), wantPartials.data(), nullptr,
+                                0, rows, cols, kLayerNormEpsilon);
   std::vector<float> firstDx, firstScale, firstBias, firstPartials;
   for (int run = 0; run < 2; ++run) {
     SCOPED_TRACE(run == 0 ? "the backward, directly" : "the backward, a graph");
@@ -808,6 +857,75 @@ TEST(CudaLayerNorm, MatchesTheHostVersion) {
     EXPECT_EQ(firstScale, dscale);
     EXPECT_EQ(firstBias, dbias);
     EXPECT_EQ(firstPartials, partials);
+  }
+
+  {
+    SCOPED_TRACE("the backward with an accumulated input gradient");
+    std::vector<float> dx(n, NAN), dscale(cols, NAN), dbias(cols, NAN),
+        partials(blocks * 2 * cols, NAN);
+    kiln_layer_norm_backward_host(
+        x.data(), scale.data(), grad.data(), accumulate.data(), wantDx.data(),
+        wantScale.data(), wantBias.data(), wantPartials.data(), nullptr, 0,
+        rows, cols, kLayerNormEpsilon);
+    kiln_tensor_t inputs[] = {f32Tensor("x", x, matrixShape),
+                              f32Tensor("scale", scale, vectorShape),
+                              f32Tensor("grad", grad, matrixShape),
+                              f32Tensor("accumulate", accumulate, matrixShape)};
+    kiln_tensor_t outputs[] = {f32Tensor("dx", dx, matrixShape),
+                               f32Tensor("dscale", dscale, vectorShape),
+                               f32Tensor("dbias", dbias, vectorShape),
+                               f32Tensor("partials", partials, partialsShape)};
+    ASSERT_EQ(kiln_session_run(session, "layer_norm_grad_accumulate", inputs, 4,
+                               outputs, 4),
+              KILN_OK)
+        << kiln_status_message();
+    expectClose(dx, wantDx, "dx");
+    expectClose(dscale, wantScale, "dscale");
+    expectClose(dbias, wantBias, "dbias");
+    expectClose(partials, wantPartials, "partials");
+  }
+
+  for (bool bf16 : {true, false}) {
+    SCOPED_TRACE(bf16 ? "the backward accumulating, rounded to bf16"
+                      : "the backward rounded to f16");
+    std::vector<float> dx(n, NAN), dscale(cols, NAN), dbias(cols, NAN),
+        partials(blocks * 2 * cols, NAN);
+    std::vector<uint16_t> rounded(n, 0xffff), wantRounded(n);
+    const float *accumulated = bf16 ? accumulate.data() : nullptr;
+    kiln_layer_norm_backward_host(
+        x.data(), scale.data(), grad.data(), accumulated, wantDx.data(),
+        wantScale.data(), wantBias.data(), wantPartials.data(),
+        wantRounded.data(), bf16 ? 1 : 2, rows, cols, kLayerNormEpsilon);
+    kiln_tensor_t inputs[] = {f32Tensor("x", x, matrixShape),
+                              f32Tensor("scale", scale, vectorShape),
+                              f32Tensor("grad", grad, matrixShape),
+                              f32Tensor("accumulate", accumulate, matrixShape)};
+    kiln_tensor_t outputs[] = {
+        f32Tensor("dx", dx, matrixShape),
+        f32Tensor("dscale", dscale, vectorShape),
+        f32Tensor("dbias", dbias, vectorShape),
+        f32Tensor("partials", partials, partialsShape),
+        {"dx_rounded", bf16 ? KILN_ELEMENT_TYPE_BF16 : KILN_ELEMENT_TYPE_F16, 2,
+         matrixShape.data(), rounded.data(), n * 2}};
+    ASSERT_EQ(kiln_session_run(session,
+                               bf16 ? "layer_norm_grad_accumulate_bf16"
+                                    : "layer_norm_grad_f16",
+                               inputs, bf16 ? 4 : 3, outputs, 5),
+              KILN_OK)
+        << kiln_status_message();
+    expectClose(dx, wantDx, "dx");
+    expectClose(dscale, wantScale, "dscale");
+    expectClose(dbias, wantBias, "dbias");
+    expectClose(partials, wantPartials, "partials");
+    expectHalfClose(rounded, wantRounded, bf16, "dx_rounded");
+    int failures = 0;
+    for (size_t i = 0; i < n && failures < 5; ++i)
+      if (rounded[i] != narrowOf(dx[i], bf16)) {
+        ADD_FAILURE() << "dx_rounded element " << i << ": 0x" << std::hex
+                      << rounded[i] << ", not dx " << dx[i] << " rounded, 0x"
+                      << narrowOf(dx[i], bf16) << std::dec;
+        ++failures;
+      }
   }
 
   kiln_session_release(session);

@@ -215,7 +215,7 @@ TEST(CudaProgramInfo, CountsTheLayerNormCommands) {
   kiln_bundle_t *bundle = nullptr;
   ASSERT_NO_FATAL_FAILURE(
       openWrittenBundle(writer, "kiln-layer-norm", &bundle));
-  for (size_t entry = 0; entry < 4; ++entry) {
+  for (size_t entry = 0; entry < 8; ++entry) {
     kiln_program_info_t program;
     ASSERT_EQ(kiln_bundle_get_program(bundle, entry, "cuda", &program), KILN_OK)
         << kiln_status_message();

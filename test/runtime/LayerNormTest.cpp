@@ -5,9 +5,13 @@
 // thread of a block a thread of its own with real barriers for
 // __syncthreads and the warp's shuffles, checked against layer
 // normalization in double precision from the same inputs: every output
-// type, with and without a bias, the backward's input gradient, its vector
-// gradients and the partial sums' [blocks, 2, cols] layout, on shapes whose
-// last block of rows is partial. Nothing may be written past the tensors.
+// type, with and without a bias, with and without a residual added first
+// (and the sum it writes), the backward's input gradient with and without
+// one accumulated onto it, and rounded to bf16 or f16 (the f32 values
+// written, rounded to the bit), its vector gradients and the partial sums'
+// [blocks, 2, cols] layout, on shapes whose last block of rows is partial.
+// Nothing may be written past the tensors, nor to a sum without a residual,
+// nor to the output of a backward that rounds nothing.
 // On a GPU, the CUDA backend's tests run the same kernels compiled by nvcc.
 //
 //===----------------------------------------------------------------------===//
@@ -105,14 +109,19 @@ int64_t outputElement(Output type) {
 struct Problem {
   Problem(int64_t rows, int64_t cols) : rows(rows), cols(cols) {
     x.resize(rows * cols);
+    residual.resize(rows * cols);
     grad.resize(rows * cols);
+    accumulate.resize(rows * cols);
     scale.resize(cols);
     bias.resize(cols);
     // Rows of different spreads around a mean of 3, so that the centring
-    // matters.
+    // matters; the residual moves the mean to about 2 and changes the
+    // spreads.
     for (int64_t i = 0; i < rows * cols; ++i) {
       x[i] = 3 + std::sin(0.37f * i) * static_cast<float>(1 + i / cols % 3);
+      residual[i] = std::cos(0.23f * i) * 0.75f - 1;
       grad[i] = std::cos(0.05f * i) + 0.125f;
+      accumulate[i] = std::sin(0.13f * i) * 2;
     }
     for (int64_t c = 0; c < cols; ++c) {
       scale[c] = 0.5f + std::cos(0.11f * c);
@@ -122,17 +131,26 @@ struct Problem {
   int64_t blocks() const { return ln::partialBlocks(rows); }
 
   int64_t rows, cols;
-  std::vector<float> x, grad, scale, bias;
+  std::vector<float> x, residual, grad, accumulate, scale, bias;
 };
 
-/// Layer normalization in double precision.
+/// Layer normalization in double precision, of x or (with a residual) of
+/// x + residual rounded to f32, the sum the command writes; the input
+/// gradient without and with the accumulated one.
 struct Reference {
-  Reference(const Problem &p, bool withBias)
-      : y(p.rows * p.cols), dx(p.rows * p.cols), scaleGrad(p.cols, 0.0),
-        biasGrad(p.cols, 0.0), partials(p.blocks() * 2 * p.cols, 0.0) {
+  Reference(const Problem &p, bool withBias, bool withResidual = false)
+      : withResidual(withResidual), sum(withResidual ? p.rows * p.cols : 0),
+        y(p.rows * p.cols), dx(p.rows * p.cols), accumulatedDx(p.rows * p.cols),
+        scaleGrad(p.cols, 0.0), biasGrad(p.cols, 0.0),
+        partials(p.blocks() * 2 * p.cols, 0.0) {
+    // Two floats' sum is exact in double here, so rounding it once is f32's
+    // add.
+    for (size_t i = 0; i < sum.size(); ++i)
+      sum[i] = static_cast<float>(double(p.x[i]) + double(p.residual[i]));
     std::vector<double> xhat(p.cols), gs(p.cols);
     for (int64_t r = 0; r < p.rows; ++r) {
-      const float *x = &p.x[r * p.cols], *g = &p.grad[r * p.cols];
+      const float *x = &(withResidual ? sum : p.x)[r * p.cols],
+                  *g = &p.grad[r * p.cols];
       double mean = 0, variance = 0;
       for (int64_t c = 0; c < p.cols; ++c)
         mean += x[c];
@@ -154,6 +172,8 @@ struct Reference {
       double *blockSums = &partials[r / 32 * 2 * p.cols];
       for (int64_t c = 0; c < p.cols; ++c) {
         dx[r * p.cols + c] = rstd * (gs[c] - a - xhat[c] * b);
+        accumulatedDx[r * p.cols + c] =
+            p.accumulate[r * p.cols + c] + dx[r * p.cols + c];
         scaleGrad[c] += g[c] * xhat[c];
         biasGrad[c] += g[c];
         blockSums[c] += g[c] * xhat[c];
@@ -161,7 +181,9 @@ struct Reference {
       }
     }
   }
-  std::vector<double> y, dx, scaleGrad, biasGrad, partials;
+  bool withResidual;
+  std::vector<float> sum;
+  std::vector<double> y, dx, accumulatedDx, scaleGrad, biasGrad, partials;
 };
 
 /// What one implementation wrote, each tensor followed by kGuard elements
@@ -170,7 +192,7 @@ struct Result {
   Result(const Problem &p, Output type)
       : type(type), count(p.rows * p.cols),
         output(count * (type == Output::F32 ? 4 : 2) + kGuard * 4),
-        dx(count + kGuard, kGuardValue),
+        sum(count + kGuard, kGuardValue), dx(count + kGuard, kGuardValue),
         scaleGrad(p.cols + kGuard, kGuardValue),
         biasGrad(p.cols + kGuard, kGuardValue),
         partials(p.blocks() * 2 * p.cols + kGuard, kGuardValue) {
@@ -205,7 +227,7 @@ struct Result {
   Output type;
   int64_t count;
   std::vector<uint8_t> output;
-  std::vector<float> dx, scaleGrad, biasGrad, partials;
+  std::vector<float> sum, dx, scaleGrad, biasGrad, partials;
 };
 
 /// 2^-8 relative (bf16 keeps 8 significant bits, and rounds to the
@@ -245,37 +267,88 @@ void expectClose(const std::vector<float> &got, const std::vector<double> &want,
       << what << " was written past its end";
 }
 
+/// The output; with a residual, the sum, f32's add to the bit; without,
+/// nothing written to the sum.
 void expectForward(const Result &got, const Reference &want) {
   expectClose([&](size_t i) { return double(got.y(i)); }, want.y,
               roundingOf(got.type), "output");
   EXPECT_TRUE(got.outputGuardKept()) << "the output was written past its end";
+  int failures = 0;
+  for (size_t i = 0; i < want.sum.size() && failures < 5; ++i)
+    if (got.sum[i] != want.sum[i]) {
+      ADD_FAILURE() << "sum element " << i << ": " << got.sum[i]
+                    << ", expected " << want.sum[i];
+      ++failures;
+    }
+  EXPECT_TRUE(std::all_of(got.sum.begin() + want.sum.size(), got.sum.end(),
+                          [](float v) { return v == kGuardValue; }))
+      << (want.withResidual ? "the sum was written past its end"
+                            : "the sum was written without a residual");
 }
 
-void expectBackward(const Result &got, const Reference &want) {
-  expectClose(got.dx, want.dx, "input_grad");
+/// The backward's output: of a bf16 or f16 Result, each f32 input gradient
+/// written rounded to nearest even, to the bit; of an f32 one, untouched.
+void expectRoundedInputGrad(const Result &got) {
+  if (got.type == Output::F32) {
+    const float *y = reinterpret_cast<const float *>(got.output.data());
+    EXPECT_TRUE(std::all_of(y, y + got.count + kGuard, [](float v) {
+      return v == kGuardValue;
+    })) << "the output was written without a rounded input gradient";
+    return;
+  }
+  const uint16_t *bits = reinterpret_cast<const uint16_t *>(got.output.data());
+  int failures = 0;
+  for (int64_t i = 0; i < got.count && failures < 5; ++i) {
+    uint16_t want = got.type == Output::BF16 ? BF16::fromFloat(got.dx[i])
+                                             : F16::fromFloat(got.dx[i]);
+    if (bits[i] != want) {
+      ADD_FAILURE() << "rounded input_grad element " << i << ": 0x" << std::hex
+                    << bits[i] << ", expected 0x" << want << std::dec << " for "
+                    << got.dx[i];
+      ++failures;
+    }
+  }
+  EXPECT_TRUE(got.outputGuardKept())
+      << "the rounded input gradient was written past its end";
+}
+
+/// The gradients, the input's with the accumulated one added or not, and
+/// the output as expectRoundedInputGrad checks it.
+void expectBackward(const Result &got, const Reference &want,
+                    bool accumulated = false) {
+  expectClose(got.dx, accumulated ? want.accumulatedDx : want.dx, "input_grad");
   expectClose(got.scaleGrad, want.scaleGrad, "scale_grad");
   expectClose(got.biasGrad, want.biasGrad, "bias_grad");
   expectClose(got.partials, want.partials, "partials");
+  expectRoundedInputGrad(got);
 }
 
 //===----------------------------------------------------------------------===//
 // The two implementations
 //===----------------------------------------------------------------------===//
 
-Result runHostForward(const Problem &p, Output type, bool withBias) {
+Result runHostForward(const Problem &p, Output type, bool withBias,
+                      bool withResidual = false) {
   Result r(p, type);
   kiln_layer_norm_forward_host(
-      p.x.data(), p.scale.data(), withBias ? p.bias.data() : nullptr,
-      r.output.data(), outputElement(type), p.rows, p.cols, kEpsilon);
+      p.x.data(), withResidual ? p.residual.data() : nullptr, p.scale.data(),
+      withBias ? p.bias.data() : nullptr, r.output.data(),
+      withResidual ? r.sum.data() : nullptr, outputElement(type), p.rows,
+      p.cols, kEpsilon);
   return r;
 }
 
-Result runHostBackward(const Problem &p) {
-  Result r(p, Output::F32);
-  kiln_layer_norm_backward_host(p.x.data(), p.scale.data(), p.grad.data(),
-                                r.dx.data(), r.scaleGrad.data(),
-                                r.biasGrad.data(), r.partials.data(), p.rows,
-                                p.cols, kEpsilon);
+/// The backward; `rounded` BF16 or F16 also writes the input gradient
+/// rounded to it into the Result's output, F32 rounds nothing.
+Result runHostBackward(const Problem &p, bool withAccumulate = false,
+                       Output rounded = Output::F32) {
+  Result r(p, rounded);
+  kiln_layer_norm_backward_host(
+      p.x.data(), p.scale.data(), p.grad.data(),
+      withAccumulate ? p.accumulate.data() : nullptr, r.dx.data(),
+      r.scaleGrad.data(), r.biasGrad.data(), r.partials.data(),
+      rounded == Output::F32 ? nullptr : r.output.data(),
+      outputElement(rounded), p.rows, p.cols, kEpsilon);
   return r;
 }
 
@@ -295,10 +368,15 @@ ln::Params kernelParams(const Problem &p, Result &r) {
   return params;
 }
 
-Result runKernelForward(const Problem &p, Output type, bool withBias) {
+Result runKernelForward(const Problem &p, Output type, bool withBias,
+                        bool withResidual = false) {
   Result r(p, type);
   ln::Params params = kernelParams(p, r);
   params.bias = withBias ? p.bias.data() : nullptr;
+  if (withResidual) {
+    params.residual = p.residual.data();
+    params.sum = r.sum.data();
+  }
   runGrid(ln::forwardBlocks(p.rows), 0, [&](HostCtx &ctx) {
     switch (type) {
     case Output::F32:
@@ -315,11 +393,28 @@ Result runKernelForward(const Problem &p, Output type, bool withBias) {
   return r;
 }
 
-Result runKernelBackward(const Problem &p) {
-  Result r(p, Output::F32);
+/// The backward, `rounded` as runHostBackward's: F32 runs the NoOutput
+/// kernel (with `output` still pointing at the Result's, which it must not
+/// write).
+Result runKernelBackward(const Problem &p, bool withAccumulate = false,
+                         Output rounded = Output::F32) {
+  Result r(p, rounded);
   ln::Params params = kernelParams(p, r);
+  params.accumulate = withAccumulate ? p.accumulate.data() : nullptr;
   runGrid(ln::partialBlocks(p.rows), ln::kBackwardSharedBytes,
-          [&](HostCtx &ctx) { ln::backwardRows(ctx, params); });
+          [&](HostCtx &ctx) {
+            switch (rounded) {
+            case Output::F32:
+              ln::backwardRows<ln::NoOutput>(ctx, params);
+              break;
+            case Output::BF16:
+              ln::backwardRows<ln::BF16Output>(ctx, params);
+              break;
+            case Output::F16:
+              ln::backwardRows<ln::F16Output>(ctx, params);
+              break;
+            }
+          });
   runGrid(ln::columnBlocks(p.cols), 0,
           [&](HostCtx &ctx) { ln::backwardColumns(ctx, params); });
   return r;
@@ -331,14 +426,32 @@ Result runKernelBackward(const Problem &p) {
 
 struct ForwardCase {
   Output type;
-  bool withBias;
+  bool withBias, withResidual;
   const char *name;
 };
-const ForwardCase kForwardCases[] = {{Output::F32, true, "f32 with a bias"},
-                                     {Output::F32, false, "f32 without"},
-                                     {Output::BF16, true, "bf16 with a bias"},
-                                     {Output::BF16, false, "bf16 without"},
-                                     {Output::F16, true, "f16 with a bias"}};
+const ForwardCase kForwardCases[] = {
+    {Output::F32, true, false, "f32 with a bias"},
+    {Output::F32, false, false, "f32 without"},
+    {Output::BF16, true, false, "bf16 with a bias"},
+    {Output::BF16, false, false, "bf16 without"},
+    {Output::F16, true, false, "f16 with a bias"},
+    {Output::F32, true, true, "f32 with a bias and a residual"},
+    {Output::BF16, false, true, "bf16 with a residual"},
+    {Output::F16, true, true, "f16 with a bias and a residual"}};
+
+struct BackwardCase {
+  bool withAccumulate;
+  /// F32: no rounded input gradient.
+  Output rounded;
+  const char *name;
+};
+const BackwardCase kBackwardCases[] = {
+    {false, Output::F32, "backward"},
+    {true, Output::F32, "backward with an accumulated input gradient"},
+    {false, Output::BF16, "backward rounding its input gradient to bf16"},
+    {false, Output::F16, "backward rounding its input gradient to f16"},
+    {true, Output::BF16, "backward accumulating, rounding to bf16"},
+    {true, Output::F16, "backward accumulating, rounding to f16"}};
 
 /// 70 rows: the last of the backward's 32-row blocks holds 6, the last of
 /// the forward's 8-row blocks 6; 37 columns: lanes 5 and up take one
@@ -347,31 +460,57 @@ TEST(LayerNormHost, MatchesDoublePrecisionOnAPartialLastBlock) {
   Problem p(70, 37);
   for (const ForwardCase &c : kForwardCases) {
     SCOPED_TRACE(c.name);
-    expectForward(runHostForward(p, c.type, c.withBias),
-                  Reference(p, c.withBias));
+    expectForward(runHostForward(p, c.type, c.withBias, c.withResidual),
+                  Reference(p, c.withBias, c.withResidual));
   }
-  expectBackward(runHostBackward(p), Reference(p, false));
+  for (const BackwardCase &c : kBackwardCases) {
+    SCOPED_TRACE(c.name);
+    expectBackward(runHostBackward(p, c.withAccumulate, c.rounded),
+                   Reference(p, false), c.withAccumulate);
+  }
 }
 
 /// One row alone, one column alone: the variance is 0 and x̂ is 0, so y is
-/// the bias and the input gradient 0.
+/// the bias and the input gradient 0 (the accumulated one, exactly).
 TEST(LayerNormHost, OneColumnNormalizesToTheBias) {
   Problem p(3, 1);
   expectForward(runHostForward(p, Output::F32, true), Reference(p, true));
-  Result back = runHostBackward(p);
+  expectForward(runHostForward(p, Output::F32, true, true),
+                Reference(p, true, true));
+  Result back = runHostBackward(p),
+         accumulated = runHostBackward(p, true, Output::BF16);
   expectBackward(back, Reference(p, false));
-  for (int64_t r = 0; r < 3; ++r)
+  expectBackward(accumulated, Reference(p, false), true);
+  for (int64_t r = 0; r < 3; ++r) {
     EXPECT_EQ(back.dx[r], 0.0f) << r;
+    EXPECT_EQ(accumulated.dx[r], p.accumulate[r]) << r;
+  }
 }
 
 TEST(LayerNormKernels, MatchDoublePrecisionOnAPartialLastBlock) {
   Problem p(70, 37);
   for (const ForwardCase &c : kForwardCases) {
     SCOPED_TRACE(c.name);
-    expectForward(runKernelForward(p, c.type, c.withBias),
-                  Reference(p, c.withBias));
+    expectForward(runKernelForward(p, c.type, c.withBias, c.withResidual),
+                  Reference(p, c.withBias, c.withResidual));
   }
-  expectBackward(runKernelBackward(p), Reference(p, false));
+  for (const BackwardCase &c : kBackwardCases) {
+    SCOPED_TRACE(c.name);
+    expectBackward(runKernelBackward(p, c.withAccumulate, c.rounded),
+                   Reference(p, false), c.withAccumulate);
+  }
+}
+
+/// One column: lane 0 alone adds the residual and reads the sum back, the
+/// other 31 lanes sum nothing.
+TEST(LayerNormKernels, OneColumnNormalizesToTheBias) {
+  Problem p(3, 1);
+  expectForward(runKernelForward(p, Output::F32, true, true),
+                Reference(p, true, true));
+  Result accumulated = runKernelBackward(p, true, Output::F16);
+  expectBackward(accumulated, Reference(p, false), true);
+  for (int64_t r = 0; r < 3; ++r)
+    EXPECT_EQ(accumulated.dx[r], p.accumulate[r]) << r;
 }
 
 /// More columns than a block has threads (the backward's second column
@@ -380,26 +519,40 @@ TEST(LayerNormKernels, MatchDoublePrecisionWithManyColumns) {
   Problem p(33, 300);
   expectForward(runKernelForward(p, Output::BF16, true), Reference(p, true));
   expectForward(runKernelForward(p, Output::F32, false), Reference(p, false));
+  expectForward(runKernelForward(p, Output::BF16, true, true),
+                Reference(p, true, true));
   expectBackward(runKernelBackward(p), Reference(p, false));
+  expectBackward(runKernelBackward(p, true), Reference(p, false), true);
+  expectBackward(runKernelBackward(p, true, Output::BF16), Reference(p, false),
+                 true);
 }
 
 /// The kernels and the host version add the partial sums in the same
 /// order, from the same x̂ up to the rows' statistics' rounding, so the
-/// emulated and the GPU's training steps agree closely.
+/// emulated and the GPU's training steps agree closely; the residual's sum
+/// is the same f32 add on both.
 TEST(LayerNormKernels, AgreeWithTheHostVersion) {
   Problem p(70, 37);
-  Result kernels = runKernelBackward(p), host = runHostBackward(p);
   auto relativeTo = [](const std::vector<float> &v) {
     std::vector<double> wide(v.size() - kGuard);
     std::copy(v.begin(), v.end() - kGuard, wide.begin());
     return wide;
   };
-  expectClose(kernels.partials, relativeTo(host.partials), "partials");
-  expectClose(kernels.scaleGrad, relativeTo(host.scaleGrad), "scale_grad");
-  expectClose(kernels.biasGrad, relativeTo(host.biasGrad), "bias_grad");
-  expectClose(kernels.dx, relativeTo(host.dx), "input_grad");
-  // Sums of grad alone are the same sums in the same order: equal bits.
-  EXPECT_EQ(kernels.biasGrad, host.biasGrad);
+  for (bool withAccumulate : {false, true}) {
+    SCOPED_TRACE(withAccumulate ? "with an accumulated input gradient"
+                                : "without");
+    Result kernels = runKernelBackward(p, withAccumulate),
+           host = runHostBackward(p, withAccumulate);
+    expectClose(kernels.partials, relativeTo(host.partials), "partials");
+    expectClose(kernels.scaleGrad, relativeTo(host.scaleGrad), "scale_grad");
+    expectClose(kernels.biasGrad, relativeTo(host.biasGrad), "bias_grad");
+    expectClose(kernels.dx, relativeTo(host.dx), "input_grad");
+    // Sums of grad alone are the same sums in the same order: equal bits.
+    EXPECT_EQ(kernels.biasGrad, host.biasGrad);
+  }
+  Result kernels = runKernelForward(p, Output::F32, true, true),
+         host = runHostForward(p, Output::F32, true, true);
+  EXPECT_EQ(kernels.sum, host.sum);
 }
 
 } // namespace

@@ -431,42 +431,72 @@ void buildCudaLayerNormBundle(BundleWriter &writer,
     *l.mutable_scale() = buffer(bp::BufferRef::INPUT, 1, 0, vectorBytes);
     return &l;
   };
-  auto forward = [&](const char *name, bp::ElementType type, bool bias) {
+  auto forward = [&](const char *name, bp::ElementType type, bool bias,
+                     bool residual) {
     bp::EntryPoint &entry = *manifest.add_entry_points();
     entry.set_name(name);
     *entry.add_inputs() = tensor("x", bp::F32, {rows, cols});
     *entry.add_inputs() = tensor("scale", bp::F32, {cols});
     if (bias)
       *entry.add_inputs() = tensor("bias", bp::F32, {cols});
+    if (residual)
+      *entry.add_inputs() = tensor("residual", bp::F32, {rows, cols});
     *entry.add_outputs() = tensor("y", type, {rows, cols});
+    if (residual)
+      *entry.add_outputs() = tensor("sum", bp::F32, {rows, cols});
     bp::LayerNorm *l = command(entry, false);
     l->set_output_type(type);
     if (bias)
       *l->mutable_bias() = buffer(bp::BufferRef::INPUT, 2, 0, vectorBytes);
     *l->mutable_output() = buffer(bp::BufferRef::OUTPUT, 0, 0,
                                   rows * cols * (type == bp::F32 ? 4 : 2));
+    if (residual) {
+      *l->mutable_residual() =
+          buffer(bp::BufferRef::INPUT, bias ? 3 : 2, 0, matrixBytes);
+      *l->mutable_sum() = buffer(bp::BufferRef::OUTPUT, 1, 0, matrixBytes);
+    }
   };
-  forward("layer_norm", bp::BF16, true);
-  forward("layer_norm_f32", bp::F32, false);
-
-  bp::EntryPoint &backward = *manifest.add_entry_points();
-  backward.set_name("layer_norm_grad");
-  *backward.add_inputs() = tensor("x", bp::F32, {rows, cols});
-  *backward.add_inputs() = tensor("scale", bp::F32, {cols});
-  *backward.add_inputs() = tensor("grad", bp::F32, {rows, cols});
-  *backward.add_outputs() = tensor("dx", bp::F32, {rows, cols});
-  *backward.add_outputs() = tensor("dscale", bp::F32, {cols});
-  *backward.add_outputs() = tensor("dbias", bp::F32, {cols});
-  *backward.add_outputs() = tensor("partials", bp::F32, {blocks, 2, cols});
-  bp::LayerNorm *l = command(backward, true);
-  *l->mutable_grad() = buffer(bp::BufferRef::INPUT, 2, 0, matrixBytes);
-  *l->mutable_input_grad() = buffer(bp::BufferRef::OUTPUT, 0, 0, matrixBytes);
-  *l->mutable_scale_grad() = buffer(bp::BufferRef::OUTPUT, 1, 0, vectorBytes);
-  *l->mutable_bias_grad() = buffer(bp::BufferRef::OUTPUT, 2, 0, vectorBytes);
-  *l->mutable_partials() =
-      buffer(bp::BufferRef::OUTPUT, 3, 0, blocks * 2 * vectorBytes);
-
-  forward("layer_norm_f16", bp::F16, true);
+  // `rounded` BF16 or F16: also the input gradient rounded to it, the
+  // fifth output.
+  auto backward = [&](const char *name, bool accumulate,
+                      bp::ElementType rounded = bp::ELEMENT_TYPE_UNSPECIFIED) {
+    bp::EntryPoint &entry = *manifest.add_entry_points();
+    entry.set_name(name);
+    *entry.add_inputs() = tensor("x", bp::F32, {rows, cols});
+    *entry.add_inputs() = tensor("scale", bp::F32, {cols});
+    *entry.add_inputs() = tensor("grad", bp::F32, {rows, cols});
+    if (accumulate)
+      *entry.add_inputs() = tensor("accumulate", bp::F32, {rows, cols});
+    *entry.add_outputs() = tensor("dx", bp::F32, {rows, cols});
+    *entry.add_outputs() = tensor("dscale", bp::F32, {cols});
+    *entry.add_outputs() = tensor("dbias", bp::F32, {cols});
+    *entry.add_outputs() = tensor("partials", bp::F32, {blocks, 2, cols});
+    if (rounded != bp::ELEMENT_TYPE_UNSPECIFIED)
+      *entry.add_outputs() = tensor("dx_rounded", rounded, {rows, cols});
+    bp::LayerNorm *l = command(entry, true);
+    *l->mutable_grad() = buffer(bp::BufferRef::INPUT, 2, 0, matrixBytes);
+    if (accumulate)
+      *l->mutable_accumulate() =
+          buffer(bp::BufferRef::INPUT, 3, 0, matrixBytes);
+    *l->mutable_input_grad() = buffer(bp::BufferRef::OUTPUT, 0, 0, matrixBytes);
+    *l->mutable_scale_grad() = buffer(bp::BufferRef::OUTPUT, 1, 0, vectorBytes);
+    *l->mutable_bias_grad() = buffer(bp::BufferRef::OUTPUT, 2, 0, vectorBytes);
+    *l->mutable_partials() =
+        buffer(bp::BufferRef::OUTPUT, 3, 0, blocks * 2 * vectorBytes);
+    if (rounded != bp::ELEMENT_TYPE_UNSPECIFIED) {
+      l->set_output_type(rounded);
+      *l->mutable_output() =
+          buffer(bp::BufferRef::OUTPUT, 4, 0, rows * cols * 2);
+    }
+  };
+  forward("layer_norm", bp::BF16, true, false);
+  forward("layer_norm_f32", bp::F32, false, false);
+  backward("layer_norm_grad", false);
+  forward("layer_norm_f16", bp::F16, true, false);
+  forward("layer_norm_residual", bp::BF16, true, true);
+  backward("layer_norm_grad_accumulate", true);
+  backward("layer_norm_grad_accumulate_bf16", true, bp::BF16);
+  backward("layer_norm_grad_f16", false, bp::F16);
   addCudaTarget(writer, std::move(images));
 }
 

@@ -126,12 +126,21 @@ inline constexpr float kLayerNormEpsilon = 1e-5f;
 
 /// Fills `writer` with the "cuda-layer-norm" bundle, a CUDA-only bundle of
 /// the runtime's layer-norm kernels on x [rows, cols], everything f32 but
-/// the forward's 16-bit outputs:
+/// the 16-bit outputs:
 ///   layer_norm(x, scale, bias) -> (y: bf16)
 ///   layer_norm_f32(x, scale) -> (y: f32)        no bias
 ///   layer_norm_grad(x, scale, grad) -> (dx, dscale, dbias,
 ///                                       partials [3, 2, cols])
 ///   layer_norm_f16(x, scale, bias) -> (y: f16)
+///   layer_norm_residual(x, scale, bias, residual) -> (y: bf16, sum)
+///                                       y of sum = x + residual
+///   layer_norm_grad_accumulate(x, scale, grad, accumulate)
+///       -> (dx, dscale, dbias, partials)   dx = accumulate + the gradient
+///   layer_norm_grad_accumulate_bf16(x, scale, grad, accumulate)
+///       -> (dx, dscale, dbias, partials, dx_rounded: bf16)
+///                                       dx rounded to bf16 as well
+///   layer_norm_grad_f16(x, scale, grad)
+///       -> (dx, dscale, dbias, partials, dx_rounded: f16)
 void buildCudaLayerNormBundle(BundleWriter &writer,
                               std::vector<BundleWriter::Image> images);
 

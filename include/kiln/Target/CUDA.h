@@ -106,16 +106,18 @@ struct CudaAttention {
 
 /// The runtime's layer-norm kernels, over each row of a dense f32 [rows,
 /// cols] `input`: the forward (`output`, of type `outputElement`, from the
-/// input, `scale` and `bias`, whose size 0 means none) or the backward
-/// (`inputGrad`, `scaleGrad` and `biasGrad` from the input, the scale and
-/// `grad`, through the scratch `partials`).
+/// input, `scale` and `bias`, whose size 0 means none; with a `residual`,
+/// of input + residual, which it writes to `sum`) or the backward
+/// (`inputGrad`, plus `accumulate` if any, `scaleGrad` and `biasGrad` from
+/// the input, the scale and `grad`, through the scratch `partials`; and
+/// `inputGrad` rounded to `outputElement` in `output`, if that has bytes).
 struct CudaLayerNorm {
   bool backward = false;
   mlir::Type outputElement;
   int64_t rows = 0, cols = 0;
   float epsilon = 0;
-  CudaBuffer input, scale, bias, output, grad, inputGrad, scaleGrad, biasGrad,
-      partials;
+  CudaBuffer input, scale, bias, residual, output, sum, grad, accumulate,
+      inputGrad, scaleGrad, biasGrad, partials;
 };
 
 using CudaCommand = std::variant<CudaLaunch, CudaGemm, CudaAllReduce, CudaWait,

@@ -508,8 +508,13 @@ def KilnFusedLayerNorm : Pass<"kiln-fused-layer-norm", "mlir::ModuleOp"> {
     partial and final sums, centring, the normalized value and the affine
     map), and its gradient two where the expansion is seven, reading the
     input again instead of keeping the normalized value from the forward.
+    A layer norm of a `kiln.add` of two tensors of its type (a residual
+    connection), which nothing reads before it, adds them in its kernel and
+    returns the sum too; a gradient whose input gradient only a `kiln.add`
+    reads (the residual's gradient, summed with it), and whose other two
+    are read only after that add, accumulates onto the add's other operand.
     kiln-amp then lets the forward write its result rounded for the matrix
-    products that read it.
+    products that read it, and the gradient a rounded copy of the input's.
   }];
 }
 

@@ -151,9 +151,10 @@ private:
                    attention->valueGrad, attention->delta});
     if (auto *layerNorm = std::get_if<kiln::CudaLayerNorm>(&command))
       return used({layerNorm->input, layerNorm->scale, layerNorm->bias,
-                   layerNorm->output, layerNorm->grad, layerNorm->inputGrad,
-                   layerNorm->scaleGrad, layerNorm->biasGrad,
-                   layerNorm->partials});
+                   layerNorm->residual, layerNorm->output, layerNorm->sum,
+                   layerNorm->grad, layerNorm->accumulate,
+                   layerNorm->inputGrad, layerNorm->scaleGrad,
+                   layerNorm->biasGrad, layerNorm->partials});
     return {};
   }
 
@@ -369,13 +370,25 @@ private:
       if (forward.getBias())
         slots.push_back({forward.getBias(), &command.bias});
       slots.push_back({output, &command.output});
+      if (forward.getResidual()) {
+        slots.push_back({forward.getResidual(), &command.residual});
+        slots.push_back({forward.getOutputs()[1], &command.sum});
+      }
     } else {
       ValueRange outputs = grad.getOutputs();
       slots.push_back({grad.getGrad(), &command.grad});
+      if (grad.getAccumulate())
+        slots.push_back({grad.getAccumulate(), &command.accumulate});
       slots.push_back({outputs[0], &command.inputGrad});
       slots.push_back({outputs[1], &command.scaleGrad});
       slots.push_back({outputs[2], &command.biasGrad});
       slots.push_back({outputs[3], &command.partials});
+      // The input's gradient rounded for products, if the op has it.
+      if (outputs.size() > 4) {
+        command.outputElement =
+            cast<MemRefType>(outputs[4].getType()).getElementType();
+        slots.push_back({outputs[4], &command.output});
+      }
     }
     // A reshaped tensor is its buffer.
     for (auto [v, slot] : slots) {

@@ -9,8 +9,12 @@
  * Each row of the dense [rows, cols] f32 `input` is normalized as the
  * LayerNorm command of the bundle format describes (schema/bundle.proto):
  * the forward writes `output` of `output_element` (0: f32, 1: bf16, 2: f16,
- * rounded to nearest even) with `bias` optional (null: none); the backward
- * writes `input_grad`, and `scale_grad` and `bias_grad` through `partials`
+ * rounded to nearest even) with `bias` optional (null: none), and with
+ * `residual` (null: none) normalizes input + residual, which it writes to
+ * `sum` (null exactly when `residual` is); the backward writes
+ * `input_grad` (plus `accumulate`, unless null), that rounded to
+ * `rounded_element` (1: bf16, 2: f16) into `rounded_input_grad` unless
+ * null, and `scale_grad` and `bias_grad` through `partials`
  * ([ceil(rows / 32), 2, cols]: each block of 32 rows' sums of grad x̂ and
  * grad, added up block by block in order), summing in the order the
  * kernels do, so results agree with the GPU's within f32 rounding.
@@ -36,13 +40,15 @@ extern "C" {
 #define KILN_LAYER_NORM_PARTIAL_ROWS 32
 
 KILN_LAYER_NORM_API void kiln_layer_norm_forward_host(
-    const float *input, const float *scale, const float *bias, void *output,
-    int64_t output_element, int64_t rows, int64_t cols, double epsilon);
+    const float *input, const float *residual, const float *scale,
+    const float *bias, void *output, float *sum, int64_t output_element,
+    int64_t rows, int64_t cols, double epsilon);
 
 KILN_LAYER_NORM_API void kiln_layer_norm_backward_host(
     const float *input, const float *scale, const float *grad,
-    float *input_grad, float *scale_grad, float *bias_grad, float *partials,
-    int64_t rows, int64_t cols, double epsilon);
+    const float *accumulate, float *input_grad, float *scale_grad,
+    float *bias_grad, float *partials, void *rounded_input_grad,
+    int64_t rounded_element, int64_t rows, int64_t cols, double epsilon);
 
 #ifdef __cplusplus
 }

@@ -46,11 +46,18 @@ KILN_LAYER_NORM_FORWARD(F32Output, f32)
 KILN_LAYER_NORM_FORWARD(BF16Output, bf16)
 KILN_LAYER_NORM_FORWARD(F16Output, f16)
 
-extern "C" __global__ void __launch_bounds__(kThreads)
-    kiln_layer_norm_backward_rows(Params p) {
-  DeviceCtx ctx = context();
-  backwardRows(ctx, p);
-}
+// kiln_layer_norm_backward_rows, and _bf16 / _f16 that also write the input
+// gradient rounded.
+#define KILN_LAYER_NORM_BACKWARD_ROWS(Out, name)                               \
+  extern "C" __global__ void __launch_bounds__(kThreads)                       \
+      kiln_layer_norm_backward_##name(Params p) {                              \
+    DeviceCtx ctx = context();                                                 \
+    backwardRows<Out>(ctx, p);                                                 \
+  }
+
+KILN_LAYER_NORM_BACKWARD_ROWS(NoOutput, rows)
+KILN_LAYER_NORM_BACKWARD_ROWS(BF16Output, rows_bf16)
+KILN_LAYER_NORM_BACKWARD_ROWS(F16Output, rows_f16)
 
 extern "C" __global__ void __launch_bounds__(kThreads)
     kiln_layer_norm_backward_columns(Params p) {

@@ -7,13 +7,17 @@
 //             the columns, and two warp-wide sums give the mean, then the
 //             centred sum of squares (not E[x²] - mean², which cancels
 //             badly when the mean is large), before each lane writes its
-//             columns of the output.
+//             columns of the output. With a residual, the first pass adds
+//             it to the input and writes the sum, which the later passes
+//             read back: each lane reads only the columns it wrote.
 //   backward, two kernels and no atomics (deterministic):
 //     rows:    a block per 32 rows, four a warp: each warp writes its rows'
-//              input gradient and leaves their mean and 1/std in shared
-//              memory; then each thread sums, for its columns, grad x̂ and
-//              grad over the block's rows in order into `partials`
-//              [blocks, 2, cols];
+//              input gradient (plus `accumulate`, if any; also rounded to
+//              16 bits into `output`, in the _bf16 and _f16 kernels) and
+//              leaves their mean and 1/std in shared memory; then each
+//              thread sums, for
+//              its columns, grad x̂ and grad over the block's rows in order
+//              into `partials` [blocks, 2, cols];
 //     columns: a thread per column adds the blocks' sums up in order into
 //              scale_grad and bias_grad.
 //
@@ -60,11 +64,19 @@ struct Params {
   const float *input = nullptr, *scale = nullptr;
   /// Forward: f32 [cols], or null: none.
   const float *bias = nullptr;
-  /// Forward: [rows, cols] of the kernel's output type.
+  /// Forward: [rows, cols] of the kernel's output type. Backward: the
+  /// input gradient rounded to the kernel's 16-bit type, [rows, cols], or
+  /// unused (NoOutput).
   void *output = nullptr;
+  /// Forward, f32 [rows, cols], or both null: none. The row normalized is
+  /// input + residual, written to `sum`.
+  const float *residual = nullptr;
+  float *sum = nullptr;
   /// Backward, f32: the output's gradient and the input's [rows, cols],
   /// the vectors' [cols], and [partialBlocks(rows), 2, cols] of scratch.
   const float *grad = nullptr;
+  /// Backward, f32 [rows, cols] added to the input gradient, or null: none.
+  const float *accumulate = nullptr;
   float *inputGrad = nullptr, *scaleGrad = nullptr, *biasGrad = nullptr;
   float *partials = nullptr;
 };
@@ -100,6 +112,11 @@ template <typename T> struct HalfOutput {
 using BF16Output = HalfOutput<flash::BF16>;
 using F16Output = HalfOutput<flash::F16>;
 
+/// The backward without a rounded input gradient: stores nothing.
+struct NoOutput {
+  static KILN_LN_FN void store(void *, int64_t, float) {}
+};
+
 KILN_LN_FN float squareRoot(float x) {
 #if defined(__CUDACC__)
   return sqrtf(x);
@@ -121,16 +138,37 @@ struct RowStats {
   float mean, rstd;
 };
 
-/// The mean and 1 / sqrt(var + epsilon) of row `x`, the warp's lanes
-/// together (every lane of the warp must call it).
-template <typename Ctx>
-KILN_LN_FN RowStats rowStats(Ctx &ctx, const Params &p, const float *x,
-                             int lane) {
-  const float count = static_cast<float>(p.cols);
+/// The lane's share of the sum of row `x`.
+KILN_LN_FN float laneSum(const Params &p, const float *x, int lane) {
   float sum = 0;
   for (int64_t c = lane; c < p.cols; c += kWarpSize)
     sum += x[c];
-  const float mean = warpSum(ctx, sum) / count;
+  return sum;
+}
+
+/// With a residual: writes the lane's columns of input + residual's row
+/// starting at element `at` to `sum`, and returns the lane's share of that
+/// row's sum, as laneSum would.
+KILN_LN_FN float addResidual(const Params &p, int64_t at, int lane) {
+  const float *input = p.input + at, *residual = p.residual + at;
+  float *sum = p.sum + at;
+  float part = 0;
+  for (int64_t c = lane; c < p.cols; c += kWarpSize) {
+    float x = input[c] + residual[c];
+    sum[c] = x;
+    part += x;
+  }
+  return part;
+}
+
+/// The mean and 1 / sqrt(var + epsilon) of row `x`, whose lane's share of
+/// the sum is `lanePart`, the warp's lanes together (every lane of the warp
+/// must call it).
+template <typename Ctx>
+KILN_LN_FN RowStats rowStats(Ctx &ctx, const Params &p, const float *x,
+                             float lanePart, int lane) {
+  const float count = static_cast<float>(p.cols);
+  const float mean = warpSum(ctx, lanePart) / count;
   float squares = 0;
   for (int64_t c = lane; c < p.cols; c += kWarpSize) {
     float centred = x[c] - mean;
@@ -138,6 +176,13 @@ KILN_LN_FN RowStats rowStats(Ctx &ctx, const Params &p, const float *x,
   }
   const float variance = warpSum(ctx, squares) / count;
   return {mean, 1.0f / squareRoot(variance + p.epsilon)};
+}
+
+/// The same, the lane summing its share of row `x` itself.
+template <typename Ctx>
+KILN_LN_FN RowStats rowStats(Ctx &ctx, const Params &p, const float *x,
+                             int lane) {
+  return rowStats(ctx, p, x, laneSum(p, x, lane), lane);
 }
 
 /// Grid forwardBlocks(rows); `Out` is F32Output, BF16Output or F16Output.
@@ -149,19 +194,27 @@ KILN_LN_FN void forward(Ctx &ctx, const Params &p) {
   // shuffles of the warps that stay have every lane.
   if (row >= p.rows)
     return;
-  const float *x = p.input + row * p.cols;
-  const RowStats stats = rowStats(ctx, p, x, lane);
+  const int64_t at = row * p.cols;
+  // The residual's branch is the same for the whole warp. With one, the
+  // later passes read the row back from `sum` (one load where recomputing
+  // the add takes two): each lane its own writes, so no barrier.
+  const float *x = p.residual ? p.sum + at : p.input + at;
+  const float lanePart =
+      p.residual ? addResidual(p, at, lane) : laneSum(p, x, lane);
+  const RowStats stats = rowStats(ctx, p, x, lanePart, lane);
   for (int64_t c = lane; c < p.cols; c += kWarpSize) {
     float y = (x[c] - stats.mean) * stats.rstd * p.scale[c];
     if (p.bias)
       y += p.bias[c];
-    Out::store(p.output, row * p.cols + c, y);
+    Out::store(p.output, at + c, y);
   }
 }
 
 /// Grid partialBlocks(rows), kBackwardSharedBytes of shared memory: the
-/// input gradient of the block's rows, and their partial sums.
-template <typename Ctx>
+/// input gradient of the block's rows, and their partial sums. `Out` is
+/// NoOutput, or BF16Output or F16Output to write the input gradient rounded
+/// into `output` too.
+template <typename Out, typename Ctx>
 KILN_LN_FN void backwardRows(Ctx &ctx, const Params &p) {
   float *means = reinterpret_cast<float *>(ctx.shared);
   float *rstds = means + kBlockRows;
@@ -191,10 +244,15 @@ KILN_LN_FN void backwardRows(Ctx &ctx, const Params &p) {
     const float a = warpSum(ctx, sumGs) / count;
     const float b = warpSum(ctx, sumGsXhat) / count;
     float *dx = p.inputGrad + at;
+    // Warp-uniform, as the host version: accumulate + the gradient.
+    const float *accumulate = p.accumulate ? p.accumulate + at : nullptr;
     for (int64_t c = lane; c < p.cols; c += kWarpSize) {
       float xhat = (x[c] - stats.mean) * stats.rstd;
       float gs = g[c] * p.scale[c];
-      dx[c] = stats.rstd * (gs - a - xhat * b);
+      float d = stats.rstd * (gs - a - xhat * b);
+      float value = accumulate ? accumulate[c] + d : d;
+      dx[c] = value;
+      Out::store(p.output, at + c, value);
     }
     if (lane == 0) {
       means[local] = stats.mean;

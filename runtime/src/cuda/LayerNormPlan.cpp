@@ -35,7 +35,7 @@ Status LayerNormKernels::function(const std::string &name,
 }
 
 /// The forward kernel's name suffix for an output type the bundle reader
-/// accepted.
+/// accepted, and the backward's 16-bit ones.
 static const char *outputTypeName(int elementType) {
   switch (elementType) {
   case bp::BF16:
@@ -59,6 +59,10 @@ Status LayerNormPlan::create(
   auto floats = [&](const bp::BufferRef &buffer) {
     return reinterpret_cast<float *>(address(buffer));
   };
+  // An optional tensor, unset or of size 0: none (null).
+  auto optional = [&](bool has, const bp::BufferRef &buffer) -> float * {
+    return has && buffer.size() > 0 ? floats(buffer) : nullptr;
+  };
   p.input = floats(layerNorm.input());
   p.scale = floats(layerNorm.scale());
   // The bundle reader checked the grid sizes against the driver's limits.
@@ -72,25 +76,42 @@ Status LayerNormPlan::create(
   };
   std::string shape = strCat(p.rows, "x", p.cols);
   if (!layerNorm.backward()) {
-    if (layerNorm.has_bias() && layerNorm.bias().size() > 0)
-      p.bias = floats(layerNorm.bias());
+    p.bias = optional(layerNorm.has_bias(), layerNorm.bias());
     p.output = reinterpret_cast<void *>(address(layerNorm.output()));
+    // The bundle reader checked that `sum` is set exactly when `residual`
+    // is.
+    p.residual = optional(layerNorm.has_residual(), layerNorm.residual());
+    if (p.residual)
+      p.sum = floats(layerNorm.sum());
     const char *type = outputTypeName(layerNorm.output_type());
     KILN_RETURN_IF_ERROR(add(strCat("kiln_layer_norm_forward_", type),
                              ln::forwardBlocks(p.rows), 0));
-    plan->text = strCat("layer norm ", shape, " -> ", type);
+    plan->text = strCat("layer norm ", shape, p.residual ? " + residual" : "",
+                        " -> ", type);
   } else {
     p.grad = floats(layerNorm.grad());
+    p.accumulate = optional(layerNorm.has_accumulate(), layerNorm.accumulate());
     p.inputGrad = floats(layerNorm.input_grad());
     p.scaleGrad = floats(layerNorm.scale_grad());
     p.biasGrad = floats(layerNorm.bias_grad());
     p.partials = floats(layerNorm.partials());
-    KILN_RETURN_IF_ERROR(add("kiln_layer_norm_backward_rows",
-                             ln::partialBlocks(p.rows),
-                             ln::kBackwardSharedBytes));
+    // The rounded input gradient, if any: the bundle reader checked that
+    // its type is BF16 or F16 exactly when it is set.
+    const bool rounded =
+        layerNorm.has_output() && layerNorm.output().size() > 0;
+    std::string rowsKernel = "kiln_layer_norm_backward_rows", suffix;
+    if (rounded) {
+      p.output = reinterpret_cast<void *>(address(layerNorm.output()));
+      const char *type = outputTypeName(layerNorm.output_type());
+      rowsKernel = strCat(rowsKernel, "_", type);
+      suffix = strCat(" -> ", type);
+    }
+    KILN_RETURN_IF_ERROR(
+        add(rowsKernel, ln::partialBlocks(p.rows), ln::kBackwardSharedBytes));
     KILN_RETURN_IF_ERROR(
         add("kiln_layer_norm_backward_columns", ln::columnBlocks(p.cols), 0));
-    plan->text = strCat("layer norm backward ", shape);
+    plan->text = strCat("layer norm backward ", shape,
+                        p.accumulate ? " + accumulate" : "", suffix);
   }
   out = std::move(plan);
   return Status();

@@ -54,8 +54,10 @@ public:
   /// Enqueues the launches on `stream` (also while capturing a graph).
   Status enqueue(CUstream stream) const;
 
-  /// "layer norm 8192x768 -> bf16" or "layer norm backward 8192x768", for
-  /// messages.
+  /// "layer norm 8192x768 -> bf16", "layer norm 8192x768 + residual ->
+  /// bf16", "layer norm backward 8192x768", "layer norm backward 8192x768
+  /// + accumulate" or, with the input gradient rounded, "layer norm
+  /// backward 8192x768 + accumulate -> bf16", for messages.
   const std::string &description() const { return text; }
 
 private:

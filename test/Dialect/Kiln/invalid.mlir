@@ -1481,3 +1481,27 @@ func.func @fused_layer_norm_both(%x: memref<4x16xf32>, %g: memref<16xf32>, %y: m
   %r = kiln.fused_layer_norm %x, %g into %y : (memref<4x16xf32>, memref<16xf32>, memref<4x16xf32>) -> tensor<4x16xf32>
   return
 }
+
+// -----
+
+func.func @fused_layer_norm_residual_sum(%x: tensor<4x16xf32>, %g: tensor<16xf32>) {
+  // expected-error @+1 {{'kiln.fused_layer_norm' op has 2 results on tensors, or as many output buffers and none}}
+  %y = kiln.fused_layer_norm %x, %g residual %x : (tensor<4x16xf32>, tensor<16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @fused_layer_norm_residual_shape(%x: tensor<4x16xf32>, %g: tensor<16xf32>, %r: tensor<16xf32>) {
+  // expected-error @+1 {{'kiln.fused_layer_norm' op residual must be f32 of shape [4, 16], not 'tensor<16xf32>'}}
+  %y:2 = kiln.fused_layer_norm %x, %g residual %r : (tensor<4x16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>)
+  return
+}
+
+// -----
+
+func.func @fused_layer_norm_grad_accumulate(%x: tensor<4x16xf32>, %g: tensor<16xf32>, %a: tensor<4x16xbf16>) {
+  // expected-error @+1 {{'kiln.fused_layer_norm_grad' op accumulate must be f32 of shape [4, 16], not 'tensor<4x16xbf16>'}}
+  %dx, %dg, %db, %p = kiln.fused_layer_norm_grad %x, %g, %x accumulate %a : (tensor<4x16xf32>, tensor<16xf32>, tensor<4x16xf32>, tensor<4x16xbf16>) -> (tensor<4x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<1x2x16xf32>)
+  return
+}
