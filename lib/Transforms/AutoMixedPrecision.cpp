@@ -213,10 +213,11 @@ struct KilnAutoMixedPrecisionPass
   /// A fused layer norm's f32 result that only products read, as the same
   /// layer norm writing it rounded (the kernels round as they store), so
   /// no kernel rounds it after; the f32 one goes once nothing reads it.
-  Value roundLayerNorm(kiln::FusedLayerNormOp op, FloatType element,
+  /// (Not its residual's sum, which a kernel after it rounds.)
+  Value roundLayerNorm(kiln::FusedLayerNormOp op, OpResult result,
+                       FloatType element,
                        llvm::DenseMap<Value, Value> &rounded) {
-    Value result = op.getResults()[0];
-    if (op.hasBufferSemantics() ||
+    if (result.getResultNumber() != 0 || op.hasBufferSemantics() ||
         !getElementTypeOrSelf(result.getType()).isF32() ||
         !readOnlyByProducts(result))
       return {};
@@ -283,7 +284,8 @@ struct KilnAutoMixedPrecisionPass
       value = generic->getResult(0);
     }
     if (auto layerNorm = dyn_cast_or_null<kiln::FusedLayerNormOp>(def))
-      return roundLayerNorm(layerNorm, element, rounded);
+      return roundLayerNorm(layerNorm, cast<OpResult>(value), element,
+                            rounded);
     if (auto grad = dyn_cast_or_null<kiln::FusedLayerNormGradOp>(def))
       return roundLayerNormGrad(grad, cast<OpResult>(value), element,
                                 rounded);

@@ -150,3 +150,20 @@ func.func @accumulate_read_between(%x: tensor<8x16xf32>, %g: tensor<16xf32>, %dy
   %t = kiln.add %other, %dx : tensor<8x16xf32>
   return %t, %e, %db : tensor<8x16xf32>, tensor<16xf32>, tensor<16xf32>
 }
+
+// -----
+
+// A product of the residual's sum itself reads it rounded by a kernel of
+// its own: the layer norm rounds only its result.
+// AMP-LABEL: func.func @sum_to_product(
+// AMP: %[[Y:.*]]:2 = kiln.fused_layer_norm %arg0, %arg2 residual %arg1 {{.*}} -> (tensor<8x16xbf16>, tensor<8x16xf32>)
+// AMP: %[[S:.*]] = linalg.generic {{.*}} ins(%[[Y]]#1 : tensor<8x16xf32>) outs(%{{.*}} : tensor<8x16xbf16>)
+// AMP: linalg.generic {{.*}} ins(%[[S]], %{{.*}} : tensor<8x16xbf16>, tensor<16x4xbf16>)
+// AMP: linalg.generic {{.*}} ins(%[[Y]]#0, %{{.*}} : tensor<8x16xbf16>, tensor<16x4xbf16>)
+func.func @sum_to_product(%x: tensor<8x16xf32>, %r: tensor<8x16xf32>, %g: tensor<16xf32>, %w: tensor<16x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>) {
+  %s = kiln.add %x, %r : tensor<8x16xf32>
+  %y = kiln.layer_norm %s, %g {axis = 1 : i64} : tensor<8x16xf32>, tensor<16xf32>
+  %q = kiln.matmul %s, %w : tensor<8x16xf32>, tensor<16x4xf32>
+  %p = kiln.matmul %y, %w : tensor<8x16xf32>, tensor<16x4xf32>
+  return %p, %q : tensor<8x4xf32>, tensor<8x4xf32>
+}
