@@ -717,19 +717,11 @@ TEST(CudaLayerNorm, MatchesTheHostVersion) {
   const size_t n = rows * cols;
   std::vector<int64_t> matrixShape{rows, cols}, vectorShape{cols},
       partialsShape{blocks, 2, cols};
-  // Rows of different spreads around a mean of 3.
-  std::vector<float> x(n), residual(n), grad(n), accumulate(n), scale(cols),
-      bias(cols);
-  for (size_t i = 0; i < n; ++i) {
-    x[i] = 3 + std::sin(0.37f * i) * static_cast<float>(1 + i / cols % 3);
-    residual[i] = std::cos(0.23f * i) * 0.75f - 1;
-    grad[i] = std::cos(0.05f * i) + 0.125f;
-    accumulate[i] = std::sin(0.13f * i) * 2;
-  }
-  for (int64_t c = 0; c < cols; ++c) {
-    scale[c] = 0.5f + std::cos(0.11f * c);
-    bias[c] = 0.25f * std::sin(0.7f * c);
-  }
+  // The inputs are tensors the session reads, so not const.
+  LayerNormInputs inputs(rows, cols);
+  std::vector<float> &x = inputs.x, &residual = inputs.residual,
+                     &grad = inputs.grad, &accumulate = inputs.accumulate,
+                     &scale = inputs.scale, &bias = inputs.bias;
   auto expectClose = [](const std::vector<float> &got,
                         const std::vector<float> &want, const char *what) {
     double largest = 0;

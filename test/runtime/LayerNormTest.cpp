@@ -18,6 +18,7 @@
 
 #include "cuda/LayerNorm.h"
 #include "HostBarrier.h"
+#include "TestBundles.h"
 #include "kiln/layer_norm.h"
 
 #include <gtest/gtest.h>
@@ -106,32 +107,9 @@ int64_t outputElement(Output type) {
   return type == Output::BF16 ? 1 : type == Output::F16 ? 2 : 0;
 }
 
-struct Problem {
-  Problem(int64_t rows, int64_t cols) : rows(rows), cols(cols) {
-    x.resize(rows * cols);
-    residual.resize(rows * cols);
-    grad.resize(rows * cols);
-    accumulate.resize(rows * cols);
-    scale.resize(cols);
-    bias.resize(cols);
-    // Rows of different spreads around a mean of 3, so that the centring
-    // matters; the residual moves the mean to about 2 and changes the
-    // spreads.
-    for (int64_t i = 0; i < rows * cols; ++i) {
-      x[i] = 3 + std::sin(0.37f * i) * static_cast<float>(1 + i / cols % 3);
-      residual[i] = std::cos(0.23f * i) * 0.75f - 1;
-      grad[i] = std::cos(0.05f * i) + 0.125f;
-      accumulate[i] = std::sin(0.13f * i) * 2;
-    }
-    for (int64_t c = 0; c < cols; ++c) {
-      scale[c] = 0.5f + std::cos(0.11f * c);
-      bias[c] = 0.25f * std::sin(0.7f * c);
-    }
-  }
+struct Problem : kiln::runtime::testing::LayerNormInputs {
+  using LayerNormInputs::LayerNormInputs;
   int64_t blocks() const { return ln::partialBlocks(rows); }
-
-  int64_t rows, cols;
-  std::vector<float> x, residual, grad, accumulate, scale, bias;
 };
 
 /// Layer normalization in double precision, of x or (with a residual) of

@@ -2,6 +2,7 @@
 
 #include "TestBundles.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -411,6 +412,21 @@ void buildCudaAttentionBundle(BundleWriter &writer,
   *a->mutable_stats() = buffer(bp::BufferRef::OUTPUT, 1, 0, statsBytes);
 
   addCudaTarget(writer, std::move(images));
+}
+
+LayerNormInputs::LayerNormInputs(int64_t rows, int64_t cols)
+    : rows(rows), cols(cols), x(rows * cols), residual(rows * cols),
+      grad(rows * cols), accumulate(rows * cols), scale(cols), bias(cols) {
+  for (int64_t i = 0; i < rows * cols; ++i) {
+    x[i] = 3 + std::sin(0.37f * i) * static_cast<float>(1 + i / cols % 3);
+    residual[i] = std::cos(0.23f * i) * 0.75f - 1;
+    grad[i] = std::cos(0.05f * i) + 0.125f;
+    accumulate[i] = std::sin(0.13f * i) * 2;
+  }
+  for (int64_t c = 0; c < cols; ++c) {
+    scale[c] = 0.5f + std::cos(0.11f * c);
+    bias[c] = 0.25f * std::sin(0.7f * c);
+  }
 }
 
 void buildCudaLayerNormBundle(BundleWriter &writer,

@@ -144,6 +144,18 @@ inline constexpr float kLayerNormEpsilon = 1e-5f;
 void buildCudaLayerNormBundle(BundleWriter &writer,
                               std::vector<BundleWriter::Image> images);
 
+/// Inputs for the layer-norm tests of a [rows, cols] problem: rows of
+/// different spreads around a mean of 3, so that the centring matters; the
+/// residual moves the mean to about 2 and changes the spreads.
+struct LayerNormInputs {
+  LayerNormInputs(int64_t rows, int64_t cols);
+  int64_t rows, cols;
+  /// [rows, cols].
+  std::vector<float> x, residual, grad, accumulate;
+  /// [cols].
+  std::vector<float> scale, bias;
+};
+
 /// The bias-gradient bundle's sizes: a linear layer of kBiasGradIn inputs
 /// and kBiasGradOut outputs over kBiasGradRows rows.
 inline constexpr int64_t kBiasGradRows = 136, kBiasGradIn = 64,
