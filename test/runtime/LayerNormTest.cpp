@@ -431,21 +431,28 @@ const BackwardCase kBackwardCases[] = {
     {true, Output::BF16, "backward accumulating, rounding to bf16"},
     {true, Output::F16, "backward accumulating, rounding to f16"}};
 
-/// 70 rows: the last of the backward's 32-row blocks holds 6, the last of
-/// the forward's 8-row blocks 6; 37 columns: lanes 5 and up take one
-/// column fewer.
-TEST(LayerNormHost, MatchesDoublePrecisionOnAPartialLastBlock) {
-  Problem p(70, 37);
+/// Every forward and backward case of `p`, run by `forward` and
+/// `backward` (the host version's or the kernels'), against the reference.
+void expectEveryCase(const Problem &p,
+                     Result (*forward)(const Problem &, Output, bool, bool),
+                     Result (*backward)(const Problem &, bool, Output)) {
   for (const ForwardCase &c : kForwardCases) {
     SCOPED_TRACE(c.name);
-    expectForward(runHostForward(p, c.type, c.withBias, c.withResidual),
+    expectForward(forward(p, c.type, c.withBias, c.withResidual),
                   Reference(p, c.withBias, c.withResidual));
   }
   for (const BackwardCase &c : kBackwardCases) {
     SCOPED_TRACE(c.name);
-    expectBackward(runHostBackward(p, c.withAccumulate, c.rounded),
+    expectBackward(backward(p, c.withAccumulate, c.rounded),
                    Reference(p, false), c.withAccumulate);
   }
+}
+
+/// 70 rows: the last of the backward's 32-row blocks holds 6, the last of
+/// the forward's 8-row blocks 6; 37 columns: lanes 5 and up take one
+/// column fewer.
+TEST(LayerNormHost, MatchesDoublePrecisionOnAPartialLastBlock) {
+  expectEveryCase(Problem(70, 37), runHostForward, runHostBackward);
 }
 
 /// One row alone, one column alone: the variance is 0 and x̂ is 0, so y is
@@ -466,17 +473,7 @@ TEST(LayerNormHost, OneColumnNormalizesToTheBias) {
 }
 
 TEST(LayerNormKernels, MatchDoublePrecisionOnAPartialLastBlock) {
-  Problem p(70, 37);
-  for (const ForwardCase &c : kForwardCases) {
-    SCOPED_TRACE(c.name);
-    expectForward(runKernelForward(p, c.type, c.withBias, c.withResidual),
-                  Reference(p, c.withBias, c.withResidual));
-  }
-  for (const BackwardCase &c : kBackwardCases) {
-    SCOPED_TRACE(c.name);
-    expectBackward(runKernelBackward(p, c.withAccumulate, c.rounded),
-                   Reference(p, false), c.withAccumulate);
-  }
+  expectEveryCase(Problem(70, 37), runKernelForward, runKernelBackward);
 }
 
 /// One column: lane 0 alone adds the residual and reads the sum back, the
