@@ -12,6 +12,7 @@
 
 #include "kiln/KilnDialect.h"
 #include "kiln/KilnOps.h"
+#include "kiln/Transforms/BlockOrder.h"
 #include "kiln/Transforms/LayerNorm.h"
 #include "kiln/Transforms/LibraryOpBufferization.h"
 #include "kiln/Transforms/Passes.h"
@@ -98,9 +99,7 @@ struct KilnFusedLayerNormPass
     SmallVector<Type, 2> results = {matrix2d};
     AddOp add = sumOfTwo(input);
     if (add && !llvm::all_of(add->getUsers(), [&](Operation *user) {
-          Operation *ancestor = op->getBlock()->findAncestorOpInBlock(*user);
-          return user == op ||
-                 (ancestor && ancestor != op && op->isBeforeInBlock(ancestor));
+          return user == op || kiln::comesAfter(user, op);
         }))
       add = nullptr;
     if (add) {
@@ -138,8 +137,7 @@ struct KilnFusedLayerNormPass
     if (inputGrad.hasOneUse())
       add = dyn_cast<AddOp>(*inputGrad.getUsers().begin());
     auto afterAdd = [&](Operation *user) {
-      Operation *ancestor = add->getBlock()->findAncestorOpInBlock(*user);
-      return ancestor && add->isBeforeInBlock(ancestor);
+      return kiln::comesAfter(user, add);
     };
     if (add && add.getLhs() != add.getRhs() &&
         add.getType() == inputGrad.getType() &&
