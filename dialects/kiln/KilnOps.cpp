@@ -827,10 +827,6 @@ LogicalResult FlashAttentionGradOp::verify() {
       getOutputs(), {"query_grad", "key_grad", "value_grad", "delta"});
 }
 
-/// Rows per block of kiln.fused_layer_norm_grad's partial sums (the
-/// runtime's KILN_LAYER_NORM_PARTIAL_ROWS).
-static constexpr int64_t kLayerNormPartialRows = 32;
-
 /// The checks shared by kiln.fused_layer_norm and its gradient: an f32
 /// [rows, cols] input and every other operand f32 of the shape its name
 /// says, and so is what the op produces (`produced`, by name), except
@@ -848,7 +844,7 @@ verifyFusedLayerNorm(Operation *op, Value input,
     return op->emitOpError("takes a non-empty f32 [rows, cols] input, not ")
            << input2d;
   int64_t rows = input2d.getDimSize(0), cols = input2d.getDimSize(1);
-  int64_t blocks = (rows + kLayerNormPartialRows - 1) / kLayerNormPartialRows;
+  int64_t blocks = FusedLayerNormGradOp::partialBlocks(rows);
   auto shapeFor = [&](StringRef name) -> SmallVector<int64_t> {
     if (name == "scale" || name == "bias" || name == "scale_grad" ||
         name == "bias_grad")

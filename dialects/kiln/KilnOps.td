@@ -984,6 +984,9 @@ def Kiln_FusedLayerNormGradOp : Kiln_Op<"fused_layer_norm_grad",
       "functional-type(operands, results)";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
+    /// Blocks of 32 rows (the runtime's KILN_LAYER_NORM_PARTIAL_ROWS) whose
+    /// sums the partials result holds, for `rows` rows.
+    static int64_t partialBlocks(int64_t rows) { return (rows + 31) / 32; }
     /// Whether this is the buffer form (output buffers, no results).
     bool hasBufferSemantics() { return !getOutputs().empty(); }
     /// The input's, scale's and bias's gradients and the partial sums:

@@ -27,9 +27,6 @@ using namespace kiln;
 
 namespace {
 
-/// Rows per block of the gradient's partial sums (the runtime's
-/// KILN_LAYER_NORM_PARTIAL_ROWS).
-constexpr int64_t kPartialRows = 32;
 /// The kernels index rows with 32-bit grid coordinates.
 constexpr int64_t kMaxRows = int64_t(1) << 31;
 
@@ -151,7 +148,7 @@ struct KilnFusedLayerNormPass
     OpBuilder b(add ? add.getOperation() : op.getOperation());
     Location loc = op.getLoc();
     auto f32 = b.getF32Type();
-    int64_t blocks = (rows + kPartialRows - 1) / kPartialRows;
+    int64_t blocks = FusedLayerNormGradOp::partialBlocks(rows);
     auto fused = FusedLayerNormGradOp::create(
         b, loc,
         TypeRange{RankedTensorType::get({rows, cols}, f32),
