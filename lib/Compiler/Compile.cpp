@@ -302,6 +302,7 @@ kiln::compileModel(ModuleOp module, const CompileOptions &options) {
                                                     : options.cudaPrecision);
     if (options.emulateCuda) {
       pm->addPass(kiln::createKilnGPUOutlineKernels());
+      pm->addPass(kiln::createKilnGPUMergeLaunches());
       pm->addPass(kiln::createKilnGPUEmulate());
       pm->addPass(kiln::createKilnLowerGemmToBlas());
       pm->addPass(kiln::createKilnLowerCollectives());

@@ -7,6 +7,10 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
 
@@ -49,4 +53,65 @@ func::FuncOp kiln::declareRuntimeFunction(ModuleOp module, StringRef name,
   auto function = func::FuncOp::create(b, module.getLoc(), name, type);
   function.setPrivate();
   return function;
+}
+
+FailureOr<Value> kiln::traceToRoot(Value v,
+                                   SmallVectorImpl<Operation *> &chain) {
+  SmallVector<Operation *> reversed;
+  while (!asRootBuffer(v)) {
+    Operation *def = v.getDefiningOp();
+    auto view = dyn_cast_or_null<ViewLikeOpInterface>(def);
+    if (!view || def->getNumResults() != 1)
+      return failure();
+    reversed.push_back(def);
+    v = view.getViewSource();
+  }
+  chain.append(reversed.rbegin(), reversed.rend());
+  return v;
+}
+
+Value kiln::viewRoot(Value v) {
+  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
+    v = view.getViewSource();
+  return v;
+}
+
+std::optional<kiln::ByteRange> kiln::bytesOf(Value root) {
+  std::optional<RootBuffer> buffer = asRootBuffer(root);
+  auto type = dyn_cast<MemRefType>(root.getType());
+  if (!buffer || !type || !type.hasStaticShape())
+    return std::nullopt;
+  int64_t bytes = (type.getElementTypeBitWidth() + 7) / 8 *
+                  type.getNumElements();
+  return ByteRange{buffer->argument, buffer->byteOffset,
+                   buffer->byteOffset + std::max<int64_t>(1, bytes)};
+}
+
+bool kiln::touchedBytes(Operation *op, SmallVectorImpl<ByteRange> &bytes) {
+  if (op->getNumRegions() == 0 && isPure(op))
+    return true;
+  llvm::SetVector<Value> used(op->getOperands().begin(),
+                              op->getOperands().end());
+  for (Region &region : op->getRegions())
+    getUsedValuesDefinedAbove(region, used);
+  for (Value v : used) {
+    if (!isa<BaseMemRefType>(v.getType()))
+      continue;
+    SmallVector<Operation *> chain;
+    FailureOr<Value> root = traceToRoot(v, chain);
+    std::optional<ByteRange> range =
+        succeeded(root) ? bytesOf(*root) : std::nullopt;
+    if (!range)
+      return false;
+    bytes.push_back(*range);
+  }
+  return true;
+}
+
+bool kiln::touches(Operation *op, const ByteRange &bytes) {
+  SmallVector<ByteRange> used;
+  return !touchedBytes(op, used) ||
+         llvm::any_of(used, [&](const ByteRange &range) {
+           return range.overlaps(bytes);
+         });
 }

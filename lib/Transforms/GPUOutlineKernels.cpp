@@ -32,31 +32,13 @@ namespace kiln {
 } // namespace kiln
 
 using namespace mlir;
+using kiln::ByteRange;
+using kiln::bytesOf;
+using kiln::touches;
+using kiln::traceToRoot;
+using kiln::viewRoot;
 
 namespace {
-
-/// The root buffer `v` views, and the view ops from the root to `v` (root
-/// side first); failure when `v` is not a view of a root buffer.
-FailureOr<Value> traceToRoot(Value v, SmallVectorImpl<Operation *> &chain) {
-  SmallVector<Operation *> reversed;
-  while (!kiln::asRootBuffer(v)) {
-    Operation *def = v.getDefiningOp();
-    auto view = dyn_cast_or_null<ViewLikeOpInterface>(def);
-    if (!view || def->getNumResults() != 1)
-      return failure();
-    reversed.push_back(def);
-    v = view.getViewSource();
-  }
-  chain.append(reversed.rbegin(), reversed.rend());
-  return v;
-}
-
-/// The buffer `v` views (through any chain of views), or `v` itself.
-Value viewRoot(Value v) {
-  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
-    v = view.getViewSource();
-  return v;
-}
 
 /// Whether `value` is computed in `body` without reading `buffer`: from
 /// block arguments, values defined outside, and pure ops or loads of other
@@ -382,47 +364,6 @@ void carryElementsInRegisters(gpu::GPUFuncOp kernel) {
       rewriter.eraseOp(store);
     }
   }
-}
-
-/// The bytes [first, end) of function argument `argument` that root
-/// buffer `root` (an argument or an arena slot) covers.
-struct ByteRange {
-  BlockArgument argument;
-  int64_t first = 0, end = 0;
-  bool overlaps(const ByteRange &other) const {
-    return argument == other.argument && first < other.end &&
-           other.first < end;
-  }
-};
-std::optional<ByteRange> bytesOf(Value root) {
-  std::optional<kiln::RootBuffer> buffer = kiln::asRootBuffer(root);
-  auto type = dyn_cast<MemRefType>(root.getType());
-  if (!buffer || !type || !type.hasStaticShape())
-    return std::nullopt;
-  int64_t bytes = (type.getElementTypeBitWidth() + 7) / 8 *
-                  type.getNumElements();
-  return ByteRange{buffer->argument, buffer->byteOffset,
-                   buffer->byteOffset + std::max<int64_t>(1, bytes)};
-}
-
-/// Whether `op` (or an op nested in it) may read or write a buffer
-/// overlapping `bytes`, or one whose bytes are unknown.
-bool touches(Operation *op, const ByteRange &bytes) {
-  // Views and arithmetic name memory without reading or writing it.
-  if (op->getNumRegions() == 0 && isPure(op))
-    return false;
-  SetVector<Value> used(op->getOperands().begin(), op->getOperands().end());
-  for (Region &region : op->getRegions())
-    getUsedValuesDefinedAbove(region, used);
-  return llvm::any_of(used, [&](Value v) {
-    if (!isa<BaseMemRefType>(v.getType()))
-      return false;
-    SmallVector<Operation *> chain;
-    FailureOr<Value> root = traceToRoot(v, chain);
-    std::optional<ByteRange> other =
-        succeeded(root) ? bytesOf(*root) : std::nullopt;
-    return !other || other->overlaps(bytes);
-  });
 }
 
 /// The fill that a reduction `op` makes dead for its output `out`: `op`

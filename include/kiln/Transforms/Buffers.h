@@ -15,6 +15,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Value.h"
+#include "mlir/Support/LLVM.h"
 
 #include <optional>
 
@@ -46,6 +47,39 @@ mlir::Value bufferAddress(mlir::OpBuilder &b, mlir::Location loc,
 mlir::func::FuncOp declareRuntimeFunction(mlir::ModuleOp module,
                                           llvm::StringRef name,
                                           mlir::FunctionType type);
+
+/// The root buffer `v` views, and the view ops from the root to `v` (root
+/// side first); failure when `v` is not a view of a root buffer.
+mlir::FailureOr<mlir::Value>
+traceToRoot(mlir::Value v, llvm::SmallVectorImpl<mlir::Operation *> &chain);
+
+/// The buffer `v` views (through any chain of views), or `v` itself.
+mlir::Value viewRoot(mlir::Value v);
+
+/// The bytes [first, end) of function argument `argument` that a root
+/// buffer covers.
+struct ByteRange {
+  mlir::BlockArgument argument;
+  int64_t first = 0, end = 0;
+  bool overlaps(const ByteRange &other) const {
+    return argument == other.argument && first < other.end &&
+           other.first < end;
+  }
+};
+
+/// The bytes root buffer `root` (an argument or an arena slot) covers;
+/// std::nullopt when it is no root buffer.
+std::optional<ByteRange> bytesOf(mlir::Value root);
+
+/// Appends the bytes of every buffer `op` (or an op nested in it) names
+/// to `bytes`; false when one of them is no view of a root buffer, so its
+/// bytes are unknown. Views and arithmetic name no memory.
+bool touchedBytes(mlir::Operation *op,
+                  llvm::SmallVectorImpl<ByteRange> &bytes);
+
+/// Whether `op` (or an op nested in it) may read or write a buffer
+/// overlapping `bytes`, or one whose bytes are unknown.
+bool touches(mlir::Operation *op, const ByteRange &bytes);
 
 } // namespace kiln
 

@@ -623,6 +623,39 @@ def KilnGPUOutlineKernels : Pass<"kiln-gpu-outline-kernels", "mlir::ModuleOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def KilnGPUMergeLaunches : Pass<"kiln-gpu-merge-launches", "mlir::ModuleOp"> {
+  let summary = "Launches kernels that do not depend on each other as one";
+  let description = [{
+    After kiln-gpu-outline-kernels, a step launches one kernel per fused
+    loop nest, and many of them are independent: the bf16 copies of the
+    weights, the query, key and value transposes, the optimizer's update of
+    each parameter. This pass launches each such group as one kernel whose
+    blocks are the members' blocks one after another: block `b` of the
+    merged grid runs member `i`'s body as its block `b - first_i` when
+    `first_i <= b < first_i + blocks_i`. Each member keeps its own threads,
+    guard and order of operations, so the results are the same bits.
+
+    Walking each entry function in order, a launch joins the latest group
+    before it (a group sits where its first launch was) when
+    - both launch blocks of the same size along x only, with no shared
+      memory, and
+    - it writes no bytes a member reads or writes and reads no bytes a
+      member writes (the bytes of the arguments and arena slots the kernels
+      receive; an argument is written when the kernel does anything with it
+      but load), and
+    - it can move up to the group: no op between them touches a buffer it
+      touches (every op but a launch counts as reading and writing every
+      buffer it names; one naming a buffer of unknown bytes stops it).
+
+    Memory is planned by then, so the bytes say exactly what may run at the
+    same time. A merged kernel is named `ENTRY_mN`; a member kernel nothing
+    else launches goes.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def KilnGPUEmulate : Pass<"kiln-gpu-emulate", "mlir::ModuleOp"> {
   let summary = "Runs GPU kernels on the host, one thread after another";
   let description = [{

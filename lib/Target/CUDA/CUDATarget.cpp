@@ -529,6 +529,7 @@ Expected<kiln::CUDACode> kiln::compileForCUDA(ModuleOp module,
     KilnGPUOutlineKernelsOptions outline;
     outline.blockSize = options.blockSize;
     pm.addPass(createKilnGPUOutlineKernels(outline));
+    pm.addPass(createKilnGPUMergeLaunches());
     if (llvm::Error error = kiln::runPasses(pm, module, "building GPU kernels"))
       return std::move(error);
   }

@@ -1,0 +1,416 @@
+//===- GPUMergeLaunches.cpp - independent kernels as one launch -----------===//
+//
+// A step of a transformer launches hundreds of small kernels that do not
+// depend on each other: the bf16 copies of the weights, the query, key and
+// value transposes, the optimizer's per-parameter updates. Each launch costs
+// the GPU a few microseconds however little it does, so this pass launches
+// each group of such kernels as one: the merged grid is the members' grids
+// one after another, and each block runs the body of the member it belongs
+// to.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/KilnOps.h"
+#include "kiln/Transforms/Buffers.h"
+#include "kiln/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <limits>
+#include <memory>
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNGPUMERGELAUNCHES
+#include "kiln/Transforms/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using kiln::ByteRange;
+
+namespace {
+
+/// A launch that can join a merged one: its sizes, and the bytes it reads
+/// and writes.
+struct Launch {
+  gpu::LaunchFuncOp op;
+  gpu::GPUFuncOp kernel;
+  int64_t blocks = 0, threads = 0;
+  SmallVector<ByteRange> reads, writes;
+};
+
+bool overlapsAny(ArrayRef<ByteRange> xs, ArrayRef<ByteRange> ys) {
+  return llvm::any_of(xs, [&](const ByteRange &x) {
+    return llvm::any_of(ys, [&](const ByteRange &y) { return x.overlaps(y); });
+  });
+}
+
+/// Whether `x` and `y` may run at the same time: neither writes what the
+/// other reads or writes.
+bool independent(const Launch &x, const Launch &y) {
+  return !overlapsAny(x.writes, y.writes) && !overlapsAny(x.writes, y.reads) &&
+         !overlapsAny(x.reads, y.writes);
+}
+
+/// Whether the kernel only loads from `buffer` (through any views of it).
+bool onlyLoaded(Value buffer) {
+  SmallVector<Value> pending = {buffer};
+  while (!pending.empty()) {
+    Value v = pending.pop_back_val();
+    for (Operation *user : v.getUsers()) {
+      if (isa<memref::LoadOp>(user))
+        continue;
+      auto view = dyn_cast<ViewLikeOpInterface>(user);
+      if (!view || view.getViewSource() != v)
+        return false;
+      llvm::append_range(pending, user->getResults());
+    }
+  }
+  return true;
+}
+
+/// `launch` as a possible member of a merged launch, or std::nullopt when
+/// it cannot be one: it is asynchronous, uses shared memory or a dimension
+/// other than x, synchronizes its block, or receives a buffer that is not
+/// an argument or arena slot.
+std::optional<Launch> describe(gpu::LaunchFuncOp launch) {
+  if (launch.getAsyncToken() || !launch.getAsyncDependencies().empty() ||
+      launch.getDynamicSharedMemorySize() || launch.hasClusterSize())
+    return std::nullopt;
+  gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
+  gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
+  std::optional<int64_t> blocks = getConstantIntValue(grid.x),
+                         threads = getConstantIntValue(block.x);
+  if (!blocks || !threads || *blocks <= 0 || *threads <= 0)
+    return std::nullopt;
+  for (Value size : {grid.y, grid.z, block.y, block.z})
+    if (getConstantIntValue(size) != 1)
+      return std::nullopt;
+  auto kernel = SymbolTable::lookupNearestSymbolFrom<gpu::GPUFuncOp>(
+      launch, launch.getKernel());
+  if (!kernel || !kernel.getBody().hasOneBlock() ||
+      kernel.getNumWorkgroupAttributions() != 0 ||
+      kernel.getNumPrivateAttributions() != 0 ||
+      kernel.getNumArguments() != launch.getNumKernelOperands())
+    return std::nullopt;
+  // The ids and sizes along x are all a member may ask for: its block id is
+  // what the merged kernel renumbers, and the grid size is its own.
+  WalkResult unsupported = kernel.walk([&](Operation *op) {
+    if (op == kernel || !isa<gpu::GPUDialect>(op->getDialect()))
+      return WalkResult::advance();
+    if (isa<gpu::ReturnOp>(op) && op->getParentOp() == kernel)
+      return WalkResult::advance();
+    auto dimension = [](auto id) { return id.getDimension(); };
+    if (auto id = dyn_cast<gpu::BlockIdOp>(op))
+      return dimension(id) == gpu::Dimension::x ? WalkResult::advance()
+                                                : WalkResult::interrupt();
+    if (auto id = dyn_cast<gpu::ThreadIdOp>(op))
+      return dimension(id) == gpu::Dimension::x ? WalkResult::advance()
+                                                : WalkResult::interrupt();
+    if (auto size = dyn_cast<gpu::BlockDimOp>(op))
+      return dimension(size) == gpu::Dimension::x ? WalkResult::advance()
+                                                  : WalkResult::interrupt();
+    if (auto size = dyn_cast<gpu::GridDimOp>(op))
+      return dimension(size) == gpu::Dimension::x ? WalkResult::advance()
+                                                  : WalkResult::interrupt();
+    return WalkResult::interrupt();
+  });
+  if (unsupported.wasInterrupted())
+    return std::nullopt;
+
+  Launch described{launch, kernel, *blocks, *threads, {}, {}};
+  for (auto [operand, argument] :
+       llvm::zip(launch.getKernelOperands(), kernel.getArguments())) {
+    std::optional<ByteRange> bytes = kiln::bytesOf(operand);
+    if (!bytes)
+      return std::nullopt;
+    (onlyLoaded(argument) ? described.reads : described.writes)
+        .push_back(*bytes);
+  }
+  return described;
+}
+
+/// Whether `value` is available at `at` once the pure ops computing it in
+/// `at`'s block move before `at`; moves them when `move` is set.
+bool hoistBefore(Value value, Operation *at, bool move) {
+  Operation *def = value.getDefiningOp();
+  if (!def || def->getBlock() != at->getBlock() || def->isBeforeInBlock(at))
+    return true;
+  if (!isPure(def) || def->getNumRegions() != 0)
+    return false;
+  for (Value operand : def->getOperands())
+    if (!hoistBefore(operand, at, move))
+      return false;
+  if (move)
+    def->moveBefore(at);
+  return true;
+}
+
+/// Launches merged into one, at the place of the first; the others follow
+/// it directly until the merged launch replaces them all.
+struct Group {
+  SmallVector<Launch> members;
+  int64_t blocks = 0;
+  /// The buffers the merged kernel receives.
+  llvm::SmallDenseSet<Value, 16> arguments;
+
+  /// Kernel parameters take at most 4 KiB before PTX ISA 8.1, and each
+  /// buffer is one 8-byte pointer; half of that leaves room to spare.
+  static constexpr size_t kMaxArguments = 256;
+
+  bool accepts(const Launch &launch) const {
+    gpu::LaunchFuncOp op = launch.op;
+    size_t added = llvm::count_if(op.getKernelOperands(), [&](Value v) {
+      return !arguments.contains(v);
+    });
+    return launch.threads == members.front().threads &&
+           blocks + launch.blocks <= std::numeric_limits<int32_t>::max() &&
+           arguments.size() + added <= kMaxArguments;
+  }
+
+  void add(Launch launch) {
+    blocks += launch.blocks;
+    arguments.insert(launch.op.getKernelOperands().begin(),
+                     launch.op.getKernelOperands().end());
+    members.push_back(std::move(launch));
+  }
+};
+
+struct KilnGPUMergeLaunchesPass
+    : kiln::impl::KilnGPUMergeLaunchesBase<KilnGPUMergeLaunchesPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    bodies.clear();
+    merged = 0;
+    SetVector<gpu::GPUFuncOp> replaced;
+    for (auto entry : module.getOps<func::FuncOp>()) {
+      if (entry.isExternal())
+        continue;
+      std::vector<std::unique_ptr<Group>> groups = group(entry);
+      for (const std::unique_ptr<Group> &g : groups) {
+        if (g->members.size() < 2)
+          continue;
+        for (const Launch &member : g->members)
+          replaced.insert(member.kernel);
+        launchMerged(entry, *g);
+      }
+    }
+    // Kernels only merged launches ran are gone with them.
+    for (gpu::GPUFuncOp kernel : replaced)
+      if (SymbolTable::symbolKnownUseEmpty(kernel, module))
+        kernel.erase();
+  }
+
+  /// The groups of `entry`'s launches, each member moved right after the
+  /// group's previous member.
+  std::vector<std::unique_ptr<Group>> group(func::FuncOp entry) {
+    std::vector<std::unique_ptr<Group>> groups;
+    llvm::DenseMap<Operation *, std::pair<Group *, unsigned>> memberOf;
+    // The bytes each other op names (std::nullopt: unknown ones).
+    llvm::DenseMap<Operation *, std::optional<SmallVector<ByteRange>>> named;
+    auto bytesNamedBy =
+        [&](Operation *op) -> const std::optional<SmallVector<ByteRange>> & {
+      auto [it, inserted] = named.try_emplace(op);
+      if (inserted) {
+        SmallVector<ByteRange> bytes;
+        if (kiln::touchedBytes(op, bytes))
+          it->second = std::move(bytes);
+      }
+      return it->second;
+    };
+
+    // A launch that touches what a collective before it averages or
+    // gathers waits for that collective alone, and runs beside the later
+    // ones: it stays on its own.
+    SmallVector<Operation *> collectives;
+    for (Operation &op : entry.getBody().front())
+      if (isa<kiln::AllReduceMeanOp, kiln::ReduceScatterMeanOp,
+              kiln::AllGatherOp>(op))
+        collectives.push_back(&op);
+    auto waitsForCollective = [&](const Launch &launch) {
+      return llvm::any_of(collectives, [&](Operation *collective) {
+        if (!collective->isBeforeInBlock(launch.op))
+          return false;
+        const std::optional<SmallVector<ByteRange>> &bytes =
+            bytesNamedBy(collective);
+        return !bytes || overlapsAny(*bytes, launch.reads) ||
+               overlapsAny(*bytes, launch.writes);
+      });
+    };
+
+    SmallVector<gpu::LaunchFuncOp> launches(
+        entry.getBody().front().getOps<gpu::LaunchFuncOp>());
+    for (gpu::LaunchFuncOp op : launches) {
+      std::optional<Launch> launch = describe(op);
+      if (!launch || waitsForCollective(*launch))
+        continue;
+      Group *target = nullptr;
+      for (Operation *x = op->getPrevNode(); x; x = x->getPrevNode()) {
+        auto member = memberOf.find(x);
+        if (member != memberOf.end()) {
+          auto [g, index] = member->second;
+          if (!independent(*launch, g->members[index]))
+            break;
+          if (index == 0 && g->accepts(*launch) &&
+              llvm::all_of(op.getKernelOperands(), [&](Value operand) {
+                return hoistBefore(operand, x, /*move=*/false);
+              })) {
+            target = g;
+            break;
+          }
+          continue;
+        }
+        // Anything else stays where it is, so the launch must not touch
+        // what it names.
+        const std::optional<SmallVector<ByteRange>> &bytes = bytesNamedBy(x);
+        if (!bytes || overlapsAny(*bytes, launch->reads) ||
+            overlapsAny(*bytes, launch->writes))
+          break;
+      }
+      if (!target) {
+        groups.push_back(std::make_unique<Group>());
+        target = groups.back().get();
+      } else {
+        // The merged launch, at the first member's place, passes what the
+        // members receive.
+        for (Value operand : op.getKernelOperands())
+          hoistBefore(operand, target->members.front().op, /*move=*/true);
+        op->moveAfter(target->members.back().op);
+      }
+      memberOf[op] = {target, static_cast<unsigned>(target->members.size())};
+      target->add(std::move(*launch));
+    }
+    return groups;
+  }
+
+  /// Replaces the launches of `g` by one of a kernel that runs them all.
+  void launchMerged(func::FuncOp entry, Group &g) {
+    Launch &first = g.members.front();
+    Location loc = first.op.getLoc();
+    llvm::MapVector<Value, unsigned> arguments;
+    for (Launch &member : g.members)
+      for (Value operand : member.op.getKernelOperands())
+        arguments.insert({operand, arguments.size()});
+    SmallVector<Type> types;
+    SmallVector<Value> operands;
+    for (auto &[operand, position] : arguments) {
+      types.push_back(operand.getType());
+      operands.push_back(operand);
+    }
+
+    auto gpuModule = first.kernel->getParentOfType<gpu::GPUModuleOp>();
+    OpBuilder b(gpuModule.getBodyRegion());
+    b.setInsertionPointToEnd(gpuModule.getBody());
+    std::string name;
+    do
+      name = (entry.getName() + "_m" + Twine(merged++)).str();
+    while (SymbolTable::lookupSymbolIn(gpuModule, name));
+    auto kernel =
+        gpu::GPUFuncOp::create(b, loc, name, b.getFunctionType(types, {}));
+    kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
+                    b.getUnitAttr());
+    Block &body = kernel.getBody().front();
+    b.setInsertionPointToStart(&body);
+    auto index = [&](OpBuilder &at, int64_t v) -> Value {
+      return arith::ConstantIndexOp::create(at, loc, v);
+    };
+    Value block = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+    Value thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+    int64_t start = 0;
+    for (Launch &member : g.members) {
+      int64_t end = start + member.blocks;
+      Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                           block, index(b, end));
+      if (start > 0)
+        inside = arith::AndIOp::create(
+            b, loc, inside,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, block,
+                                  index(b, start)));
+      auto branch = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
+      OpBuilder inner = OpBuilder::atBlockBegin(branch.thenBlock());
+      Value own = block;
+      if (start > 0)
+        own = arith::SubIOp::create(inner, loc, block, index(inner, start));
+      IRMapping mapping;
+      for (auto [operand, argument] :
+           llvm::zip(member.op.getKernelOperands(),
+                     member.kernel.getArguments()))
+        mapping.map(argument, body.getArgument(arguments.lookup(operand)));
+      for (Operation &op : member.kernel.getBody().front().without_terminator())
+        inner.clone(op, mapping);
+      // The member's block ids count from its first block, and its grid
+      // is its own; the thread id is read once for all members, and the
+      // block size is the same.
+      SmallVector<Operation *> ids;
+      branch.thenBlock()->walk([&](Operation *op) {
+        if (isa<gpu::BlockIdOp, gpu::ThreadIdOp, gpu::BlockDimOp,
+                gpu::GridDimOp>(op))
+          ids.push_back(op);
+      });
+      for (Operation *op : ids) {
+        OpBuilder at(op);
+        Value replacement =
+            TypeSwitch<Operation *, Value>(op)
+                .Case([&](gpu::BlockIdOp) { return own; })
+                .Case([&](gpu::ThreadIdOp) { return thread; })
+                .Case([&](gpu::BlockDimOp) { return index(at, first.threads); })
+                .Default([&](Operation *) { return index(at, member.blocks); });
+        op->getResult(0).replaceAllUsesWith(replacement);
+        op->erase();
+      }
+      b.setInsertionPointAfter(branch);
+      start = end;
+    }
+    gpu::ReturnOp::create(b, loc);
+    kernel = deduplicate(kernel);
+
+    OpBuilder host(first.op);
+    Value one = index(host, 1);
+    gpu::LaunchFuncOp::create(host, loc, kernel,
+                              {index(host, g.blocks), one, one},
+                              {index(host, first.threads), one, one},
+                              /*dynamicSharedMemorySize=*/Value(), operands);
+    // The members' sizes go with them.
+    SmallVector<Operation *> sizes;
+    for (Launch &member : g.members) {
+      for (Value operand : member.op->getOperands())
+        if (Operation *def = operand.getDefiningOp())
+          sizes.push_back(def);
+      member.op.erase();
+    }
+    for (Operation *def : sizes)
+      if (isOpTriviallyDead(def))
+        def->erase();
+  }
+
+  /// An earlier merged kernel with the same body and argument types as
+  /// `kernel` (which goes), or `kernel` itself.
+  gpu::GPUFuncOp deduplicate(gpu::GPUFuncOp kernel) {
+    std::string key;
+    {
+      llvm::raw_string_ostream os(key);
+      os << kernel.getFunctionType();
+      kernel.getBody().front().print(os);
+    }
+    auto [it, inserted] = bodies.try_emplace(key, kernel);
+    if (inserted)
+      return kernel;
+    kernel.erase();
+    return it->second;
+  }
+
+  llvm::StringMap<gpu::GPUFuncOp> bodies;
+  int64_t merged = 0;
+};
+
+} // namespace
