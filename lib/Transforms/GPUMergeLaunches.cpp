@@ -40,26 +40,96 @@ using kiln::ByteRange;
 
 namespace {
 
-/// A launch that can join a merged one: its sizes, and the bytes it reads
-/// and writes.
+/// The part of a buffer a kernel touches: the buffer's bytes and, when the
+/// kernel reaches the buffer only through subviews at constant offsets,
+/// sizes and strides, the boxes of indices those cover ([first, last] in
+/// each dimension of the buffer's type).
+struct Footprint {
+  using Box = SmallVector<std::pair<int64_t, int64_t>, 4>;
+  ByteRange bytes;
+  Type type;
+  std::optional<SmallVector<Box, 1>> boxes;
+};
+
+bool overlap(const ByteRange &x, const Footprint &y) {
+  return x.overlaps(y.bytes);
+}
+
+bool overlap(const Footprint &x, const Footprint &y) {
+  if (!x.bytes.overlaps(y.bytes))
+    return false;
+  // Boxes of the same buffer, indexed alike: apart when, for every pair,
+  // some dimension's ranges are.
+  if (!x.boxes || !y.boxes || x.type != y.type ||
+      x.bytes.first != y.bytes.first || x.bytes.end != y.bytes.end)
+    return true;
+  return llvm::any_of(*x.boxes, [&](const Footprint::Box &a) {
+    return llvm::any_of(*y.boxes, [&](const Footprint::Box &b) {
+      return llvm::all_of(llvm::zip(a, b), [](auto ranges) {
+        auto [p, q] = ranges;
+        return p.first <= q.second && q.first <= p.second;
+      });
+    });
+  });
+}
+
+template <typename X, typename Y>
+bool overlapsAny(ArrayRef<X> xs, ArrayRef<Y> ys) {
+  return llvm::any_of(xs, [&](const X &x) {
+    return llvm::any_of(ys, [&](const Y &y) { return overlap(x, y); });
+  });
+}
+
+/// A launch that can join a merged one: its sizes, and what it reads and
+/// writes.
 struct Launch {
   gpu::LaunchFuncOp op;
   gpu::GPUFuncOp kernel;
   int64_t blocks = 0, threads = 0;
-  SmallVector<ByteRange> reads, writes;
+  SmallVector<Footprint, 4> reads, writes;
 };
-
-bool overlapsAny(ArrayRef<ByteRange> xs, ArrayRef<ByteRange> ys) {
-  return llvm::any_of(xs, [&](const ByteRange &x) {
-    return llvm::any_of(ys, [&](const ByteRange &y) { return x.overlaps(y); });
-  });
-}
 
 /// Whether `x` and `y` may run at the same time: neither writes what the
 /// other reads or writes.
 bool independent(const Launch &x, const Launch &y) {
-  return !overlapsAny(x.writes, y.writes) && !overlapsAny(x.writes, y.reads) &&
-         !overlapsAny(x.reads, y.writes);
+  return !overlapsAny<Footprint, Footprint>(x.writes, y.writes) &&
+         !overlapsAny<Footprint, Footprint>(x.writes, y.reads) &&
+         !overlapsAny<Footprint, Footprint>(x.reads, y.writes);
+}
+
+/// Whether the kernel reaches no element of `view` but its own: it only
+/// loads, stores and takes views that re-index or narrow it.
+bool staysInside(Value view) {
+  return llvm::all_of(view.getUsers(), [&](Operation *user) {
+    if (isa<memref::LoadOp, memref::StoreOp, memref::AtomicRMWOp>(user))
+      return true;
+    if (isa<memref::SubViewOp, memref::ExpandShapeOp, memref::CollapseShapeOp,
+            memref::TransposeOp>(user))
+      return staysInside(user->getResult(0));
+    return false;
+  });
+}
+
+/// The boxes of kernel argument `buffer` the kernel touches, when it
+/// reaches it only through subviews at constant offsets, sizes and strides.
+std::optional<SmallVector<Footprint::Box, 1>> boxesOf(Value buffer) {
+  SmallVector<Footprint::Box, 1> boxes;
+  for (Operation *user : buffer.getUsers()) {
+    auto subview = dyn_cast<memref::SubViewOp>(user);
+    if (!subview || !staysInside(subview.getResult()))
+      return std::nullopt;
+    Footprint::Box box;
+    for (auto [offset, size, stride] :
+         llvm::zip(subview.getStaticOffsets(), subview.getStaticSizes(),
+                   subview.getStaticStrides())) {
+      if (ShapedType::isDynamic(offset) || ShapedType::isDynamic(size) ||
+          ShapedType::isDynamic(stride))
+        return std::nullopt;
+      box.push_back({offset, offset + std::max<int64_t>(size - 1, 0) * stride});
+    }
+    boxes.push_back(std::move(box));
+  }
+  return boxes;
 }
 
 /// Whether the kernel only loads from `buffer` (through any views of it).
@@ -135,7 +205,7 @@ std::optional<Launch> describe(gpu::LaunchFuncOp launch) {
     if (!bytes)
       return std::nullopt;
     (onlyLoaded(argument) ? described.reads : described.writes)
-        .push_back(*bytes);
+        .push_back({*bytes, operand.getType(), boxesOf(argument)});
   }
   return described;
 }
@@ -159,7 +229,7 @@ bool hoistBefore(Value value, Operation *at, bool move) {
 /// Launches merged into one, at the place of the first; the others follow
 /// it directly until the merged launch replaces them all.
 struct Group {
-  SmallVector<Launch> members;
+  SmallVector<Launch, 4> members;
   int64_t blocks = 0;
   /// The buffers the merged kernel receives.
   llvm::SmallDenseSet<Value, 16> arguments;
@@ -243,8 +313,9 @@ struct KilnGPUMergeLaunchesPass
           return false;
         const std::optional<SmallVector<ByteRange>> &bytes =
             bytesNamedBy(collective);
-        return !bytes || overlapsAny(*bytes, launch.reads) ||
-               overlapsAny(*bytes, launch.writes);
+        return !bytes ||
+               overlapsAny<ByteRange, Footprint>(*bytes, launch.reads) ||
+               overlapsAny<ByteRange, Footprint>(*bytes, launch.writes);
       });
     };
 
@@ -273,8 +344,9 @@ struct KilnGPUMergeLaunchesPass
         // Anything else stays where it is, so the launch must not touch
         // what it names.
         const std::optional<SmallVector<ByteRange>> &bytes = bytesNamedBy(x);
-        if (!bytes || overlapsAny(*bytes, launch->reads) ||
-            overlapsAny(*bytes, launch->writes))
+        if (!bytes ||
+            overlapsAny<ByteRange, Footprint>(*bytes, launch->reads) ||
+            overlapsAny<ByteRange, Footprint>(*bytes, launch->writes))
           break;
       }
       if (!target) {

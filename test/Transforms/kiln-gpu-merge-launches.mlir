@@ -247,3 +247,64 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// Kernels that reach a buffer only through subviews at constant offsets
+// touch only those boxes of it: the query's and the key's gradients
+// written into their columns of one [4, 96] buffer are apart and merge.
+// The value's columns overlap the key's by one, so it stays; so does a
+// kernel that stores to the buffer directly.
+
+// CHECK-LABEL: func.func @columns
+// CHECK: gpu.launch_func @kiln_kernels::@columns_m0 blocks in ({{.*}}) threads in ({{.*}}) args(%arg0 : memref<4x32xf32>, %arg3 : memref<4x96xf32>, %arg1 : memref<4x32xf32>)
+// CHECK-NEXT: gpu.launch_func @kiln_kernels::@value
+// CHECK-NEXT: gpu.launch_func @kiln_kernels::@whole
+// CHECK-NEXT: return
+module attributes {gpu.container_module} {
+  func.func @columns(%q: memref<4x32xf32>, %k: memref<4x32xf32>,
+                     %v: memref<4x32xf32>, %qkv: memref<4x96xf32>) {
+    %c1 = arith.constant 1 : index
+    %c128 = arith.constant 128 : index
+    gpu.launch_func @kiln_kernels::@query blocks in (%c1, %c1, %c1) threads in (%c128, %c1, %c1) args(%q : memref<4x32xf32>, %qkv : memref<4x96xf32>)
+    gpu.launch_func @kiln_kernels::@key blocks in (%c1, %c1, %c1) threads in (%c128, %c1, %c1) args(%k : memref<4x32xf32>, %qkv : memref<4x96xf32>)
+    gpu.launch_func @kiln_kernels::@value blocks in (%c1, %c1, %c1) threads in (%c128, %c1, %c1) args(%v : memref<4x32xf32>, %qkv : memref<4x96xf32>)
+    gpu.launch_func @kiln_kernels::@whole blocks in (%c1, %c1, %c1) threads in (%c128, %c1, %c1) args(%v : memref<4x32xf32>, %qkv : memref<4x96xf32>)
+    return
+  }
+  gpu.module @kiln_kernels {
+    gpu.func @query(%x: memref<4x32xf32>, %y: memref<4x96xf32>) kernel {
+      %thread = gpu.thread_id x
+      %c0 = arith.constant 0 : index
+      %part = memref.subview %y[0, 0] [4, 32] [1, 1] : memref<4x96xf32> to memref<4x32xf32, strided<[96, 1]>>
+      %v = memref.load %x[%c0, %thread] : memref<4x32xf32>
+      memref.store %v, %part[%c0, %thread] : memref<4x32xf32, strided<[96, 1]>>
+      gpu.return
+    }
+    gpu.func @key(%x: memref<4x32xf32>, %y: memref<4x96xf32>) kernel {
+      %thread = gpu.thread_id x
+      %c0 = arith.constant 0 : index
+      %part = memref.subview %y[0, 32] [4, 32] [1, 1] : memref<4x96xf32> to memref<4x32xf32, strided<[96, 1], offset: 32>>
+      %rows = memref.expand_shape %part [[0], [1, 2]] output_shape [4, 2, 16] : memref<4x32xf32, strided<[96, 1], offset: 32>> into memref<4x2x16xf32, strided<[96, 16, 1], offset: 32>>
+      %v = memref.load %x[%c0, %thread] : memref<4x32xf32>
+      memref.store %v, %rows[%c0, %c0, %thread] : memref<4x2x16xf32, strided<[96, 16, 1], offset: 32>>
+      gpu.return
+    }
+    gpu.func @value(%x: memref<4x32xf32>, %y: memref<4x96xf32>) kernel {
+      %thread = gpu.thread_id x
+      %c0 = arith.constant 0 : index
+      %part = memref.subview %y[0, 63] [4, 32] [1, 1] : memref<4x96xf32> to memref<4x32xf32, strided<[96, 1], offset: 63>>
+      %v = memref.load %x[%c0, %thread] : memref<4x32xf32>
+      memref.store %v, %part[%c0, %thread] : memref<4x32xf32, strided<[96, 1], offset: 63>>
+      gpu.return
+    }
+    gpu.func @whole(%x: memref<4x32xf32>, %y: memref<4x96xf32>) kernel {
+      %thread = gpu.thread_id x
+      %c0 = arith.constant 0 : index
+      %c95 = arith.constant 95 : index
+      %v = memref.load %x[%c0, %thread] : memref<4x32xf32>
+      memref.store %v, %y[%c0, %c95] : memref<4x96xf32>
+      gpu.return
+    }
+  }
+}
