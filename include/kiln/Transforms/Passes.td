@@ -642,7 +642,13 @@ def KilnGPUMergeLaunches : Pass<"kiln-gpu-merge-launches", "mlir::ModuleOp"> {
     - it writes no bytes a member reads or writes and reads no bytes a
       member writes (the bytes of the arguments and arena slots the kernels
       receive; an argument is written when the kernel does anything with it
-      but load), and
+      but load; a kernel that reaches a buffer only through subviews at
+      constant offsets, sizes and strides touches only their boxes of it,
+      so the query, key and value gradients written into their columns of
+      one buffer are apart), and
+    - it touches no bytes that a collective before it averages or gathers
+      (it would wait for that collective alone, and run beside later ones),
+      and
     - it can move up to the group: no op between them touches a buffer it
       touches (every op but a launch counts as reading and writing every
       buffer it names; one naming a buffer of unknown bytes stops it).
