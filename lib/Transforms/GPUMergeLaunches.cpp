@@ -12,6 +12,7 @@
 
 #include "kiln/KilnOps.h"
 #include "kiln/Transforms/Buffers.h"
+#include "kiln/Transforms/GPUKernels.h"
 #include "kiln/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -180,20 +181,14 @@ std::optional<Launch> describe(gpu::LaunchFuncOp launch) {
       return WalkResult::advance();
     if (isa<gpu::ReturnOp>(op) && op->getParentOp() == kernel)
       return WalkResult::advance();
-    auto dimension = [](auto id) { return id.getDimension(); };
-    if (auto id = dyn_cast<gpu::BlockIdOp>(op))
-      return dimension(id) == gpu::Dimension::x ? WalkResult::advance()
-                                                : WalkResult::interrupt();
-    if (auto id = dyn_cast<gpu::ThreadIdOp>(op))
-      return dimension(id) == gpu::Dimension::x ? WalkResult::advance()
-                                                : WalkResult::interrupt();
-    if (auto size = dyn_cast<gpu::BlockDimOp>(op))
-      return dimension(size) == gpu::Dimension::x ? WalkResult::advance()
-                                                  : WalkResult::interrupt();
-    if (auto size = dyn_cast<gpu::GridDimOp>(op))
-      return dimension(size) == gpu::Dimension::x ? WalkResult::advance()
-                                                  : WalkResult::interrupt();
-    return WalkResult::interrupt();
+    return TypeSwitch<Operation *, WalkResult>(op)
+        .Case<gpu::BlockIdOp, gpu::ThreadIdOp, gpu::BlockDimOp,
+              gpu::GridDimOp>([](auto id) {
+          return id.getDimension() == gpu::Dimension::x
+                     ? WalkResult::advance()
+                     : WalkResult::interrupt();
+        })
+        .Default([](Operation *) { return WalkResult::interrupt(); });
   });
   if (unsupported.wasInterrupted())
     return std::nullopt;
@@ -444,7 +439,7 @@ struct KilnGPUMergeLaunchesPass
       start = end;
     }
     gpu::ReturnOp::create(b, loc);
-    kernel = deduplicate(kernel);
+    kernel = kiln::deduplicateKernel(kernel, bodies);
 
     OpBuilder host(first.op);
     Value one = index(host, 1);
@@ -463,22 +458,6 @@ struct KilnGPUMergeLaunchesPass
     for (Operation *def : sizes)
       if (isOpTriviallyDead(def))
         def->erase();
-  }
-
-  /// An earlier merged kernel with the same body and argument types as
-  /// `kernel` (which goes), or `kernel` itself.
-  gpu::GPUFuncOp deduplicate(gpu::GPUFuncOp kernel) {
-    std::string key;
-    {
-      llvm::raw_string_ostream os(key);
-      os << kernel.getFunctionType();
-      kernel.getBody().front().print(os);
-    }
-    auto [it, inserted] = bodies.try_emplace(key, kernel);
-    if (inserted)
-      return kernel;
-    kernel.erase();
-    return it->second;
   }
 
   llvm::StringMap<gpu::GPUFuncOp> bodies;

@@ -12,6 +12,7 @@
 #include "kiln/KilnInterfaces.h"
 #include "kiln/KilnOps.h"
 #include "kiln/Transforms/Buffers.h"
+#include "kiln/Transforms/GPUKernels.h"
 #include "kiln/Transforms/Gemm.h"
 #include "kiln/Transforms/Passes.h"
 
@@ -800,7 +801,7 @@ struct KilnGPUOutlineKernelsPass
       return kernel->emitError("kernel needs ")
              << blocks << " blocks, more than a grid holds";
 
-    gpu::GPUFuncOp launched = deduplicate(function);
+    gpu::GPUFuncOp launched = kiln::deduplicateKernel(function, bodies);
     OpBuilder host(kernel);
     Location loc = kernel->getLoc();
     auto index = [&](int64_t v) {
@@ -815,22 +816,6 @@ struct KilnGPUOutlineKernelsPass
     return success();
   }
 
-  /// Returns an earlier kernel with the same body and argument types as
-  /// `function` (erasing `function`), or `function` itself.
-  gpu::GPUFuncOp deduplicate(gpu::GPUFuncOp function) {
-    std::string key;
-    {
-      llvm::raw_string_ostream os(key);
-      os << function.getFunctionType();
-      function.getBody().front().print(os);
-    }
-    auto [it, inserted] = bodies.try_emplace(key, function);
-    if (inserted)
-      return function;
-    function.erase();
-    return it->second;
-  }
-
   gpu::GPUModuleOp gpuModule;
   /// The fills just before each reduction that may start from their values
   /// instead (fillBeforeReduction), with the operand each fills, until the
@@ -842,3 +827,19 @@ struct KilnGPUOutlineKernelsPass
 };
 
 } // namespace
+
+gpu::GPUFuncOp
+kiln::deduplicateKernel(gpu::GPUFuncOp kernel,
+                        llvm::StringMap<gpu::GPUFuncOp> &bodies) {
+  std::string key;
+  {
+    llvm::raw_string_ostream os(key);
+    os << kernel.getFunctionType();
+    kernel.getBody().front().print(os);
+  }
+  auto [it, inserted] = bodies.try_emplace(key, kernel);
+  if (inserted)
+    return kernel;
+  kernel.erase();
+  return it->second;
+}
