@@ -856,9 +856,10 @@ verifyFusedLayerNorm(Operation *op, Value input,
   auto check = [&](Value value, StringRef name, bool narrow) -> LogicalResult {
     auto type = cast<ShapedType>(value.getType());
     Type element = type.getElementType();
-    bool only16 = name == "rounded_input_grad";
+    bool only16 = name == "rounded_input_grad" || name == "copy";
     bool elementOk = (element.isF32() && !only16) ||
-                     (narrow && isa<BFloat16Type, Float16Type>(element));
+                     ((narrow || only16) &&
+                      isa<BFloat16Type, Float16Type>(element));
     if (!elementOk || type.getShape() != ArrayRef(shapeFor(name)))
       return op->emitOpError(name)
              << " must be "
@@ -881,15 +882,29 @@ verifyFusedLayerNorm(Operation *op, Value input,
 }
 
 LogicalResult FusedLayerNormOp::verify() {
-  SmallVector<StringRef, 2> produced = {"result"};
+  // The result, the sum with a residual, and the result's 16-bit copy if
+  // one more.
+  SmallVector<StringRef, 3> produced = {"result"};
   if (getResidual())
     produced.push_back("sum");
-  return verifyFusedLayerNorm(*this, getInput(),
-                              {{getInput(), "input"},
-                               {getScale(), "scale"},
-                               {getBias(), "bias"},
-                               {getResidual(), "residual"}},
-                              getOutputs(), produced, 0);
+  size_t count = hasBufferSemantics() ? getOutputs().size() : getNumResults();
+  if (count > produced.size() + 1)
+    return emitOpError("produces ")
+           << count << " values, more than the result"
+           << (getResidual() ? ", the sum" : "") << " and its copy";
+  if (count == produced.size() + 1)
+    produced.push_back("copy");
+  if (failed(verifyFusedLayerNorm(*this, getInput(),
+                                  {{getInput(), "input"},
+                                   {getScale(), "scale"},
+                                   {getBias(), "bias"},
+                                   {getResidual(), "residual"}},
+                                  getOutputs(), produced, 0)))
+    return failure();
+  Type result = getProduced().front().getType();
+  if (getCopy() && !getElementTypeOrSelf(result).isF32())
+    return emitOpError("with a copy, the result must be f32, not ") << result;
+  return success();
 }
 
 LogicalResult FusedLayerNormGradOp::verify() {

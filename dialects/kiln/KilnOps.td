@@ -913,7 +913,10 @@ def Kiln_FusedLayerNormOp : Kiln_Op<"fused_layer_norm",
     to it, which spares a kernel that rounds it for a matrix product under
     `--amp`). With the optional f32 `residual` `[rows, cols]` it normalizes
     `input + residual` (a residual connection's sum) and also returns that
-    sum, f32: the kernel that added them is spared too.
+    sum, f32: the kernel that added them is spared too. One more result,
+    bf16 or f16 after an f32 result, is the result rounded to it: the copy
+    the products read where the rest read the f32 result (kiln-amp adds it
+    for a post-norm residual stream).
 
     kiln-fused-layer-norm forms this op from kiln.layer_norm for the CUDA
     target. After bufferization the op takes the buffer of its result after
@@ -938,11 +941,17 @@ def Kiln_FusedLayerNormOp : Kiln_Op<"fused_layer_norm",
   let extraClassDeclaration = [{
     /// Whether this is the buffer form (output buffers, no results).
     bool hasBufferSemantics() { return !getOutputs().empty(); }
-    /// The result and, with a residual, the sum: results, or output
-    /// buffers.
+    /// The result and, with a residual, the sum, then the copy if any:
+    /// results, or output buffers.
     mlir::ValueRange getProduced() {
       return hasBufferSemantics() ? mlir::ValueRange(getOutputs())
                                   : mlir::ValueRange(getResults());
+    }
+    /// The result's 16-bit copy (a result or an output buffer), or null.
+    mlir::Value getCopy() {
+      mlir::ValueRange produced = getProduced();
+      size_t copy = getResidual() ? 2 : 1;
+      return produced.size() > copy ? produced[copy] : mlir::Value();
     }
   }];
 }

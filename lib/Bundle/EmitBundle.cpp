@@ -220,6 +220,12 @@ llvm::Error fillLayerNorm(bundle::LayerNorm &out,
       return element.takeError();
     out.set_output_type(*element);
   }
+  if (layerNorm.copyElement) {
+    auto element = elementTypeOf(layerNorm.copyElement);
+    if (!element)
+      return element.takeError();
+    out.set_copy_type(*element);
+  }
   out.set_rows(layerNorm.rows);
   out.set_cols(layerNorm.cols);
   out.set_epsilon(layerNorm.epsilon);
@@ -242,6 +248,7 @@ llvm::Error fillLayerNorm(bundle::LayerNorm &out,
     fill(out.mutable_output(), layerNorm.output);
     fill(out.mutable_residual(), layerNorm.residual); // likewise
     fill(out.mutable_sum(), layerNorm.sum);
+    fill(out.mutable_copy(), layerNorm.copy); // likewise
   }
   return llvm::Error::success();
 }

@@ -218,9 +218,10 @@ struct KilnAutoMixedPrecisionPass
                        FloatType element,
                        llvm::DenseMap<Value, Value> &rounded) {
     if (result.getResultNumber() != 0 || op.hasBufferSemantics() ||
-        !getElementTypeOrSelf(result.getType()).isF32() ||
-        !readOnlyByProducts(result))
+        !getElementTypeOrSelf(result.getType()).isF32() || op.getCopy())
       return {};
+    if (!readOnlyByProducts(result))
+      return copyLayerNorm(op, element, rounded);
     OpBuilder b(op);
     SmallVector<Type, 2> types(op->getResultTypes());
     types[0] = cast<RankedTensorType>(types[0]).clone(element);
@@ -232,6 +233,27 @@ struct KilnAutoMixedPrecisionPass
       op.getResults()[1].replaceAllUsesWith(narrow.getResults()[1]);
     roundedLayerNorms.insert(op);
     return rounded[result] = narrow.getResults()[0];
+  }
+
+  /// A fused layer norm's f32 result that products and others read (a
+  /// post-norm residual stream), as the same layer norm also writing it
+  /// rounded, a copy for the products (the op is rebuilt with it).
+  Value copyLayerNorm(kiln::FusedLayerNormOp op, FloatType element,
+                      llvm::DenseMap<Value, Value> &rounded) {
+    OpBuilder b(op);
+    SmallVector<Type, 3> types(op->getResultTypes());
+    types.push_back(cast<RankedTensorType>(types[0]).clone(element));
+    auto withCopy = kiln::FusedLayerNormOp::create(
+        b, op.getLoc(), types, op.getInput(), op.getScale(), op.getBias(),
+        op.getResidual(), ValueRange{}, op.getEpsilonAttr());
+    for (auto [old, now] : llvm::zip(op->getResults(), withCopy.getResults()))
+      if (Value narrow = rounded.lookup(old)) {
+        rounded.erase(old);
+        rounded[now] = narrow;
+      }
+    op->replaceAllUsesWith(withCopy.getResults().take_front(op->getNumResults()));
+    op.erase();
+    return rounded[withCopy.getResults()[0]] = withCopy.getCopy();
   }
 
   /// `value` rounded to `element` and recorded in `rounded`: where it is

@@ -147,19 +147,24 @@ struct KilnGPUEmulatePass
         return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(value));
       };
       // The forward's input, residual, scale, bias, output, sum and output
-      // type, or the gradient's input, scale, grad, accumulate, its four
-      // results and its rounded input gradient with that one's type; then
-      // the shape and epsilon (kiln/layer_norm.h).
+      // type (and its copy with that one's type, if it has one), or the
+      // gradient's input, scale, grad, accumulate, its four results and its
+      // rounded input gradient with that one's type; then the shape and
+      // epsilon (kiln/layer_norm.h).
       SmallVector<Value> args;
-      Value input;
+      Value input, copy;
       if (forward) {
         input = forward.getInput();
         ValueRange outputs = forward.getOutputs();
         for (Value v : {forward.getInput(), forward.getResidual(),
                         forward.getScale(), forward.getBias(), outputs[0],
-                        outputs.size() > 1 ? outputs[1] : Value()})
+                        forward.getResidual() ? outputs[1] : Value()})
           args.push_back(address(v));
         args.push_back(integer(elementCode(outputs[0])));
+        if ((copy = forward.getCopy())) {
+          args.push_back(address(copy));
+          args.push_back(integer(elementCode(copy)));
+        }
       } else {
         input = grad.getInput();
         for (Value v : {grad.getInput(), grad.getScale(), grad.getGrad(),
@@ -179,8 +184,9 @@ struct KilnGPUEmulatePass
       args.push_back(arith::ConstantOp::create(
           b, loc, op->getAttrOfType<FloatAttr>("epsilon")));
       replaceByRuntimeCall(op,
-                           forward ? "kiln_layer_norm_forward_host"
-                                   : "kiln_layer_norm_backward_host",
+                           !forward ? "kiln_layer_norm_backward_host"
+                           : copy   ? "kiln_layer_norm_forward_copy_host"
+                                    : "kiln_layer_norm_forward_host",
                            args);
     }
     return success();

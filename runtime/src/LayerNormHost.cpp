@@ -44,13 +44,24 @@ RowStats rowStats(const float *x, int64_t cols, float epsilon) {
   return {mean, 1.0f / std::sqrt(squares / count + epsilon)};
 }
 
+/// Stores `value` rounded to `element` (1: bf16, 2: f16) as element
+/// `index` of `output`.
+void storeRounded(void *output, int64_t element, int64_t index, float value) {
+  if (element == 2)
+    ln::F16Output::store(output, index, value);
+  else
+    ln::BF16Output::store(output, index, value);
+}
+
 /// Writes row `row` of the output of `Out` (ln::F32Output, BF16Output or
-/// F16Output); with a residual, normalizes input + residual, which it
-/// writes to `sum` first.
+/// F16Output), and that rounded to `copy_element` into `copy` unless null;
+/// with a residual, normalizes input + residual, which it writes to `sum`
+/// first.
 template <typename Out>
 void forwardRow(const float *input, const float *residual, const float *scale,
-                const float *bias, void *output, float *sum, int64_t row,
-                int64_t cols, float epsilon) {
+                const float *bias, void *output, float *sum, void *copy,
+                int64_t copy_element, int64_t row, int64_t cols,
+                float epsilon) {
   const int64_t at = row * cols;
   const float *x = input + at;
   if (residual) {
@@ -64,16 +75,9 @@ void forwardRow(const float *input, const float *residual, const float *scale,
     if (bias)
       y += bias[c];
     Out::store(output, at + c, y);
+    if (copy)
+      storeRounded(copy, copy_element, at + c, y);
   }
-}
-
-/// Stores `value` rounded to `element` (1: bf16, 2: f16) as element
-/// `index` of `output`.
-void storeRounded(void *output, int64_t element, int64_t index, float value) {
-  if (element == 2)
-    ln::F16Output::store(output, index, value);
-  else
-    ln::BF16Output::store(output, index, value);
 }
 
 } // namespace
@@ -85,20 +89,32 @@ void kiln_layer_norm_forward_host(const float *input, const float *residual,
                                   void *output, float *sum,
                                   int64_t output_element, int64_t rows,
                                   int64_t cols, double epsilon) {
+  kiln_layer_norm_forward_copy_host(input, residual, scale, bias, output, sum,
+                                    output_element, nullptr, 0, rows, cols,
+                                    epsilon);
+}
+
+void kiln_layer_norm_forward_copy_host(const float *input,
+                                       const float *residual,
+                                       const float *scale, const float *bias,
+                                       void *output, float *sum,
+                                       int64_t output_element, void *copy,
+                                       int64_t copy_element, int64_t rows,
+                                       int64_t cols, double epsilon) {
   const float eps = static_cast<float>(epsilon);
   for (int64_t row = 0; row < rows; ++row) {
     switch (output_element) {
     case 1:
-      forwardRow<ln::BF16Output>(input, residual, scale, bias, output, sum, row,
-                                 cols, eps);
+      forwardRow<ln::BF16Output>(input, residual, scale, bias, output, sum,
+                                 copy, copy_element, row, cols, eps);
       break;
     case 2:
-      forwardRow<ln::F16Output>(input, residual, scale, bias, output, sum, row,
-                                cols, eps);
+      forwardRow<ln::F16Output>(input, residual, scale, bias, output, sum,
+                                copy, copy_element, row, cols, eps);
       break;
     default:
-      forwardRow<ln::F32Output>(input, residual, scale, bias, output, sum, row,
-                                cols, eps);
+      forwardRow<ln::F32Output>(input, residual, scale, bias, output, sum,
+                                copy, copy_element, row, cols, eps);
       break;
     }
   }

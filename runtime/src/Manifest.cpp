@@ -884,6 +884,19 @@ private:
       return formatError(kind, " has output type ", outputType,
                          " but no output (the output type is set exactly ",
                          "when the output is)");
+    // A forward's copy is its f32 output rounded to 16 bits.
+    const bool copied = !backward && isSet(layerNorm.has_copy(), layerNorm.copy());
+    const int copyType = layerNorm.copy_type();
+    if (copied && (outputType != bp::F32 ||
+                   (copyType != bp::BF16 && copyType != bp::F16)))
+      return formatError(kind, " has output type ", outputType,
+                         " and copy type ", copyType,
+                         " (f32 and bf16 or f16 expected: its copy is the ",
+                         "output rounded to 16 bits)");
+    if (!copied && copyType != bp::ELEMENT_TYPE_UNSPECIFIED)
+      return formatError(kind, " has copy type ", copyType,
+                         " but no copy (the copy type is set exactly when ",
+                         "the copy is)");
     const bool residual = isSet(layerNorm.has_residual(), layerNorm.residual());
     if (!backward && residual != isSet(layerNorm.has_sum(), layerNorm.sum()))
       return formatError(kind,
@@ -930,7 +943,9 @@ private:
          !backward && residual ? Use::Written : Use::None, bp::F32,
          Shape::Matrix},
         {"accumulate", layerNorm.has_accumulate(), layerNorm.accumulate(),
-         backward ? Use::MaybeRead : Use::None, bp::F32, Shape::Matrix}};
+         backward ? Use::MaybeRead : Use::None, bp::F32, Shape::Matrix},
+        {"copy", layerNorm.has_copy(), layerNorm.copy(),
+         backward ? Use::None : Use::MaybeWritten, copyType, Shape::Matrix}};
     const int64_t partialBlocks = (rows + KILN_LAYER_NORM_PARTIAL_ROWS - 1) /
                                   KILN_LAYER_NORM_PARTIAL_ROWS;
     const std::vector<int64_t> matrix{rows, cols}, vector{cols},

@@ -66,15 +66,33 @@ func.func @only_products(%x: tensor<8x16xf32>, %g: tensor<16xf32>, %w: tensor<16
 
 // -----
 
-// A result read elsewhere too stays f32, rounded after for the product.
+// A result read elsewhere too stays f32, and the same layer norm also
+// writes it rounded, a copy (its last result) for the product: no kernel
+// rounds it after.
 // AMP-LABEL: func.func @read_elsewhere(
-// AMP: %[[Y:.*]] = kiln.fused_layer_norm %arg0, %arg1 {{.*}} -> tensor<8x16xf32>
-// AMP: %[[R:.*]] = linalg.generic {{.*}} ins(%[[Y]] : tensor<8x16xf32>) outs(%{{.*}} : tensor<8x16xbf16>)
-// AMP: arith.truncf
-// AMP: linalg.generic {{.*}} ins(%[[R]], %{{.*}} : tensor<8x16xbf16>, tensor<16x4xbf16>)
-// AMP: return %{{.*}}, %[[Y]]
+// AMP: %[[Y:.*]]:2 = kiln.fused_layer_norm %arg0, %arg1 : (tensor<8x16xf32>, tensor<16xf32>) -> (tensor<8x16xf32>, tensor<8x16xbf16>)
+// AMP-NOT: arith.truncf
+// AMP: linalg.generic {{.*}} ins(%[[Y]]#1, %{{.*}} : tensor<8x16xbf16>, tensor<16x4xbf16>)
+// AMP: return %{{.*}}, %[[Y]]#0
 func.func @read_elsewhere(%x: tensor<8x16xf32>, %g: tensor<16xf32>, %w: tensor<16x4xf32>) -> (tensor<8x4xf32>, tensor<8x16xf32>) {
   %y = kiln.layer_norm %x, %g {axis = 1 : i64} : tensor<8x16xf32>, tensor<16xf32>
+  %p = kiln.matmul %y, %w : tensor<8x16xf32>, tensor<16x4xf32>
+  return %p, %y : tensor<8x4xf32>, tensor<8x16xf32>
+}
+
+// -----
+
+// A post-norm block: the layer norm of a residual's sum is the next
+// residual and the next product's operand, so it writes the sum, its f32
+// result and the copy.
+// AMP-LABEL: func.func @post_norm(
+// AMP: %[[Y:.*]]:3 = kiln.fused_layer_norm %arg0, %arg2 residual %arg1 : (tensor<8x16xf32>, tensor<16xf32>, tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xbf16>)
+// AMP-NOT: arith.truncf
+// AMP: linalg.generic {{.*}} ins(%[[Y]]#2, %{{.*}} : tensor<8x16xbf16>, tensor<16x4xbf16>)
+// AMP: return %{{.*}}, %[[Y]]#0
+func.func @post_norm(%x: tensor<8x16xf32>, %r: tensor<8x16xf32>, %g: tensor<16xf32>, %w: tensor<16x4xf32>) -> (tensor<8x4xf32>, tensor<8x16xf32>) {
+  %s = kiln.add %x, %r : tensor<8x16xf32>
+  %y = kiln.layer_norm %s, %g {axis = 1 : i64} : tensor<8x16xf32>, tensor<16xf32>
   %p = kiln.matmul %y, %w : tensor<8x16xf32>, tensor<16x4xf32>
   return %p, %y : tensor<8x4xf32>, tensor<8x16xf32>
 }

@@ -174,8 +174,9 @@ def describe(command, kernels, names):
                     f"partials {blocks}x2x{n.cols}{rounded}")
         bias = " + bias" if has("bias") else ""
         residual = " + residual" if has("residual") else ""
+        copy = f" + {names[n.copy_type]} copy" if has("copy") else ""
         return (f"layer norm forward {n.rows}x{n.cols}{bias}{residual} -> "
-                f"{names[n.output_type]}")
+                f"{names[n.output_type]}{copy}")
     if command.HasField("shard"):
         s = command.shard
         kind = ["reduce-scatter-mean", "all-gather", "local-shard"][s.kind]

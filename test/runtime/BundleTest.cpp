@@ -819,7 +819,9 @@ std::string layerNormBundleBytes() {
 /// scale, bias, residual; outputs y, sum), 5 the backward with an
 /// accumulated input gradient (inputs x, scale, grad, accumulate), 6 that
 /// backward also writing its input gradient rounded to bf16 (output 4), 7
-/// the backward without an accumulate rounding it to f16 (output 4).
+/// the backward without an accumulate rounding it to f16 (output 4), 8 the
+/// f32 forward with a bias and a residual also writing its output rounded
+/// to bf16 (outputs y, sum, y_rounded).
 bp::LayerNorm &layerNorm(bp::Manifest &m, int entry) {
   return *program(m, entry).mutable_commands(0)->mutable_layer_norm();
 }
@@ -951,6 +953,42 @@ TEST(BundleReader, RejectsEachBrokenLayerNormRule) {
        "entry point 'layer_norm_grad': program 0 (target 'cuda') command 0: "
        "layer norm backward has output type 0 (bf16 or f16 expected: its "
        "output is the input gradient rounded to 16 bits)"},
+      {"a copy of a bf16 output",
+       [](bp::Manifest &m) {
+         bp::LayerNorm &l = layerNorm(m, 8);
+         l.set_output_type(bp::BF16);
+         l.mutable_output()->set_size(42000);
+       },
+       "entry point 'layer_norm_copy': program 0 (target 'cuda') command 0: "
+       "layer norm has output type 3 and copy type 3 (f32 and bf16 or f16 "
+       "expected: its copy is the output rounded to 16 bits)"},
+      {"an f32 copy",
+       [](bp::Manifest &m) { layerNorm(m, 8).set_copy_type(bp::F32); },
+       "layer norm has output type 1 and copy type 1"},
+      {"a copy type without a copy",
+       [](bp::Manifest &m) { layerNorm(m, 1).set_copy_type(bp::BF16); },
+       "layer norm has copy type 3 but no copy (the copy type is set "
+       "exactly when the copy is)"},
+      {"a copy of size 0 with its type",
+       [](bp::Manifest &m) { layerNorm(m, 8).mutable_copy()->set_size(0); },
+       "layer norm has copy type 3 but no copy"},
+      {"a copy of f32 size",
+       [](bp::Manifest &m) { layerNorm(m, 8).mutable_copy()->set_size(84000); },
+       "layer norm copy has 84000 bytes, not the 42000 of bf16[70,300]"},
+      {"a copy over the output",
+       [](bp::Manifest &m) {
+         bp::LayerNorm &l = layerNorm(m, 8);
+         *l.mutable_copy() = l.output();
+         l.mutable_copy()->set_size(42000);
+       },
+       "layer norm copy"},
+      {"backward with a copy",
+       [](bp::Manifest &m) {
+         bp::LayerNorm &l = layerNorm(m, 2);
+         *l.mutable_copy() = l.input_grad();
+         l.mutable_copy()->set_size(42000);
+       },
+       "layer norm backward sets copy, which it does not use"},
       {"backward rounding to f32",
        [](bp::Manifest &m) { layerNorm(m, 6).set_output_type(bp::F32); },
        "layer norm backward has output type 1 (bf16 or f16 expected"},

@@ -703,7 +703,9 @@ double unitInTheLastPlace(double v, bool bf16) {
 /// forward with a residual and the backward with an accumulated input
 /// gradient run once each, as do the backwards that also round their input
 /// gradient, to bf16 (accumulating) and f16 (not), whose rounded values are
-/// the GPU's f32 input gradient rounded to nearest even, to the bit.
+/// the GPU's f32 input gradient rounded to nearest even, to the bit. The
+/// f32 forward with a bf16 copy writes both, the copy within one unit in
+/// its last place of the host's.
 TEST(CudaLayerNorm, MatchesTheHostVersion) {
   kiln_bundle_t *bundle = nullptr;
   kiln_session_t *session = nullptr;
@@ -810,6 +812,30 @@ TEST(CudaLayerNorm, MatchesTheHostVersion) {
                                  rows, cols, kLayerNormEpsilon);
     EXPECT_EQ(std::memcmp(sum.data(), wantSum.data(), n * 4), 0);
     expectHalfClose(y, want, true, "y");
+  }
+
+  {
+    SCOPED_TRACE("f32 output of input + residual and its bf16 copy");
+    std::vector<float> y(n, NAN), want(n), sum(n, NAN), wantSum(n);
+    std::vector<uint16_t> copy(n, 0xffff), wantCopy(n);
+    kiln_tensor_t inputs[] = {f32Tensor("x", x, matrixShape),
+                              f32Tensor("scale", scale, vectorShape),
+                              f32Tensor("bias", bias, vectorShape),
+                              f32Tensor("residual", residual, matrixShape)};
+    kiln_tensor_t outputs[] = {
+        f32Tensor("y", y, matrixShape), f32Tensor("sum", sum, matrixShape),
+        {"y_rounded", KILN_ELEMENT_TYPE_BF16, 2, matrixShape.data(),
+         copy.data(), n * 2}};
+    ASSERT_EQ(
+        kiln_session_run(session, "layer_norm_copy", inputs, 4, outputs, 3),
+        KILN_OK)
+        << kiln_status_message();
+    kiln_layer_norm_forward_copy_host(
+        x.data(), residual.data(), scale.data(), bias.data(), want.data(),
+        wantSum.data(), 0, wantCopy.data(), 1, rows, cols, kLayerNormEpsilon);
+    EXPECT_EQ(std::memcmp(sum.data(), wantSum.data(), n * 4), 0);
+    expectClose(y, want, "y");
+    expectHalfClose(copy, wantCopy, true, "y_rounded");
   }
 
   std::vector<float> wantDx(n), wantScale(cols), wantBias(cols),

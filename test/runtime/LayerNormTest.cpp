@@ -206,6 +206,11 @@ struct Result {
   int64_t count;
   std::vector<uint8_t> output;
   std::vector<float> sum, dx, scaleGrad, biasGrad, partials;
+  /// The forward's 16-bit copy of an f32 output, of `copyType` (F32: none,
+  /// left as guard bits).
+  Output copyType = Output::F32;
+  std::vector<uint16_t> copy = std::vector<uint16_t>(count + 2 * kGuard,
+                                                     kGuardBits);
 };
 
 /// 2^-8 relative (bf16 keeps 8 significant bits, and rounds to the
@@ -264,6 +269,26 @@ void expectForward(const Result &got, const Reference &want) {
                             : "the sum was written without a residual");
 }
 
+/// The forward's copy: each f32 output element rounded to nearest even to
+/// the copy's type, to the bit, and nothing past its end; without one,
+/// nothing written.
+void expectCopy(const Result &got) {
+  int failures = 0;
+  for (int64_t i = 0; i < got.count && failures < 5; ++i) {
+    uint16_t want = got.copyType == Output::BF16 ? BF16::fromFloat(got.y(i))
+                    : got.copyType == Output::F16 ? F16::fromFloat(got.y(i))
+                                                  : kGuardBits;
+    if (got.copy[i] != want) {
+      ADD_FAILURE() << "copy element " << i << ": 0x" << std::hex
+                    << got.copy[i] << ", expected 0x" << want << std::dec;
+      ++failures;
+    }
+  }
+  EXPECT_TRUE(std::all_of(got.copy.begin() + got.count, got.copy.end(),
+                          [](uint16_t v) { return v == kGuardBits; }))
+      << "the copy was written past its end";
+}
+
 /// The backward's output: of a bf16 or f16 Result, each f32 input gradient
 /// written rounded to nearest even, to the bit; of an f32 one, untouched.
 void expectRoundedInputGrad(const Result &got) {
@@ -305,14 +330,25 @@ void expectBackward(const Result &got, const Reference &want,
 // The two implementations
 //===----------------------------------------------------------------------===//
 
+/// The forward; `copy` BF16 or F16 (with an F32 `type`) also writes the
+/// output rounded to it into the Result's copy, F32 writes none. Without a
+/// copy it calls the entry point without one.
 Result runHostForward(const Problem &p, Output type, bool withBias,
-                      bool withResidual = false) {
+                      bool withResidual = false, Output copy = Output::F32) {
   Result r(p, type);
-  kiln_layer_norm_forward_host(
-      p.x.data(), withResidual ? p.residual.data() : nullptr, p.scale.data(),
-      withBias ? p.bias.data() : nullptr, r.output.data(),
-      withResidual ? r.sum.data() : nullptr, outputElement(type), p.rows,
-      p.cols, kEpsilon);
+  r.copyType = copy;
+  const float *residual = withResidual ? p.residual.data() : nullptr;
+  const float *bias = withBias ? p.bias.data() : nullptr;
+  float *sum = withResidual ? r.sum.data() : nullptr;
+  if (copy == Output::F32)
+    kiln_layer_norm_forward_host(p.x.data(), residual, p.scale.data(), bias,
+                                 r.output.data(), sum, outputElement(type),
+                                 p.rows, p.cols, kEpsilon);
+  else
+    kiln_layer_norm_forward_copy_host(
+        p.x.data(), residual, p.scale.data(), bias, r.output.data(), sum,
+        outputElement(type), r.copy.data(), outputElement(copy), p.rows,
+        p.cols, kEpsilon);
   return r;
 }
 
@@ -346,27 +382,30 @@ ln::Params kernelParams(const Problem &p, Result &r) {
   return params;
 }
 
+/// The forward, `copy` as runHostForward's: F32 runs a NoOutput copy (with
+/// `copy` still pointing at the Result's, which it must not write).
 Result runKernelForward(const Problem &p, Output type, bool withBias,
-                        bool withResidual = false) {
+                        bool withResidual = false, Output copy = Output::F32) {
   Result r(p, type);
+  r.copyType = copy;
   ln::Params params = kernelParams(p, r);
   params.bias = withBias ? p.bias.data() : nullptr;
+  params.copy = r.copy.data();
   if (withResidual) {
     params.residual = p.residual.data();
     params.sum = r.sum.data();
   }
   runGrid(ln::forwardBlocks(p.rows), 0, [&](HostCtx &ctx) {
-    switch (type) {
-    case Output::F32:
-      ln::forward<ln::F32Output>(ctx, params);
-      break;
-    case Output::BF16:
-      ln::forward<ln::BF16Output>(ctx, params);
-      break;
-    case Output::F16:
-      ln::forward<ln::F16Output>(ctx, params);
-      break;
-    }
+    if (copy == Output::BF16)
+      ln::forward<ln::F32Output, ln::BF16Output>(ctx, params);
+    else if (copy == Output::F16)
+      ln::forward<ln::F32Output, ln::F16Output>(ctx, params);
+    else if (type == Output::F32)
+      ln::forward<ln::F32Output, ln::NoOutput>(ctx, params);
+    else if (type == Output::BF16)
+      ln::forward<ln::BF16Output, ln::NoOutput>(ctx, params);
+    else
+      ln::forward<ln::F16Output, ln::NoOutput>(ctx, params);
   });
   return r;
 }
@@ -406,6 +445,8 @@ struct ForwardCase {
   Output type;
   bool withBias, withResidual;
   const char *name;
+  /// F32: no copy.
+  Output copy = Output::F32;
 };
 const ForwardCase kForwardCases[] = {
     {Output::F32, true, false, "f32 with a bias"},
@@ -415,7 +456,10 @@ const ForwardCase kForwardCases[] = {
     {Output::F16, true, false, "f16 with a bias"},
     {Output::F32, true, true, "f32 with a bias and a residual"},
     {Output::BF16, false, true, "bf16 with a residual"},
-    {Output::F16, true, true, "f16 with a bias and a residual"}};
+    {Output::F16, true, true, "f16 with a bias and a residual"},
+    {Output::F32, true, true, "f32 with a bias, a residual and a bf16 copy",
+     Output::BF16},
+    {Output::F32, false, false, "f32 and an f16 copy", Output::F16}};
 
 struct BackwardCase {
   bool withAccumulate;
@@ -433,13 +477,15 @@ const BackwardCase kBackwardCases[] = {
 
 /// Every forward and backward case of `p`, run by `forward` and
 /// `backward` (the host version's or the kernels'), against the reference.
-void expectEveryCase(const Problem &p,
-                     Result (*forward)(const Problem &, Output, bool, bool),
-                     Result (*backward)(const Problem &, bool, Output)) {
+void expectEveryCase(
+    const Problem &p,
+    Result (*forward)(const Problem &, Output, bool, bool, Output),
+    Result (*backward)(const Problem &, bool, Output)) {
   for (const ForwardCase &c : kForwardCases) {
     SCOPED_TRACE(c.name);
-    expectForward(forward(p, c.type, c.withBias, c.withResidual),
-                  Reference(p, c.withBias, c.withResidual));
+    Result got = forward(p, c.type, c.withBias, c.withResidual, c.copy);
+    expectForward(got, Reference(p, c.withBias, c.withResidual));
+    expectCopy(got);
   }
   for (const BackwardCase &c : kBackwardCases) {
     SCOPED_TRACE(c.name);

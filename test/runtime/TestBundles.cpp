@@ -447,8 +447,11 @@ void buildCudaLayerNormBundle(BundleWriter &writer,
     *l.mutable_scale() = buffer(bp::BufferRef::INPUT, 1, 0, vectorBytes);
     return &l;
   };
+  // `copy` BF16 or F16 (with an f32 output): also the output rounded to
+  // it, the last output.
   auto forward = [&](const char *name, bp::ElementType type, bool bias,
-                     bool residual) {
+                     bool residual,
+                     bp::ElementType copy = bp::ELEMENT_TYPE_UNSPECIFIED) {
     bp::EntryPoint &entry = *manifest.add_entry_points();
     entry.set_name(name);
     *entry.add_inputs() = tensor("x", bp::F32, {rows, cols});
@@ -460,6 +463,8 @@ void buildCudaLayerNormBundle(BundleWriter &writer,
     *entry.add_outputs() = tensor("y", type, {rows, cols});
     if (residual)
       *entry.add_outputs() = tensor("sum", bp::F32, {rows, cols});
+    if (copy != bp::ELEMENT_TYPE_UNSPECIFIED)
+      *entry.add_outputs() = tensor("y_rounded", copy, {rows, cols});
     bp::LayerNorm *l = command(entry, false);
     l->set_output_type(type);
     if (bias)
@@ -470,6 +475,11 @@ void buildCudaLayerNormBundle(BundleWriter &writer,
       *l->mutable_residual() =
           buffer(bp::BufferRef::INPUT, bias ? 3 : 2, 0, matrixBytes);
       *l->mutable_sum() = buffer(bp::BufferRef::OUTPUT, 1, 0, matrixBytes);
+    }
+    if (copy != bp::ELEMENT_TYPE_UNSPECIFIED) {
+      l->set_copy_type(copy);
+      *l->mutable_copy() = buffer(bp::BufferRef::OUTPUT, residual ? 2 : 1, 0,
+                                  rows * cols * 2);
     }
   };
   // `rounded` BF16 or F16: also the input gradient rounded to it, the
@@ -513,6 +523,7 @@ void buildCudaLayerNormBundle(BundleWriter &writer,
   backward("layer_norm_grad_accumulate", true);
   backward("layer_norm_grad_accumulate_bf16", true, bp::BF16);
   backward("layer_norm_grad_f16", false, bp::F16);
+  forward("layer_norm_copy", bp::F32, true, true, bp::BF16);
   addCudaTarget(writer, std::move(images));
 }
 

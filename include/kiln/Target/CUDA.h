@@ -113,11 +113,13 @@ struct CudaAttention {
 /// `inputGrad` rounded to `outputElement` in `output`, if that has bytes).
 struct CudaLayerNorm {
   bool backward = false;
-  mlir::Type outputElement;
+  /// The forward's output type, the backward's rounded input gradient's;
+  /// the forward's copy's (null: none).
+  mlir::Type outputElement, copyElement;
   int64_t rows = 0, cols = 0;
   float epsilon = 0;
   CudaBuffer input, scale, bias, residual, output, sum, grad, accumulate,
-      inputGrad, scaleGrad, biasGrad, partials;
+      inputGrad, scaleGrad, biasGrad, partials, copy;
 };
 
 using CudaCommand = std::variant<CudaLaunch, CudaGemm, CudaAllReduce, CudaWait,

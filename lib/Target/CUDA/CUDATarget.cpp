@@ -154,7 +154,7 @@ private:
                    layerNorm->residual, layerNorm->output, layerNorm->sum,
                    layerNorm->grad, layerNorm->accumulate,
                    layerNorm->inputGrad, layerNorm->scaleGrad,
-                   layerNorm->biasGrad, layerNorm->partials});
+                   layerNorm->biasGrad, layerNorm->partials, layerNorm->copy});
     return {};
   }
 
@@ -373,6 +373,11 @@ private:
       if (forward.getResidual()) {
         slots.push_back({forward.getResidual(), &command.residual});
         slots.push_back({forward.getOutputs()[1], &command.sum});
+      }
+      // The output rounded for products, if the op has it.
+      if (Value copy = forward.getCopy()) {
+        command.copyElement = cast<MemRefType>(copy.getType()).getElementType();
+        slots.push_back({copy, &command.copy});
       }
     } else {
       ValueRange outputs = grad.getOutputs();

@@ -11,7 +11,9 @@
  * the forward writes `output` of `output_element` (0: f32, 1: bf16, 2: f16,
  * rounded to nearest even) with `bias` optional (null: none), and with
  * `residual` (null: none) normalizes input + residual, which it writes to
- * `sum` (null exactly when `residual` is); the backward writes
+ * `sum` (null exactly when `residual` is); the _copy_ forward also writes
+ * the output rounded to `copy_element` (1: bf16, 2: f16) into `copy`,
+ * unless null (after an f32 output); the backward writes
  * `input_grad` (plus `accumulate`, unless null), that rounded to
  * `rounded_element` (1: bf16, 2: f16) into `rounded_input_grad` unless
  * null, and `scale_grad` and `bias_grad` through `partials`
@@ -43,6 +45,12 @@ KILN_LAYER_NORM_API void kiln_layer_norm_forward_host(
     const float *input, const float *residual, const float *scale,
     const float *bias, void *output, float *sum, int64_t output_element,
     int64_t rows, int64_t cols, double epsilon);
+
+KILN_LAYER_NORM_API void kiln_layer_norm_forward_copy_host(
+    const float *input, const float *residual, const float *scale,
+    const float *bias, void *output, float *sum, int64_t output_element,
+    void *copy, int64_t copy_element, int64_t rows, int64_t cols,
+    double epsilon);
 
 KILN_LAYER_NORM_API void kiln_layer_norm_backward_host(
     const float *input, const float *scale, const float *grad,

@@ -35,16 +35,19 @@ __device__ DeviceCtx context() {
 
 // kiln_layer_norm_<kernel>[_<output type>]: the names LayerNormPlan.cpp
 // looks up.
-#define KILN_LAYER_NORM_FORWARD(Out, type)                                     \
+#define KILN_LAYER_NORM_FORWARD(Out, Copy, type)                               \
   extern "C" __global__ void __launch_bounds__(kThreads)                       \
       kiln_layer_norm_forward_##type(Params p) {                               \
     DeviceCtx ctx = context();                                                 \
-    forward<Out>(ctx, p);                                                      \
+    forward<Out, Copy>(ctx, p);                                                \
   }
 
-KILN_LAYER_NORM_FORWARD(F32Output, f32)
-KILN_LAYER_NORM_FORWARD(BF16Output, bf16)
-KILN_LAYER_NORM_FORWARD(F16Output, f16)
+KILN_LAYER_NORM_FORWARD(F32Output, NoOutput, f32)
+KILN_LAYER_NORM_FORWARD(BF16Output, NoOutput, bf16)
+KILN_LAYER_NORM_FORWARD(F16Output, NoOutput, f16)
+// f32 output with its rounded copy.
+KILN_LAYER_NORM_FORWARD(F32Output, BF16Output, f32_bf16)
+KILN_LAYER_NORM_FORWARD(F32Output, F16Output, f32_f16)
 
 // kiln_layer_norm_backward_rows, and _bf16 / _f16 that also write the input
 // gradient rounded.

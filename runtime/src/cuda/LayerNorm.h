@@ -68,6 +68,9 @@ struct Params {
   /// input gradient rounded to the kernel's 16-bit type, [rows, cols], or
   /// unused (NoOutput).
   void *output = nullptr;
+  /// Forward: the output rounded to the kernel's 16-bit copy type,
+  /// [rows, cols], or unused (NoOutput).
+  void *copy = nullptr;
   /// Forward, f32 [rows, cols], or both null: none. The row normalized is
   /// input + residual, written to `sum`.
   const float *residual = nullptr;
@@ -112,7 +115,8 @@ template <typename T> struct HalfOutput {
 using BF16Output = HalfOutput<flash::BF16>;
 using F16Output = HalfOutput<flash::F16>;
 
-/// The backward without a rounded input gradient: stores nothing.
+/// The backward without a rounded input gradient, or the forward without a
+/// rounded copy: stores nothing.
 struct NoOutput {
   static KILN_LN_FN void store(void *, int64_t, float) {}
 };
@@ -185,8 +189,10 @@ KILN_LN_FN RowStats rowStats(Ctx &ctx, const Params &p, const float *x,
   return rowStats(ctx, p, x, laneSum(p, x, lane), lane);
 }
 
-/// Grid forwardBlocks(rows); `Out` is F32Output, BF16Output or F16Output.
-template <typename Out, typename Ctx>
+/// Grid forwardBlocks(rows); `Out` is F32Output, BF16Output or F16Output,
+/// and `Copy` NoOutput, or with F32Output BF16Output or F16Output to write
+/// the output rounded into `copy` too.
+template <typename Out, typename Copy, typename Ctx>
 KILN_LN_FN void forward(Ctx &ctx, const Params &p) {
   const int warp = ctx.thread / kWarpSize, lane = ctx.thread % kWarpSize;
   const int64_t row = static_cast<int64_t>(ctx.block) * kWarps + warp;
@@ -207,6 +213,7 @@ KILN_LN_FN void forward(Ctx &ctx, const Params &p) {
     if (p.bias)
       y += p.bias[c];
     Out::store(p.output, at + c, y);
+    Copy::store(p.copy, at + c, y);
   }
 }
 

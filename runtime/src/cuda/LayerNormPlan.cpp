@@ -83,7 +83,13 @@ Status LayerNormPlan::create(
     p.residual = optional(layerNorm.has_residual(), layerNorm.residual());
     if (p.residual)
       p.sum = floats(layerNorm.sum());
-    const char *type = outputTypeName(layerNorm.output_type());
+    std::string type = outputTypeName(layerNorm.output_type());
+    // The rounded copy, if any: the bundle reader checked that the output
+    // is f32 and the copy's type BF16 or F16 when it is set.
+    if (layerNorm.has_copy() && layerNorm.copy().size() > 0) {
+      p.copy = reinterpret_cast<void *>(address(layerNorm.copy()));
+      type = strCat(type, "_", outputTypeName(layerNorm.copy_type()));
+    }
     KILN_RETURN_IF_ERROR(add(strCat("kiln_layer_norm_forward_", type),
                              ln::forwardBlocks(p.rows), 0));
     plan->text = strCat("layer norm ", shape, p.residual ? " + residual" : "",

@@ -1500,6 +1500,30 @@ func.func @fused_layer_norm_residual_shape(%x: tensor<4x16xf32>, %g: tensor<16xf
 
 // -----
 
+func.func @fused_layer_norm_copy_of_bf16(%x: tensor<4x16xf32>, %g: tensor<16xf32>) {
+  // expected-error @+1 {{'kiln.fused_layer_norm' op with a copy, the result must be f32, not 'tensor<4x16xbf16>'}}
+  %y:2 = kiln.fused_layer_norm %x, %g : (tensor<4x16xf32>, tensor<16xf32>) -> (tensor<4x16xbf16>, tensor<4x16xbf16>)
+  return
+}
+
+// -----
+
+func.func @fused_layer_norm_f32_copy(%x: tensor<4x16xf32>, %g: tensor<16xf32>) {
+  // expected-error @+1 {{'kiln.fused_layer_norm' op copy must be bf16 or f16 of shape [4, 16], not 'tensor<4x16xf32>'}}
+  %y:3 = kiln.fused_layer_norm %x, %g residual %x : (tensor<4x16xf32>, tensor<16xf32>, tensor<4x16xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>)
+  return
+}
+
+// -----
+
+func.func @fused_layer_norm_too_many(%x: tensor<4x16xf32>, %g: tensor<16xf32>) {
+  // expected-error @+1 {{'kiln.fused_layer_norm' op produces 3 values, more than the result and its copy}}
+  %y:3 = kiln.fused_layer_norm %x, %g : (tensor<4x16xf32>, tensor<16xf32>) -> (tensor<4x16xf32>, tensor<4x16xbf16>, tensor<4x16xbf16>)
+  return
+}
+
+// -----
+
 func.func @fused_layer_norm_grad_accumulate(%x: tensor<4x16xf32>, %g: tensor<16xf32>, %a: tensor<4x16xbf16>) {
   // expected-error @+1 {{'kiln.fused_layer_norm_grad' op accumulate must be f32 of shape [4, 16], not 'tensor<4x16xbf16>'}}
   %dx, %dg, %db, %p = kiln.fused_layer_norm_grad %x, %g, %x accumulate %a : (tensor<4x16xf32>, tensor<16xf32>, tensor<4x16xf32>, tensor<4x16xbf16>) -> (tensor<4x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<1x2x16xf32>)
