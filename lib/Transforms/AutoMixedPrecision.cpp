@@ -178,16 +178,35 @@ struct KilnAutoMixedPrecisionPass
     if (op.hasBufferSemantics() || value.getResultNumber() != 0 ||
         op->getNumResults() != 4)
       return {};
+    return withRoundedResult(
+        op, element, rounded, [&](OpBuilder &b, TypeRange types) {
+          return kiln::FusedLayerNormGradOp::create(
+              b, op.getLoc(), types, op.getInput(), op.getScale(),
+              op.getGrad(), op.getAccumulate(), ValueRange{},
+              op.getEpsilonAttr());
+        });
+  }
+
+  /// `op` rebuilt by `create` with one more result, its result 0 rounded
+  /// to `element`: the old results' uses (and their entries in `rounded`)
+  /// go to the new op's, and `rounded` maps its result 0 to the new one.
+  template <typename OpT, typename Create>
+  static Value withRoundedResult(OpT op, FloatType element,
+                                 llvm::DenseMap<Value, Value> &rounded,
+                                 Create create) {
     OpBuilder b(op);
     SmallVector<Type, 5> types(op->getResultTypes());
     types.push_back(cast<RankedTensorType>(types[0]).clone(element));
-    auto withRounded = kiln::FusedLayerNormGradOp::create(
-        b, op.getLoc(), types, op.getInput(), op.getScale(), op.getGrad(),
-        op.getAccumulate(), ValueRange{}, op.getEpsilonAttr());
-    op->replaceAllUsesWith(withRounded.getResults().take_front(4));
+    OpT rebuilt = create(b, types);
+    for (auto [old, now] : llvm::zip(op->getResults(), rebuilt->getResults()))
+      if (Value narrow = rounded.lookup(old)) {
+        rounded.erase(old);
+        rounded[now] = narrow;
+      }
+    op->replaceAllUsesWith(
+        rebuilt->getResults().take_front(op->getNumResults()));
     op.erase();
-    return rounded[withRounded.getResults()[0]] =
-               withRounded.getResults()[4];
+    return rounded[rebuilt->getResult(0)] = rebuilt->getResults().back();
   }
 
   /// Erases the reshapes of `value` (and theirs) nothing reads.
@@ -240,20 +259,13 @@ struct KilnAutoMixedPrecisionPass
   /// rounded, a copy for the products (the op is rebuilt with it).
   Value copyLayerNorm(kiln::FusedLayerNormOp op, FloatType element,
                       llvm::DenseMap<Value, Value> &rounded) {
-    OpBuilder b(op);
-    SmallVector<Type, 3> types(op->getResultTypes());
-    types.push_back(cast<RankedTensorType>(types[0]).clone(element));
-    auto withCopy = kiln::FusedLayerNormOp::create(
-        b, op.getLoc(), types, op.getInput(), op.getScale(), op.getBias(),
-        op.getResidual(), ValueRange{}, op.getEpsilonAttr());
-    for (auto [old, now] : llvm::zip(op->getResults(), withCopy.getResults()))
-      if (Value narrow = rounded.lookup(old)) {
-        rounded.erase(old);
-        rounded[now] = narrow;
-      }
-    op->replaceAllUsesWith(withCopy.getResults().take_front(op->getNumResults()));
-    op.erase();
-    return rounded[withCopy.getResults()[0]] = withCopy.getCopy();
+    return withRoundedResult(
+        op, element, rounded, [&](OpBuilder &b, TypeRange types) {
+          return kiln::FusedLayerNormOp::create(
+              b, op.getLoc(), types, op.getInput(), op.getScale(),
+              op.getBias(), op.getResidual(), ValueRange{},
+              op.getEpsilonAttr());
+        });
   }
 
   /// `value` rounded to `element` and recorded in `rounded`: where it is
