@@ -64,6 +64,17 @@ linalg::GenericOp roundableProducer(Value value) {
   return op;
 }
 
+/// Whether an elementwise op or a transpose computes `value`, seen through
+/// reshapes: roundWhereComputed then rounds it without a kernel of its own.
+bool computedRoundable(Value value) {
+  Operation *def = value.getDefiningOp();
+  if (isa_and_nonnull<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(def))
+    return computedRoundable(def->getOperand(0));
+  if (auto transpose = dyn_cast_or_null<linalg::TransposeOp>(def))
+    return transpose.hasPureTensorSemantics();
+  return roundableProducer(value) != nullptr;
+}
+
 /// `op` rebuilt with one more result, its last: its result `value` rounded
 /// to `element`, computed by the same thread from the same element, so the
 /// rounding costs no kernel and no second read. `op`'s results are replaced
@@ -152,6 +163,18 @@ struct KilnAutoMixedPrecisionPass
           argument.replaceAllUsesExcept(wide, wide.getDefiningOp());
         }
       }
+      // Concatenations and reshapes that only rounded copies were read
+      // from go first (the later first), so that their producers' f32
+      // results go too.
+      SmallVector<Operation *> views;
+      function.walk([&](Operation *op) {
+        if (isa<tensor::InsertSliceOp, tensor::CollapseShapeOp,
+                tensor::ExpandShapeOp>(op))
+          views.push_back(op);
+      });
+      for (Operation *op : llvm::reverse(views))
+        if (op->use_empty())
+          op->erase();
       for (linalg::GenericOp op : roundedInProducer)
         dropUnreadResults(op);
       roundedInProducer.clear();
@@ -268,6 +291,40 @@ struct KilnAutoMixedPrecisionPass
         });
   }
 
+  /// A concatenation (slices inserted into an empty tensor, as attention's
+  /// q, k and v gradients into the qkv projection's) rounded as the same
+  /// slices of its pieces, each rounded where computed, when every piece is
+  /// computed so: one rounding kernel fewer, and the f32 concatenation goes
+  /// if nothing else reads it. Null otherwise.
+  Value roundConcatenation(tensor::InsertSliceOp last, FloatType element,
+                           llvm::DenseMap<Value, Value> &rounded) {
+    SmallVector<tensor::InsertSliceOp> chain;
+    Value base = last.getResult();
+    while (auto insert = base.getDefiningOp<tensor::InsertSliceOp>()) {
+      chain.push_back(insert);
+      base = insert.getDest();
+    }
+    auto empty = base.getDefiningOp<tensor::EmptyOp>();
+    if (!empty || !empty.getType().hasStaticShape() ||
+        !llvm::all_of(chain, [&](tensor::InsertSliceOp insert) {
+          return rounded.lookup(insert.getSource()) ||
+                 computedRoundable(insert.getSource());
+        }))
+      return {};
+    OpBuilder b(last);
+    Value narrow = tensor::EmptyOp::create(
+        b, empty.getLoc(), empty.getType().getShape(), element);
+    for (tensor::InsertSliceOp insert : llvm::reverse(chain)) {
+      Value piece = rounded.lookup(insert.getSource());
+      if (!piece)
+        piece = round(insert.getSource(), element, rounded);
+      narrow = tensor::InsertSliceOp::create(
+          b, insert.getLoc(), piece, narrow, insert.getMixedOffsets(),
+          insert.getMixedSizes(), insert.getMixedStrides());
+    }
+    return rounded[last.getResult()] = narrow;
+  }
+
   /// `value` rounded to `element` and recorded in `rounded`: where it is
   /// computed (roundWhereComputed), else by a new op after it.
   Value round(Value value, FloatType element,
@@ -307,6 +364,8 @@ struct KilnAutoMixedPrecisionPass
           RankedTensorType::get(type.getShape(), element));
       return rounded[value] = reshape->getResult(0);
     }
+    if (auto insert = dyn_cast_or_null<tensor::InsertSliceOp>(def))
+      return roundConcatenation(insert, element, rounded);
     if (auto transpose = dyn_cast_or_null<linalg::TransposeOp>(def)) {
       if (!transpose.hasPureTensorSemantics())
         return {};

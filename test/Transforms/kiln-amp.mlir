@@ -112,3 +112,71 @@ func.func @producers(%a: tensor<2x4x8xf32>, %b: tensor<8x8xf32>, %t: tensor<8x16
   } -> tensor<16x8xf32>
   return %p, %q, %n : tensor<8x8xf32>, tensor<16x8xf32>, tensor<8x8xf32>
 }
+
+// A concatenation of pieces each computed by an elementwise op (attention's
+// q, k and v gradients into the qkv projection's) is rounded as the same
+// slices of the pieces, each rounded by its op: no kernel rounds the whole,
+// and the f32 concatenation nothing else reads goes, with the pieces' f32
+// results.
+// CHECK-LABEL: func.func @concatenation(
+// CHECK-SAME: %[[X:.*]]: tensor<8x4xf32>, %[[Y:.*]]: tensor<8x4xf32>, %[[W:.*]]: tensor<8x8xf32>
+// CHECK: %[[PX:.*]] = linalg.generic {{.*}} ins(%[[X]] : tensor<8x4xf32>) outs(%{{.*}} : tensor<8x4xbf16>)
+// CHECK: %[[PY:.*]] = linalg.generic {{.*}} ins(%[[Y]] : tensor<8x4xf32>) outs(%{{.*}} : tensor<8x4xbf16>)
+// CHECK-NOT: tensor.insert_slice
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<8x8xbf16>
+// CHECK: %[[I0:.*]] = tensor.insert_slice %[[PX]] into %[[E]][0, 0] [8, 4] [1, 1] : tensor<8x4xbf16> into tensor<8x8xbf16>
+// CHECK: %[[I1:.*]] = tensor.insert_slice %[[PY]] into %[[I0]][0, 4] [8, 4] [1, 1] : tensor<8x4xbf16> into tensor<8x8xbf16>
+// CHECK-NOT: tensor.insert_slice
+// CHECK: linalg.generic {{.*}} ins(%[[I1]], %{{.*}} : tensor<8x8xbf16>, tensor<8x8xbf16>) {{.*}} attrs = {kiln.matmul = {}}
+// A piece that is an argument, which no op computes, leaves the whole to a
+// rounding kernel after the concatenation.
+// CHECK-LABEL: func.func @concatenation_of_an_argument(
+// CHECK: %[[C:.*]] = tensor.insert_slice %arg1 into %{{.*}}[0, 4] [8, 4] [1, 1] : tensor<8x4xf32> into tensor<8x8xf32>
+// CHECK: %[[R:.*]] = linalg.generic {{.*}} ins(%[[C]] : tensor<8x8xf32>) outs(%{{.*}} : tensor<8x8xbf16>)
+// CHECK: linalg.generic {{.*}} ins(%[[R]], %{{.*}} : tensor<8x8xbf16>, tensor<8x8xbf16>) {{.*}} attrs = {kiln.matmul = {}}
+func.func @concatenation(%x: tensor<8x4xf32>, %y: tensor<8x4xf32>, %w: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e4 = tensor.empty() : tensor<8x4xf32>
+  %px = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<8x4xf32>) outs(%e4 : tensor<8x4xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %m = arith.negf %v : f32
+    linalg.yield %m : f32
+  } -> tensor<8x4xf32>
+  %py = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%y : tensor<8x4xf32>) outs(%e4 : tensor<8x4xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %m = math.exp %v : f32
+    linalg.yield %m : f32
+  } -> tensor<8x4xf32>
+  %e8 = tensor.empty() : tensor<8x8xf32>
+  %i0 = tensor.insert_slice %px into %e8[0, 0] [8, 4] [1, 1] : tensor<8x4xf32> into tensor<8x8xf32>
+  %i1 = tensor.insert_slice %py into %i0[0, 4] [8, 4] [1, 1] : tensor<8x4xf32> into tensor<8x8xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e8 : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %p = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"], kiln.matmul = {}} ins(%i1, %w : tensor<8x8xf32>, tensor<8x8xf32>) outs(%init : tensor<8x8xf32>) {
+  ^bb0(%l: f32, %r: f32, %o: f32):
+    %m = arith.mulf %l, %r : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<8x8xf32>
+  return %p : tensor<8x8xf32>
+}
+
+func.func @concatenation_of_an_argument(%x: tensor<8x4xf32>, %y: tensor<8x4xf32>, %w: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e4 = tensor.empty() : tensor<8x4xf32>
+  %px = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<8x4xf32>) outs(%e4 : tensor<8x4xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %m = arith.negf %v : f32
+    linalg.yield %m : f32
+  } -> tensor<8x4xf32>
+  %e8 = tensor.empty() : tensor<8x8xf32>
+  %i0 = tensor.insert_slice %px into %e8[0, 0] [8, 4] [1, 1] : tensor<8x4xf32> into tensor<8x8xf32>
+  %i1 = tensor.insert_slice %y into %i0[0, 4] [8, 4] [1, 1] : tensor<8x4xf32> into tensor<8x8xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e8 : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %p = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"], kiln.matmul = {}} ins(%i1, %w : tensor<8x8xf32>, tensor<8x8xf32>) outs(%init : tensor<8x8xf32>) {
+  ^bb0(%l: f32, %r: f32, %o: f32):
+    %m = arith.mulf %l, %r : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<8x8xf32>
+  return %p : tensor<8x8xf32>
+}

@@ -701,7 +701,12 @@ def KilnAutoMixedPrecision : Pass<"kiln-amp", "mlir::ModuleOp"> {
     through reshapes; a linalg.transpose becomes one first), that op writes
     the rounded copy as one more result, from the element it computes, and
     stops writing the f32 one when nothing else reads it: no rounding
-    kernel and no second read of the value. Anything else (a parameter, a
+    kernel and no second read of the value. A concatenation (slices
+    inserted into an empty tensor) whose every piece is computed so is
+    rounded as the same slices of the rounded pieces. A kiln
+    fused layer norm writes its result rounded, or a rounded copy beside the
+    f32 result when others read that too; its gradient, a rounded copy of
+    the input's gradient. Anything else (a parameter, a
     product's result, an attention loop's) gets a new elementwise op
     producing the bf16 tensor. Everything else stays f32: parameters
     (the master weights), their gradients, the optimizer, reductions,
