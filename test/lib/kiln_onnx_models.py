@@ -502,6 +502,26 @@ def unnamed_node():
                  [value("x", [2])], [value("frobbed", [2])])
 
 
+def range_of(limit):
+    # A Range whose start, limit and delta are constant initializers.
+    return model([node("Range", ["start", "limit", "delta"], ["y"],
+                       name="huge_range")],
+                 [], [value("y", [None])],
+                 [tensor("start", np.array(0.0, np.float32)),
+                  tensor("limit", np.array(limit, np.float32)),
+                  tensor("delta", np.array(1.0, np.float32))])
+
+
+@artefact("range-too-long")
+def range_too_long():
+    return range_of(1e30)
+
+
+@artefact("range-not-finite")
+def range_not_finite():
+    return range_of(np.inf)
+
+
 @artefact("custom-domain")
 def custom_domain():
     return model([node("FusedGelu", ["x"], ["y"], name="fused",

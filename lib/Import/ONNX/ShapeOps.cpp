@@ -4,6 +4,9 @@
 
 #include "llvm/ADT/STLExtras.h"
 
+#include <cmath>
+#include <limits>
+
 using namespace mlir;
 using namespace kiln;
 using namespace kiln::onnx_import;
@@ -550,10 +553,16 @@ LogicalResult importRange(NodeContext &n) {
   if (start->size() != 1 || limit->size() != 1 || delta->size() != 1)
     return n.fail("start, limit and delta must be scalars");
   double s = start->front(), l = limit->front(), d = delta->front();
+  if (!std::isfinite(s) || !std::isfinite(l) || !std::isfinite(d))
+    return n.fail("start, limit and delta must be finite");
   if (d == 0)
     return n.fail("delta must not be 0");
-  int64_t count =
-      std::max<int64_t>(0, static_cast<int64_t>(std::ceil((l - s) / d)));
+  // Checked before it becomes an integer: a larger double has none.
+  double steps = std::max(0.0, std::ceil((l - s) / d));
+  if (!(steps <= static_cast<double>(std::numeric_limits<int32_t>::max())))
+    return n.fail("start, limit and delta give more than 2147483647 "
+                  "elements");
+  int64_t count = static_cast<int64_t>(steps);
   auto type =
       RankedTensorType::get({count}, n.inputType(0).getElementType());
   return n.setResult(n.create<IotaOp>(ValueRange{},
