@@ -522,6 +522,17 @@ def range_not_finite():
     return range_of(np.inf)
 
 
+@artefact("resize-too-large")
+def resize_too_large():
+    # Scales whose product with a dimension no dimension holds.
+    return model([node("Resize", ["x", "", "scales"], ["y"],
+                       name="huge_resize", mode="nearest")],
+                 [value("x", [1, 1, 2, 2])],
+                 [value("y", [1, 1, None, 2])],
+                 [tensor("scales",
+                         np.array([1.0, 1.0, 1e30, 1.0], np.float32))])
+
+
 @artefact("custom-domain")
 def custom_domain():
     return model([node("FusedGelu", ["x"], ["y"], name="fused",

@@ -4,6 +4,9 @@
 
 #include "llvm/Support/xxhash.h"
 
+#include <cmath>
+#include <limits>
+
 using namespace mlir;
 using namespace kiln;
 using namespace kiln::onnx_import;
@@ -429,10 +432,15 @@ LogicalResult importResize(NodeContext &n) {
     if (static_cast<int64_t>(scales.size()) != rank)
       return n.fail("scales needs one entry per dimension");
     for (int64_t d = 0; d < rank; ++d) {
-      if (!(scales[d] > 0))
-        return n.fail("scales must be positive");
-      sizes.push_back(static_cast<int64_t>(
-          std::floor(static_cast<double>(type.getDimSize(d)) * scales[d])));
+      if (!(scales[d] > 0) || !std::isfinite(scales[d]))
+        return n.fail("scales must be positive and finite");
+      // Checked before it becomes an integer: a larger double has none.
+      double size =
+          std::floor(static_cast<double>(type.getDimSize(d)) * scales[d]);
+      if (!(size <= static_cast<double>(std::numeric_limits<int32_t>::max())))
+        return n.fail("scales give dimension " + Twine(d) +
+                      " more than 2147483647 elements");
+      sizes.push_back(static_cast<int64_t>(size));
     }
   }
   std::string mode = n.getString("mode", "nearest");
