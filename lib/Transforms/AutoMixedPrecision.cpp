@@ -111,13 +111,8 @@ linalg::GenericOp roundInProducer(linalg::GenericOp op, OpResult value,
 
 /// `op` without the results nothing reads (unless its body reads their
 /// initial values), such as a result whose only reader was a product that
-/// now reads its rounded copy. Reshapes nothing reads go first.
+/// now reads its rounded copy.
 void dropUnreadResults(linalg::GenericOp op) {
-  for (OpResult result : op->getResults())
-    for (Operation *user : llvm::make_early_inc_range(result.getUsers()))
-      if (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(user) &&
-          user->use_empty())
-        user->erase();
   IRRewriter rewriter(op);
   (void)linalg::deduplicateOperandsAndRemoveDeadResults(rewriter, op,
                                                         /*removeOutputs=*/true);
@@ -165,7 +160,7 @@ struct KilnAutoMixedPrecisionPass
       }
       // Concatenations and reshapes that only rounded copies were read
       // from go first (the later first), so that their producers' f32
-      // results go too.
+      // results, and f32 layer norms now written rounded, go too.
       SmallVector<Operation *> views;
       function.walk([&](Operation *op) {
         if (isa<tensor::InsertSliceOp, tensor::CollapseShapeOp,
@@ -178,11 +173,9 @@ struct KilnAutoMixedPrecisionPass
       for (linalg::GenericOp op : roundedInProducer)
         dropUnreadResults(op);
       roundedInProducer.clear();
-      for (kiln::FusedLayerNormOp op : roundedLayerNorms) {
-        eraseUnreadReshapes(op.getResults()[0]);
+      for (kiln::FusedLayerNormOp op : roundedLayerNorms)
         if (op->use_empty())
           op.erase();
-      }
       roundedLayerNorms.clear();
     });
   }
@@ -230,16 +223,6 @@ struct KilnAutoMixedPrecisionPass
         rebuilt->getResults().take_front(op->getNumResults()));
     op.erase();
     return rounded[rebuilt->getResult(0)] = rebuilt->getResults().back();
-  }
-
-  /// Erases the reshapes of `value` (and theirs) nothing reads.
-  static void eraseUnreadReshapes(Value value) {
-    for (Operation *user : llvm::make_early_inc_range(value.getUsers()))
-      if (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(user)) {
-        eraseUnreadReshapes(user->getResult(0));
-        if (user->use_empty())
-          user->erase();
-      }
   }
 
   /// Whether only products (through reshapes) read `value`: once they read
