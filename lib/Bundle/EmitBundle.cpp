@@ -332,14 +332,12 @@ llvm::Error fillCudaProgram(bundle::Program &program,
     out->set_n(gemm.n);
     out->set_k(gemm.k);
     out->set_batch(gemm.batch);
-    // Row-major and dense: a row of the stored matrix is its leading
-    // dimension.
-    out->set_lda(gemm.transposeA ? gemm.m : gemm.k);
-    out->set_ldb(gemm.transposeB ? gemm.k : gemm.n);
-    out->set_ldc(gemm.n);
-    out->set_stride_a(gemm.m * gemm.k);
-    out->set_stride_b(gemm.k * gemm.n);
-    out->set_stride_c(gemm.m * gemm.n);
+    out->set_lda(gemm.ld[0]);
+    out->set_ldb(gemm.ld[1]);
+    out->set_ldc(gemm.ld[2]);
+    out->set_stride_a(gemm.batchStride[0]);
+    out->set_stride_b(gemm.batchStride[1]);
+    out->set_stride_c(gemm.batchStride[2]);
     out->set_alpha(1.0f);
     out->set_beta(gemm.beta);
     buffers.fill(*out->mutable_a(), gemm.a.argument, gemm.a.offset,

@@ -142,8 +142,13 @@ void buildBufferPipeline(PassManager &pm, bool forCpu,
   // A value computed only to be inserted into a larger tensor (a
   // concatenation: the gradients of q, k and v into the qkv projection's)
   // is computed into its slice of that tensor, with no copy after.
-  if (!forCpu)
+  // Products' matrices whose rows are not a multiple of 16 bytes long
+  // (GPT-2's logits) are stored with padded rows, which cuBLASLt's fastest
+  // kernels need.
+  if (!forCpu) {
     pm.addPass(kiln::createKilnComputeIntoSlices());
+    pm.addPass(kiln::createKilnPadMatrixRows());
+  }
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =

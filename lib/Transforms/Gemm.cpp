@@ -71,6 +71,46 @@ linalg::GenericOp kiln::zeroFilledProduct(Value v,
   return product;
 }
 
+std::optional<kiln::MatrixLayout> kiln::matrixLayout(MemRefType type) {
+  if (!type || !type.hasStaticShape() || type.getRank() < 2)
+    return std::nullopt;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)) ||
+      ShapedType::isDynamic(offset) ||
+      llvm::any_of(strides, ShapedType::isDynamic))
+    return std::nullopt;
+  ArrayRef<int64_t> shape = type.getShape();
+  int64_t rank = type.getRank();
+  int64_t rows = shape[rank - 2], cols = shape[rank - 1];
+  MatrixLayout layout;
+  layout.offset = offset;
+  // A dimension of one element has a stride nothing reads.
+  if (cols > 1 && strides[rank - 1] != 1)
+    return std::nullopt;
+  layout.leadingDim = rows > 1 ? strides[rank - 2] : cols;
+  if (layout.leadingDim < cols)
+    return std::nullopt;
+  // The batch dimensions, innermost first, must step as one dimension.
+  int64_t next = rows * layout.leadingDim;
+  layout.batchStride = 0;
+  for (int64_t d = rank - 3; d >= 0; --d) {
+    if (shape[d] == 1)
+      continue;
+    if (layout.batchStride == 0) {
+      if (strides[d] < next)
+        return std::nullopt;
+      layout.batchStride = strides[d];
+    } else if (strides[d] != next) {
+      return std::nullopt;
+    }
+    next = strides[d] * shape[d];
+  }
+  if (layout.batchStride == 0)
+    layout.batchStride = rows * layout.leadingDim;
+  return layout;
+}
+
 std::optional<kiln::GemmDescription>
 kiln::describeGemm(linalg::GenericOp op) {
   auto flags = op->getAttrOfType<DictionaryAttr>("kiln.matmul");
@@ -85,9 +125,15 @@ kiln::describeGemm(linalg::GenericOp op) {
   auto lhsType = dyn_cast<MemRefType>(gemm.lhs.getType());
   auto rhsType = dyn_cast<MemRefType>(gemm.rhs.getType());
   auto outType = dyn_cast<MemRefType>(gemm.out.getType());
-  if (!isContiguous(lhsType) || !isContiguous(rhsType) ||
-      !isContiguous(outType) || outType.getRank() < 2 ||
-      lhsType.getRank() != outType.getRank() ||
+  MemRefType types[3] = {lhsType, rhsType, outType};
+  for (int i = 0; i < 3; ++i) {
+    std::optional<MatrixLayout> layout = matrixLayout(types[i]);
+    if (!layout)
+      return std::nullopt;
+    gemm.ld[i] = layout->leadingDim;
+    gemm.batchStride[i] = layout->batchStride;
+  }
+  if (lhsType.getRank() != outType.getRank() ||
       rhsType.getRank() != outType.getRank() ||
       lhsType.getElementType() != rhsType.getElementType())
     return std::nullopt;

@@ -33,9 +33,18 @@ func::FuncOp declareGemm(ModuleOp module, StringRef name, Type element) {
   return function;
 }
 
-/// A pointer to element `elementOffset` of a contiguous buffer.
+/// A pointer to element `elementOffset` of `buffer`, counted from the
+/// view's first element.
 Value pointerTo(OpBuilder &b, Location loc, Value buffer, Value elementOffset,
                 int64_t elementBytes) {
+  // The aligned pointer is the allocation's: the view starts at its
+  // layout's offset.
+  std::optional<MatrixLayout> layout =
+      matrixLayout(cast<MemRefType>(buffer.getType()));
+  if (layout->offset != 0)
+    elementOffset = arith::AddIOp::create(
+        b, loc, elementOffset,
+        arith::ConstantIndexOp::create(b, loc, layout->offset));
   Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
   Value bytes = arith::MulIOp::create(
       b, loc, elementOffset, arith::ConstantIndexOp::create(b, loc, elementBytes));
@@ -82,9 +91,9 @@ LogicalResult lowerGemm(linalg::GenericOp op, ModuleOp module) {
           nb, loc, batchIndex,
           arith::ConstantIndexOp::create(nb, loc, matrixElements));
     };
-    Value a = pointerTo(nb, loc, lhs, offset(m * k), elementBytes);
-    Value bm = pointerTo(nb, loc, rhs, offset(k * n), elementBytes);
-    Value c = pointerTo(nb, loc, out, offset(m * n), elementBytes);
+    Value a = pointerTo(nb, loc, lhs, offset(g.batchStride[0]), elementBytes);
+    Value bm = pointerTo(nb, loc, rhs, offset(g.batchStride[1]), elementBytes);
+    Value c = pointerTo(nb, loc, out, offset(g.batchStride[2]), elementBytes);
     Value one = arith::ConstantOp::create(nb, loc, nb.getFloatAttr(element, 1.0));
     Value beta = arith::ConstantOp::create(
         nb, loc, nb.getFloatAttr(element, deadFill || g.overwrite ? 0.0 : 1.0));
@@ -92,8 +101,7 @@ LogicalResult lowerGemm(linalg::GenericOp op, ModuleOp module) {
         nb, loc, gemm,
         ValueRange{i32(kRowMajor), i32(transLhs ? kTrans : kNoTrans),
                    i32(transRhs ? kTrans : kNoTrans), i32(m), i32(n), i32(k), one,
-                   a, i32(transLhs ? m : k), bm, i32(transRhs ? k : n), beta, c,
-                   i32(n)});
+                   a, i32(g.ld[0]), bm, i32(g.ld[1]), beta, c, i32(g.ld[2])});
   };
   if (batch == 1) {
     emitCall(b, arith::ConstantIndexOp::create(b, loc, 0));

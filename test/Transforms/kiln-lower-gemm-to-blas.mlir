@@ -148,16 +148,50 @@ func.func @integer_stays(%a: memref<2x3xi32>, %b: memref<3x4xi32>, %c: memref<2x
   return
 }
 
-// A strided view is not a contiguous row-major matrix: the generic stays.
+// Views whose rows are further apart than they are long (row-padded
+// buffers, kiln-pad-matrix-rows) are matrices with a larger leading
+// dimension: A's rows are 6 apart, and C starts at element 2 of its buffer
+// (2 * 4 bytes in) with rows 8 apart.
+// CHECK-LABEL: func.func @strided_rows(
+// CHECK-SAME: %[[A:[^:]*]]: memref<2x3xf32, strided<[6, 1]>>, %{{[^:]*}}: memref<3x4xf32>, %[[C:[^:]*]]: memref<2x4xf32, strided<[8, 1], offset: 2>>
+// CHECK: memref.extract_aligned_pointer_as_index %[[A]]
+// CHECK: %[[COFF:.*]] = arith.addi %{{.*}}, %c2 : index
+// CHECK: %[[CBASE:.*]] = memref.extract_aligned_pointer_as_index %[[C]]
+// CHECK: arith.muli %[[COFF]], %c4
+// CHECK: call @cblas_sgemm(%{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %c6_i32{{[_0-9]*}}, %{{[^,]*}}, %c4_i32{{[_0-9]*}}, %{{[^,]*}}, %{{[^,]*}}, %c8_i32{{[_0-9]*}})
+func.func @strided_rows(%a: memref<2x3xf32, strided<[6, 1]>>, %b: memref<3x4xf32>, %c: memref<2x4xf32, strided<[8, 1], offset: 2>>) {
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<2x3xf32, strided<[6, 1]>>, memref<3x4xf32>) outs(%c : memref<2x4xf32, strided<[8, 1], offset: 2>>)
+      attrs = {kiln.matmul = {}} {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// A view whose rows are not contiguous, or closer than they are long, is
+// no matrix BLAS takes: the generic stays.
 // CHECK-LABEL: func.func @strided_stays(
 // CHECK-NOT: call
 // CHECK: linalg.generic
 // CHECK-SAME: attrs = {kiln.matmul = {}}
 // CHECK-NOT: call
+// CHECK: linalg.generic
+// CHECK-NOT: call
 // CHECK: return
-func.func @strided_stays(%a: memref<2x3xf32, strided<[6, 1]>>, %b: memref<3x4xf32>, %c: memref<2x4xf32>) {
+func.func @strided_stays(%a: memref<2x3xf32, strided<[1, 2]>>, %b: memref<3x4xf32>, %c: memref<2x4xf32>, %d: memref<2x3xf32, strided<[2, 1]>>) {
   linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
-      ins(%a, %b : memref<2x3xf32, strided<[6, 1]>>, memref<3x4xf32>) outs(%c : memref<2x4xf32>)
+      ins(%a, %b : memref<2x3xf32, strided<[1, 2]>>, memref<3x4xf32>) outs(%c : memref<2x4xf32>)
+      attrs = {kiln.matmul = {}} {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%d, %b : memref<2x3xf32, strided<[2, 1]>>, memref<3x4xf32>) outs(%c : memref<2x4xf32>)
       attrs = {kiln.matmul = {}} {
   ^bb0(%x: f32, %y: f32, %acc: f32):
     %p = arith.mulf %x, %y : f32

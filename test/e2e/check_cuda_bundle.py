@@ -140,7 +140,13 @@ def describe(command, kernels, names):
         bias = " + bias" if g.HasField("bias") and g.bias.size else ""
         if g.HasField("bias_grad") and g.bias_grad.size:
             bias += " bias grad of " + ("A" if g.bias_grad_of_a else "B")
-        return f"gemm {g.m}x{g.n}x{g.k}{bias}"
+        # Leading dimensions other than a dense matrix's (row-padded views).
+        dense = {"lda": g.m if g.transpose_a else g.k,
+                 "ldb": g.k if g.transpose_b else g.n, "ldc": g.n}
+        padded = "".join(f" {name} {getattr(g, name)}"
+                         for name, ld in dense.items()
+                         if getattr(g, name) != ld)
+        return f"gemm {g.m}x{g.n}x{g.k}{bias}{padded}"
     if command.HasField("all_reduce_mean"):
         r = command.all_reduce_mean
         return f"all-reduce-mean {r.count} f32, request {r.request}"

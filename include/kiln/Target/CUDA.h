@@ -57,6 +57,8 @@ struct CudaGemm {
   mlir::Type inputElement, element;
   bool transposeA = false, transposeB = false, biasGradOfA = false;
   int64_t m = 0, n = 0, k = 0, batch = 1;
+  /// Leading dimensions and batch strides of A, B and C, in elements.
+  int64_t ld[3] = {0, 0, 0}, batchStride[3] = {0, 0, 0};
   float beta = 0;
   CudaBuffer a, b, c, bias, biasGrad;
 };

@@ -23,6 +23,12 @@ struct GemmDescription {
   mlir::Value lhs, rhs, out;
   bool transposeLhs = false, transposeRhs = false;
   int64_t m = 0, n = 0, k = 0, batch = 1;
+  /// Each matrix's leading dimension (elements from one stored row to the
+  /// next: at least its columns, more in a row-padded view) and batch
+  /// stride (elements from one product's matrix to the next), in the
+  /// order A, B, C.
+  int64_t ld[3] = {0, 0, 0};
+  int64_t batchStride[3] = {0, 0, 0};
   /// The zero fill of `out` the product makes dead (beta 0): the nearest
   /// earlier write of `out` when nothing else touches it in between. Null
   /// when the product accumulates into what `out` holds (beta 1).
@@ -57,10 +63,26 @@ struct GemmDescription {
 mlir::linalg::GenericOp zeroFilledProduct(mlir::Value v,
                                           mlir::tensor::ExpandShapeOp &expand);
 
-/// Describes `op` when it is a `kiln.matmul` on contiguous, statically
-/// shaped buffers whose operands have the output's element type, or are
-/// bf16 or f16 with an f32 output, and whose bias-gradient output, if any,
-/// is overwritten; std::nullopt otherwise.
+/// Where a matrix, or a batch of them, lies in its buffer: rows
+/// `leadingDim` elements apart (the last dimension's stride is 1), the
+/// batch's matrices `batchStride` apart, from element `offset` of the
+/// buffer the view starts in.
+struct MatrixLayout {
+  int64_t leadingDim = 0, batchStride = 0, offset = 0;
+};
+
+/// The layout of `type` when it is a statically shaped memref of rank 2 or
+/// more stored as matrices: static strides and offset, the last dimension
+/// contiguous, rows no closer than a row's length, and the batch
+/// dimensions evenly spaced (one stride for them all). A contiguous buffer
+/// has one, and so does a view of its rows' first columns.
+std::optional<MatrixLayout> matrixLayout(mlir::MemRefType type);
+
+/// Describes `op` when it is a `kiln.matmul` on statically shaped buffers
+/// stored as matrices (matrixLayout) whose operands have the output's
+/// element type, or are bf16 or f16 with an f32 output, and whose
+/// bias-gradient output, if any, is contiguous and overwritten;
+/// std::nullopt otherwise.
 std::optional<GemmDescription> describeGemm(mlir::linalg::GenericOp op);
 
 /// Whether `op` is a product with a bias-gradient output (kiln-gemm-bias-grad:

@@ -798,6 +798,37 @@ def KilnComputeIntoSlices
                            "::mlir::tensor::TensorDialect"];
 }
 
+def KilnPadMatrixRows : Pass<"kiln-pad-matrix-rows", "mlir::ModuleOp"> {
+  let summary = "Products' matrices stored with aligned rows";
+  let description = [{
+    For the CUDA target, on linalg on tensors just before bufferization.
+    cuBLASLt's fastest kernels load whole rows of 16 bytes, which a matrix
+    whose rows are not a multiple of 16 bytes long does not have (GPT-2's
+    50257 logits per token). For each operand and output of a
+    `kiln.matmul` product whose last dimension is such a row, the
+    `tensor.empty` it is computed into (through the destinations of the
+    linalg ops that compute it, and reshapes that keep the last dimension)
+    becomes a `tensor.extract_slice` of the first columns of a
+    `tensor.empty` whose rows are padded to `row-alignment` bytes. The
+    values are the same (an empty tensor's elements are undefined either
+    way); bufferized, the ops compute into a view whose rows are further
+    apart than they are long, and the product reads or writes it with that
+    leading dimension. Only values that reach nothing but linalg ops,
+    `tensor.extract` and reshapes that keep the last dimension are padded:
+    other ops (the library commands, collectives, results) take contiguous
+    buffers.
+  }];
+  let options = [
+    Option<"rowAlignment", "row-alignment", "int64_t", "16",
+           "The bytes a padded row's length is a multiple of">
+  ];
+  let statistics = [
+    Statistic<"numPadded", "padded", "Tensors computed into row-padded buffers">
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def KilnMergeSiblingReductions
     : Pass<"kiln-merge-sibling-reductions", "mlir::ModuleOp"> {
   let summary = "Independent reductions of one iteration space in one op";

@@ -267,6 +267,39 @@ private:
     return buffer;
   }
 
+  /// A product's matrix: a view (reshapes, the first columns of every
+  /// row) of a root buffer, as the bytes from the view's first element to
+  /// its last.
+  Expected<kiln::CudaBuffer> gemmMatrix(Operation *user, Value v) {
+    SmallVector<Operation *> chain;
+    FailureOr<Value> root = kiln::traceToRoot(v, chain);
+    if (failed(root) || !llvm::all_of(chain, [](Operation *view) {
+          return isa<memref::SubViewOp, memref::ExpandShapeOp,
+                     memref::CollapseShapeOp, memref::CastOp>(view);
+        }))
+      return located(user, "matrix product operand is not a view of an "
+                           "argument or an arena slot");
+    auto buffer = rootBuffer(user, *root);
+    if (!buffer)
+      return buffer.takeError();
+    // The root starts at its buffer's first element, so the view's offset
+    // counts from there.
+    auto type = cast<MemRefType>(v.getType());
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (failed(type.getStridesAndOffset(strides, offset)) ||
+        ShapedType::isDynamic(offset) ||
+        llvm::any_of(strides, ShapedType::isDynamic))
+      return located(user, "matrix product operand has a dynamic layout");
+    int64_t last = offset;
+    for (auto [size, stride] : llvm::zip(type.getShape(), strides))
+      last += (size - 1) * stride;
+    uint64_t elementBytes = (type.getElementTypeBitWidth() + 7) / 8;
+    buffer->offset += static_cast<uint64_t>(offset) * elementBytes;
+    buffer->size = static_cast<uint64_t>(last - offset + 1) * elementBytes;
+    return buffer;
+  }
+
   Expected<kiln::CudaCommand> buildLaunch(gpu::LaunchFuncOp launch) {
     kiln::CudaLaunch command;
     auto found = kernelIndex.find(launch.getKernelName().getValue());
@@ -409,7 +442,7 @@ private:
     std::optional<kiln::GemmDescription> gemm = kiln::describeGemm(op);
     if (!gemm)
       return located(op, "linalg op left outside a kernel that is not a "
-                         "matrix product on contiguous buffers");
+                         "matrix product on buffers stored as matrices");
     kiln::CudaGemm command;
     command.element = cast<MemRefType>(gemm->out.getType()).getElementType();
     command.inputElement =
@@ -420,6 +453,8 @@ private:
     command.n = gemm->n;
     command.k = gemm->k;
     command.batch = gemm->batch;
+    llvm::copy(gemm->ld, command.ld);
+    llvm::copy(gemm->batchStride, command.batchStride);
     command.beta = gemm->overwrite || gemm->zeroFill ? 0.0f : 1.0f;
     if (gemm->zeroFill)
       return located(op, "matrix product still has its zero fill (run "
@@ -427,7 +462,7 @@ private:
     for (auto [value, slot] :
          {std::pair{gemm->lhs, &command.a}, std::pair{gemm->rhs, &command.b},
           std::pair{gemm->out, &command.c}}) {
-      auto buffer = matrixBuffer(op, value);
+      auto buffer = gemmMatrix(op, value);
       if (!buffer)
         return buffer.takeError();
       *slot = *buffer;
