@@ -171,6 +171,46 @@ func.func @strided_rows(%a: memref<2x3xf32, strided<[6, 1]>>, %b: memref<3x4xf32
   return
 }
 
+// A batch of row-padded matrices: C's rows of 6 are 8 apart, its 3 rows
+// 24 elements, and its two batch dimensions step as one (48 = 2 * 24).
+// Each product's C starts 24 elements after the last one's.
+// CHECK-LABEL: func.func @strided_batch(
+// CHECK: scf.for %[[IV:.*]] = %{{.*}} to %{{.*}} step
+// CHECK: %[[CMAT:.*]] = arith.constant 24 : index
+// CHECK: arith.muli %[[IV]], %[[CMAT]] : index
+// CHECK: call @cblas_dgemm({{.*}}, %c8_i32{{[_0-9]*}}) :
+func.func @strided_batch(%a: memref<2x2x5x3xf64>, %b: memref<2x2x5x6xf64>, %c: memref<2x2x3x6xf64, strided<[48, 24, 8, 1]>>) {
+  linalg.generic {indexing_maps = [#batched_at, #batched_b, #batched_c],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<2x2x5x3xf64>, memref<2x2x5x6xf64>) outs(%c : memref<2x2x3x6xf64, strided<[48, 24, 8, 1]>>)
+      attrs = {kiln.matmul = {transpose_lhs}} {
+  ^bb0(%x: f64, %y: f64, %acc: f64):
+    %p = arith.mulf %x, %y : f64
+    %s = arith.addf %acc, %p : f64
+    linalg.yield %s : f64
+  }
+  return
+}
+
+// Batch dimensions that do not step as one (50 is not 2 * 24): no single
+// batch stride, the generic stays.
+// CHECK-LABEL: func.func @uneven_batch_stays(
+// CHECK-NOT: call
+// CHECK: linalg.generic
+// CHECK: return
+func.func @uneven_batch_stays(%a: memref<2x2x5x3xf64>, %b: memref<2x2x5x6xf64>, %c: memref<2x2x3x6xf64, strided<[50, 24, 8, 1]>>) {
+  linalg.generic {indexing_maps = [#batched_at, #batched_b, #batched_c],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<2x2x5x3xf64>, memref<2x2x5x6xf64>) outs(%c : memref<2x2x3x6xf64, strided<[50, 24, 8, 1]>>)
+      attrs = {kiln.matmul = {transpose_lhs}} {
+  ^bb0(%x: f64, %y: f64, %acc: f64):
+    %p = arith.mulf %x, %y : f64
+    %s = arith.addf %acc, %p : f64
+    linalg.yield %s : f64
+  }
+  return
+}
+
 // A view whose rows are not contiguous, or closer than they are long, is
 // no matrix BLAS takes: the generic stays.
 // CHECK-LABEL: func.func @strided_stays(
