@@ -225,26 +225,43 @@ bool hoistBefore(Value value, Operation *at, bool move) {
 /// it directly until the merged launch replaces them all.
 struct Group {
   SmallVector<Launch, 4> members;
-  int64_t blocks = 0;
+  /// The merged grid, and its blocks' size: the largest member's. A member
+  /// with smaller blocks leaves the threads past its own idle.
+  int64_t blocks = 0, threads = 0;
+  /// The threads the members asked for, all blocks together.
+  int64_t used = 0;
   /// The buffers the merged kernel receives.
   llvm::SmallDenseSet<Value, 16> arguments;
 
   /// Kernel parameters take at most 4 KiB before PTX ISA 8.1, and each
   /// buffer is one 8-byte pointer; half of that leaves room to spare.
   static constexpr size_t kMaxArguments = 256;
+  /// Members of different block sizes merge while the merged grid is at
+  /// most this many blocks (less than one wave: an A100's 108
+  /// multiprocessors hold 8 blocks of 256 threads each, so what such a
+  /// launch costs is mostly the launch), or while its idle threads are at
+  /// most a quarter of those it runs.
+  static constexpr int64_t kSmallGrid = 256;
 
   bool accepts(const Launch &launch) const {
     gpu::LaunchFuncOp op = launch.op;
     size_t added = llvm::count_if(op.getKernelOperands(), [&](Value v) {
       return !arguments.contains(v);
     });
-    return launch.threads == members.front().threads &&
-           blocks + launch.blocks <= std::numeric_limits<int32_t>::max() &&
-           arguments.size() + added <= kMaxArguments;
+    int64_t mergedBlocks = blocks + launch.blocks;
+    if (mergedBlocks > std::numeric_limits<int32_t>::max() ||
+        arguments.size() + added > kMaxArguments)
+      return false;
+    int64_t mergedThreads = std::max(threads, launch.threads);
+    int64_t run = mergedBlocks * mergedThreads;
+    int64_t asked = used + launch.blocks * launch.threads;
+    return mergedBlocks <= kSmallGrid || 4 * (run - asked) <= run;
   }
 
   void add(Launch launch) {
     blocks += launch.blocks;
+    threads = std::max(threads, launch.threads);
+    used += launch.blocks * launch.threads;
     arguments.insert(launch.op.getKernelOperands().begin(),
                      launch.op.getKernelOperands().end());
     members.push_back(std::move(launch));
@@ -403,6 +420,11 @@ struct KilnGPUMergeLaunchesPass
             b, loc, inside,
             arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, block,
                                   index(b, start)));
+      if (member.threads < g.threads)
+        inside = arith::AndIOp::create(
+            b, loc, inside,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, thread,
+                                  index(b, member.threads)));
       auto branch = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
       OpBuilder inner = OpBuilder::atBlockBegin(branch.thenBlock());
       Value own = block;
@@ -416,8 +438,8 @@ struct KilnGPUMergeLaunchesPass
       for (Operation &op : member.kernel.getBody().front().without_terminator())
         inner.clone(op, mapping);
       // The member's block ids count from its first block, and its grid
-      // is its own; the thread id is read once for all members, and the
-      // block size is the same.
+      // and block size are its own; the thread id is read once for all
+      // members.
       SmallVector<Operation *> ids;
       branch.thenBlock()->walk([&](Operation *op) {
         if (isa<gpu::BlockIdOp, gpu::ThreadIdOp, gpu::BlockDimOp,
@@ -430,7 +452,7 @@ struct KilnGPUMergeLaunchesPass
             TypeSwitch<Operation *, Value>(op)
                 .Case([&](gpu::BlockIdOp) { return own; })
                 .Case([&](gpu::ThreadIdOp) { return thread; })
-                .Case([&](gpu::BlockDimOp) { return index(at, first.threads); })
+                .Case([&](gpu::BlockDimOp) { return index(at, member.threads); })
                 .Default([&](Operation *) { return index(at, member.blocks); });
         op->getResult(0).replaceAllUsesWith(replacement);
         op->erase();
@@ -445,7 +467,7 @@ struct KilnGPUMergeLaunchesPass
     Value one = index(host, 1);
     gpu::LaunchFuncOp::create(host, loc, kernel,
                               {index(host, g.blocks), one, one},
-                              {index(host, first.threads), one, one},
+                              {index(host, g.threads), one, one},
                               /*dynamicSharedMemorySize=*/Value(), operands);
     // The members' sizes go with them.
     SmallVector<Operation *> sizes;

@@ -76,7 +76,8 @@ module attributes {gpu.container_module} {
 
 // Kernels that depend on each other stay apart: the second reads what the
 // first writes; the third writes what the second reads; the fourth runs
-// blocks of another size. Nothing is merged, and every kernel stays.
+// 1024 blocks of another size, half of whose threads would be idle in the
+// third's blocks. Nothing is merged, and every kernel stays.
 
 // CHECK-LABEL: func.func @dependent
 // CHECK: gpu.launch_func @kiln_kernels::@copy blocks in ({{.*}}) threads in ({{.*}}) args(%arg0 : memref<256xf32>, %arg1 : memref<256xf32>)
@@ -89,13 +90,13 @@ module attributes {gpu.container_module} {
                        %c: memref<256xf32>, %d: memref<256xf32>,
                        %e: memref<256xf32>, %f: memref<256xf32>) {
     %c1 = arith.constant 1 : index
-    %c2 = arith.constant 2 : index
+    %c1024 = arith.constant 1024 : index
     %c128 = arith.constant 128 : index
     %c256 = arith.constant 256 : index
     gpu.launch_func @kiln_kernels::@copy blocks in (%c1, %c1, %c1) threads in (%c256, %c1, %c1) args(%a : memref<256xf32>, %b : memref<256xf32>)
     gpu.launch_func @kiln_kernels::@copy blocks in (%c1, %c1, %c1) threads in (%c256, %c1, %c1) args(%b : memref<256xf32>, %c : memref<256xf32>)
     gpu.launch_func @kiln_kernels::@copy blocks in (%c1, %c1, %c1) threads in (%c256, %c1, %c1) args(%d : memref<256xf32>, %b : memref<256xf32>)
-    gpu.launch_func @kiln_kernels::@copy blocks in (%c2, %c1, %c1) threads in (%c128, %c1, %c1) args(%e : memref<256xf32>, %f : memref<256xf32>)
+    gpu.launch_func @kiln_kernels::@copy blocks in (%c1024, %c1, %c1) threads in (%c128, %c1, %c1) args(%e : memref<256xf32>, %f : memref<256xf32>)
     return
   }
   gpu.module @kiln_kernels {
@@ -118,7 +119,8 @@ module attributes {gpu.container_module} {
 // that the first reads only around (bytes 1024 to 2048), so it joins it; the
 // third reads bytes the first writes, so it starts a group. A launch joins
 // the latest group it can reach: the fifth moves up past a product on other
-// buffers and a launch of another block size to join the third (its slot's
+// buffers and a launch of 1024 blocks of another size (which would leave
+// half the merged threads idle) to join the third (its slot's
 // view moves up with it). The sixth reads what the all-reduce before it
 // averages, so it waits for that alone and stays; the seventh passes both
 // and joins the third's group too. The eighth reads what the product
@@ -151,7 +153,7 @@ module attributes {gpu.container_module} {
     %c1 = arith.constant 1 : index
     %c128 = arith.constant 128 : index
     %c256 = arith.constant 256 : index
-    %c2 = arith.constant 2 : index
+    %c1024 = arith.constant 1024 : index
     %b0 = arith.constant 0 : index
     %b1024 = arith.constant 1024 : index
     %b2048 = arith.constant 2048 : index
@@ -164,7 +166,7 @@ module attributes {gpu.container_module} {
     gpu.launch_func @kiln_kernels::@copy blocks in (%c1, %c1, %c1) threads in (%c256, %c1, %c1) args(%in : memref<256xf32>, %s1 : memref<256xf32>)
     // Reads [2048, 3072).
     gpu.launch_func @kiln_kernels::@copy blocks in (%c1, %c1, %c1) threads in (%c256, %c1, %c1) args(%s2 : memref<256xf32>, %out : memref<256xf32>)
-    gpu.launch_func @kiln_kernels::@copy blocks in (%c2, %c1, %c1) threads in (%c128, %c1, %c1) args(%p : memref<256xf32>, %q : memref<256xf32>)
+    gpu.launch_func @kiln_kernels::@copy blocks in (%c1024, %c1, %c1) threads in (%c128, %c1, %c1) args(%p : memref<256xf32>, %q : memref<256xf32>)
     linalg.matmul ins(%m, %m : memref<4x4xf32>, memref<4x4xf32>) outs(%m : memref<4x4xf32>)
     %b4096 = arith.constant 4096 : index
     %s5 = memref.view %arena[%b4096][] : memref<8192xi8> to memref<256xf32>
@@ -304,6 +306,79 @@ module attributes {gpu.container_module} {
       %c95 = arith.constant 95 : index
       %v = memref.load %x[%c0, %thread] : memref<4x32xf32>
       memref.store %v, %y[%c0, %c95] : memref<4x96xf32>
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// Kernels of different block sizes merge into blocks of the largest size:
+// a member of smaller blocks runs on its own threads alone, and its block
+// size is its own. The grid of 1 + 2 blocks is small, so a quarter of its
+// threads may be idle and more; the 1000 blocks of 256 threads and 4 of 128
+// merge too, as little of that grid idles. The last launch, 512 blocks of
+// 64 threads, would leave most threads of the 1004-block grid idle, and
+// stays.
+
+// CHECK-LABEL: func.func @mixed_sizes
+// CHECK-DAG: %[[C3:.*]] = arith.constant 3 : index
+// CHECK-DAG: %[[C256:.*]] = arith.constant 256 : index
+// CHECK: gpu.launch_func @kiln_kernels::@mixed_sizes_m0 blocks in (%[[C3]], %{{.*}}, %{{.*}}) threads in (%[[C256]], %{{.*}}, %{{.*}}) args(%arg0 : memref<256xf32>, %arg1 : memref<256xf32>, %arg2 : memref<256xf32>, %arg3 : memref<256xf32>)
+// CHECK: %[[C1004:.*]] = arith.constant 1004 : index
+// CHECK: gpu.launch_func @kiln_kernels::@mixed_sizes_m1 blocks in (%[[C1004]], %{{.*}}, %{{.*}}) threads in (%{{.*}}, %{{.*}}, %{{.*}}) args(%arg1 : memref<256xf32>, %arg4 : memref<256xf32>, %arg3 : memref<256xf32>, %arg5 : memref<256xf32>)
+// CHECK-NEXT: gpu.launch_func @kiln_kernels::@copy blocks in ({{.*}}) threads in (%c64{{.*}}) args(%arg2 : memref<256xf32>, %arg6 : memref<256xf32>)
+// CHECK-NEXT: return
+// CHECK: gpu.func @mixed_sizes_m0(%[[A:.*]]: memref<256xf32>, %[[B:.*]]: memref<256xf32>, %[[C:.*]]: memref<256xf32>, %[[D:.*]]: memref<256xf32>) kernel
+// CHECK: %[[BLOCK:.*]] = gpu.block_id x
+// CHECK: %[[THREAD:.*]] = gpu.thread_id x
+// CHECK: %[[INSIDE:.*]] = arith.cmpi ult, %[[BLOCK]], %{{.*}}
+// CHECK: %[[OWN_THREADS:.*]] = arith.cmpi ult, %[[THREAD]], %[[C32:.*]] : index
+// CHECK: %[[FIRST:.*]] = arith.andi %[[INSIDE]], %[[OWN_THREADS]]
+// CHECK: scf.if %[[FIRST]] {
+// CHECK: arith.muli %[[BLOCK]], %{{.*}}
+// CHECK: memref.load %[[A]]
+// CHECK: memref.store %{{.*}}, %[[B]]
+// CHECK: }
+// CHECK: %[[BELOW:.*]] = arith.cmpi ult, %[[BLOCK]], %{{.*}}
+// CHECK: %[[ABOVE:.*]] = arith.cmpi uge, %[[BLOCK]], %{{.*}}
+// CHECK: %[[SECOND:.*]] = arith.andi %[[BELOW]], %[[ABOVE]]
+// CHECK-NEXT: scf.if %[[SECOND]] {
+// CHECK: memref.load %[[C]]
+// CHECK: memref.store %{{.*}}, %[[D]]
+// CHECK: }
+// CHECK: gpu.return
+module attributes {gpu.container_module} {
+  func.func @mixed_sizes(%a: memref<256xf32>, %b: memref<256xf32>,
+                         %c: memref<256xf32>, %d: memref<256xf32>,
+                         %e: memref<256xf32>, %f: memref<256xf32>,
+                         %g: memref<256xf32>) {
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c4 = arith.constant 4 : index
+    %c32 = arith.constant 32 : index
+    %c64 = arith.constant 64 : index
+    %c128 = arith.constant 128 : index
+    %c256 = arith.constant 256 : index
+    %c512 = arith.constant 512 : index
+    %c1000 = arith.constant 1000 : index
+    gpu.launch_func @kiln_kernels::@copy blocks in (%c1, %c1, %c1) threads in (%c32, %c1, %c1) args(%a : memref<256xf32>, %b : memref<256xf32>)
+    gpu.launch_func @kiln_kernels::@copy blocks in (%c2, %c1, %c1) threads in (%c256, %c1, %c1) args(%c : memref<256xf32>, %d : memref<256xf32>)
+    // Each reads what the first group writes.
+    gpu.launch_func @kiln_kernels::@copy blocks in (%c1000, %c1, %c1) threads in (%c256, %c1, %c1) args(%b : memref<256xf32>, %e : memref<256xf32>)
+    gpu.launch_func @kiln_kernels::@copy blocks in (%c4, %c1, %c1) threads in (%c128, %c1, %c1) args(%d : memref<256xf32>, %f : memref<256xf32>)
+    gpu.launch_func @kiln_kernels::@copy blocks in (%c512, %c1, %c1) threads in (%c64, %c1, %c1) args(%c : memref<256xf32>, %g : memref<256xf32>)
+    return
+  }
+  gpu.module @kiln_kernels {
+    gpu.func @copy(%x: memref<256xf32>, %y: memref<256xf32>) kernel {
+      %block = gpu.block_id x
+      %thread = gpu.thread_id x
+      %size = gpu.block_dim x
+      %base = arith.muli %block, %size : index
+      %i = arith.addi %base, %thread : index
+      %v = memref.load %x[%i] : memref<256xf32>
+      memref.store %v, %y[%i] : memref<256xf32>
       gpu.return
     }
   }

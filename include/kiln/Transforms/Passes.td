@@ -633,12 +633,17 @@ def KilnGPUMergeLaunches : Pass<"kiln-gpu-merge-launches", "mlir::ModuleOp"> {
     blocks are the members' blocks one after another: block `b` of the
     merged grid runs member `i`'s body as its block `b - first_i` when
     `first_i <= b < first_i + blocks_i`. Each member keeps its own threads,
-    guard and order of operations, so the results are the same bits.
+    guard and order of operations, so the results are the same bits. The
+    merged blocks are the size of the largest member's; a member of smaller
+    blocks runs on its threads `t < threads_i` and leaves the others idle.
 
     Walking each entry function in order, a launch joins the latest group
     before it (a group sits where its first launch was) when
-    - both launch blocks of the same size along x only, with no shared
-      memory, and
+    - both launch blocks along x only, with no shared memory, and either
+      their blocks are the same size, or the merged grid would be at most
+      256 blocks (less than one wave even on an A100, so what it costs is
+      mostly the launch), or at most a quarter of the threads it runs would
+      be idle, and
     - it writes no bytes a member reads or writes and reads no bytes a
       member writes (the bytes of the arguments and arena slots the kernels
       receive; an argument is written when the kernel does anything with it
