@@ -173,7 +173,12 @@ void buildBufferPipeline(PassManager &pm, bool forCpu,
   if (forCpu)
     pm.addPass(kiln::createKilnLowerGemmToBlas());
   pm.addPass(kiln::createKilnUpdateInPlace());
-  pm.addPass(kiln::createKilnPlanMemory());
+  kiln::KilnPlanMemoryOptions plan;
+  // Bytes freed by one kernel go to no kernel just after it, so the two can
+  // run in one launch (kiln-gpu-merge-launches).
+  if (!forCpu)
+    plan.reuseDistance = 4;
+  pm.addPass(kiln::createKilnPlanMemory(plan));
   // After planning, which sees each collective as a use of its buffers.
   if (forCpu)
     pm.addPass(kiln::createKilnLowerCollectives());

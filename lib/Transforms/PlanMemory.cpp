@@ -23,6 +23,9 @@ struct Buffer {
   memref::AllocOp alloc;
   int64_t bytes = 0;
   int64_t first = 0, last = 0; // live interval, in entry-block op positions
+  // The same interval counted in the ops that touch memory, widened by the
+  // reuse distance: buffers whose widened intervals meet get apart bytes.
+  int64_t firstStep = 0, lastStep = 0;
   int64_t offset = 0;
   kiln::StepPhase phase = kiln::StepPhase::Forward; // of its first writer
 };
@@ -83,7 +86,8 @@ LogicalResult lastUse(Block &block, Value value,
 /// Places `buffers` in size order, largest first, each in a free gap of the
 /// buffers already placed that are alive at the same time: with `bestFit`,
 /// the smallest gap it fits in, otherwise the lowest. Returns the arena size.
-int64_t place(MutableArrayRef<Buffer> buffers, bool bestFit) {
+int64_t place(MutableArrayRef<Buffer> buffers, bool bestFit,
+              int64_t distance) {
   SmallVector<Buffer *> order;
   for (Buffer &b : buffers)
     order.push_back(&b);
@@ -93,7 +97,9 @@ int64_t place(MutableArrayRef<Buffer> buffers, bool bestFit) {
   for (Buffer *buffer : order) {
     SmallVector<std::pair<int64_t, int64_t>> busy;
     for (Buffer *other : placed)
-      if (other->first <= buffer->last && buffer->first <= other->last)
+      if ((other->first <= buffer->last && buffer->first <= other->last) ||
+          (distance > 0 && other->firstStep <= buffer->lastStep + distance &&
+           buffer->firstStep <= other->lastStep + distance))
         busy.push_back({other->offset, other->offset + alignTo(other->bytes)});
     llvm::sort(busy);
     // The gaps between busy ranges, then the unbounded space after them.
@@ -193,8 +199,25 @@ void keepBuffersOfCollectives(
   }
 }
 
+/// Best fit usually packs tighter; where first fit happens to do better,
+/// it is kept. Returns the arena size.
+int64_t placeTighter(MutableArrayRef<Buffer> buffers, int64_t distance) {
+  int64_t arenaBytes = place(buffers, /*bestFit=*/false, distance);
+  SmallVector<int64_t> firstFit;
+  for (Buffer &buffer : buffers)
+    firstFit.push_back(buffer.offset);
+  int64_t bestFitBytes = place(buffers, /*bestFit=*/true, distance);
+  if (bestFitBytes <= arenaBytes)
+    return bestFitBytes;
+  for (auto [buffer, offset] : llvm::zip(buffers, firstFit))
+    buffer.offset = offset;
+  return arenaBytes;
+}
+
 struct KilnPlanMemoryPass
     : kiln::impl::KilnPlanMemoryBase<KilnPlanMemoryPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     for (auto function : getOperation().getOps<func::FuncOp>()) {
       if (function.isExternal())
@@ -243,18 +266,35 @@ struct KilnPlanMemoryPass
       return failure();
     keepBuffersOfCollectives(block, buffers, position);
 
-    // Best fit usually packs tighter; where first fit happens to do better,
-    // it is kept.
-    int64_t arenaBytes = place(buffers, /*bestFit=*/false);
-    SmallVector<int64_t> firstFit;
-    for (Buffer &buffer : buffers)
-      firstFit.push_back(buffer.offset);
-    int64_t bestFitBytes = place(buffers, /*bestFit=*/true);
-    if (bestFitBytes <= arenaBytes)
-      arenaBytes = bestFitBytes;
-    else
-      for (auto [buffer, offset] : llvm::zip(buffers, firstFit))
-        buffer.offset = offset;
+    // The positions counted in ops that touch memory; a collective's
+    // buffers kept to the end end at the last.
+    SmallVector<int64_t> step;
+    step.reserve(position.size() + 1);
+    int64_t steps = 0;
+    for (Operation &op : block) {
+      step.push_back(steps);
+      if (!isa<ViewLikeOpInterface, memref::AllocOp, memref::DeallocOp>(op) &&
+          !isPure(&op))
+        ++steps;
+    }
+    step.push_back(steps);
+    for (Buffer &buffer : buffers) {
+      buffer.firstStep = step[buffer.first];
+      buffer.lastStep = step[buffer.last];
+    }
+
+    int64_t arenaBytes = placeTighter(buffers, 0);
+    if (reuseDistance > 0) {
+      SmallVector<int64_t> plain;
+      for (Buffer &buffer : buffers)
+        plain.push_back(buffer.offset);
+      int64_t apart = placeTighter(buffers, reuseDistance);
+      if (apart <= arenaBytes + arenaBytes / 16)
+        arenaBytes = apart;
+      else
+        for (auto [buffer, offset] : llvm::zip(buffers, plain))
+          buffer.offset = offset;
+    }
     Peak peak = findPeak(buffers, block);
     OpBuilder b(function.getContext());
     auto arenaType = MemRefType::get({arenaBytes}, b.getI8Type());

@@ -390,7 +390,21 @@ def KilnPlanMemory : Pass<"kiln-plan-memory", "mlir::ModuleOp"> {
     `gradients`, values of the backward pass still alive when the optimizer
     update begins; `workspace`, everything else (temporaries of the backward
     pass and of the update). The sizes are rounded up to the alignment.
+
+    With `reuse-distance=N` (the CUDA target's pipeline sets it), a
+    buffer's bytes also go to no buffer first written within N ops (those
+    that touch memory: not views, allocations or constants) of its last
+    use, before or after: kernels near each other that share no buffer can
+    then run as one launch (`kiln-gpu-merge-launches`), where reusing the
+    bytes one has just finished reading would order them. That placement is
+    kept when its arena is at most 1/16 larger than the plain one's, which
+    is kept otherwise.
   }];
+  let options = [
+    Option<"reuseDistance", "reuse-distance", "unsigned", "0",
+           "Ops after a buffer's last use before another buffer may take "
+           "its bytes (0: as soon as it is dead)">
+  ];
   let dependentDialects = ["::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect"];
 }
