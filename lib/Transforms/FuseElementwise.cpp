@@ -51,6 +51,31 @@ bool isCheap(linalg::GenericOp op) {
   return count <= 4;
 }
 
+/// A loop of the optimizer update (marked with its phase) on tensors, with
+/// only parallel loops.
+bool isOptimizerLoop(linalg::GenericOp op) {
+  return op && op.hasPureTensorSemantics() &&
+         op.getNumLoops() == op.getNumParallelLoops() &&
+         kiln::phaseOf(op->getLoc()) == kiln::StepPhase::Optimizer;
+}
+
+/// Whether `value` is computed by a cheap optimizer loop (isCheap) and read
+/// only by other optimizer loops, element for element (not broadcast): with `--amp=fp16` a parameter's update
+/// reads each new moment for the step and again to keep it or the old one.
+/// Recomputing its few operations in each reader costs less than writing it
+/// to memory from a kernel of its own, and the readers, one parameter's,
+/// become one loop (kiln-fuse-elementwise merges them), where they are
+/// computed once.
+bool onlyOptimizerLoopsRead(Value value) {
+  auto producer = value.getDefiningOp<linalg::GenericOp>();
+  return isOptimizerLoop(producer) && isCheap(producer) &&
+         llvm::all_of(value.getUses(), [](OpOperand &use) {
+           auto user = dyn_cast<linalg::GenericOp>(use.getOwner());
+           return isOptimizerLoop(user) &&
+                  user.getMatchingIndexingMap(&use).isPermutation();
+         });
+}
+
 /// Whether the producer of `operand` may be fused into its owner; with
 /// `cheapBroadcasts`, a cheap producer (isCheap) with one use also fuses
 /// into a consumer that broadcasts it.
@@ -73,7 +98,7 @@ bool shouldFuse(OpOperand *operand, bool cheapBroadcasts) {
   // training step keeps forward values for the backward pass): fusing it
   // would only recompute it in each user, and grow the fused kernels without
   // bound.
-  if (!value.hasOneUse())
+  if (!value.hasOneUse() && !onlyOptimizerLoopsRead(value))
     return false;
   // Fusing into a consumer that broadcasts the value would redo the
   // producer's work for every element of the broadcast (a 0-d bias
@@ -83,14 +108,6 @@ bool shouldFuse(OpOperand *operand, bool cheapBroadcasts) {
     return true;
   return cheapBroadcasts && isCheap(producer) &&
          producer.getNumLoops() == producer.getNumParallelLoops();
-}
-
-/// A loop of the optimizer update (marked with its phase) on tensors, with
-/// only parallel loops.
-bool isOptimizerLoop(linalg::GenericOp op) {
-  return op && op.hasPureTensorSemantics() &&
-         op.getNumLoops() == op.getNumParallelLoops() &&
-         kiln::phaseOf(op->getLoc()) == kiln::StepPhase::Optimizer;
 }
 
 /// The operand of `update` whose producer writes a new optimizer state it

@@ -315,3 +315,93 @@ func.func @update_read_again(%a: tensor<8xf32>, %ga: tensor<8xf32>, %b: tensor<8
   } -> tensor<8xf32>
   return %a2, %b2, %s : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
 }
+
+// With --amp=fp16 a parameter's update reads the new moment twice: for the
+// step and to keep it or the old one (%ok, false after an overflow). The
+// moment's loop is cheap and only optimizer loops read it, element for
+// element, so it fuses into both and no loop writes it to memory; they
+// become one loop that yields the kept moment and parameter.
+// CHECK-LABEL: func.func @skipped_update_recomputes_moment(
+// CHECK-NEXT: tensor.empty
+// CHECK-NEXT: %[[U:.*]]:2 = linalg.generic
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[U]]#0, %[[U]]#1
+func.func @skipped_update_recomputes_moment(%m: tensor<8xf32>, %g: tensor<8xf32>, %p: tensor<8xf32>, %ok: tensor<i1>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %e = tensor.empty() : tensor<8xf32> loc(fused<"kiln.optimizer">[unknown])
+  %m2 = linalg.generic {indexing_maps = [#id1, #id1, #id1], iterator_types = ["parallel"]}
+      ins(%m, %g : tensor<8xf32>, tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32> loc(fused<"kiln.optimizer">[unknown])
+  %keptm = linalg.generic {indexing_maps = [#bcast, #id1, #id1, #id1], iterator_types = ["parallel"]}
+      ins(%ok, %m2, %m : tensor<i1>, tensor<8xf32>, tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%c: i1, %a: f32, %b: f32, %o: f32):
+    %s = arith.select %c, %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32> loc(fused<"kiln.optimizer">[unknown])
+  %keptp = linalg.generic {indexing_maps = [#bcast, #id1, #id1, #id1], iterator_types = ["parallel"]}
+      ins(%ok, %p, %m2 : tensor<i1>, tensor<8xf32>, tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%c: i1, %a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %s = arith.select %c, %d, %a : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32> loc(fused<"kiln.optimizer">[unknown])
+  return %keptm, %keptp : tensor<8xf32>, tensor<8xf32>
+}
+
+// A cheap loop whose value optimizer loops broadcast (a 0-d value, read for
+// every element), or a costly one (math.exp) that two optimizer loops read,
+// stays a loop of its own; only the return reads the others, which become
+// one loop.
+// CHECK-LABEL: func.func @kept_when_broadcast_or_costly(
+// CHECK: %[[S:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<f32>)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: arith.mulf
+// CHECK: %[[C:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<8xf32>)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: math.exp
+// CHECK: linalg.generic {{.*}} ins(%[[S]], %[[S]], %[[C]], %[[C]] :
+// CHECK-NOT: math.exp
+// CHECK: return
+func.func @kept_when_broadcast_or_costly(%s: tensor<f32>, %v: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) {
+  %e0 = tensor.empty() : tensor<f32> loc(fused<"kiln.optimizer">[unknown])
+  %e = tensor.empty() : tensor<8xf32> loc(fused<"kiln.optimizer">[unknown])
+  %s2 = linalg.generic {indexing_maps = [#scalar, #scalar], iterator_types = []}
+      ins(%s : tensor<f32>) outs(%e0 : tensor<f32>) {
+  ^bb0(%a: f32, %o: f32):
+    %x = arith.mulf %a, %a : f32
+    linalg.yield %x : f32
+  } -> tensor<f32> loc(fused<"kiln.optimizer">[unknown])
+  %b1 = linalg.generic {indexing_maps = [#bcast, #id1], iterator_types = ["parallel"]}
+      ins(%s2 : tensor<f32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %x = arith.addf %a, %a : f32
+    linalg.yield %x : f32
+  } -> tensor<8xf32> loc(fused<"kiln.optimizer">[unknown])
+  %b2 = linalg.generic {indexing_maps = [#bcast, #id1], iterator_types = ["parallel"]}
+      ins(%s2 : tensor<f32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %x = arith.mulf %a, %a : f32
+    linalg.yield %x : f32
+  } -> tensor<8xf32> loc(fused<"kiln.optimizer">[unknown])
+  %c2 = linalg.generic {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]}
+      ins(%v : tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %x = math.exp %a : f32
+    linalg.yield %x : f32
+  } -> tensor<8xf32> loc(fused<"kiln.optimizer">[unknown])
+  %d1 = linalg.generic {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]}
+      ins(%c2 : tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %x = arith.addf %a, %a : f32
+    linalg.yield %x : f32
+  } -> tensor<8xf32> loc(fused<"kiln.optimizer">[unknown])
+  %d2 = linalg.generic {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]}
+      ins(%c2 : tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %x = arith.mulf %a, %a : f32
+    linalg.yield %x : f32
+  } -> tensor<8xf32> loc(fused<"kiln.optimizer">[unknown])
+  return %b1, %b2, %d1, %d2 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
+}
