@@ -315,8 +315,13 @@ def KilnFuseElementwise : Pass<"kiln-fuse-elementwise", "mlir::ModuleOp"> {
     Otherwise a producer whose payload only yields its inputs (a broadcast, a
     transposition) always fuses. A producer that computes something does
     not fuse when its value has several users (each would recompute it; a
-    training step keeps forward values for the backward pass anyway), nor
-    into a `linalg.generic` that reads it through an indexing map that is
+    training step keeps forward values for the backward pass anyway), but
+    for an optimizer loop of at most four `arith` operations (or a square
+    root or its reciprocal) that only optimizer loops read, element for
+    element: with `--amp=fp16` a parameter's update reads each new moment
+    for the step and again to keep it or the old one, and recomputing it in
+    each beats writing it to memory from a kernel of its own. Nor does it
+    fuse into a `linalg.generic` that reads it through an indexing map that is
     not a permutation (one that broadcasts it, as a contraction does its
     operands: the producer's work would be redone for every element of the
     broadcast, a 0-d bias correction computed per parameter element).
