@@ -441,6 +441,32 @@ TEST_P(CudaSession, RunsABatchedTransposedGemmWithBeta) {
   }
 }
 
+/// c[:, :3] = a[:, :4] w, a's rows 6 elements apart (lda 6) and c's 4 (ldc
+/// 4), as kiln-pad-matrix-rows lays matrices out: the padding of a is never
+/// read (a huge value there would show), and the last column of c is never
+/// written.
+TEST_P(CudaSession, RunsAGemmOnPaddedRows) {
+  static const std::vector<int64_t> aShape = {2, 6}, cShape = {2, 4};
+  std::vector<float> a(12), c(8, -7);
+  for (int i = 0; i < 12; ++i)
+    a[i] = i % 6 < 4 ? static_cast<float>((i * 5) % 7) - 3 : 1e30f;
+  kiln_tensor_t input = f32Tensor("a", a, aShape);
+  kiln_tensor_t output = f32Tensor("c", c, cShape);
+  ASSERT_EQ(kiln_session_run(session, "padded", &input, 1, &output, 1),
+            KILN_OK)
+      << kiln_status_message();
+  std::vector<float> product, expected;
+  for (int row = 0; row < 2; ++row)
+    for (int col = 0; col < 3; ++col) {
+      double sum = 0;
+      for (int k = 0; k < 4; ++k)
+        sum += double(a[row * 6 + k]) * kCudaW[k * 3 + col];
+      expected.push_back(static_cast<float>(sum));
+      product.push_back(c[row * 4 + col]);
+    }
+  expectNear(product, expected);
+}
+
 TEST_P(CudaSession, ErrorsNameWhatIsWrong) {
   std::vector<float> x(4), y(4);
   static const std::vector<int64_t> shape = {4}, wrong = {5};

@@ -296,6 +296,19 @@ void buildCudaBundle(BundleWriter &writer,
   *addOne.add_outputs() = tensor("y", bp::F32, {4});
   addCudaAddOne(addOne);
 
+  // The leading dimensions of kiln-pad-matrix-rows: a's rows padded to 6
+  // elements (the last 2 never read), c's to 4 (the last never written).
+  bp::EntryPoint &padded = *manifest.add_entry_points();
+  padded.set_name("padded");
+  *padded.add_inputs() = tensor("a", bp::F32, {2, 6});
+  *padded.add_outputs() = tensor("c", bp::F32, {2, 4});
+  bp::Gemm &paddedGemm = addGemm(addProgram(padded), 2, 3, 4);
+  paddedGemm.set_lda(6);
+  paddedGemm.set_ldc(4);
+  *paddedGemm.mutable_a() = buffer(bp::BufferRef::INPUT, 0, 0, 48);
+  *paddedGemm.mutable_b() = buffer(bp::BufferRef::PARAM, w, 0, 48);
+  *paddedGemm.mutable_c() = buffer(bp::BufferRef::OUTPUT, 0, 0, 32);
+
   addCudaTarget(writer, std::move(images));
 }
 

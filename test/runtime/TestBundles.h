@@ -35,6 +35,8 @@
 //       g[i] = 0.5 a[i]^T b[i]^T + g[i] for both i (a gemm with transposes,
 //       batch strides and beta 1 into the parameter g), then c = g (copy24)
 //   add_one(x: f32[4]) -> (y: f32[4])      y = x + 1
+//   padded(a: f32[2,6]) -> (c: f32[2,4])   c[:, :3] = a[:, :4] w: a gemm
+//                                           with lda 6 and ldc 4
 // with the parameters w (f32[4,3], kCudaW), bias (f32[3], kCudaBias), acc
 // (f32[4], kWeightAcc) and g (f32[2,3,4], 0.25 each).
 //
