@@ -60,12 +60,12 @@ bool isOptimizerLoop(linalg::GenericOp op) {
 }
 
 /// Whether `value` is computed by a cheap optimizer loop (isCheap) and read
-/// only by other optimizer loops, element for element (not broadcast): with `--amp=fp16` a parameter's update
-/// reads each new moment for the step and again to keep it or the old one.
-/// Recomputing its few operations in each reader costs less than writing it
-/// to memory from a kernel of its own, and the readers, one parameter's,
-/// become one loop (kiln-fuse-elementwise merges them), where they are
-/// computed once.
+/// only by other optimizer loops, element for element (not broadcast):
+/// with `--amp=fp16` a parameter's update reads each new moment for the
+/// step and again to keep it or the old one. Recomputing its few operations
+/// in each reader costs less than writing it to memory from a kernel of its
+/// own, and this pass then merges the readers, one parameter's, into one
+/// loop.
 bool onlyOptimizerLoopsRead(Value value) {
   auto producer = value.getDefiningOp<linalg::GenericOp>();
   return isOptimizerLoop(producer) && isCheap(producer) &&

@@ -23,8 +23,8 @@ struct Buffer {
   memref::AllocOp alloc;
   int64_t bytes = 0;
   int64_t first = 0, last = 0; // live interval, in entry-block op positions
-  // The same interval counted in the ops that touch memory, widened by the
-  // reuse distance: buffers whose widened intervals meet get apart bytes.
+  // The same interval counted in the ops that touch memory: with a reuse
+  // distance, buffers whose intervals come that close get apart bytes.
   int64_t firstStep = 0, lastStep = 0;
   int64_t offset = 0;
   kiln::StepPhase phase = kiln::StepPhase::Forward; // of its first writer
@@ -199,19 +199,30 @@ void keepBuffersOfCollectives(
   }
 }
 
+/// Places `buffers` by `other` when that is `acceptable` given the arena
+/// size of their current placement, `placed`; keeps the current placement
+/// otherwise. Returns the arena size of the placement kept.
+int64_t placeIfBetter(MutableArrayRef<Buffer> buffers, int64_t placed,
+                      function_ref<int64_t()> other,
+                      function_ref<bool(int64_t, int64_t)> acceptable) {
+  SmallVector<int64_t> offsets;
+  for (Buffer &buffer : buffers)
+    offsets.push_back(buffer.offset);
+  int64_t otherBytes = other();
+  if (acceptable(otherBytes, placed))
+    return otherBytes;
+  for (auto [buffer, offset] : llvm::zip(buffers, offsets))
+    buffer.offset = offset;
+  return placed;
+}
+
 /// Best fit usually packs tighter; where first fit happens to do better,
 /// it is kept. Returns the arena size.
 int64_t placeTighter(MutableArrayRef<Buffer> buffers, int64_t distance) {
-  int64_t arenaBytes = place(buffers, /*bestFit=*/false, distance);
-  SmallVector<int64_t> firstFit;
-  for (Buffer &buffer : buffers)
-    firstFit.push_back(buffer.offset);
-  int64_t bestFitBytes = place(buffers, /*bestFit=*/true, distance);
-  if (bestFitBytes <= arenaBytes)
-    return bestFitBytes;
-  for (auto [buffer, offset] : llvm::zip(buffers, firstFit))
-    buffer.offset = offset;
-  return arenaBytes;
+  return placeIfBetter(
+      buffers, place(buffers, /*bestFit=*/false, distance),
+      [&] { return place(buffers, /*bestFit=*/true, distance); },
+      [](int64_t bestFit, int64_t firstFit) { return bestFit <= firstFit; });
 }
 
 struct KilnPlanMemoryPass
@@ -284,17 +295,13 @@ struct KilnPlanMemoryPass
     }
 
     int64_t arenaBytes = placeTighter(buffers, 0);
-    if (reuseDistance > 0) {
-      SmallVector<int64_t> plain;
-      for (Buffer &buffer : buffers)
-        plain.push_back(buffer.offset);
-      int64_t apart = placeTighter(buffers, reuseDistance);
-      if (apart <= arenaBytes + arenaBytes / 16)
-        arenaBytes = apart;
-      else
-        for (auto [buffer, offset] : llvm::zip(buffers, plain))
-          buffer.offset = offset;
-    }
+    if (reuseDistance > 0)
+      arenaBytes = placeIfBetter(
+          buffers, arenaBytes,
+          [&] { return placeTighter(buffers, reuseDistance); },
+          [](int64_t apart, int64_t plain) {
+            return apart <= plain + plain / 16;
+          });
     Peak peak = findPeak(buffers, block);
     OpBuilder b(function.getContext());
     auto arenaType = MemRefType::get({arenaBytes}, b.getI8Type());
