@@ -174,10 +174,11 @@ void buildBufferPipeline(PassManager &pm, bool forCpu,
     pm.addPass(kiln::createKilnLowerGemmToBlas());
   pm.addPass(kiln::createKilnUpdateInPlace());
   kiln::KilnPlanMemoryOptions plan;
-  // Bytes freed by one kernel go to no kernel just after it, so the two can
-  // run in one launch (kiln-gpu-merge-launches).
+  // Bytes freed by one kernel go, where the arena has room, to no kernel
+  // soon after it, so that the two can run in one launch
+  // (kiln-gpu-merge-launches).
   if (!forCpu)
-    plan.reuseDistance = 4;
+    plan.reuseDistance = 256;
   pm.addPass(kiln::createKilnPlanMemory(plan));
   // After planning, which sees each collective as a use of its buffers.
   if (forCpu)

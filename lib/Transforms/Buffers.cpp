@@ -76,6 +76,22 @@ Value kiln::viewRoot(Value v) {
   return v;
 }
 
+/// The argument whose storage `argument` is: an output that updates a
+/// parameter (kiln.update) is the parameter's own storage at run time.
+static BlockArgument storageOf(BlockArgument argument) {
+  auto function =
+      dyn_cast<FunctionOpInterface>(argument.getOwner()->getParentOp());
+  auto updates = function ? function.getArgAttrOfType<StringAttr>(
+                                argument.getArgNumber(), "kiln.update")
+                          : StringAttr();
+  if (!updates)
+    return argument;
+  for (unsigned i = 0, e = function.getNumArguments(); i != e; ++i)
+    if (function.getArgAttrOfType<StringAttr>(i, "kiln.param") == updates)
+      return function.getArgument(i);
+  return argument;
+}
+
 std::optional<kiln::ByteRange> kiln::bytesOf(Value root) {
   std::optional<RootBuffer> buffer = asRootBuffer(root);
   auto type = dyn_cast<MemRefType>(root.getType());
@@ -83,7 +99,7 @@ std::optional<kiln::ByteRange> kiln::bytesOf(Value root) {
     return std::nullopt;
   int64_t bytes = (type.getElementTypeBitWidth() + 7) / 8 *
                   type.getNumElements();
-  return ByteRange{buffer->argument, buffer->byteOffset,
+  return ByteRange{storageOf(buffer->argument), buffer->byteOffset,
                    buffer->byteOffset + std::max<int64_t>(1, bytes)};
 }
 

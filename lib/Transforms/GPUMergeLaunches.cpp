@@ -294,7 +294,8 @@ struct KilnGPUMergeLaunchesPass
   }
 
   /// The groups of `entry`'s launches, each member moved right after the
-  /// group's previous member.
+  /// group's previous member: a launch joins the earliest group it can
+  /// reach.
   std::vector<std::unique_ptr<Group>> group(func::FuncOp entry) {
     std::vector<std::unique_ptr<Group>> groups;
     llvm::DenseMap<Operation *, std::pair<Group *, unsigned>> memberOf;
@@ -344,13 +345,12 @@ struct KilnGPUMergeLaunchesPass
           auto [g, index] = member->second;
           if (!independent(*launch, g->members[index]))
             break;
+          // The earliest group that takes the launch (see Passes.td).
           if (index == 0 && g->accepts(*launch) &&
               llvm::all_of(op.getKernelOperands(), [&](Value operand) {
                 return hoistBefore(operand, x, /*move=*/false);
-              })) {
+              }))
             target = g;
-            break;
-          }
           continue;
         }
         // Anything else stays where it is, so the launch must not touch

@@ -83,9 +83,30 @@ LogicalResult lastUse(Block &block, Value value,
   return success();
 }
 
+/// The lowest offset (with `bestFit`, the one of the smallest gap) where
+/// `size` bytes fit among the `busy` ranges, or the end of the last of them.
+int64_t fit(SmallVectorImpl<std::pair<int64_t, int64_t>> &busy, int64_t size,
+            bool bestFit) {
+  llvm::sort(busy);
+  // The gaps between busy ranges, then the unbounded space after them.
+  int64_t chosen = -1, chosenGap = INT64_MAX, free = 0;
+  for (auto [begin, end] : busy) {
+    int64_t gap = begin - free;
+    if (gap >= size && (bestFit ? gap < chosenGap : chosen < 0)) {
+      chosen = free;
+      chosenGap = gap;
+    }
+    free = std::max(free, end);
+  }
+  return chosen >= 0 ? chosen : free;
+}
+
 /// Places `buffers` in size order, largest first, each in a free gap of the
 /// buffers already placed that are alive at the same time: with `bestFit`,
-/// the smallest gap it fits in, otherwise the lowest. Returns the arena size.
+/// the smallest gap it fits in, otherwise the lowest. With a `distance`, a
+/// buffer also keeps off the bytes of those alive within that many steps of
+/// it, or within half as many, a quarter, and so on: the farthest that
+/// fits in the arena placed so far. Returns the arena size.
 int64_t place(MutableArrayRef<Buffer> buffers, bool bestFit,
               int64_t distance) {
   SmallVector<Buffer *> order;
@@ -95,26 +116,45 @@ int64_t place(MutableArrayRef<Buffer> buffers, bool bestFit,
   SmallVector<Buffer *> placed;
   int64_t total = 0;
   for (Buffer *buffer : order) {
-    SmallVector<std::pair<int64_t, int64_t>> busy;
-    for (Buffer *other : placed)
-      if ((other->first <= buffer->last && buffer->first <= other->last) ||
-          (distance > 0 && other->firstStep <= buffer->lastStep + distance &&
-           buffer->firstStep <= other->lastStep + distance))
-        busy.push_back({other->offset, other->offset + alignTo(other->bytes)});
-    llvm::sort(busy);
-    // The gaps between busy ranges, then the unbounded space after them.
-    int64_t size = alignTo(buffer->bytes);
-    int64_t chosen = -1, chosenGap = INT64_MAX, free = 0;
-    for (auto [begin, end] : busy) {
-      int64_t gap = begin - free;
-      if (gap >= size && (bestFit ? gap < chosenGap : chosen < 0)) {
-        chosen = free;
-        chosenGap = gap;
-      }
-      free = std::max(free, end);
+    SmallVector<std::pair<int64_t, int64_t>> alive;
+    // The others within `distance` steps, and how many steps apart.
+    SmallVector<std::pair<int64_t, std::pair<int64_t, int64_t>>> near;
+    for (Buffer *other : placed) {
+      std::pair<int64_t, int64_t> range = {
+          other->offset, other->offset + alignTo(other->bytes)};
+      int64_t apart = std::max(other->firstStep - buffer->lastStep,
+                               buffer->firstStep - other->lastStep);
+      if (other->first <= buffer->last && buffer->first <= other->last)
+        alive.push_back(range);
+      else if (apart <= distance)
+        near.push_back({apart, range});
     }
-    buffer->offset = chosen >= 0 ? chosen : free;
-    total = std::max(total, buffer->offset + size);
+    int64_t size = alignTo(buffer->bytes);
+    int64_t offset = -1;
+    // Nearest first: each halving keeps a shorter prefix.
+    llvm::sort(near,
+               [](const auto &x, const auto &y) { return x.first < y.first; });
+    size_t tried = near.size() + 1;
+    for (int64_t within = distance; within > 0 && offset < 0; within /= 2) {
+      size_t kept = llvm::partition_point(near, [&](const auto &entry) {
+                      return entry.first <= within;
+                    }) - near.begin();
+      if (kept == 0)
+        break;
+      if (kept == tried)
+        continue;
+      tried = kept;
+      SmallVector<std::pair<int64_t, int64_t>> busy(alive);
+      for (const auto &entry : ArrayRef(near).take_front(kept))
+        busy.push_back(entry.second);
+      offset = fit(busy, size, bestFit);
+      if (offset + size > total)
+        offset = -1;
+    }
+    if (offset < 0)
+      offset = fit(alive, size, bestFit);
+    buffer->offset = offset;
+    total = std::max(total, offset + size);
     placed.push_back(buffer);
   }
   return total;

@@ -118,26 +118,27 @@ module attributes {gpu.container_module} {
 // Arena slots are compared by their bytes. The second launch writes a slot
 // that the first reads only around (bytes 1024 to 2048), so it joins it; the
 // third reads bytes the first writes, so it starts a group. A launch joins
-// the latest group it can reach: the fifth moves up past a product on other
-// buffers and a launch of 1024 blocks of another size (which would leave
-// half the merged threads idle) to join the third (its slot's
-// view moves up with it). The sixth reads what the all-reduce before it
-// averages, so it waits for that alone and stays; the seventh passes both
-// and joins the third's group too. The eighth reads what the product
-// writes, so it stays after the product.
+// the earliest group it can reach: the fifth moves up past a product on
+// other buffers, a launch of 1024 blocks of another size (which would leave
+// half the merged threads idle) and the third's group to join the first
+// (its slot's view moves up with it). The sixth reads what the all-reduce
+// before it averages, so it waits for that alone and stays; the seventh
+// passes both but reads what the first writes, so it joins the third's
+// group. The eighth reads what the product writes, so it stays after the
+// product.
 
 // CHECK-LABEL: func.func @slots
 // CHECK-DAG: %[[S0:.*]] = memref.view %arg0[%{{.*}}][] : memref<8192xi8> to memref<256xf32>
 // CHECK-DAG: %[[S1:.*]] = memref.view %arg0[%{{.*}}][] : memref<8192xi8> to memref<256xf32>
 // CHECK-DAG: %[[S2:.*]] = memref.view %arg0[%{{.*}}][] : memref<8192xi8> to memref<256xf32>
-// CHECK: gpu.launch_func @kiln_kernels::@slots_m0 blocks in ({{.*}}) threads in ({{.*}}) args(%[[S0]] : memref<256xf32>, %[[S2]] : memref<256xf32>, %arg1 : memref<256xf32>, %[[S1]] : memref<256xf32>)
-// CHECK: %[[S5:.*]] = memref.view %arg0[%{{.*}}][] : memref<8192xi8> to memref<256xf32>
-// CHECK: gpu.launch_func @kiln_kernels::@slots_m1 blocks in ({{.*}}) threads in ({{.*}}) args(%[[S2]] : memref<256xf32>, %arg2 : memref<256xf32>, %arg1 : memref<256xf32>, %[[S5]] : memref<256xf32>, %arg8 : memref<256xf32>, %arg9 : memref<256xf32>)
+// CHECK-DAG: %[[S5:.*]] = memref.view %arg0[%{{.*}}][] : memref<8192xi8> to memref<256xf32>
+// CHECK: gpu.launch_func @kiln_kernels::@slots_m0 blocks in ({{.*}}) threads in ({{.*}}) args(%[[S0]] : memref<256xf32>, %[[S2]] : memref<256xf32>, %arg1 : memref<256xf32>, %[[S1]] : memref<256xf32>, %[[S5]] : memref<256xf32>)
+// CHECK: gpu.launch_func @kiln_kernels::@slots_m1 blocks in ({{.*}}) threads in ({{.*}}) args(%[[S2]] : memref<256xf32>, %arg2 : memref<256xf32>, %arg8 : memref<256xf32>)
 // CHECK-NEXT: gpu.launch_func @kiln_kernels::@copy blocks in ({{.*}}) threads in (%c128{{.*}}) args(%arg3 : memref<256xf32>, %arg4 : memref<256xf32>)
 // CHECK-NEXT: linalg.matmul
 // CHECK-NEXT: kiln.all_reduce_mean %arg6
 // CHECK-NEXT: gpu.launch_func @kiln_kernels::@copy blocks in ({{.*}}) threads in ({{.*}}) args(%arg6 : memref<256xf32>, %arg7 : memref<256xf32>)
-// CHECK-NEXT: gpu.launch_func @kiln_kernels::@read_matrix blocks in ({{.*}}) threads in ({{.*}}) args(%arg5 : memref<4x4xf32>, %arg10 : memref<16xf32>)
+// CHECK-NEXT: gpu.launch_func @kiln_kernels::@read_matrix blocks in ({{.*}}) threads in ({{.*}}) args(%arg5 : memref<4x4xf32>, %arg9 : memref<16xf32>)
 // CHECK-NEXT: return
 // CHECK: gpu.func @copy
 // CHECK: gpu.func @read_matrix
@@ -148,8 +149,7 @@ module attributes {gpu.container_module} {
                    %out: memref<256xf32>, %p: memref<256xf32>,
                    %q: memref<256xf32>, %m: memref<4x4xf32>,
                    %reduced: memref<256xf32>, %r: memref<256xf32>,
-                   %s: memref<256xf32>, %t: memref<256xf32>,
-                   %flat: memref<16xf32>) {
+                   %t: memref<256xf32>, %flat: memref<16xf32>) {
     %c1 = arith.constant 1 : index
     %c128 = arith.constant 128 : index
     %c256 = arith.constant 256 : index
@@ -173,7 +173,7 @@ module attributes {gpu.container_module} {
     gpu.launch_func @kiln_kernels::@copy blocks in (%c1, %c1, %c1) threads in (%c256, %c1, %c1) args(%in : memref<256xf32>, %s5 : memref<256xf32>)
     kiln.all_reduce_mean %reduced : memref<256xf32>
     gpu.launch_func @kiln_kernels::@copy blocks in (%c1, %c1, %c1) threads in (%c256, %c1, %c1) args(%reduced : memref<256xf32>, %r : memref<256xf32>)
-    gpu.launch_func @kiln_kernels::@copy blocks in (%c1, %c1, %c1) threads in (%c256, %c1, %c1) args(%s : memref<256xf32>, %t : memref<256xf32>)
+    gpu.launch_func @kiln_kernels::@copy blocks in (%c1, %c1, %c1) threads in (%c256, %c1, %c1) args(%s2 : memref<256xf32>, %t : memref<256xf32>)
     gpu.launch_func @kiln_kernels::@read_matrix blocks in (%c1, %c1, %c1) threads in (%c256, %c1, %c1) args(%m : memref<4x4xf32>, %flat : memref<16xf32>)
     return
   }
@@ -368,6 +368,44 @@ module attributes {gpu.container_module} {
     gpu.launch_func @kiln_kernels::@copy blocks in (%c1000, %c1, %c1) threads in (%c256, %c1, %c1) args(%b : memref<256xf32>, %e : memref<256xf32>)
     gpu.launch_func @kiln_kernels::@copy blocks in (%c4, %c1, %c1) threads in (%c128, %c1, %c1) args(%d : memref<256xf32>, %f : memref<256xf32>)
     gpu.launch_func @kiln_kernels::@copy blocks in (%c512, %c1, %c1) threads in (%c64, %c1, %c1) args(%c : memref<256xf32>, %g : memref<256xf32>)
+    return
+  }
+  gpu.module @kiln_kernels {
+    gpu.func @copy(%x: memref<256xf32>, %y: memref<256xf32>) kernel {
+      %block = gpu.block_id x
+      %thread = gpu.thread_id x
+      %size = gpu.block_dim x
+      %base = arith.muli %block, %size : index
+      %i = arith.addi %base, %thread : index
+      %v = memref.load %x[%i] : memref<256xf32>
+      memref.store %v, %y[%i] : memref<256xf32>
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// An output that updates a parameter (kiln.update) is the parameter's
+// storage at run time: the second launch writes the bytes the first reads,
+// so it neither joins it nor moves above it. The third writes another
+// parameter's update and joins the first.
+
+// CHECK-LABEL: func.func @updates_in_place
+// CHECK: gpu.launch_func @kiln_kernels::@updates_in_place_m0 {{.*}} args(%arg0 : memref<256xf32>, %arg2 : memref<256xf32>, %arg3 : memref<256xf32>, %arg5 : memref<256xf32>)
+// CHECK-NEXT: gpu.launch_func @kiln_kernels::@copy {{.*}} args(%arg3 : memref<256xf32>, %arg4 : memref<256xf32>)
+// CHECK-NEXT: return
+module attributes {gpu.container_module} {
+  func.func @updates_in_place(%w: memref<256xf32> {kiln.param = "w"},
+                              %v: memref<256xf32> {kiln.param = "v"},
+                              %x: memref<256xf32>, %y: memref<256xf32>,
+                              %w_next: memref<256xf32> {kiln.name = "w.next", kiln.update = "w"},
+                              %v_next: memref<256xf32> {kiln.name = "v.next", kiln.update = "v"}) {
+    %c1 = arith.constant 1 : index
+    %c256 = arith.constant 256 : index
+    gpu.launch_func @kiln_kernels::@copy blocks in (%c1, %c1, %c1) threads in (%c256, %c1, %c1) args(%w : memref<256xf32>, %x : memref<256xf32>)
+    gpu.launch_func @kiln_kernels::@copy blocks in (%c1, %c1, %c1) threads in (%c256, %c1, %c1) args(%y : memref<256xf32>, %w_next : memref<256xf32>)
+    gpu.launch_func @kiln_kernels::@copy blocks in (%c1, %c1, %c1) threads in (%c256, %c1, %c1) args(%y : memref<256xf32>, %v_next : memref<256xf32>)
     return
   }
   gpu.module @kiln_kernels {

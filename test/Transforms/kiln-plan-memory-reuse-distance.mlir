@@ -1,35 +1,35 @@
 // RUN: kiln-opt %s -split-input-file --kiln-plan-memory | FileCheck %s --check-prefix=PLAIN
 // RUN: kiln-opt %s -split-input-file "--kiln-plan-memory=reuse-distance=2" | FileCheck %s --check-prefix=APART
 // RUN: kiln-opt %s -split-input-file "--kiln-plan-memory=reuse-distance=1" | FileCheck %s --check-prefix=NEXT
+// RUN: kiln-opt %s -split-input-file "--kiln-plan-memory=reuse-distance=4" | FileCheck %s --check-prefix=FOUR
 
-// %b is first written by the op right after the last use of %a. Without a
-// reuse distance it takes %a's bytes (4096, after the 4096-byte %big). With
-// one of 2 ops it gets its own (4160): the copy into %b no longer writes
-// what the copy before it reads, so the two could run at once. The arena
-// grows from 4160 to 4224 bytes, less than 1/16, so that placement is kept.
-// With a distance of 1, %b starts 1 op after %a's last use: within it too.
-// The views and the allocations count no ops.
+// %b is first written by the op right after the last use of %a; %big is
+// written last, after two more ops, so the 4096 bytes it takes are free
+// before. Without a reuse distance %b takes %a's bytes (0). With one of 2
+// ops it gets its own (64): the copy into %b no longer writes what the copy
+// before it reads, so the two could run at once. The arena stays at 4096
+// bytes. With a distance of 1, %b starts 1 op after %a's last use: within
+// it too. The views and the allocations count no ops.
 
 // PLAIN-LABEL: func.func @apart(
-// PLAIN-SAME: attributes {kiln.arena_bytes = 4160 : i64
-// PLAIN: %[[OFF_A:.*]] = arith.constant 4096 : index
-// PLAIN: memref.view %{{.*}}[%[[OFF_A]]][] : memref<4160xi8> to memref<16xf32>
-// PLAIN: %[[OFF_B:.*]] = arith.constant 4096 : index
-// PLAIN: memref.view %{{.*}}[%[[OFF_B]]][] : memref<4160xi8> to memref<16xf32>
+// PLAIN-SAME: attributes {kiln.arena_bytes = 4096 : i64
+// PLAIN: %[[OFF_A:.*]] = arith.constant 0 : index
+// PLAIN: memref.view %{{.*}}[%[[OFF_A]]][] : memref<4096xi8> to memref<16xf32>
+// PLAIN: %[[OFF_B:.*]] = arith.constant 0 : index
+// PLAIN: memref.view %{{.*}}[%[[OFF_B]]][] : memref<4096xi8> to memref<16xf32>
 
 // APART-LABEL: func.func @apart(
-// APART-SAME: attributes {kiln.arena_bytes = 4224 : i64
-// APART: %[[OFF_A:.*]] = arith.constant 4096 : index
-// APART: memref.view %{{.*}}[%[[OFF_A]]][] : memref<4224xi8> to memref<16xf32>
-// APART: %[[OFF_B:.*]] = arith.constant 4160 : index
-// APART: memref.view %{{.*}}[%[[OFF_B]]][] : memref<4224xi8> to memref<16xf32>
+// APART-SAME: attributes {kiln.arena_bytes = 4096 : i64
+// APART: %[[OFF_A:.*]] = arith.constant 0 : index
+// APART: memref.view %{{.*}}[%[[OFF_A]]][] : memref<4096xi8> to memref<16xf32>
+// APART: %[[OFF_B:.*]] = arith.constant 64 : index
+// APART: memref.view %{{.*}}[%[[OFF_B]]][] : memref<4096xi8> to memref<16xf32>
 
 // NEXT-LABEL: func.func @apart(
-// NEXT-SAME: attributes {kiln.arena_bytes = 4224 : i64
-func.func @apart(%x: memref<16xf32>, %y: memref<16xf32>,
+// NEXT: memref.view %{{.*}}[%c0{{.*}}][] : memref<4096xi8> to memref<16xf32>
+// NEXT: memref.view %{{.*}}[%c64{{.*}}][] : memref<4096xi8> to memref<16xf32>
+func.func @apart(%x: memref<16xf32>, %y: memref<16xf32>, %z: memref<16xf32>,
                  %in: memref<1024xf32>, %out: memref<1024xf32>) {
-  %big = memref.alloc() : memref<1024xf32>
-  memref.copy %in, %big : memref<1024xf32> to memref<1024xf32>
   %a = memref.alloc() : memref<16xf32>
   memref.copy %x, %a : memref<16xf32> to memref<16xf32>
   %head = memref.subview %a[0] [8] [1] : memref<16xf32> to memref<8xf32, strided<[1]>>
@@ -38,6 +38,10 @@ func.func @apart(%x: memref<16xf32>, %y: memref<16xf32>,
   %b = memref.alloc() : memref<16xf32>
   memref.copy %x, %b : memref<16xf32> to memref<16xf32>
   memref.copy %b, %y : memref<16xf32> to memref<16xf32>
+  memref.copy %x, %z : memref<16xf32> to memref<16xf32>
+  memref.copy %y, %z : memref<16xf32> to memref<16xf32>
+  %big = memref.alloc() : memref<1024xf32>
+  memref.copy %in, %big : memref<1024xf32> to memref<1024xf32>
   memref.copy %big, %out : memref<1024xf32> to memref<1024xf32>
   return
 }
@@ -48,16 +52,17 @@ func.func @apart(%x: memref<16xf32>, %y: memref<16xf32>,
 // 1, within one of 2.
 
 // PLAIN-LABEL: func.func @two_ops_apart(
-// PLAIN-SAME: attributes {kiln.arena_bytes = 4160 : i64
+// PLAIN: memref.view %{{.*}}[%c0{{.*}}][] : memref<4096xi8> to memref<16xf32>
+// PLAIN: memref.view %{{.*}}[%c0{{.*}}][] : memref<4096xi8> to memref<16xf32>
 // APART-LABEL: func.func @two_ops_apart(
-// APART-SAME: attributes {kiln.arena_bytes = 4224 : i64
+// APART: memref.view %{{.*}}[%c0{{.*}}][] : memref<4096xi8> to memref<16xf32>
+// APART: memref.view %{{.*}}[%c64{{.*}}][] : memref<4096xi8> to memref<16xf32>
 // NEXT-LABEL: func.func @two_ops_apart(
-// NEXT-SAME: attributes {kiln.arena_bytes = 4160 : i64
+// NEXT: memref.view %{{.*}}[%c0{{.*}}][] : memref<4096xi8> to memref<16xf32>
+// NEXT: memref.view %{{.*}}[%c0{{.*}}][] : memref<4096xi8> to memref<16xf32>
 func.func @two_ops_apart(%x: memref<16xf32>, %y: memref<16xf32>,
                          %z: memref<16xf32>,
                          %in: memref<1024xf32>, %out: memref<1024xf32>) {
-  %big = memref.alloc() : memref<1024xf32>
-  memref.copy %in, %big : memref<1024xf32> to memref<1024xf32>
   %a = memref.alloc() : memref<16xf32>
   memref.copy %x, %a : memref<16xf32> to memref<16xf32>
   memref.copy %a, %y : memref<16xf32> to memref<16xf32>
@@ -65,24 +70,68 @@ func.func @two_ops_apart(%x: memref<16xf32>, %y: memref<16xf32>,
   %b = memref.alloc() : memref<16xf32>
   memref.copy %x, %b : memref<16xf32> to memref<16xf32>
   memref.copy %b, %y : memref<16xf32> to memref<16xf32>
+  memref.copy %x, %z : memref<16xf32> to memref<16xf32>
+  memref.copy %y, %z : memref<16xf32> to memref<16xf32>
+  memref.copy %x, %z : memref<16xf32> to memref<16xf32>
+  %big = memref.alloc() : memref<1024xf32>
+  memref.copy %in, %big : memref<1024xf32> to memref<1024xf32>
   memref.copy %big, %out : memref<1024xf32> to memref<1024xf32>
   return
 }
 
 // -----
 
-// Keeping %b apart would double the arena (64 to 128 bytes), more than
-// 1/16: the plain placement is kept, %b in %a's bytes.
+// Where keeping off everything within the distance finds no room, a buffer
+// keeps off what is within half of it, a quarter, and so on. The arena is
+// %big's 192 bytes, written 3 ops after %x's last use. With a distance of
+// 4, %near (128 bytes, 1 op before %x) takes bytes 0 to 128, %far (3 ops
+// before %x) bytes 128 to 192. Keeping %x off all three leaves no room; off
+// those within 2 ops (%near alone), %x takes %far's bytes, not those of
+// %near, which the plain placement gives it.
 
-// PLAIN-LABEL: func.func @too_costly(
+// PLAIN-LABEL: func.func @farthest(
+// PLAIN-SAME: attributes {kiln.arena_bytes = 192 : i64
+// PLAIN-COUNT-3: memref.view %{{.*}}[%c0{{.*}}][] : memref<192xi8>
+// FOUR-LABEL: func.func @farthest(
+// FOUR-SAME: attributes {kiln.arena_bytes = 192 : i64
+// FOUR: memref.view %{{.*}}[%c128{{.*}}][] : memref<192xi8> to memref<16xf32>
+// FOUR: memref.view %{{.*}}[%c0{{.*}}][] : memref<192xi8> to memref<32xf32>
+// FOUR: memref.view %{{.*}}[%c128{{.*}}][] : memref<192xi8> to memref<16xf32>
+// FOUR: memref.view %{{.*}}[%c0{{.*}}][] : memref<192xi8> to memref<48xf32>
+func.func @farthest(%x: memref<16xf32>, %y: memref<16xf32>,
+                    %z: memref<16xf32>,
+                    %in32: memref<32xf32>, %out32: memref<32xf32>,
+                    %in48: memref<48xf32>, %out48: memref<48xf32>) {
+  %far = memref.alloc() : memref<16xf32>
+  memref.copy %x, %far : memref<16xf32> to memref<16xf32>
+  memref.copy %far, %y : memref<16xf32> to memref<16xf32>
+  %near = memref.alloc() : memref<32xf32>
+  memref.copy %in32, %near : memref<32xf32> to memref<32xf32>
+  memref.copy %near, %out32 : memref<32xf32> to memref<32xf32>
+  %buffer = memref.alloc() : memref<16xf32>
+  memref.copy %x, %buffer : memref<16xf32> to memref<16xf32>
+  memref.copy %buffer, %y : memref<16xf32> to memref<16xf32>
+  memref.copy %x, %z : memref<16xf32> to memref<16xf32>
+  memref.copy %y, %z : memref<16xf32> to memref<16xf32>
+  %big = memref.alloc() : memref<48xf32>
+  memref.copy %in48, %big : memref<48xf32> to memref<48xf32>
+  memref.copy %big, %out48 : memref<48xf32> to memref<48xf32>
+  return
+}
+
+// -----
+
+// No room but %a's bytes: %b takes them, and the arena does not grow.
+
+// PLAIN-LABEL: func.func @no_room(
 // PLAIN-SAME: attributes {kiln.arena_bytes = 64 : i64
-// APART-LABEL: func.func @too_costly(
+// APART-LABEL: func.func @no_room(
 // APART-SAME: attributes {kiln.arena_bytes = 64 : i64
 // APART: %[[OFF_A:.*]] = arith.constant 0 : index
 // APART: memref.view %{{.*}}[%[[OFF_A]]][] : memref<64xi8> to memref<16xf32>
 // APART: %[[OFF_B:.*]] = arith.constant 0 : index
 // APART: memref.view %{{.*}}[%[[OFF_B]]][] : memref<64xi8> to memref<16xf32>
-func.func @too_costly(%x: memref<16xf32>, %y: memref<16xf32>) {
+func.func @no_room(%x: memref<16xf32>, %y: memref<16xf32>) {
   %a = memref.alloc() : memref<16xf32>
   memref.copy %x, %a : memref<16xf32> to memref<16xf32>
   memref.copy %a, %y : memref<16xf32> to memref<16xf32>

@@ -68,7 +68,9 @@ struct ByteRange {
 };
 
 /// The bytes root buffer `root` (an argument or an arena slot) covers;
-/// std::nullopt when it is no root buffer.
+/// std::nullopt when it is no root buffer. An output that updates a
+/// parameter (kiln.update) counts as the parameter's argument: the runtime
+/// passes the parameter's storage for it.
 std::optional<ByteRange> bytesOf(mlir::Value root);
 
 /// Appends the bytes of every buffer `op` (or an op nested in it) names

@@ -396,19 +396,23 @@ def KilnPlanMemory : Pass<"kiln-plan-memory", "mlir::ModuleOp"> {
     update begins; `workspace`, everything else (temporaries of the backward
     pass and of the update). The sizes are rounded up to the alignment.
 
-    With `reuse-distance=N` (the CUDA target's pipeline sets it), a
-    buffer's bytes also go to no buffer first written within N ops (those
-    that touch memory: not views, allocations or constants) of its last
-    use, before or after: kernels near each other that share no buffer can
-    then run as one launch (`kiln-gpu-merge-launches`), where reusing the
-    bytes one has just finished reading would order them. That placement is
-    kept when its arena is at most 1/16 larger than the plain one's, which
-    is kept otherwise.
+    With `reuse-distance=N` (the CUDA target's pipeline sets 256), a
+    buffer also keeps off the bytes of the buffers alive within N ops
+    (those that touch memory: not views, allocations or constants) of it,
+    before or after, where that fits in the arena of the buffers placed
+    before it; where it does not, it keeps off those within N/2 ops, N/4,
+    and so on down to 1, and otherwise takes the plain placement's gap.
+    Kernels near each other that share no buffer can then run as one launch
+    (`kiln-gpu-merge-launches`), where reusing the bytes one has just
+    finished reading would order them. A buffer placed this way can still
+    push a later, smaller one past the arena's end: the placement is kept
+    when its arena is at most 1/16 larger than the plain one's, which is
+    kept otherwise.
   }];
   let options = [
     Option<"reuseDistance", "reuse-distance", "unsigned", "0",
-           "Ops after a buffer's last use before another buffer may take "
-           "its bytes (0: as soon as it is dead)">
+           "Ops within which buffers keep off each other's bytes where the "
+           "arena has room (0: a buffer's bytes are free once it is dead)">
   ];
   let dependentDialects = ["::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect"];
@@ -656,8 +660,8 @@ def KilnGPUMergeLaunches : Pass<"kiln-gpu-merge-launches", "mlir::ModuleOp"> {
     merged blocks are the size of the largest member's; a member of smaller
     blocks runs on its threads `t < threads_i` and leaves the others idle.
 
-    Walking each entry function in order, a launch joins the latest group
-    before it (a group sits where its first launch was) when
+    Walking each entry function in order, a launch can join a group before
+    it (a group sits where its first launch was) when
     - both launch blocks along x only, with no shared memory, and either
       their blocks are the same size, or the merged grid would be at most
       256 blocks (less than one wave even on an A100, so what it costs is
@@ -665,8 +669,9 @@ def KilnGPUMergeLaunches : Pass<"kiln-gpu-merge-launches", "mlir::ModuleOp"> {
       be idle, and
     - it writes no bytes a member reads or writes and reads no bytes a
       member writes (the bytes of the arguments and arena slots the kernels
-      receive; an argument is written when the kernel does anything with it
-      but load; a kernel that reaches a buffer only through subviews at
+      receive, an output that updates a parameter in place (`kiln.update`)
+      counting as the parameter's argument; an argument is written when the
+      kernel does anything with it but load; a kernel that reaches a buffer only through subviews at
       constant offsets, sizes and strides touches only their boxes of it,
       so the query, key and value gradients written into their columns of
       one buffer are apart), and
@@ -676,6 +681,11 @@ def KilnGPUMergeLaunches : Pass<"kiln-gpu-merge-launches", "mlir::ModuleOp"> {
     - it can move up to the group: no op between them touches a buffer it
       touches (every op but a launch counts as reading and writing every
       buffer it names; one naming a buffer of unknown bytes stops it).
+
+    Of the groups it can join it takes the earliest: what it writes is then
+    ready sooner, and the launches that read it can join the groups after
+    (joining the latest chained a run of two-stage reductions, each first
+    stage launched with the second stage of the one before).
 
     Memory is planned by then, so the bytes say exactly what may run at the
     same time. A merged kernel is named `ENTRY_mN`; a member kernel nothing
