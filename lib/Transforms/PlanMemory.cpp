@@ -126,7 +126,7 @@ int64_t place(MutableArrayRef<Buffer> buffers, bool bestFit,
                                buffer->firstStep - other->lastStep);
       if (other->first <= buffer->last && buffer->first <= other->last)
         alive.push_back(range);
-      else if (apart <= distance)
+      else if (distance > 0 && apart <= distance)
         near.push_back({apart, range});
     }
     int64_t size = alignTo(buffer->bytes);

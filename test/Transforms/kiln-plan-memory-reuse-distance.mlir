@@ -83,11 +83,12 @@ func.func @two_ops_apart(%x: memref<16xf32>, %y: memref<16xf32>,
 
 // Where keeping off everything within the distance finds no room, a buffer
 // keeps off what is within half of it, a quarter, and so on. The arena is
-// %big's 192 bytes, written 3 ops after %x's last use. With a distance of
-// 4, %near (128 bytes, 1 op before %x) takes bytes 0 to 128, %far (3 ops
-// before %x) bytes 128 to 192. Keeping %x off all three leaves no room; off
-// those within 2 ops (%near alone), %x takes %far's bytes, not those of
-// %near, which the plain placement gives it.
+// %big's 192 bytes, written 3 ops after %buffer's last use. With a
+// distance of 4, %near (128 bytes, 1 op before %buffer) takes bytes 0 to
+// 128, %far (3 ops before %buffer) bytes 128 to 192. Keeping %buffer off
+// all three leaves no room; off those within 2 ops (%near alone), %buffer
+// takes %far's bytes, not those of %near, which the plain placement gives
+// it.
 
 // PLAIN-LABEL: func.func @farthest(
 // PLAIN-SAME: attributes {kiln.arena_bytes = 192 : i64
@@ -138,5 +139,41 @@ func.func @no_room(%x: memref<16xf32>, %y: memref<16xf32>) {
   %b = memref.alloc() : memref<16xf32>
   memref.copy %x, %b : memref<16xf32> to memref<16xf32>
   memref.copy %b, %y : memref<16xf32> to memref<16xf32>
+  return
+}
+
+// -----
+
+// A buffer kept apart can still push a later one past the arena: %d keeps
+// off %c's bytes (0) and takes 64 to 128, inside %big's 128 bytes; %e,
+// alive beside both, then finds no room below 128, and the arena would be
+// 192 bytes, more than 1/16 above the plain placement's 128. That one is
+// kept: %d in %c's bytes, %e at 64.
+
+// PLAIN-LABEL: func.func @grows(
+// PLAIN-SAME: attributes {kiln.arena_bytes = 128 : i64
+// APART-LABEL: func.func @grows(
+// APART-SAME: attributes {kiln.arena_bytes = 128 : i64
+// APART: memref.view %{{.*}}[%c64{{.*}}][] : memref<128xi8> to memref<8xf32>
+// APART: memref.view %{{.*}}[%c0{{.*}}][] : memref<128xi8> to memref<16xf32>
+// APART: memref.view %{{.*}}[%c0{{.*}}][] : memref<128xi8> to memref<16xf32>
+func.func @grows(%x: memref<16xf32>, %y: memref<16xf32>, %z: memref<16xf32>,
+                 %w: memref<8xf32>,
+                 %in: memref<32xf32>, %out: memref<32xf32>) {
+  %e = memref.alloc() : memref<8xf32>
+  memref.copy %w, %e : memref<8xf32> to memref<8xf32>
+  %c = memref.alloc() : memref<16xf32>
+  memref.copy %x, %c : memref<16xf32> to memref<16xf32>
+  memref.copy %c, %y : memref<16xf32> to memref<16xf32>
+  %d = memref.alloc() : memref<16xf32>
+  memref.copy %x, %d : memref<16xf32> to memref<16xf32>
+  memref.copy %d, %y : memref<16xf32> to memref<16xf32>
+  memref.copy %e, %w : memref<8xf32> to memref<8xf32>
+  memref.copy %x, %z : memref<16xf32> to memref<16xf32>
+  memref.copy %y, %z : memref<16xf32> to memref<16xf32>
+  memref.copy %x, %z : memref<16xf32> to memref<16xf32>
+  %big = memref.alloc() : memref<32xf32>
+  memref.copy %in, %big : memref<32xf32> to memref<32xf32>
+  memref.copy %big, %out : memref<32xf32> to memref<32xf32>
   return
 }

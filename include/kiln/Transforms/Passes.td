@@ -671,10 +671,10 @@ def KilnGPUMergeLaunches : Pass<"kiln-gpu-merge-launches", "mlir::ModuleOp"> {
       member writes (the bytes of the arguments and arena slots the kernels
       receive, an output that updates a parameter in place (`kiln.update`)
       counting as the parameter's argument; an argument is written when the
-      kernel does anything with it but load; a kernel that reaches a buffer only through subviews at
-      constant offsets, sizes and strides touches only their boxes of it,
-      so the query, key and value gradients written into their columns of
-      one buffer are apart), and
+      kernel does anything with it but load; a kernel that reaches a
+      buffer only through subviews at constant offsets, sizes and strides
+      touches only their boxes of it, so the query, key and value gradients
+      written into their columns of one buffer are apart), and
     - it touches no bytes that a collective before it averages or gathers
       (it would wait for that collective alone, and run beside later ones),
       and
