@@ -76,9 +76,7 @@ Value kiln::viewRoot(Value v) {
   return v;
 }
 
-/// The argument whose storage `argument` is: an output that updates a
-/// parameter (kiln.update) is the parameter's own storage at run time.
-static BlockArgument storageOf(BlockArgument argument) {
+BlockArgument kiln::storageOf(BlockArgument argument) {
   auto function =
       dyn_cast<FunctionOpInterface>(argument.getOwner()->getParentOp());
   auto updates = function ? function.getArgAttrOfType<StringAttr>(

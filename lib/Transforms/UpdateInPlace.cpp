@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Transforms/Buffers.h"
 #include "kiln/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -125,25 +126,16 @@ struct KilnUpdateInPlacePass
   }
 
   void updateInPlace(func::FuncOp function) {
-    llvm::StringMap<Value> params;
-    for (unsigned i = 0; i < function.getNumArguments(); ++i)
-      if (auto name = function.getArgAttrOfType<StringAttr>(i, "kiln.param"))
-        params[name.getValue()] = function.getArgument(i);
     aliases.clear();
-    for (unsigned i = 0; i < function.getNumArguments(); ++i)
-      if (auto updates = function.getArgAttrOfType<StringAttr>(i, "kiln.update"))
-        if (Value param = params.lookup(updates.getValue()))
-          aliases[function.getArgument(i)] = param;
+    for (BlockArgument argument : function.getArguments())
+      if (BlockArgument param = kiln::storageOf(argument); param != argument)
+        aliases[argument] = param;
     // One update can unblock another (a kernel that wrote into a buffer the
     // next one reads now writes the parameter): repeat until nothing moves.
     for (bool changed = true; changed;) {
       changed = false;
-      for (unsigned i = 0; i < function.getNumArguments(); ++i) {
-        auto updates = function.getArgAttrOfType<StringAttr>(i, "kiln.update");
-        if (!updates)
-          continue;
-        Value out = function.getArgument(i);
-        Value param = params.lookup(updates.getValue());
+      for (BlockArgument out : function.getArguments()) {
+        Value param = aliases.lookup(out);
         if (!param || !out.hasOneUse())
           continue;
         auto copy = dyn_cast<memref::CopyOp>(*out.getUsers().begin());

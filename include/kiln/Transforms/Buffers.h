@@ -67,6 +67,11 @@ struct ByteRange {
   }
 };
 
+/// The argument whose storage `argument` is at run time: for an output
+/// that updates a parameter (kiln.update), the parameter's argument; the
+/// argument itself otherwise.
+mlir::BlockArgument storageOf(mlir::BlockArgument argument);
+
 /// The bytes root buffer `root` (an argument or an arena slot) covers;
 /// std::nullopt when it is no root buffer. An output that updates a
 /// parameter (kiln.update) counts as the parameter's argument: the runtime
