@@ -5,6 +5,7 @@
 
 #include "Splat.h"
 
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -20,9 +21,40 @@ using namespace kiln;
 
 namespace {
 
-bool isMinusInfinity(Value v) {
+/// What a select that drops scores fills them with: -inf, or a finite value
+/// at most -2^100, as the lowest float that Hugging Face's models fill
+/// with. Where a row keeps a key, the finite fill gives its dropped keys
+/// probability 0 exactly, and their scores no gradient, as -inf does; a row
+/// that drops every key (probabilities uniform, no gradient at all) is one
+/// no additive mask can give.
+std::optional<double> dropFill(Value v) {
   std::optional<double> value = floatSplatValue(v);
-  return value && std::isinf(*value) && *value < 0;
+  if (value && *value <= -std::ldexp(1.0, 100))
+    return value;
+  return std::nullopt;
+}
+
+/// Whether the constant `condition` of a select leaves every row (its last
+/// dimension, the keys) a key it keeps: one where it does not hold, or,
+/// with `dropWhereFalse`, one where it does.
+bool keepsAKeyInEveryRow(Value condition, bool dropWhereFalse) {
+  DenseElementsAttr values;
+  if (!matchPattern(condition, m_Constant(&values)))
+    return false;
+  auto type = cast<RankedTensorType>(condition.getType());
+  if (type.getRank() == 0)
+    return values.getSplatValue<bool>() == dropWhereFalse;
+  int64_t keys = type.getShape().back(), index = 0;
+  bool kept = false;
+  for (bool value : values.getValues<bool>()) {
+    kept |= value == dropWhereFalse;
+    if (++index % keys == 0) {
+      if (!kept)
+        return false;
+      kept = false;
+    }
+  }
+  return true;
 }
 
 /// The OpTy that defines `v`, if `v` has no other user than the chain's
@@ -42,66 +74,92 @@ Value beforeBroadcast(Value v) {
 /// What a matched chain reads, found before any IR is built.
 struct Chain {
   MatmulOp scores;
+  /// The product's operands before any scaling of theirs.
+  Value lhs, rhs;
   double scale = 1.0;
-  /// An additive mask, or the condition of a select that puts -inf where it
-  /// holds (where it does not, with `dropWhereFalse`).
+  /// An additive mask, and the condition of a select that puts `dropValue`
+  /// where it holds (where it does not, with `dropWhereFalse`); either,
+  /// both (the select's result plus the mask) or neither. A finite
+  /// `dropValue` is taken as -inf, where that is exact (dropFill).
   Value mask, dropCondition;
+  double dropValue = -INFINITY;
   bool dropWhereFalse = false;
 };
 
-/// Matches `matmul(q, k) [* c | c * | / c]` into `chain`.
-bool matchScaledScores(Value v, Chain &chain) {
-  if (auto matmul = singleUse<MatmulOp>(v)) {
-    chain.scores = matmul;
-    return true;
-  }
+/// `v` as `x * c`, `c * x` or `x / c` for a splat constant c: x and the
+/// factor; `v` itself and 1 otherwise, or when the product or quotient has
+/// another user.
+std::pair<Value, double> unscaled(Value v) {
   if (auto mul = singleUse<MulOp>(v)) {
     for (auto [factor, other] : {std::pair(mul.getLhs(), mul.getRhs()),
-                                 std::pair(mul.getRhs(), mul.getLhs())}) {
-      std::optional<double> c = floatSplatValue(factor);
-      if (c && (chain.scores = singleUse<MatmulOp>(other))) {
-        chain.scale = *c;
-        return true;
-      }
-    }
-    return false;
+                                 std::pair(mul.getRhs(), mul.getLhs())})
+      if (std::optional<double> c = floatSplatValue(factor))
+        return {other, *c};
   }
   if (auto div = singleUse<DivOp>(v)) {
     std::optional<double> c = floatSplatValue(div.getRhs());
-    if (c && *c != 0 && (chain.scores = singleUse<MatmulOp>(div.getLhs()))) {
-      chain.scale = 1.0 / *c;
-      return true;
-    }
+    if (c && *c != 0)
+      return {div.getLhs(), 1.0 / *c};
   }
-  return false;
+  return {v, 1.0};
 }
 
-/// Matches the softmax's input: scaled scores, plus a mask or masked by a
-/// select.
-bool matchMaskedScores(Value v, Chain &chain) {
+/// Matches `matmul(q [* c], k [* c]) [* c | c * | / c]` into `chain`: the
+/// scale may be applied to the scores, or to the query or key before the
+/// product (as DistilBERT divides the query, and the export of PyTorch's
+/// scaled_dot_product_attention multiplies both by the scale's root).
+bool matchScaledScores(Value v, Chain &chain) {
+  auto [product, scale] = unscaled(v);
+  chain.scores = singleUse<MatmulOp>(product);
+  if (!chain.scores)
+    return false;
+  auto [lhs, lhsScale] = unscaled(chain.scores.getLhs());
+  auto [rhs, rhsScale] = unscaled(chain.scores.getRhs());
+  chain.lhs = lhs;
+  chain.rhs = rhs;
+  chain.scale = scale * lhsScale * rhsScale;
+  return true;
+}
+
+/// Matches scaled scores, or scaled scores a select drops where a condition
+/// holds (or does not): masked_fill(cond, fill) or where(cond, scores,
+/// fill), for a fill dropFill takes.
+bool matchSelectedScores(Value v, Chain &chain) {
   if (matchScaledScores(v, chain))
     return true;
-  if (auto add = singleUse<AddOp>(v)) {
-    for (auto [scores, mask] : {std::pair(add.getLhs(), add.getRhs()),
-                                std::pair(add.getRhs(), add.getLhs())}) {
-      if (matchScaledScores(scores, chain)) {
-        chain.mask = beforeBroadcast(mask);
-        return true;
-      }
-    }
+  auto select = singleUse<SelectOp>(v);
+  if (!select)
     return false;
-  }
-  if (auto select = singleUse<SelectOp>(v)) {
-    // masked_fill(cond, -inf): x + -inf is -inf for every finite score.
-    bool dropWhereTrue = isMinusInfinity(select.getOnTrue());
-    if (!dropWhereTrue && !isMinusInfinity(select.getOnFalse()))
-      return false;
-    Value scores = dropWhereTrue ? select.getOnFalse() : select.getOnTrue();
-    if (!matchScaledScores(scores, chain))
-      return false;
-    chain.dropCondition = beforeBroadcast(select.getCond());
-    chain.dropWhereFalse = !dropWhereTrue;
+  std::optional<double> fill = dropFill(select.getOnTrue());
+  bool dropWhereTrue = fill.has_value();
+  if (!dropWhereTrue)
+    fill = dropFill(select.getOnFalse());
+  if (!fill)
+    return false;
+  Value scores = dropWhereTrue ? select.getOnFalse() : select.getOnTrue();
+  if (!matchScaledScores(scores, chain))
+    return false;
+  chain.dropCondition = beforeBroadcast(select.getCond());
+  chain.dropValue = *fill;
+  chain.dropWhereFalse = !dropWhereTrue;
+  return true;
+}
+
+/// Matches the softmax's input: scaled scores, masked by a select, plus a
+/// mask, or both (Hugging Face's GPT-2: the causal select, then the
+/// padding mask added).
+bool matchMaskedScores(Value v, Chain &chain) {
+  if (matchSelectedScores(v, chain))
     return true;
+  auto add = singleUse<AddOp>(v);
+  if (!add)
+    return false;
+  for (auto [scores, mask] : {std::pair(add.getLhs(), add.getRhs()),
+                              std::pair(add.getRhs(), add.getLhs())}) {
+    if (matchSelectedScores(scores, chain)) {
+      chain.mask = beforeBroadcast(mask);
+      return true;
+    }
   }
   return false;
 }
@@ -125,7 +183,37 @@ Value swapLastTwo(PatternRewriter &r, Location loc, Value v) {
   return TransposeOp::create(r, loc, input, r.getDenseI64ArrayAttr(perm));
 }
 
-/// The additive mask: the matched one, or select(cond, -inf, 0).
+/// `v` broadcast to `shape` (numpy's rules), unless it has that shape.
+Value broadcastTo(PatternRewriter &r, Location loc, Value v,
+                  ArrayRef<int64_t> shape) {
+  auto type = cast<RankedTensorType>(v.getType());
+  if (type.getShape() == shape)
+    return v;
+  return BroadcastOp::create(r, loc, type.clone(shape), v);
+}
+
+/// The shape both `a` and `b` broadcast to (numpy's rules), if there is one.
+std::optional<SmallVector<int64_t>> broadcastShape(ArrayRef<int64_t> a,
+                                                   ArrayRef<int64_t> b) {
+  if (a.size() < b.size())
+    std::swap(a, b);
+  SmallVector<int64_t> shape(a);
+  size_t offset = a.size() - b.size();
+  for (auto [i, extent] : llvm::enumerate(b)) {
+    int64_t &out = shape[offset + i];
+    if (ShapedType::isDynamic(out) || ShapedType::isDynamic(extent))
+      return std::nullopt;
+    if (out == 1)
+      out = extent;
+    else if (extent != 1 && extent != out)
+      return std::nullopt;
+  }
+  return shape;
+}
+
+/// The additive mask: the matched one; select(cond, -inf, 0) for the select
+/// (-inf where it drops); or the sum of the two, broadcast to the shape
+/// they broadcast to (the pattern checks that they do).
 Value buildMask(PatternRewriter &r, Location loc, const Chain &chain,
                 RankedTensorType scoresType) {
   if (!chain.dropCondition)
@@ -142,7 +230,16 @@ Value buildMask(PatternRewriter &r, Location loc, const Chain &chain,
   Value drop = splat(-INFINITY), keep = splat(0.0);
   if (chain.dropWhereFalse)
     std::swap(drop, keep);
-  return SelectOp::create(r, loc, type, chain.dropCondition, drop, keep);
+  Value dropped =
+      SelectOp::create(r, loc, type, chain.dropCondition, drop, keep);
+  if (!chain.mask)
+    return dropped;
+  auto maskType = cast<RankedTensorType>(chain.mask.getType());
+  std::optional<SmallVector<int64_t>> shape =
+      broadcastShape(type.getShape(), maskType.getShape());
+  assert(shape && "the select and the mask broadcast together");
+  return AddOp::create(r, loc, broadcastTo(r, loc, dropped, *shape),
+                       broadcastTo(r, loc, chain.mask, *shape));
 }
 
 /// Anchored at the product of the probabilities with the values.
@@ -158,17 +255,32 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
     Chain chain;
     if (!matchMaskedScores(softmax.getInput(), chain))
       return r.notifyMatchFailure(op, "the softmax does not read scores");
-    Location loc = op.getLoc();
+    if (chain.dropCondition && std::isfinite(chain.dropValue)) {
+      // Exact as -inf only when no row can drop every key: a constant
+      // condition that keeps one in each, and no mask added that could
+      // drop the rest.
+      if (chain.mask ||
+          !keepsAKeyInEveryRow(chain.dropCondition, chain.dropWhereFalse))
+        return r.notifyMatchFailure(
+            op, "a finite fill whose rows may drop every key");
+    }
     MatmulOp scores = chain.scores;
-    Value query = scores.getTransposeLhs()
-                      ? swapLastTwo(r, loc, scores.getLhs())
-                      : scores.getLhs();
-    Value key = scores.getTransposeRhs() ? scores.getRhs()
-                                         : swapLastTwo(r, loc, scores.getRhs());
+    auto scoresType = cast<RankedTensorType>(scores.getType());
+    if (chain.dropCondition && chain.mask &&
+        !broadcastShape(cast<RankedTensorType>(chain.dropCondition.getType())
+                            .getShape(),
+                        cast<RankedTensorType>(chain.mask.getType())
+                            .getShape()))
+      return r.notifyMatchFailure(op, "the select and the mask do not "
+                                      "broadcast together");
+    Location loc = op.getLoc();
+    Value query = scores.getTransposeLhs() ? swapLastTwo(r, loc, chain.lhs)
+                                           : chain.lhs;
+    Value key = scores.getTransposeRhs() ? chain.rhs
+                                         : swapLastTwo(r, loc, chain.rhs);
     Value value =
         op.getTransposeRhs() ? swapLastTwo(r, loc, op.getRhs()) : op.getRhs();
-    Value mask =
-        buildMask(r, loc, chain, cast<RankedTensorType>(scores.getType()));
+    Value mask = buildMask(r, loc, chain, scoresType);
     r.replaceOpWithNewOp<AttentionOp>(op, query, key, value, mask,
                                       r.getF64FloatAttr(chain.scale));
     return success();

@@ -84,6 +84,110 @@ func.func @keep_where_true(%qt: tensor<4x8xf32>, %k: tensor<6x4xf32>, %vt: tenso
   return %o : tensor<8x3xf32>
 }
 
+// The scale applied to the operands instead of the scores (DistilBERT
+// divides the query; the export of scaled_dot_product_attention multiplies
+// the query and the key by the scale's root): the factors multiply.
+// CHECK-LABEL: func.func @scaled_operands(
+// CHECK-SAME: %[[Q:.*]]: tensor<2x8x4xf32>, %[[K:.*]]: tensor<2x6x4xf32>, %[[V:.*]]: tensor<2x6x5xf32>
+// CHECK-NEXT: %[[O:.*]] = kiln.attention %[[Q]], %[[K]], %[[V]] {scale = 1.250000e-01 : f64} : tensor<2x8x4xf32>, tensor<2x6x4xf32>, tensor<2x6x5xf32>
+// CHECK-NEXT: return %[[O]]
+func.func @scaled_operands(%q: tensor<2x8x4xf32>, %k: tensor<2x6x4xf32>, %v: tensor<2x6x5xf32>) -> tensor<2x8x5xf32> {
+  %two = kiln.constant dense<2.0> : tensor<2x8x4xf32>
+  %qs = kiln.div %q, %two : tensor<2x8x4xf32>
+  %half = kiln.constant dense<0.5> : tensor<2x6x4xf32>
+  %ks = kiln.mul %half, %k : tensor<2x6x4xf32>
+  %s = kiln.matmul %qs, %ks {transpose_rhs} : tensor<2x8x4xf32>, tensor<2x6x4xf32>
+  %c = kiln.constant dense<0.5> : tensor<2x8x6xf32>
+  %scaled = kiln.mul %s, %c : tensor<2x8x6xf32>
+  %p = kiln.softmax %scaled {axis = 2 : i64} : tensor<2x8x6xf32>
+  %o = kiln.matmul %p, %v : tensor<2x8x6xf32>, tensor<2x6x5xf32>
+  return %o : tensor<2x8x5xf32>
+}
+
+// A select of -inf, then a mask added: the two masks add up, broadcast to
+// the shape both broadcast to.
+// CHECK-LABEL: func.func @select_then_mask(
+// CHECK-SAME: %[[Q:.*]]: tensor<2x2x4x4xf32>, %[[K:.*]]: tensor<2x2x4x4xf32>, %[[V:.*]]: tensor<2x2x4x4xf32>, %[[C:.*]]: tensor<1x1x4x4xi1>, %[[PAD:.*]]: tensor<2x1x1x4xf32>
+// CHECK-DAG: %[[NEGINF:.*]] = kiln.constant dense<0xFF800000> : tensor<1x1x4x4xf32>
+// CHECK-DAG: %[[ZERO:.*]] = kiln.constant dense<0.000000e+00> : tensor<1x1x4x4xf32>
+// CHECK: %[[DROP:.*]] = kiln.select %[[C]], %[[ZERO]], %[[NEGINF]] : tensor<1x1x4x4xi1>, tensor<1x1x4x4xf32>
+// CHECK-NEXT: %[[DROPB:.*]] = kiln.broadcast %[[DROP]] : tensor<1x1x4x4xf32> to tensor<2x1x4x4xf32>
+// CHECK-NEXT: %[[PADB:.*]] = kiln.broadcast %[[PAD]] : tensor<2x1x1x4xf32> to tensor<2x1x4x4xf32>
+// CHECK-NEXT: %[[M:.*]] = kiln.add %[[DROPB]], %[[PADB]] : tensor<2x1x4x4xf32>
+// CHECK-NEXT: %[[O:.*]] = kiln.attention %[[Q]], %[[K]], %[[V]] mask %[[M]] : tensor<2x1x4x4xf32> {scale = 5.000000e-01 : f64}
+// CHECK-NOT: kiln.softmax
+func.func @select_then_mask(%q: tensor<2x2x4x4xf32>, %k: tensor<2x2x4x4xf32>, %v: tensor<2x2x4x4xf32>,
+                            %cond: tensor<1x1x4x4xi1>, %pad: tensor<2x1x1x4xf32>) -> tensor<2x2x4x4xf32> {
+  %s = kiln.matmul %q, %k {transpose_rhs} : tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>
+  %c = kiln.constant dense<2.0> : tensor<2x2x4x4xf32>
+  %scaled = kiln.div %s, %c : tensor<2x2x4x4xf32>
+  %cb = kiln.broadcast %cond : tensor<1x1x4x4xi1> to tensor<2x2x4x4xi1>
+  %ninf = kiln.constant dense<0xFF800000> : tensor<2x2x4x4xf32>
+  %kept = kiln.select %cb, %scaled, %ninf : tensor<2x2x4x4xi1>, tensor<2x2x4x4xf32>
+  %pb = kiln.broadcast %pad : tensor<2x1x1x4xf32> to tensor<2x2x4x4xf32>
+  %masked = kiln.add %kept, %pb : tensor<2x2x4x4xf32>
+  %p = kiln.softmax %masked {axis = 3 : i64} : tensor<2x2x4x4xf32>
+  %o = kiln.matmul %p, %v : tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>
+  return %o : tensor<2x2x4x4xf32>
+}
+
+// Hugging Face's GPT-2: where(causal buffer, scores, lowest float). The
+// condition is constant and keeps a key in every row, so no row drops every
+// key, and the lowest float is exactly -inf's mask there.
+// CHECK-LABEL: func.func @lowest_fill(
+// CHECK-DAG: %[[C:.*]] = kiln.constant dense<{{\[\[}}true, false, false], [true, true, false], [true, true, true]]> : tensor<3x3xi1>
+// CHECK-DAG: %[[NEGINF:.*]] = kiln.constant dense<0xFF800000> : tensor<3x3xf32>
+// CHECK-DAG: %[[ZERO:.*]] = kiln.constant dense<0.000000e+00> : tensor<3x3xf32>
+// CHECK: %[[M:.*]] = kiln.select %[[C]], %[[ZERO]], %[[NEGINF]] : tensor<3x3xi1>, tensor<3x3xf32>
+// CHECK-NEXT: kiln.attention %{{.*}}, %{{.*}}, %{{.*}} mask %[[M]] : tensor<3x3xf32>
+// CHECK-NOT: kiln.softmax
+func.func @lowest_fill(%q: tensor<2x3x4xf32>, %k: tensor<2x3x4xf32>, %v: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
+  %s = kiln.matmul %q, %k {transpose_rhs} : tensor<2x3x4xf32>, tensor<2x3x4xf32>
+  %cond = kiln.constant dense<[[true, false, false], [true, true, false], [true, true, true]]> : tensor<3x3xi1>
+  %cb = kiln.broadcast %cond : tensor<3x3xi1> to tensor<2x3x3xi1>
+  %lowest = kiln.constant dense<-3.40282347E+38> : tensor<2x3x3xf32>
+  %masked = kiln.select %cb, %s, %lowest : tensor<2x3x3xi1>, tensor<2x3x3xf32>
+  %p = kiln.softmax %masked {axis = 2 : i64} : tensor<2x3x3xf32>
+  %o = kiln.matmul %p, %v : tensor<2x3x3xf32>, tensor<2x3x4xf32>
+  return %o : tensor<2x3x4xf32>
+}
+
+// A finite fill where a row may drop every key stays as it is: there
+// PyTorch's probabilities are uniform and its scores get no gradient, which
+// no additive mask gives. A condition that is an input (a padding mask, as
+// DistilBERT's), a constant one with a row of nothing kept, a mask added
+// after the select (Hugging Face's GPT-2 with an attention mask), and a
+// fill above -2^100 (not the same as -inf for every score).
+// CHECK-LABEL: func.func @lowest_fill_not_exact(
+// CHECK-NOT: kiln.attention
+func.func @lowest_fill_not_exact(%q: tensor<3x4xf32>, %k: tensor<3x4xf32>, %v: tensor<3x4xf32>,
+                                 %cond: tensor<3x3xi1>, %pad: tensor<3xf32>)
+    -> (tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>) {
+  %lowest = kiln.constant dense<-3.40282347E+38> : tensor<3x3xf32>
+  %s0 = kiln.matmul %q, %k {transpose_rhs} : tensor<3x4xf32>, tensor<3x4xf32>
+  %m0 = kiln.select %cond, %lowest, %s0 : tensor<3x3xi1>, tensor<3x3xf32>
+  %p0 = kiln.softmax %m0 {axis = 1 : i64} : tensor<3x3xf32>
+  %o0 = kiln.matmul %p0, %v : tensor<3x3xf32>, tensor<3x4xf32>
+  %rowless = kiln.constant dense<[[true, false, false], [false, false, false], [true, true, true]]> : tensor<3x3xi1>
+  %s1 = kiln.matmul %q, %k {transpose_rhs} : tensor<3x4xf32>, tensor<3x4xf32>
+  %m1 = kiln.select %rowless, %s1, %lowest : tensor<3x3xi1>, tensor<3x3xf32>
+  %p1 = kiln.softmax %m1 {axis = 1 : i64} : tensor<3x3xf32>
+  %o1 = kiln.matmul %p1, %v : tensor<3x3xf32>, tensor<3x4xf32>
+  %causal = kiln.constant dense<[[true, false, false], [true, true, false], [true, true, true]]> : tensor<3x3xi1>
+  %s2 = kiln.matmul %q, %k {transpose_rhs} : tensor<3x4xf32>, tensor<3x4xf32>
+  %m2 = kiln.select %causal, %s2, %lowest : tensor<3x3xi1>, tensor<3x3xf32>
+  %pb = kiln.broadcast %pad : tensor<3xf32> to tensor<3x3xf32>
+  %a2 = kiln.add %m2, %pb : tensor<3x3xf32>
+  %p2 = kiln.softmax %a2 {axis = 1 : i64} : tensor<3x3xf32>
+  %o2 = kiln.matmul %p2, %v : tensor<3x3xf32>, tensor<3x4xf32>
+  %near = kiln.constant dense<-1.0e+29> : tensor<3x3xf32>
+  %s3 = kiln.matmul %q, %k {transpose_rhs} : tensor<3x4xf32>, tensor<3x4xf32>
+  %m3 = kiln.select %causal, %s3, %near : tensor<3x3xi1>, tensor<3x3xf32>
+  %p3 = kiln.softmax %m3 {axis = 1 : i64} : tensor<3x3xf32>
+  %o3 = kiln.matmul %p3, %v : tensor<3x3xf32>, tensor<3x4xf32>
+  return %o0, %o1, %o2, %o3 : tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>
+}
+
 // The probabilities are returned too: no fusion.
 // CHECK-LABEL: func.func @softmax_used_twice(
 // CHECK-NOT: kiln.attention

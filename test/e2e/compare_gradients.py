@@ -18,9 +18,9 @@ sys.path.insert(0, os.path.dirname(__file__))
 from compare_model import save_npz  # noqa: E402
 
 
-def wrapped(model_name):
+def wrapped(model_name, masking="add"):
     from kiln_onnx_models import SEQ, VOCAB, torch_modules
-    torch, Mlp, _, Gpt, _ = torch_modules()
+    torch, Mlp, _, Gpt, _ = torch_modules(masking=masking)
     nn = torch.nn
 
     class WithLoss(nn.Module):

@@ -5,7 +5,7 @@ stored order), the same optimizer, every step's loss.
         [--steps N] [--batch B] [--lr LR] [--momentum M] [--nesterov]
         [--weight-decay W] [--lr-decay D] [--schedule constant|linear|cosine
         --warmup-steps W --total-steps T] [--grad-clip C] [--grad-accum K]
-        [--kiln-loss] [--padding-inf]
+        [--kiln-loss] [--masking add|inf|fill|causal]
         writes DIR/MODEL-loss.onnx, DIR/MODEL-train.npz and the losses of
         torch.optim on them to DIR/MODEL-losses.txt
         and the parameters torch.optim ends with to DIR/MODEL-final.npz;
@@ -15,7 +15,12 @@ stored order), the same optimizer, every step's loss.
         reports their mean loss, as kiln-run does. MODEL is mlp, gpt2, cnn
         (exported and trained in training mode: its batch norm uses each
         batch's statistics) or bert (one layer; rows pad up to half of their
-        tokens, masked out by adding -10000, or with --padding-inf by -inf)
+        tokens, masked out as --masking says: by adding -10000 (add, the
+        default) or -inf (inf), by filling their scores with the lowest
+        float (fill: DistilBERT's form) or, in causal attention, by adding
+        it (causal: GPT-2's form); with fill or causal the second row is
+        all padding); gpt2 --masking fill fills its scores above the
+        diagonal with the lowest float, not -inf
     compare_training.py check EXPECTED.txt KILN_RUN_OUTPUT.txt [--rtol R]
         compares the 'loss' column of `kiln-run --data ... --no-shuffle`
     compare_training.py check-params FINAL.npz SAVED.safetensors
@@ -30,6 +35,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 from compare_gradients import wrapped  # noqa: E402
+from kiln_onnx_models import MASKING  # noqa: E402
 from kiln_test_io import read_safetensors, save_npz  # noqa: E402
 
 
@@ -38,20 +44,20 @@ from kiln_test_io import read_safetensors, save_npz  # noqa: E402
 TRAINING_MODE = ("cnn",)
 
 
-def training_model(name, padding_inf=False):
+def training_model(name, masking="add"):
     """(torch, the model followed by its mean cross-entropy loss,
     make_inputs(generator, samples) -> {graph input name: tensor}, the
-    labels last). padding_inf: bert masks its padding with -inf, not by
-    adding -10000."""
+    labels last). masking: how gpt2 masks its scores above the diagonal and
+    bert its padding (MASKING, torch_modules in kiln_onnx_models)."""
     if name in ("mlp", "gpt2"):
-        torch, model, make_inputs = wrapped(name)
+        torch, model, make_inputs = wrapped(name, masking)
 
         def named_inputs(generator, samples):
             x, labels, input_name = make_inputs(generator, samples)
             return {input_name: x, "labels": labels}
         return torch, model, named_inputs
     from kiln_onnx_models import SEQ, VOCAB, torch_modules
-    torch, _, Cnn, _, Bert = torch_modules(layers=1, padding_inf=padding_inf)
+    torch, _, Cnn, _, Bert = torch_modules(layers=1, masking=masking)
 
     class WithLoss(torch.nn.Module):
         def __init__(self, net):
@@ -76,6 +82,12 @@ def training_model(name, padding_inf=False):
         for row, length in enumerate(g.integers(SEQ // 2, SEQ + 1, size=n)):
             input_ids[row, length:] = 0
             attention_mask[row, length:] = 0
+        if masking in ("fill", "causal") and n > 1:
+            # A row of padding alone: every score is the lowest float (or
+            # -inf where causal attention adds it twice), so PyTorch's
+            # probabilities are uniform over the keys, as Kiln's must be.
+            input_ids[1] = 0
+            attention_mask[1] = 0
         return {"input_ids": tensor(input_ids.astype(np.int64)),
                 "attention_mask": tensor(attention_mask),
                 "labels": tensor(g.integers(0, 2, size=(n,)).astype(np.int64))}
@@ -85,7 +97,7 @@ def training_model(name, padding_inf=False):
 def prepare(args):
     import torch
     torch.manual_seed(0)
-    torch, model, make_inputs = training_model(args.model, args.padding_inf)
+    torch, model, make_inputs = training_model(args.model, args.masking)
     model.train(args.model in TRAINING_MODE)
     with torch.no_grad():
         for parameter in model.parameters():
@@ -411,9 +423,9 @@ def main():
     p.add_argument("--grad-clip", type=float, default=0.0)
     p.add_argument("--grad-accum", type=int, default=1)
     p.add_argument("--kiln-loss", action="store_true")
-    p.add_argument("--padding-inf", action="store_true",
-                   help="bert: mask the padding keys with -inf instead of "
-                        "adding -10000")
+    p.add_argument("--masking", choices=MASKING, default="add",
+                   help="how bert masks its padding keys, gpt2 its "
+                        "scores above the diagonal (the module's docstring)")
     p.add_argument("--bf16-matmul", dest="matmul_operands",
                    action="store_const", const="bf16",
                    help="train the reference with matrix products on bf16 "

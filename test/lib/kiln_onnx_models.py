@@ -600,6 +600,7 @@ def random_bytes(path):
 #===-----------------------------------------------------------------------===#
 
 D_MODEL, HEADS, VOCAB, SEQ = 32, 2, 100, 16
+MASKING = ("add", "inf", "fill", "causal")
 
 
 def export(module, args, path, input_names, dynamic_axes):
@@ -611,12 +612,20 @@ def export(module, args, path, input_names, dynamic_axes):
 
 
 def torch_modules(d_model=D_MODEL, heads=HEADS, vocab=VOCAB, seq=SEQ,
-                  layers=2, padding_inf=False):
+                  layers=2, masking="add"):
     """The PyTorch models, defined on first use: importing torch is slow.
     The sizes are those of the GPT-2- and BERT-style models (the lit tests'
-    by default); seq is the longest sequence they take. BERT masks its
-    padding keys by adding -10000 (as Hugging Face's BERT), or with
-    padding_inf by filling their scores' mask with -inf."""
+    by default); seq is the longest sequence they take. How BERT masks its
+    padding keys (MASKING): "add" adds -10000 to their scores (as Hugging
+    Face's BERT); "inf" fills their scores' mask with -inf; "fill" divides
+    the query by the scale's root before the product and fills the padding
+    keys' scores with the lowest float (masked_fill, as Hugging Face's
+    DistilBERT); "causal" also attends causally, as Hugging Face's GPT-2:
+    where(causal buffer, scores, lowest float), then adds the lowest float
+    to the padding keys' scores. GPT-2 fills the scores above the diagonal
+    with -inf where a float buffer is 0, or with "fill" keeps the scores
+    where a bool buffer holds and puts the lowest float elsewhere (Hugging
+    Face's GPT-2 without an attention mask)."""
     import math
 
     import torch
@@ -652,7 +661,10 @@ def torch_modules(d_model=D_MODEL, heads=HEADS, vocab=VOCAB, seq=SEQ,
             self.attn_drop = nn.Dropout(0.1)
             self.resid_drop = nn.Dropout(0.1)
             mask = torch.tril(torch.ones(seq, seq)).view(1, 1, seq, seq)
-            self.register_buffer("mask", mask)
+            if masking == "fill":
+                self.register_buffer("keep", mask.bool())
+            else:
+                self.register_buffer("mask", mask)
 
         def forward(self, x):
             b, t, c = x.size()
@@ -662,7 +674,12 @@ def torch_modules(d_model=D_MODEL, heads=HEADS, vocab=VOCAB, seq=SEQ,
             v = v.view(b, t, heads, c // heads).transpose(1, 2)
             scale = 1.0 / math.sqrt(d_model // heads)
             att = (q @ k.transpose(-2, -1)) * scale
-            att = att.masked_fill(self.mask[:, :, :t, :t] == 0, float("-inf"))
+            if masking == "fill":
+                lowest = torch.tensor(torch.finfo(att.dtype).min)
+                att = torch.where(self.keep[:, :, :t, :t], att, lowest)
+            else:
+                att = att.masked_fill(self.mask[:, :, :t, :t] == 0,
+                                      float("-inf"))
             att = self.attn_drop(torch.softmax(att, dim=-1))
             y = (att @ v).transpose(1, 2).contiguous().view(b, t, c)
             return self.resid_drop(self.proj(y))
@@ -708,6 +725,9 @@ def torch_modules(d_model=D_MODEL, heads=HEADS, vocab=VOCAB, seq=SEQ,
             self.key = nn.Linear(d_model, d_model)
             self.value = nn.Linear(d_model, d_model)
             self.dropout = nn.Dropout(0.1)
+            if masking == "causal":
+                causal = torch.tril(torch.ones(seq, seq, dtype=torch.bool))
+                self.register_buffer("causal", causal.view(1, 1, seq, seq))
 
         def split_heads(self, x):
             b, t, _ = x.size()
@@ -717,8 +737,20 @@ def torch_modules(d_model=D_MODEL, heads=HEADS, vocab=VOCAB, seq=SEQ,
             q, k, v = (self.split_heads(self.query(x)),
                        self.split_heads(self.key(x)),
                        self.split_heads(self.value(x)))
-            scores = torch.matmul(q, k.transpose(-1, -2))
-            scores = scores / math.sqrt(d_model // heads) + extended_mask
+            root = math.sqrt(d_model // heads)
+            lowest = torch.finfo(q.dtype).min
+            if masking == "fill":
+                scores = torch.matmul(q / root, k.transpose(-1, -2))
+                return self.attend(
+                    scores.masked_fill(extended_mask, lowest), v, x)
+            scores = torch.matmul(q, k.transpose(-1, -2)) / root
+            if masking == "causal":
+                t = x.size(1)
+                scores = torch.where(self.causal[:, :, :t, :t], scores,
+                                     torch.tensor(lowest, dtype=q.dtype))
+            return self.attend(scores + extended_mask, v, x)
+
+        def attend(self, scores, v, x):
             probs = self.dropout(torch.softmax(scores, dim=-1))
             context = torch.matmul(probs, v).permute(0, 2, 1, 3).contiguous()
             return context.view(x.size(0), x.size(1), d_model)
@@ -762,10 +794,15 @@ def torch_modules(d_model=D_MODEL, heads=HEADS, vocab=VOCAB, seq=SEQ,
                  self.position_embeddings(positions) +
                  self.token_type_embeddings(types))
             x = self.dropout(self.emb_norm(x))
-            if padding_inf:
+            if masking == "inf":
                 padding = attention_mask[:, None, None, :] == 0
                 extended = torch.zeros(padding.shape, dtype=x.dtype)
                 extended = extended.masked_fill(padding, float("-inf"))
+            elif masking == "fill":
+                extended = attention_mask[:, None, None, :] == 0
+            elif masking == "causal":
+                extended = (1.0 - attention_mask[:, None, None, :].to(x.dtype))
+                extended = extended * torch.finfo(x.dtype).min
             else:
                 extended = attention_mask[:, None, None, :].to(x.dtype)
                 extended = (1.0 - extended) * -10000.0

@@ -31,16 +31,25 @@ def KilnFuseAttention : Pass<"kiln-fuse-attention", "mlir::ModuleOp"> {
   let summary = "Recognises attention and forms kiln.attention";
   let description = [{
     Rewrites the chain
-    `matmul(q, kᵀ) [* c | / c] [+ mask | masked by select] -> softmax -> matmul(·, v)`
+    `matmul(q, kᵀ) [* c | / c] [masked by select] [+ mask] -> softmax -> matmul(·, v)`
     into one `kiln.attention`, so that kiln-autodiff differentiates it with
     its own rule instead of through the softmax's decomposition. `c` is a
-    splat constant (the scale is `c` or `1 / c`); the softmax is along the
-    last dimension. The mask is an added tensor (a broadcast one is taken
-    before the broadcast), or a `select` that puts -inf where a condition
-    holds, which becomes the additive mask `select(cond, -inf, 0)`. The
-    transposes of q, k and v, as matmul flags or as transpose ops, become
-    transposes of the operands. A chain fuses only when each of its
-    intermediate values has no other user.
+    splat constant (the scale is `c` or `1 / c`), applied to the scores or
+    to q or k before the product (the factors multiply); the softmax is
+    along the last dimension. The mask is an added tensor (a broadcast one
+    is taken before the broadcast), a `select` that puts -inf where a
+    condition holds (or where it does not), which becomes the additive mask
+    `select(cond, -inf, 0)`, or such a select with a mask added after it,
+    the two masks summed. A select may fill with a finite value at most
+    -2^100 (the lowest float, as Hugging Face's GPT-2 and DistilBERT do)
+    only where that is exactly -inf: its condition is a constant that keeps
+    a key in every row and no mask is added after it. Where a row may drop
+    every key, PyTorch's probabilities there are uniform and its scores get
+    no gradient, which no additive mask gives: such a chain (a padding
+    condition, or a padding mask added) stays expanded. The transposes of
+    q, k and v, as matmul flags or as transpose ops, become transposes of
+    the operands. A chain fuses only when each of its intermediate values
+    has no other user.
   }];
   let dependentDialects = ["::kiln::KilnDialect"];
 }
