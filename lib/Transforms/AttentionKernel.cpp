@@ -38,21 +38,46 @@ using namespace mlir;
 using namespace kiln;
 
 bool kiln::isCausalMask(Value mask, int64_t queries, int64_t keys) {
-  DenseElementsAttr values;
-  if (!mask || queries != keys || !matchPattern(mask, m_Constant(&values)) ||
-      values.isSplat())
+  if (!mask || queries != keys)
     return false;
   auto type = cast<RankedTensorType>(mask.getType());
   if (type.getRank() < 2 || type.getDimSize(type.getRank() - 1) != keys ||
       type.getDimSize(type.getRank() - 2) != queries)
     return false;
-  int64_t index = 0;
-  for (APFloat value : values.getValues<APFloat>()) {
+  // Whether the element at `index` (row-major) is what a causal mask holds
+  // there: -inf after the diagonal, 0 on and before it.
+  auto causalAt = [&](int64_t index, const APFloat &value) {
     int64_t key = index % keys, query = (index / keys) % queries;
-    ++index;
     bool dropped = value.isInfinity() && value.isNegative();
-    if (key > query ? !dropped : !value.isZero())
+    return key > query ? dropped : value.isZero();
+  };
+  DenseElementsAttr values;
+  if (matchPattern(mask, m_Constant(&values))) {
+    if (values.isSplat())
       return false;
+    int64_t index = 0;
+    for (APFloat value : values.getValues<APFloat>())
+      if (!causalAt(index++, value))
+        return false;
+    return true;
+  }
+  // select(condition, a, b) of two splats on a constant condition, as
+  // kiln-fuse-attention builds from a causal select: too large to fold.
+  auto select = mask.getDefiningOp<SelectOp>();
+  DenseElementsAttr condition, onTrue, onFalse;
+  if (!select || !matchPattern(select.getCond(), m_Constant(&condition)) ||
+      !matchPattern(select.getOnTrue(), m_Constant(&onTrue)) ||
+      !matchPattern(select.getOnFalse(), m_Constant(&onFalse)) ||
+      !onTrue.isSplat() || !onFalse.isSplat() || condition.isSplat() ||
+      condition.getType().getShape() != type.getShape())
+    return false;
+  APFloat a = onTrue.getSplatValue<APFloat>();
+  APFloat b = onFalse.getSplatValue<APFloat>();
+  int64_t index = 0;
+  for (bool pick : condition.getValues<bool>()) {
+    if (!causalAt(index, pick ? a : b))
+      return false;
+    ++index;
   }
   return true;
 }

@@ -34,6 +34,30 @@ func.func @causal(%q: tensor<1x2x2x16xf32>, %k: tensor<1x2x2x16xf32>,
 
 // -----
 
+// So is a select of 0 and -inf on a constant condition that gives the causal
+// mask (kiln-fuse-attention's from a causal where(), unfolded when large);
+// one that keeps a key above the diagonal is read.
+// CHECK-LABEL: func.func @causal_select(
+// CHECK: kiln.flash_attention %{{.*}}, %{{.*}}, %{{.*}} {causal, scale = 2.500000e-01 : f64}
+// CHECK: kiln.flash_attention %{{.*}}, %{{.*}}, %{{.*}} mask %{{.*}} {scale = 2.500000e-01 : f64}
+func.func @causal_select(%q: tensor<1x2x2x16xf32>, %k: tensor<1x2x2x16xf32>,
+                         %v: tensor<1x2x2x16xf32>)
+    -> (tensor<1x2x2x16xf32>, tensor<1x2x2x16xf32>) {
+  %keep = kiln.constant dense<[[true, false], [true, true]]> : tensor<2x2xi1>
+  %ninf = kiln.constant dense<0xFF800000> : tensor<2x2xf32>
+  %zero = kiln.constant dense<0.0> : tensor<2x2xf32>
+  %mask = kiln.select %keep, %zero, %ninf : tensor<2x2xi1>, tensor<2x2xf32>
+  %o = kiln.attention %q, %k, %v mask %mask : tensor<2x2xf32> {scale = 0.25 : f64}
+      : tensor<1x2x2x16xf32>, tensor<1x2x2x16xf32>, tensor<1x2x2x16xf32>
+  %other = kiln.constant dense<[[true, true], [false, true]]> : tensor<2x2xi1>
+  %mask2 = kiln.select %other, %zero, %ninf : tensor<2x2xi1>, tensor<2x2xf32>
+  %o2 = kiln.attention %q, %k, %v mask %mask2 : tensor<2x2xf32> {scale = 0.25 : f64}
+      : tensor<1x2x2x16xf32>, tensor<1x2x2x16xf32>, tensor<1x2x2x16xf32>
+  return %o, %o2 : tensor<1x2x2x16xf32>, tensor<1x2x2x16xf32>
+}
+
+// -----
+
 // Any other mask is read: reshaped to [B or 1, H or 1, Sq or 1, Sk].
 // CHECK-LABEL: func.func @padding(
 // CHECK-SAME: %[[M:[a-z0-9]+]]: tensor<2x3xf32>

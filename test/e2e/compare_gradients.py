@@ -18,9 +18,10 @@ sys.path.insert(0, os.path.dirname(__file__))
 from compare_model import save_npz  # noqa: E402
 
 
-def wrapped(model_name, masking="add"):
+def wrapped(model_name, masking="add", seq=None):
     from kiln_onnx_models import SEQ, VOCAB, torch_modules
-    torch, Mlp, _, Gpt, _ = torch_modules(masking=masking)
+    seq = seq or SEQ
+    torch, Mlp, _, Gpt, _ = torch_modules(seq=seq, masking=masking)
     nn = torch.nn
 
     class WithLoss(nn.Module):
@@ -42,8 +43,8 @@ def wrapped(model_name, masking="add"):
             torch.tensor(g.integers(0, 10, size=(b,)).astype(np.int64)),
             "x")
     return torch, WithLoss(Gpt(), VOCAB), lambda g, b: (
-        torch.tensor(g.integers(0, VOCAB, size=(b, SEQ)).astype(np.int64)),
-        torch.tensor(g.integers(0, VOCAB, size=(b, SEQ)).astype(np.int64)),
+        torch.tensor(g.integers(0, VOCAB, size=(b, seq)).astype(np.int64)),
+        torch.tensor(g.integers(0, VOCAB, size=(b, seq)).astype(np.int64)),
         "idx")
 
 

@@ -5,7 +5,7 @@ stored order), the same optimizer, every step's loss.
         [--steps N] [--batch B] [--lr LR] [--momentum M] [--nesterov]
         [--weight-decay W] [--lr-decay D] [--schedule constant|linear|cosine
         --warmup-steps W --total-steps T] [--grad-clip C] [--grad-accum K]
-        [--kiln-loss] [--masking add|inf|fill|causal]
+        [--kiln-loss] [--masking add|inf|fill|causal] [--seq S]
         writes DIR/MODEL-loss.onnx, DIR/MODEL-train.npz and the losses of
         torch.optim on them to DIR/MODEL-losses.txt
         and the parameters torch.optim ends with to DIR/MODEL-final.npz;
@@ -44,13 +44,14 @@ from kiln_test_io import read_safetensors, save_npz  # noqa: E402
 TRAINING_MODE = ("cnn",)
 
 
-def training_model(name, masking="add"):
+def training_model(name, masking="add", seq=None):
     """(torch, the model followed by its mean cross-entropy loss,
     make_inputs(generator, samples) -> {graph input name: tensor}, the
     labels last). masking: how gpt2 masks its scores above the diagonal and
-    bert its padding (MASKING, torch_modules in kiln_onnx_models)."""
+    bert its padding (MASKING, torch_modules in kiln_onnx_models); seq:
+    gpt2's sequence length (default kiln_onnx_models.SEQ)."""
     if name in ("mlp", "gpt2"):
-        torch, model, make_inputs = wrapped(name, masking)
+        torch, model, make_inputs = wrapped(name, masking, seq)
 
         def named_inputs(generator, samples):
             x, labels, input_name = make_inputs(generator, samples)
@@ -97,7 +98,7 @@ def training_model(name, masking="add"):
 def prepare(args):
     import torch
     torch.manual_seed(0)
-    torch, model, make_inputs = training_model(args.model, args.masking)
+    torch, model, make_inputs = training_model(args.model, args.masking, args.seq)
     model.train(args.model in TRAINING_MODE)
     with torch.no_grad():
         for parameter in model.parameters():
@@ -423,6 +424,8 @@ def main():
     p.add_argument("--grad-clip", type=float, default=0.0)
     p.add_argument("--grad-accum", type=int, default=1)
     p.add_argument("--kiln-loss", action="store_true")
+    p.add_argument("--seq", type=int,
+                   help="gpt2: the sequence length (default 16)")
     p.add_argument("--masking", choices=MASKING, default="add",
                    help="how bert masks its padding keys, gpt2 its "
                         "scores above the diagonal (the module's docstring)")

@@ -8,9 +8,10 @@
 
 namespace kiln {
 
-/// Whether `mask` is a constant that keeps exactly the keys up to each
-/// query's position (0 for key <= query, -inf after) in every batch, over
-/// square scores: causal attention, which needs no mask reads.
+/// Whether `mask` is a constant, or a select of two splat constants on a
+/// constant condition, that keeps exactly the keys up to each query's
+/// position (0 for key <= query, -inf after) in every batch, over square
+/// scores: causal attention, which needs no mask reads.
 bool isCausalMask(mlir::Value mask, int64_t queries, int64_t keys);
 
 /// Makes kiln.flash_attention and its gradient bufferizable: they read

@@ -516,7 +516,8 @@ def KilnFlashAttention : Pass<"kiln-flash-attention", "mlir::ModuleOp"> {
 
     The kernels take [B, H, S, D] query, key and value with D 16, 32, 64 or
     128 (the value's too), at most 65535 heads in all, and a mask that is a
-    constant causal one (the kernels stop at the diagonal and read none),
+    constant causal one, as kiln-attention-kernel takes it (the kernels stop
+    at the diagonal and read none),
     absent, or an f32 mask whose key dimension is the keys' (any other
     dimension may broadcast: a padding mask, or a causal mask held in a
     buffer, whose dropped tiles the kernels skip). Attention they cannot
@@ -570,7 +571,9 @@ def KilnAttentionKernel : Pass<"kiln-attention-kernel", "mlir::ModuleOp"> {
       rows, recomputing each probability from the score and those
       statistics.
     A constant mask that is 0 on and below the diagonal and -inf above it
-    (causal attention) is not read at all: the loops stop at the diagonal.
+    (causal attention), or a select of 0 and -inf on a constant condition
+    that gives one (kiln-fuse-attention's, too large to fold), is not read
+    at all: the loops stop at the diagonal.
     Any other mask is read, broadcast, where each score needs it; first,
     linalg.generic ops compute its bounds: per row of the mask, one past its
     last key that is not -inf, and per column, its first query that is not
