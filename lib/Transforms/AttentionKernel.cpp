@@ -40,8 +40,8 @@ using namespace kiln;
 bool kiln::isCausalMask(Value mask, int64_t queries, int64_t keys) {
   if (!mask || queries != keys)
     return false;
-  auto type = cast<RankedTensorType>(mask.getType());
-  if (type.getRank() < 2 || type.getDimSize(type.getRank() - 1) != keys ||
+  auto type = dyn_cast<RankedTensorType>(mask.getType());
+  if (!type || type.getRank() < 2 || type.getDimSize(type.getRank() - 1) != keys ||
       type.getDimSize(type.getRank() - 2) != queries)
     return false;
   // Whether the element at `index` (row-major) is what a causal mask holds

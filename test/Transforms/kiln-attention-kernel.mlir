@@ -87,6 +87,36 @@ func.func @causal(%q: tensor<2x3x4xf32>, %k: tensor<2x3x4xf32>, %v: tensor<2x3x4
 
 // -----
 
+// So is a select of two splats on a constant condition that gives that mask
+// (kiln-fuse-attention's from a causal where(), too large to fold), with
+// -inf on either side and a leading dimension of 1.
+// CHECK-LABEL: func.func @causal_select(
+// CHECK-SAME: %[[Q:[a-z0-9]+]]: tensor<2x3x4xf32>, %[[K:[a-z0-9]+]]: tensor<2x3x4xf32>, %[[V:[a-z0-9]+]]: tensor<2x3x4xf32>
+// CHECK-NOT: linalg.generic
+// CHECK: scf.forall (%{{.*}}, %[[I:.*]]) in (2, 3)
+// CHECK: %[[END:.*]] = arith.addi %[[I]], %c1
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[END]]
+// CHECK-NOT: linalg.generic
+// CHECK: scf.forall (%{{.*}}, %[[I2:.*]]) in (2, 3)
+// CHECK: %[[END2:.*]] = arith.addi %[[I2]], %c1
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[END2]]
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @causal_select(%q: tensor<2x3x4xf32>, %k: tensor<2x3x4xf32>, %v: tensor<2x3x4xf32>)
+    -> (tensor<2x3x4xf32>, tensor<2x3x4xf32>) {
+  %keep = arith.constant dense<[[[true, false, false], [true, true, false], [true, true, true]]]> : tensor<1x3x3xi1>
+  %zero = arith.constant dense<0.0> : tensor<1x3x3xf32>
+  %ninf = arith.constant dense<0xFF800000> : tensor<1x3x3xf32>
+  %m = kiln.select %keep, %zero, %ninf : tensor<1x3x3xi1>, tensor<1x3x3xf32>
+  %o = kiln.attention %q, %k, %v mask %m : tensor<1x3x3xf32> : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>
+  %drop = arith.constant dense<[[[false, true, true], [false, false, true], [false, false, false]]]> : tensor<1x3x3xi1>
+  %m2 = kiln.select %drop, %ninf, %zero : tensor<1x3x3xi1>, tensor<1x3x3xf32>
+  %o2 = kiln.attention %q, %k, %k mask %m2 : tensor<1x3x3xf32> : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>
+  return %o, %o2 : tensor<2x3x4xf32>, tensor<2x3x4xf32>
+}
+
+// -----
+
 // Any other mask is read. Its bounds are computed first: per row of the
 // mask, one past its last key that is not -inf (here an argument, as a
 // causal mask held in a buffer parameter is); each query row's loops end

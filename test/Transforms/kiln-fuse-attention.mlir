@@ -152,17 +152,66 @@ func.func @lowest_fill(%q: tensor<2x3x4xf32>, %k: tensor<2x3x4xf32>, %v: tensor<
   return %o : tensor<2x3x4xf32>
 }
 
+// masked_fill(constant, lowest) drops where its condition holds: every row
+// here keeps a key. A condition broadcast along the keys ([3, 1]) keeps or
+// drops whole rows: with no row dropped it fuses too.
+// CHECK-LABEL: func.func @lowest_fill_where_true(
+// CHECK-DAG: %[[C:.*]] = kiln.constant dense<{{\[\[}}false, true, true], [false, false, true], [false, false, false]]> : tensor<3x3xi1>
+// CHECK-DAG: %[[R:.*]] = kiln.constant dense<false> : tensor<3x1xi1>
+// CHECK-DAG: %[[NEGINF:.*]] = kiln.constant dense<0xFF800000> : tensor<3x3xf32>
+// CHECK-DAG: %[[ZERO:.*]] = kiln.constant dense<0.000000e+00> : tensor<3x3xf32>
+// CHECK-DAG: %[[NEGINF1:.*]] = kiln.constant dense<0xFF800000> : tensor<3x1xf32>
+// CHECK-DAG: %[[ZERO1:.*]] = kiln.constant dense<0.000000e+00> : tensor<3x1xf32>
+// CHECK: %[[M:.*]] = kiln.select %[[C]], %[[NEGINF]], %[[ZERO]] : tensor<3x3xi1>, tensor<3x3xf32>
+// CHECK-NEXT: kiln.attention %{{.*}}, %{{.*}}, %{{.*}} mask %[[M]] : tensor<3x3xf32>
+// CHECK: %[[M1:.*]] = kiln.select %[[R]], %[[NEGINF1]], %[[ZERO1]] : tensor<3x1xi1>, tensor<3x1xf32>
+// CHECK-NEXT: kiln.attention %{{.*}}, %{{.*}}, %{{.*}} mask %[[M1]] : tensor<3x1xf32>
+// CHECK-NOT: kiln.softmax
+func.func @lowest_fill_where_true(%q: tensor<3x4xf32>, %k: tensor<3x4xf32>, %v: tensor<3x4xf32>)
+    -> (tensor<3x4xf32>, tensor<3x4xf32>) {
+  %lowest = kiln.constant dense<-3.40282347E+38> : tensor<3x3xf32>
+  %drop = kiln.constant dense<[[false, true, true], [false, false, true], [false, false, false]]> : tensor<3x3xi1>
+  %s0 = kiln.matmul %q, %k {transpose_rhs} : tensor<3x4xf32>, tensor<3x4xf32>
+  %m0 = kiln.select %drop, %lowest, %s0 : tensor<3x3xi1>, tensor<3x3xf32>
+  %p0 = kiln.softmax %m0 {axis = 1 : i64} : tensor<3x3xf32>
+  %o0 = kiln.matmul %p0, %v : tensor<3x3xf32>, tensor<3x4xf32>
+  %rows = kiln.constant dense<false> : tensor<3x1xi1>
+  %rb = kiln.broadcast %rows : tensor<3x1xi1> to tensor<3x3xi1>
+  %s1 = kiln.matmul %q, %k {transpose_rhs} : tensor<3x4xf32>, tensor<3x4xf32>
+  %m1 = kiln.select %rb, %lowest, %s1 : tensor<3x3xi1>, tensor<3x3xf32>
+  %p1 = kiln.softmax %m1 {axis = 1 : i64} : tensor<3x3xf32>
+  %o1 = kiln.matmul %p1, %v : tensor<3x3xf32>, tensor<3x4xf32>
+  return %o0, %o1 : tensor<3x4xf32>, tensor<3x4xf32>
+}
+
+// A scaled query that something else reads too is the query as it is.
+// CHECK-LABEL: func.func @scaled_query_used_twice(
+// CHECK-SAME: %[[Q:.*]]: tensor<8x4xf32>, %[[K:.*]]: tensor<6x4xf32>, %[[V:.*]]: tensor<6x5xf32>
+// CHECK: %[[QS:.*]] = kiln.mul %[[Q]], %{{.*}} : tensor<8x4xf32>
+// CHECK-NEXT: %[[O:.*]] = kiln.attention %[[QS]], %[[K]], %[[V]] : tensor<8x4xf32>, tensor<6x4xf32>, tensor<6x5xf32>
+// CHECK-NEXT: return %[[O]], %[[QS]]
+func.func @scaled_query_used_twice(%q: tensor<8x4xf32>, %k: tensor<6x4xf32>, %v: tensor<6x5xf32>)
+    -> (tensor<8x5xf32>, tensor<8x4xf32>) {
+  %c = kiln.constant dense<0.5> : tensor<8x4xf32>
+  %qs = kiln.mul %q, %c : tensor<8x4xf32>
+  %s = kiln.matmul %qs, %k {transpose_rhs} : tensor<8x4xf32>, tensor<6x4xf32>
+  %p = kiln.softmax %s {axis = 1 : i64} : tensor<8x6xf32>
+  %o = kiln.matmul %p, %v : tensor<8x6xf32>, tensor<6x5xf32>
+  return %o, %qs : tensor<8x5xf32>, tensor<8x4xf32>
+}
+
 // A finite fill where a row may drop every key stays as it is: there
 // PyTorch's probabilities are uniform and its scores get no gradient, which
 // no additive mask gives. A condition that is an input (a padding mask, as
 // DistilBERT's), a constant one with a row of nothing kept, a mask added
-// after the select (Hugging Face's GPT-2 with an attention mask), and a
-// fill above -2^100 (not the same as -inf for every score).
+// after the select (Hugging Face's GPT-2 with an attention mask), a fill
+// above -2^100 (not the same as -inf for every score), and a condition
+// broadcast along the keys that drops a whole row.
 // CHECK-LABEL: func.func @lowest_fill_not_exact(
 // CHECK-NOT: kiln.attention
 func.func @lowest_fill_not_exact(%q: tensor<3x4xf32>, %k: tensor<3x4xf32>, %v: tensor<3x4xf32>,
                                  %cond: tensor<3x3xi1>, %pad: tensor<3xf32>)
-    -> (tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>) {
+    -> (tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>) {
   %lowest = kiln.constant dense<-3.40282347E+38> : tensor<3x3xf32>
   %s0 = kiln.matmul %q, %k {transpose_rhs} : tensor<3x4xf32>, tensor<3x4xf32>
   %m0 = kiln.select %cond, %lowest, %s0 : tensor<3x3xi1>, tensor<3x3xf32>
@@ -185,7 +234,13 @@ func.func @lowest_fill_not_exact(%q: tensor<3x4xf32>, %k: tensor<3x4xf32>, %v: t
   %m3 = kiln.select %causal, %s3, %near : tensor<3x3xi1>, tensor<3x3xf32>
   %p3 = kiln.softmax %m3 {axis = 1 : i64} : tensor<3x3xf32>
   %o3 = kiln.matmul %p3, %v : tensor<3x3xf32>, tensor<3x4xf32>
-  return %o0, %o1, %o2, %o3 : tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>
+  %onerow = kiln.constant dense<[[false], [true], [false]]> : tensor<3x1xi1>
+  %orb = kiln.broadcast %onerow : tensor<3x1xi1> to tensor<3x3xi1>
+  %s4 = kiln.matmul %q, %k {transpose_rhs} : tensor<3x4xf32>, tensor<3x4xf32>
+  %m4 = kiln.select %orb, %lowest, %s4 : tensor<3x3xi1>, tensor<3x3xf32>
+  %p4 = kiln.softmax %m4 {axis = 1 : i64} : tensor<3x3xf32>
+  %o4 = kiln.matmul %p4, %v : tensor<3x3xf32>, tensor<3x4xf32>
+  return %o0, %o1, %o2, %o3, %o4 : tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>
 }
 
 // The probabilities are returned too: no fusion.

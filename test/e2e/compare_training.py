@@ -35,9 +35,12 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 from compare_gradients import wrapped  # noqa: E402
-from kiln_onnx_models import MASKING  # noqa: E402
 from kiln_test_io import read_safetensors, save_npz  # noqa: E402
 
+
+# How each model may mask its attention (torch_modules in kiln_onnx_models).
+MASKING = {"mlp": ("add",), "gpt2": ("add", "fill"), "cnn": ("add",),
+           "bert": ("add", "inf", "fill", "causal")}
 
 # Models that train in training mode (the CNN's batch norm normalizes with
 # the batch's statistics); the others train in eval mode, without dropout.
@@ -50,6 +53,9 @@ def training_model(name, masking="add", seq=None):
     labels last). masking: how gpt2 masks its scores above the diagonal and
     bert its padding (MASKING, torch_modules in kiln_onnx_models); seq:
     gpt2's sequence length (default kiln_onnx_models.SEQ)."""
+    if masking not in MASKING[name]:
+        raise SystemExit("compare_training.py: %s has no --masking %s (only %s)"
+                         % (name, masking, ", ".join(MASKING[name])))
     if name in ("mlp", "gpt2"):
         torch, model, make_inputs = wrapped(name, masking, seq)
 
@@ -426,7 +432,7 @@ def main():
     p.add_argument("--kiln-loss", action="store_true")
     p.add_argument("--seq", type=int,
                    help="gpt2: the sequence length (default 16)")
-    p.add_argument("--masking", choices=MASKING, default="add",
+    p.add_argument("--masking", choices=MASKING["bert"], default="add",
                    help="how bert masks its padding keys, gpt2 its "
                         "scores above the diagonal (the module's docstring)")
     p.add_argument("--bf16-matmul", dest="matmul_operands",

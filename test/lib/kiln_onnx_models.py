@@ -600,7 +600,6 @@ def random_bytes(path):
 #===-----------------------------------------------------------------------===#
 
 D_MODEL, HEADS, VOCAB, SEQ = 32, 2, 100, 16
-MASKING = ("add", "inf", "fill", "causal")
 
 
 def export(module, args, path, input_names, dynamic_axes):
@@ -616,16 +615,17 @@ def torch_modules(d_model=D_MODEL, heads=HEADS, vocab=VOCAB, seq=SEQ,
     """The PyTorch models, defined on first use: importing torch is slow.
     The sizes are those of the GPT-2- and BERT-style models (the lit tests'
     by default); seq is the longest sequence they take. How BERT masks its
-    padding keys (MASKING): "add" adds -10000 to their scores (as Hugging
+    padding keys: "add" adds -10000 to their scores (as Hugging
     Face's BERT); "inf" fills their scores' mask with -inf; "fill" divides
     the query by the scale's root before the product and fills the padding
     keys' scores with the lowest float (masked_fill, as Hugging Face's
     DistilBERT); "causal" also attends causally, as Hugging Face's GPT-2:
     where(causal buffer, scores, lowest float), then adds the lowest float
     to the padding keys' scores. GPT-2 fills the scores above the diagonal
-    with -inf where a float buffer is 0, or with "fill" keeps the scores
-    where a bool buffer holds and puts the lowest float elsewhere (Hugging
-    Face's GPT-2 without an attention mask)."""
+    with -inf where a float buffer is 0, or with "fill" scales the query
+    before the product (as DistilBERT), keeps the scores where a bool buffer
+    holds and puts the lowest float elsewhere (Hugging Face's GPT-2 without
+    an attention mask)."""
     import math
 
     import torch
@@ -673,11 +673,12 @@ def torch_modules(d_model=D_MODEL, heads=HEADS, vocab=VOCAB, seq=SEQ,
             k = k.view(b, t, heads, c // heads).transpose(1, 2)
             v = v.view(b, t, heads, c // heads).transpose(1, 2)
             scale = 1.0 / math.sqrt(d_model // heads)
-            att = (q @ k.transpose(-2, -1)) * scale
             if masking == "fill":
+                att = (q * scale) @ k.transpose(-2, -1)
                 lowest = torch.tensor(torch.finfo(att.dtype).min)
                 att = torch.where(self.keep[:, :, :t, :t], att, lowest)
             else:
+                att = (q @ k.transpose(-2, -1)) * scale
                 att = att.masked_fill(self.mask[:, :, :t, :t] == 0,
                                       float("-inf"))
             att = self.attn_drop(torch.softmax(att, dim=-1))
