@@ -242,28 +242,38 @@ Value buildMask(PatternRewriter &r, Location loc, const Chain &chain,
                        broadcastTo(r, loc, chain.mask, *shape));
 }
 
+/// Whether `chain` fills with a finite value where a row may drop every key
+/// (which it then cannot fuse exactly): a condition that is not a constant
+/// keeping a key in every row, or a mask added after the select that could
+/// drop the rest.
+bool mayDropWholeRows(const Chain &chain) {
+  return chain.dropCondition && std::isfinite(chain.dropValue) &&
+         (chain.mask ||
+          !keepsAKeyInEveryRow(chain.dropCondition, chain.dropWhereFalse));
+}
+
+/// The attention chain `op` (the product of softmax rows with the values)
+/// ends, matched into `chain`; failure when `op` ends none.
+LogicalResult matchChain(MatmulOp op, Chain &chain) {
+  auto softmax = singleUse<SoftmaxOp>(op.getLhs());
+  if (op.getTransposeLhs() || !softmax ||
+      static_cast<int64_t>(softmax.getAxis()) !=
+          softmax.getType().getRank() - 1)
+    return failure();
+  return success(matchMaskedScores(softmax.getInput(), chain));
+}
+
 /// Anchored at the product of the probabilities with the values.
 struct FuseAttention : OpRewritePattern<MatmulOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MatmulOp op,
                                 PatternRewriter &r) const override {
-    auto softmax = singleUse<SoftmaxOp>(op.getLhs());
-    if (op.getTransposeLhs() || !softmax ||
-        static_cast<int64_t>(softmax.getAxis()) !=
-            softmax.getType().getRank() - 1)
-      return r.notifyMatchFailure(op, "not a product of softmax rows");
     Chain chain;
-    if (!matchMaskedScores(softmax.getInput(), chain))
-      return r.notifyMatchFailure(op, "the softmax does not read scores");
-    if (chain.dropCondition && std::isfinite(chain.dropValue)) {
-      // Exact as -inf only when no row can drop every key: a constant
-      // condition that keeps one in each, and no mask added that could
-      // drop the rest.
-      if (chain.mask ||
-          !keepsAKeyInEveryRow(chain.dropCondition, chain.dropWhereFalse))
-        return r.notifyMatchFailure(
-            op, "a finite fill whose rows may drop every key");
-    }
+    if (failed(matchChain(op, chain)))
+      return r.notifyMatchFailure(op, "not an attention chain");
+    if (mayDropWholeRows(chain))
+      return r.notifyMatchFailure(
+          op, "a finite fill whose rows may drop every key");
     MatmulOp scores = chain.scores;
     auto scoresType = cast<RankedTensorType>(scores.getType());
     if (chain.dropCondition && chain.mask &&
@@ -296,7 +306,18 @@ struct KilnFuseAttentionPass
     config.enableFolding(false);
     if (failed(
             applyPatternsGreedily(getOperation(), std::move(patterns), config)))
-      signalPassFailure();
+      return signalPassFailure();
+    // Say which chains stay expanded for their fill, so a user can tell why
+    // a step stores its score matrices (kilnc prints the first as a note).
+    getOperation().walk([](MatmulOp op) {
+      Chain chain;
+      if (succeeded(matchChain(op, chain)) && mayDropWholeRows(chain))
+        op.emitRemark(
+            "attention stays expanded, storing its score matrices: it fills "
+            "dropped scores with a finite value where a row may drop every "
+            "key (an input condition, or a mask added after the fill), and "
+            "there the fused form's gradient would differ from the graph's");
+    });
   }
 };
 

@@ -1,4 +1,5 @@
 // RUN: kiln-opt %s --kiln-fuse-attention | FileCheck %s
+// RUN: kiln-opt %s --kiln-fuse-attention 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
 
 // matmul(q, kᵀ) [scaled] [masked] -> softmax over the last dimension ->
 // matmul with v becomes one kiln.attention; the transposes move onto the
@@ -209,6 +210,17 @@ func.func @scaled_query_used_twice(%q: tensor<8x4xf32>, %k: tensor<6x4xf32>, %v:
 // broadcast along the keys that drops a whole row.
 // CHECK-LABEL: func.func @lowest_fill_not_exact(
 // CHECK-NOT: kiln.attention
+// Each such chain gets a remark (kilnc prints the first as a note); the
+// fill above -2^100 is no attention this pass knows, and gets none.
+// REMARK: remark: attention stays expanded, storing its score matrices: it fills dropped scores with a finite value where a row may drop every key
+// REMARK-NEXT: %o0 = kiln.matmul %p0
+// REMARK: remark: attention stays expanded
+// REMARK-NEXT: %o1 = kiln.matmul %p1
+// REMARK: remark: attention stays expanded
+// REMARK-NEXT: %o2 = kiln.matmul %p2
+// REMARK: remark: attention stays expanded
+// REMARK-NEXT: %o4 = kiln.matmul %p4
+// REMARK-NOT: remark:
 func.func @lowest_fill_not_exact(%q: tensor<3x4xf32>, %k: tensor<3x4xf32>, %v: tensor<3x4xf32>,
                                  %cond: tensor<3x3xi1>, %pad: tensor<3xf32>)
     -> (tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>) {

@@ -288,6 +288,7 @@ int main(int argc, char **argv) {
 
   // The imported model, with the training passes run when a step or
   // gradients were asked for.
+  bool notedRemarks = false;
   auto prepare =
       [&](const kiln::ImportOptions &importOptions)
       -> Expected<mlir::OwningOpRef<mlir::ModuleOp>> {
@@ -315,15 +316,31 @@ int main(int argc, char **argv) {
     if (gradients || training) {
       mlir::PassManager pm(&context);
       kilnc::addTrainingPasses(pm, amp == Amp::FP16);
-      std::string diagnostic;
+      std::string diagnostic, remark;
+      unsigned remarks = 0;
       mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
-        if (diagnostic.empty())
+        if (d.getSeverity() == mlir::DiagnosticSeverity::Remark) {
+          if (remarks++ == 0)
+            remark = d.str();
+        } else if (diagnostic.empty()) {
           diagnostic = d.str();
+        }
         return mlir::success();
       });
       if (mlir::failed(pm.run(**module)))
         return createStringError(inconvertibleErrorCode(),
                                  inputFile + ": " + diagnostic);
+      // The passes' remarks (attention left expanded), once per compilation
+      // and for all the places they were made.
+      if (remarks && !notedRemarks) {
+        notedRemarks = true;
+        WithColor::note(errs(), "kilnc")
+            << inputFile << ": " << remark
+            << (remarks > 1 ? " (" + std::to_string(remarks) + " places)"
+                            : std::string())
+            << "; docs/kilnc.md, \"Training steps\", says which attention "
+               "fuses\n";
+      }
       // A training bundle holds forward_grad only when asked for.
       if (!gradients)
         if (mlir::Operation *grad = (*module)->lookupSymbol("forward_grad"))

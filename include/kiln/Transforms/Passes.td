@@ -46,7 +46,8 @@ def KilnFuseAttention : Pass<"kiln-fuse-attention", "mlir::ModuleOp"> {
     a key in every row and no mask is added after it. Where a row may drop
     every key, PyTorch's probabilities there are uniform and its scores get
     no gradient, which no additive mask gives: such a chain (a padding
-    condition, or a padding mask added) stays expanded. The transposes of
+    condition, or a padding mask added) stays expanded, with a remark on
+    its last product (kilnc prints the first as a note). The transposes of
     q, k and v, as matmul flags or as transpose ops, become transposes of
     the operands. A chain fuses only when each of its intermediate values
     has no other user.
