@@ -5,6 +5,7 @@
 
 #include "Splat.h"
 
+#include "mlir/Dialect/Traits.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -77,13 +78,15 @@ struct Chain {
   /// The product's operands before any scaling of theirs.
   Value lhs, rhs;
   double scale = 1.0;
-  /// An additive mask, and the condition of a select that puts `dropValue`
+  /// An additive mask, and the condition of a select that drops scores
   /// where it holds (where it does not, with `dropWhereFalse`); either,
-  /// both (the select's result plus the mask) or neither. A finite
-  /// `dropValue` is taken as -inf, where that is exact (dropFill).
+  /// both (the select's result plus the mask) or neither. `finiteFill`: the
+  /// select fills with a finite value, taken as -inf where that is exact
+  /// (dropFill).
   Value mask, dropCondition;
-  double dropValue = -INFINITY;
-  bool dropWhereFalse = false;
+  bool dropWhereFalse = false, finiteFill = false;
+  /// With both, the shape the select's mask and `mask` broadcast to.
+  SmallVector<int64_t> maskShape;
 };
 
 /// `v` as `x * c`, `c * x` or `x / c` for a splat constant c: x and the
@@ -140,14 +143,15 @@ bool matchSelectedScores(Value v, Chain &chain) {
   if (!matchScaledScores(scores, chain))
     return false;
   chain.dropCondition = beforeBroadcast(select.getCond());
-  chain.dropValue = *fill;
+  chain.finiteFill = std::isfinite(*fill);
   chain.dropWhereFalse = !dropWhereTrue;
   return true;
 }
 
 /// Matches the softmax's input: scaled scores, masked by a select, plus a
 /// mask, or both (Hugging Face's GPT-2: the causal select, then the
-/// padding mask added).
+/// padding mask added), when the select's condition and the mask broadcast
+/// together.
 bool matchMaskedScores(Value v, Chain &chain) {
   if (matchSelectedScores(v, chain))
     return true;
@@ -156,10 +160,17 @@ bool matchMaskedScores(Value v, Chain &chain) {
     return false;
   for (auto [scores, mask] : {std::pair(add.getLhs(), add.getRhs()),
                               std::pair(add.getRhs(), add.getLhs())}) {
-    if (matchSelectedScores(scores, chain)) {
-      chain.mask = beforeBroadcast(mask);
+    if (!matchSelectedScores(scores, chain))
+      continue;
+    chain.mask = beforeBroadcast(mask);
+    if (!chain.dropCondition)
       return true;
-    }
+    auto condType = cast<RankedTensorType>(chain.dropCondition.getType());
+    auto maskType = cast<RankedTensorType>(chain.mask.getType());
+    chain.maskShape.clear();
+    return condType.hasStaticShape() && maskType.hasStaticShape() &&
+           OpTrait::util::getBroadcastedShape(
+               condType.getShape(), maskType.getShape(), chain.maskShape);
   }
   return false;
 }
@@ -192,28 +203,9 @@ Value broadcastTo(PatternRewriter &r, Location loc, Value v,
   return BroadcastOp::create(r, loc, type.clone(shape), v);
 }
 
-/// The shape both `a` and `b` broadcast to (numpy's rules), if there is one.
-std::optional<SmallVector<int64_t>> broadcastShape(ArrayRef<int64_t> a,
-                                                   ArrayRef<int64_t> b) {
-  if (a.size() < b.size())
-    std::swap(a, b);
-  SmallVector<int64_t> shape(a);
-  size_t offset = a.size() - b.size();
-  for (auto [i, extent] : llvm::enumerate(b)) {
-    int64_t &out = shape[offset + i];
-    if (ShapedType::isDynamic(out) || ShapedType::isDynamic(extent))
-      return std::nullopt;
-    if (out == 1)
-      out = extent;
-    else if (extent != 1 && extent != out)
-      return std::nullopt;
-  }
-  return shape;
-}
-
 /// The additive mask: the matched one; select(cond, -inf, 0) for the select
-/// (-inf where it drops); or the sum of the two, broadcast to the shape
-/// they broadcast to (the pattern checks that they do).
+/// (-inf where it drops); or the sum of the two, broadcast to
+/// `chain.maskShape`.
 Value buildMask(PatternRewriter &r, Location loc, const Chain &chain,
                 RankedTensorType scoresType) {
   if (!chain.dropCondition)
@@ -234,12 +226,8 @@ Value buildMask(PatternRewriter &r, Location loc, const Chain &chain,
       SelectOp::create(r, loc, type, chain.dropCondition, drop, keep);
   if (!chain.mask)
     return dropped;
-  auto maskType = cast<RankedTensorType>(chain.mask.getType());
-  std::optional<SmallVector<int64_t>> shape =
-      broadcastShape(type.getShape(), maskType.getShape());
-  assert(shape && "the select and the mask broadcast together");
-  return AddOp::create(r, loc, broadcastTo(r, loc, dropped, *shape),
-                       broadcastTo(r, loc, chain.mask, *shape));
+  return AddOp::create(r, loc, broadcastTo(r, loc, dropped, chain.maskShape),
+                       broadcastTo(r, loc, chain.mask, chain.maskShape));
 }
 
 /// Whether `chain` fills with a finite value where a row may drop every key
@@ -247,7 +235,7 @@ Value buildMask(PatternRewriter &r, Location loc, const Chain &chain,
 /// keeping a key in every row, or a mask added after the select that could
 /// drop the rest.
 bool mayDropWholeRows(const Chain &chain) {
-  return chain.dropCondition && std::isfinite(chain.dropValue) &&
+  return chain.dropCondition && chain.finiteFill &&
          (chain.mask ||
           !keepsAKeyInEveryRow(chain.dropCondition, chain.dropWhereFalse));
 }
@@ -275,14 +263,6 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
       return r.notifyMatchFailure(
           op, "a finite fill whose rows may drop every key");
     MatmulOp scores = chain.scores;
-    auto scoresType = cast<RankedTensorType>(scores.getType());
-    if (chain.dropCondition && chain.mask &&
-        !broadcastShape(cast<RankedTensorType>(chain.dropCondition.getType())
-                            .getShape(),
-                        cast<RankedTensorType>(chain.mask.getType())
-                            .getShape()))
-      return r.notifyMatchFailure(op, "the select and the mask do not "
-                                      "broadcast together");
     Location loc = op.getLoc();
     Value query = scores.getTransposeLhs() ? swapLastTwo(r, loc, chain.lhs)
                                            : chain.lhs;
@@ -290,7 +270,8 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
                                          : swapLastTwo(r, loc, chain.rhs);
     Value value =
         op.getTransposeRhs() ? swapLastTwo(r, loc, op.getRhs()) : op.getRhs();
-    Value mask = buildMask(r, loc, chain, scoresType);
+    Value mask =
+        buildMask(r, loc, chain, cast<RankedTensorType>(scores.getType()));
     r.replaceOpWithNewOp<AttentionOp>(op, query, key, value, mask,
                                       r.getF64FloatAttr(chain.scale));
     return success();
