@@ -114,7 +114,7 @@ def prepare(name, out, steps):
     return losses
 
 
-def run(args, *command):
+def run(*command):
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         raise RuntimeError("%s failed: %s" % (" ".join(command),
@@ -122,15 +122,20 @@ def run(args, *command):
     return result.stdout
 
 
+def compile_bundle(args, out, bundle, flags):
+    """kilnc on out/m.onnx: the AdamW step PyTorch's reference takes."""
+    run(args.kilnc, os.path.join(out, "m.onnx"), "--batch-size=%d" % BATCH,
+        "--optimizer=adamw", "--lr=1e-3", "--weight-decay=0.01",
+        "--loss-output=loss", *flags, "-o", bundle)
+
+
 def kiln_losses(args, out, tag, flags, steps):
     bundle = os.path.join(out, tag + ".kiln")
     metrics = os.path.join(out, tag + ".jsonl")
     if os.path.exists(metrics):
         os.remove(metrics)
-    run(args, args.kilnc, os.path.join(out, "m.onnx"),
-        "--batch-size=%d" % BATCH, "--optimizer=adamw", "--lr=1e-3",
-        "--weight-decay=0.01", "--loss-output=loss", *flags, "-o", bundle)
-    run(args, args.kiln_run, bundle, "--data", os.path.join(out, "train.npz"),
+    compile_bundle(args, out, bundle, flags)
+    run(args.kiln_run, bundle, "--data", os.path.join(out, "train.npz"),
         "--steps", str(steps), "--no-shuffle", "--metrics", metrics)
     with open(metrics) as f:
         return [json.loads(line)["loss"] for line in f if '"loss"' in line]
@@ -138,14 +143,11 @@ def kiln_losses(args, out, tag, flags, steps):
 
 def attention_commands(args, out):
     bundle = os.path.join(out, "cuda.kiln")
-    run(args, args.kilnc, os.path.join(out, "m.onnx"),
-        "--batch-size=%d" % BATCH, "--optimizer=adamw", "--loss-output=loss",
-        "--target=cuda", "--amp=bf16", "-o", bundle)
-    info = run(args, args.kiln_run, bundle, "--info").splitlines()
+    compile_bundle(args, out, bundle, ["--target=cuda", "--amp=bf16"])
+    info = run(args.kiln_run, bundle, "--info").splitlines()
     for line, following in zip(info, info[1:]):
         if line.strip().startswith("train_step("):
-            words = following.split(", ")
-            for word in words:
+            for word in following.split(", "):
                 if word.endswith("attention commands"):
                     return word.split()[0]
             return "0"

@@ -104,7 +104,8 @@ def training_model(name, masking="add", seq=None):
 def prepare(args):
     import torch
     torch.manual_seed(0)
-    torch, model, make_inputs = training_model(args.model, args.masking, args.seq)
+    torch, model, make_inputs = training_model(args.model, args.masking,
+                                               args.seq)
     model.train(args.model in TRAINING_MODE)
     with torch.no_grad():
         for parameter in model.parameters():
