@@ -773,7 +773,8 @@ verifyFlash(Operation *op, Value query, Value key, Value value, Value mask,
     return op->emitOpError("needs at least one batch, head, query and key");
   if (d != 16 && d != 32 && d != 64 && d != 128)
     return op->emitOpError("head size ") << d << " is not 16, 32, 64 or 128";
-  SmallVector<int64_t> rows{b, h, sq, d}, keys{b, h, sk, d}, stats{b, h, sq};
+  SmallVector<int64_t> rows{b, h, sq, d}, keys{b, h, sk, d},
+      stats{b, h, sq, 2}, delta{b, h, sq};
   if (k.getShape() != ArrayRef(keys) || v.getShape() != ArrayRef(keys))
     return op->emitOpError("key and value must be [")
            << b << ", " << h << ", Sk, " << d << "] like the query";
@@ -783,13 +784,15 @@ verifyFlash(Operation *op, Value query, Value key, Value value, Value mask,
   bool tensors = isa<TensorType>(q);
   auto check = [&](Value value, StringRef name) -> LogicalResult {
     ShapedType type = shapeOf(value);
-    ArrayRef<int64_t> want = name == "stats" || name == "delta" ? stats
+    ArrayRef<int64_t> want = name == "stats"   ? ArrayRef(stats)
+                             : name == "delta" ? ArrayRef(delta)
                              : name == "key_grad" || name == "value_grad"
                                  ? ArrayRef(keys)
                                  : ArrayRef(rows);
     if (!type.getElementType().isF32() || type.getShape() != want)
-      return op->emitOpError(name) << " must be f32 with shape of "
-                                   << want.size() << " dims, not " << type;
+      return op->emitOpError(name)
+             << " must be f32 of shape [" << llvm::interleaved(want)
+             << "], not " << type;
     return success();
   };
   for (auto [value, name] : f32Operands)

@@ -805,21 +805,23 @@ def Kiln_FlashOperand : AnyTypeOf<[Kiln_FloatTensor, AnyStaticShapeMemRef]>;
 
 def Kiln_FlashAttentionOp : Kiln_Op<"flash_attention",
     [AttrSizedOperandSegments]> {
-  let summary = "attention on tensor cores, with each row's softmax statistic";
+  let summary = "attention on tensor cores, with each row's softmax statistics";
   let description = [{
     `softmax(query · keyᵀ · scale + mask) · value` as the CUDA target's
     tensor-core attention kernel computes it (runtime/src/cuda/
     FlashAttention.h), for the gradient to reuse. `query` is `[B, H, Sq, D]`,
     `key` and `value` `[B, H, Sk, D]`, all bf16 or all f16, with D 16, 32, 64
     or 128; the results are the f32 output `[B, H, Sq, D]` and the f32
-    statistic `[B, H, Sq]` of each row: its largest score plus the log of
-    its softmax denominator, both in base-2 units (scores times log2 e),
-    which kiln.flash_attention_grad reads. The optional f32 `mask` `[B or
-    1, H or 1, Sq or 1, Sk]` is added to the scores (a padding mask, or a
-    causal mask held in a buffer; the kernels skip the tiles it drops
-    whole); `causal` drops every key after the query's position (Sq = Sk)
-    without reading a mask. A row that drops every key is NaN, as the
-    softmax's is.
+    statistics `[B, H, Sq, 2]` of each row, which kiln.flash_attention_grad
+    reads: the softmax's shift (the row's largest score, in base-2 units:
+    scores times log2 e) and its denominator (the sum of 2^(score -
+    shift)). The optional f32 `mask` `[B or 1, H or 1, Sq or 1, Sk]` is
+    added to the scores (a padding mask, or a causal mask held in a buffer;
+    the kernels skip the tiles it drops whole); `causal` drops every key
+    after the query's position (Sq = Sk) without reading a mask. A row that
+    drops every key with -inf is NaN, as the softmax's is; one that a
+    finite mask drops whole (Hugging Face's lowest float) has the softmax's
+    uniform probabilities.
 
     kiln-flash-attention forms this op from kiln.attention where the CUDA
     target computes in bf16 or f16. After bufferization the op takes the
@@ -830,7 +832,7 @@ def Kiln_FlashAttentionOp : Kiln_Op<"flash_attention",
     ```mlir
     %o, %stats = kiln.flash_attention %q, %k, %v {scale = 0.125 : f64, causal}
         : (tensor<2x4x128x64xbf16>, tensor<2x4x128x64xbf16>, tensor<2x4x128x64xbf16>)
-        -> (tensor<2x4x128x64xf32>, tensor<2x4x128xf32>)
+        -> (tensor<2x4x128x64xf32>, tensor<2x4x128x2xf32>)
     ```
   }];
   let arguments = (ins Kiln_FlashOperand:$query, Kiln_FlashOperand:$key,
@@ -874,7 +876,7 @@ def Kiln_FlashAttentionGradOp : Kiln_Op<"flash_attention_grad",
     ```mlir
     %dq, %dk, %dv, %delta = kiln.flash_attention_grad %q, %k, %v, %o, %do, %stats {scale = 0.125 : f64, causal}
         : (tensor<2x4x128x64xbf16>, tensor<2x4x128x64xbf16>, tensor<2x4x128x64xbf16>,
-           tensor<2x4x128x64xf32>, tensor<2x4x128x64xf32>, tensor<2x4x128xf32>)
+           tensor<2x4x128x64xf32>, tensor<2x4x128x64xf32>, tensor<2x4x128x2xf32>)
         -> (tensor<2x4x128x64xf32>, tensor<2x4x128x64xf32>, tensor<2x4x128x64xf32>,
             tensor<2x4x128xf32>)
     ```

@@ -113,7 +113,10 @@ struct KilnFlashAttentionPass
     }
     auto queryType = cast<RankedTensorType>(attention.getQuery().getType());
     auto keyType = cast<RankedTensorType>(attention.getKey().getType());
-    auto statsType = queryType.clone(queryType.getShape().drop_back());
+    // Two statistics per query row: the softmax's shift and its sum.
+    SmallVector<int64_t> statsShape(queryType.getShape().drop_back());
+    statsShape.push_back(2);
+    auto statsType = queryType.clone(statsShape);
     FloatAttr scale = attention.getScaleAttr();
     UnitAttr causal = plan->causal ? b.getUnitAttr() : nullptr;
     auto flash = FlashAttentionOp::create(
@@ -140,7 +143,7 @@ struct KilnFlashAttentionPass
       auto flashGrad = FlashAttentionGradOp::create(
           b, grad.getLoc(),
           TypeRange{queryType, keyType, keyType,
-                    statsType},
+                    queryType.clone(queryType.getShape().drop_back())},
           q, k, v, out, grad.getGrad(), stats, mask, ValueRange{}, scale,
           causal);
       grad.replaceAllUsesWith(flashGrad.getResults().take_front(3));

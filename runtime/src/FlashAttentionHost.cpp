@@ -41,7 +41,8 @@ struct Shape {
   int64_t row(int64_t bh, int64_t r, int64_t rows) const {
     return (bh * rows + r) * headSize;
   }
-  /// Score (query i, key j) of head bh in log2 units, -inf where dropped.
+  /// Score (query i, key j) of head bh in log2 units, -inf where dropped
+  /// (a finite mask stays finite, as in the kernels).
   float score(const void *q, const void *k, const float *mask, int64_t bh,
               int64_t i, int64_t j) const {
     if (causal && j > i)
@@ -59,7 +60,7 @@ struct Shape {
                     (maskQueries == 1 ? 0 : i)) *
                        keys +
                    j;
-      s += mask[at] * kLog2e;
+      s += kiln::flash::maskInLog2(mask[at]);
     }
     return s;
   }
@@ -96,7 +97,8 @@ void kiln_flash_attention_forward_host(
       float *row = out + shape.row(bh, i, queries);
       for (int64_t d = 0; d < head_size; ++d)
         row[d] = o[d] / sum;
-      stats[bh * queries + i] = shift + std::log2(sum);
+      stats[2 * (bh * queries + i)] = shift;
+      stats[2 * (bh * queries + i) + 1] = sum;
     }
 }
 
@@ -123,9 +125,11 @@ void kiln_flash_attention_backward_host(
       }
       delta[bh * queries + i] = centre;
       std::fill(dq.begin(), dq.end(), 0.0f);
+      float shift = stats[2 * (bh * queries + i)];
+      float inverse = 1.0f / stats[2 * (bh * queries + i) + 1];
       for (int64_t j = 0; j < keys; ++j) {
         float s = shape.score(query, key, mask, bh, i, j);
-        float p = s == -kInf ? 0.0f : std::exp2(s - stats[bh * queries + i]);
+        float p = s == -kInf ? 0.0f : std::exp2(s - shift) * inverse;
         int64_t kj = shape.row(bh, j, keys);
         float dp = 0;
         for (int64_t d = 0; d < head_size; ++d)

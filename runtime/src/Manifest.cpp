@@ -823,16 +823,18 @@ private:
                            ", so its elements would overlap");
       touched.emplace_back(what, &tensor.buffer(), t.written);
     }
-    uint64_t statsBytes = static_cast<uint64_t>(b * h * q) * 4;
-    std::vector<std::pair<const char *, const bp::BufferRef *>> rows = {
-        {"stats", &attention.stats()}};
+    // Two statistics per query row (its shift and its sum), one delta.
+    uint64_t rowCount = static_cast<uint64_t>(b * h * q);
+    std::vector<std::tuple<const char *, const bp::BufferRef *, uint64_t>>
+        rows = {{"stats", &attention.stats(), 2}};
     if (attention.backward())
-      rows.push_back({"delta", &attention.delta()});
-    for (auto [name, buffer] : rows) {
-      if (buffer->size() != statsBytes)
+      rows.emplace_back("delta", &attention.delta(), 1);
+    for (auto [name, buffer, perRow] : rows) {
+      if (buffer->size() != perRow * rowCount * 4)
         return formatError("attention ", name, " has ", buffer->size(),
-                           " bytes, not the ", statsBytes, " of ", b * h * q,
-                           " f32 values");
+                           " bytes, not the ", perRow * rowCount * 4, " of ",
+                           perRow * rowCount, " f32 values (", perRow,
+                           " per query row)");
       if (buffer->offset() % 4 != 0)
         return formatError("attention ", name, " starts at byte offset ",
                            buffer->offset(), ", not a multiple of 4");

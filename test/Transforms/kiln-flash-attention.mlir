@@ -11,8 +11,9 @@
 // CHECK: %[[K16:.*]] = kiln.cast %[[K]] : tensor<1x2x2x16xf32> to tensor<1x2x2x16xbf16>
 // CHECK: %[[V16:.*]] = kiln.cast %[[V]] : tensor<1x2x2x16xf32> to tensor<1x2x2x16xbf16>
 // CHECK: %[[F:.*]]:2 = kiln.flash_attention %[[Q16]], %[[K16]], %[[V16]] {causal, scale = 2.500000e-01 : f64}
-// CHECK-SAME: -> (tensor<1x2x2x16xf32>, tensor<1x2x2xf32>)
+// CHECK-SAME: -> (tensor<1x2x2x16xf32>, tensor<1x2x2x2xf32>)
 // CHECK: %[[G:.*]]:4 = kiln.flash_attention_grad %[[Q16]], %[[K16]], %[[V16]], %[[F]]#0, %[[DO]], %[[F]]#1 {causal, scale = 2.500000e-01 : f64}
+// CHECK-SAME: -> (tensor<1x2x2x16xf32>, tensor<1x2x2x16xf32>, tensor<1x2x2x16xf32>, tensor<1x2x2xf32>)
 // CHECK-NOT: kiln.attention
 // CHECK: return %[[F]]#0, %[[G]]#0, %[[G]]#1, %[[G]]#2
 // F16-LABEL: func.func @causal(
@@ -63,7 +64,7 @@ func.func @causal_select(%q: tensor<1x2x2x16xf32>, %k: tensor<1x2x2x16xf32>,
 // CHECK-SAME: %[[M:[a-z0-9]+]]: tensor<2x3xf32>
 // CHECK: %[[M4:.*]] = kiln.reshape %[[M]] : tensor<2x3xf32> to tensor<1x1x2x3xf32>
 // CHECK: kiln.flash_attention %{{.*}}, %{{.*}}, %{{.*}} mask %[[M4]] :
-// CHECK-SAME: tensor<1x1x2x3xf32>) -> (tensor<2x1x2x32xf32>, tensor<2x1x2xf32>)
+// CHECK-SAME: tensor<1x1x2x3xf32>) -> (tensor<2x1x2x32xf32>, tensor<2x1x2x2xf32>)
 func.func @padding(%q: tensor<2x1x2x32xf32>, %k: tensor<2x1x3x32xf32>,
                    %v: tensor<2x1x3x32xf32>, %m: tensor<2x3xf32>)
     -> tensor<2x1x2x32xf32> {

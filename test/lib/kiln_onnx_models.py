@@ -616,7 +616,8 @@ def torch_modules(d_model=D_MODEL, heads=HEADS, vocab=VOCAB, seq=SEQ,
     The sizes are those of the GPT-2- and BERT-style models (the lit tests'
     by default); seq is the longest sequence they take. How BERT masks its
     padding keys: "add" adds -10000 to their scores (as Hugging
-    Face's BERT); "inf" fills their scores' mask with -inf; "fill" divides
+    Face's BERT once did); "lowest" adds the lowest float (as it does
+    now); "inf" fills their scores' mask with -inf; "fill" divides
     the query by the scale's root before the product and fills the padding
     keys' scores with the lowest float (masked_fill, as Hugging Face's
     DistilBERT); "causal" also attends causally, as Hugging Face's GPT-2:
@@ -801,7 +802,7 @@ def torch_modules(d_model=D_MODEL, heads=HEADS, vocab=VOCAB, seq=SEQ,
                 extended = extended.masked_fill(padding, float("-inf"))
             elif masking == "fill":
                 extended = attention_mask[:, None, None, :] == 0
-            elif masking == "causal":
+            elif masking in ("lowest", "causal"):
                 extended = (1.0 - attention_mask[:, None, None, :].to(x.dtype))
                 extended = extended * torch.finfo(x.dtype).min
             else:

@@ -719,9 +719,14 @@ TEST(BundleReader, RejectsEachBrokenAttentionRule) {
        [](bp::Manifest &m) { attention(m, 0).mutable_out()->set_row_stride(32); },
        "attention out is written with strides 10240, 5120, 32, so its "
        "elements would overlap"},
-      {"statistics of the wrong size",
-       [](bp::Manifest &m) { attention(m, 0).mutable_stats()->set_size(64); },
-       "attention stats has 64 bytes, not the 1280 of 320 f32 values"},
+      {"statistics of one value per row",
+       [](bp::Manifest &m) { attention(m, 0).mutable_stats()->set_size(1280); },
+       "attention stats has 1280 bytes, not the 2560 of 640 f32 values (2 "
+       "per query row)"},
+      {"delta of the wrong size",
+       [](bp::Manifest &m) { attention(m, 1).mutable_delta()->set_size(2560); },
+       "attention delta has 2560 bytes, not the 1280 of 320 f32 values (1 "
+       "per query row)"},
       {"an output over another",
        [](bp::Manifest &m) {
          bp::Attention &a = attention(m, 1);

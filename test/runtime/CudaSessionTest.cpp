@@ -33,6 +33,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -595,8 +596,8 @@ TEST(CudaAttention, MatchesTheHostVersion) {
   const int64_t b = kAttentionBatch, h = kAttentionHeads, s = kAttentionSeq,
                 d = kAttentionHeadSize;
   const size_t n = b * h * s * d, rows = b * h * s;
-  std::vector<int64_t> shape{b, h, s, d}, statsShape{b, h, s},
-      maskShape{b, 1, 1, s};
+  std::vector<int64_t> shape{b, h, s, d}, statsShape{b, h, s, 2},
+      deltaShape{b, h, s}, maskShape{b, 1, 1, s};
   // bf16 inputs from f32 by truncation (exact, and enough for a test).
   auto bf16 = [](float f) {
     uint32_t u;
@@ -613,6 +614,10 @@ TEST(CudaAttention, MatchesTheHostVersion) {
   }
   for (int64_t j = 50; j < s; ++j)
     mask[s + j] = -INFINITY; // batch 1 sees its first 50 keys
+  // Batch 0 drops its last 10 with the lowest float (as Hugging Face's
+  // masks do), which is below the lowest float in the kernels' log2 units.
+  for (int64_t j = 70; j < s; ++j)
+    mask[j] = std::numeric_limits<float>::lowest();
   auto narrow = [](const char *name, std::vector<uint16_t> &data,
                    const std::vector<int64_t> &dims) {
     return kiln_tensor_t{name, KILN_ELEMENT_TYPE_BF16,
@@ -630,7 +635,8 @@ TEST(CudaAttention, MatchesTheHostVersion) {
     EXPECT_LT(diff, 2e-2 * scale) << what;
   };
 
-  std::vector<float> out(n, NAN), stats(rows, NAN), hostOut(n), hostStats(rows);
+  std::vector<float> out(n, NAN), stats(2 * rows, NAN), hostOut(n),
+      hostStats(2 * rows);
   kiln_tensor_t inputs[] = {narrow("q", q, shape), narrow("k", k, shape),
                             narrow("v", v, shape),
                             f32Tensor("mask", mask, maskShape)};
@@ -656,7 +662,7 @@ TEST(CudaAttention, MatchesTheHostVersion) {
                                 f32Tensor("mask", mask, maskShape)};
   kiln_tensor_t gradOutputs[] = {
       f32Tensor("dq", dq, shape), f32Tensor("dk", dk, shape),
-      f32Tensor("dv", dv, shape), f32Tensor("delta", delta, statsShape)};
+      f32Tensor("dv", dv, shape), f32Tensor("delta", delta, deltaShape)};
   ASSERT_EQ(kiln_session_run(session, "attention_grad", gradInputs, 7,
                              gradOutputs, 4),
             KILN_OK)

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <random>
 #include <thread>
@@ -126,11 +127,21 @@ struct Case {
   /// Q, K and V start one element past a 16-byte boundary, so the kernels
   /// load them an element at a time.
   bool misaligned = false;
+  /// A [1, 1, Sq, Sk] mask of 0 and the lowest float (Hugging Face's fill,
+  /// below the lowest float in log2 units): query rows 3i + 1 drop every
+  /// key (the softmax makes them uniform), rows 3i + 2 those after key i.
+  bool lowestRows = false;
 };
 
-/// Attention in double precision over the inputs as the kernels read them.
+/// Whether query `i` of a lowestRows case drops key `j`.
+bool lowestDrops(int i, int j) {
+  return i % 3 == 1 || (i % 3 == 2 && j > i / 3);
+}
+
+/// Attention in double precision over the inputs as the kernels read them;
+/// per row the largest score in log2 units and the softmax's denominator.
 struct Reference {
-  std::vector<double> o, lse2, dq, dk, dv;
+  std::vector<double> o, max2, sum, dq, dk, dv;
 };
 
 template <typename T, int D> class Problem {
@@ -168,7 +179,7 @@ public:
     dq.assign(bh * c.queries * D, NAN);
     dk.assign(bh * c.keys * D, NAN);
     dv.assign(bh * c.keys * D, NAN);
-    lse.assign(bh * c.queries, NAN);
+    stats.assign(2 * bh * c.queries, NAN);
     delta.assign(bh * c.queries, NAN);
     p.batch = c.batch;
     p.heads = c.heads;
@@ -188,6 +199,14 @@ public:
           mask[i * c.keys + j] = -INFINITY;
       p.mask = {mask.data(), 0, 0, c.keys};
     }
+    if (c.lowestRows) {
+      mask.assign(size_t(c.queries) * c.keys, 0.0f);
+      for (int i = 0; i < c.queries; ++i)
+        for (int j = 0; j < c.keys; ++j)
+          if (lowestDrops(i, j))
+            mask[i * c.keys + j] = std::numeric_limits<float>::lowest();
+      p.mask = {mask.data(), 0, 0, c.keys};
+    }
     if (c.maskFrom) {
       // [B, 1, 1, Sk]: the same for every head.
       mask.assign(size_t(c.batch) * c.keys, 0.0f);
@@ -196,7 +215,7 @@ public:
           mask[b * c.keys + j] = -INFINITY;
       p.mask = {mask.data(), c.keys, 0, 0};
     }
-    p.lse = lse.data();
+    p.stats = stats.data();
     p.delta = delta.data();
   }
 
@@ -211,14 +230,14 @@ public:
       std::abort();
     int64_t element = std::is_same_v<T, BF16> ? 0 : 1;
     int64_t maskBatch = c.maskFrom ? c.batch : 1;
-    int64_t maskQueries = c.maskedCausal ? c.queries : 1;
+    int64_t maskQueries = c.maskedCausal || c.lowestRows ? c.queries : 1;
     const float *maskData = mask.empty() ? nullptr : mask.data();
     kiln_flash_attention_forward_host(
-        q.data(), k.data(), v.data(), maskData, o.data(), lse.data(), element,
+        q.data(), k.data(), v.data(), maskData, o.data(), stats.data(), element,
         c.batch, c.heads, c.queries, c.keys, D, maskBatch, 1, maskQueries,
         c.causal, p.scale);
     kiln_flash_attention_backward_host(
-        q.data(), k.data(), v.data(), o.data(), dout.data(), lse.data(),
+        q.data(), k.data(), v.data(), o.data(), dout.data(), stats.data(),
         maskData, dq.data(), dk.data(), dv.data(), delta.data(), element,
         c.batch, c.heads, c.queries, c.keys, D, maskBatch, 1, maskQueries,
         c.causal, p.scale);
@@ -240,7 +259,8 @@ public:
     Reference r;
     int64_t bh = int64_t(c.batch) * c.heads;
     r.o.assign(bh * c.queries * D, 0);
-    r.lse2.assign(bh * c.queries, 0);
+    r.max2.assign(bh * c.queries, 0);
+    r.sum.assign(bh * c.queries, 0);
     r.dq.assign(bh * c.queries * D, 0);
     r.dk.assign(bh * c.keys * D, 0);
     r.dv.assign(bh * c.keys * D, 0);
@@ -259,6 +279,9 @@ public:
               s = -INFINITY;
             if ((c.causal || c.maskedCausal) && j > i)
               s = -INFINITY;
+            // The lowest float absorbs the score, in double as in f32.
+            if (c.lowestRows && lowestDrops(i, j))
+              s += std::numeric_limits<float>::lowest();
             prob[j] = s;
             max = std::max(max, s);
           }
@@ -267,7 +290,8 @@ public:
             sum += prob[j] = std::exp(prob[j] - max);
           for (int j = 0; j < c.keys; ++j)
             prob[j] /= sum;
-          r.lse2[base * c.queries + i] = (max + std::log(sum)) / std::log(2.0);
+          r.max2[base * c.queries + i] = max / std::log(2.0);
+          r.sum[base * c.queries + i] = sum;
           double *oRow = &r.o[(base * c.queries + i) * D];
           for (int j = 0; j < c.keys; ++j)
             for (int d = 0; d < D; ++d)
@@ -298,7 +322,7 @@ public:
   Case c;
   Params p;
   std::vector<uint16_t> q, k, v, qkv;
-  std::vector<float> o, dout, dq, dk, dv, mask, lse, delta;
+  std::vector<float> o, dout, dq, dk, dv, mask, stats, delta;
 
 private:
   TensorRef dense(void *data, int rows) const {
@@ -319,6 +343,27 @@ double relativeError(const Got &got, const std::vector<double> &want) {
   return diff / scale;
 }
 
+/// How far the kernels' row statistics (shift, sum) are from the
+/// reference's: the log2 of the softmax's denominator with its shift, where
+/// that is within the floats; else (the lowest float drops the row whole,
+/// and its scores are all equal) the sum alone.
+double statsError(const std::vector<float> &stats, const Reference &want) {
+  double worst = 0;
+  for (size_t row = 0; row < want.sum.size(); ++row) {
+    double shift = stats[2 * row], sum = stats[2 * row + 1];
+    if (std::isnan(shift) || std::isnan(sum))
+      return INFINITY;
+    double error =
+        std::abs(want.max2[row]) < 1e30
+            ? std::abs(shift + std::log2(sum) -
+                       (want.max2[row] + std::log2(want.sum[row]))) /
+                  std::max(1.0, std::abs(want.max2[row]))
+            : std::abs(sum - want.sum[row]) / want.sum[row];
+    worst = std::max(worst, error);
+  }
+  return worst;
+}
+
 template <typename T, int D> void check(const Case &c, double tolerance) {
   Problem<T, D> problem(c);
   problem.runForward();
@@ -329,13 +374,13 @@ template <typename T, int D> void check(const Case &c, double tolerance) {
     Problem<T, D> host(c);
     host.runHost();
     EXPECT_LT(relativeError(host.o, want.o), tolerance) << "O";
-    EXPECT_LT(relativeError(host.lse, want.lse2), 1e-5) << "log2 sums";
+    EXPECT_LT(statsError(host.stats, want), 1e-5) << "statistics";
     EXPECT_LT(relativeError(host.dq, want.dq), 2 * tolerance) << "dQ";
     EXPECT_LT(relativeError(host.dk, want.dk), 2 * tolerance) << "dK";
     EXPECT_LT(relativeError(host.dv, want.dv), tolerance) << "dV";
   }
   EXPECT_LT(relativeError(problem.o, want.o), tolerance) << "O";
-  EXPECT_LT(relativeError(problem.lse, want.lse2), 1e-5) << "log2 sums";
+  EXPECT_LT(statsError(problem.stats, want), 1e-5) << "statistics";
   EXPECT_LT(relativeError(problem.dq, want.dq), 2 * tolerance) << "dQ";
   EXPECT_LT(relativeError(problem.dk, want.dk), 2 * tolerance) << "dK";
   EXPECT_LT(relativeError(problem.dv, want.dv), tolerance) << "dV";
@@ -360,6 +405,17 @@ TEST(FlashAttentionTest, PaddingMaskAndMoreKeysThanQueries) {
 TEST(FlashAttentionTest, CausalMaskTensorSkipsDroppedTiles) {
   check<BF16, 16>({2, 1, 150, 150, false, 0, false, /*maskedCausal=*/true},
                   kBF16);
+}
+
+// Hugging Face masks with float's lowest value, which overflows to -inf in
+// log2 units: a row it drops whole would have NaN probabilities, where the
+// softmax's are uniform (its scores all equal the lowest float). The
+// backward recomputes those probabilities from the shift and the sum kept
+// apart: their log2 sum would be the shift alone.
+TEST(FlashAttentionTest, LowestFloatMaskDroppingWholeRows) {
+  Case c{2, 1, 100, 100};
+  c.lowestRows = true;
+  check<BF16, 32>(c, kBF16);
 }
 
 TEST(FlashAttentionTest, UnalignedTensorsLoadElementByElement) {

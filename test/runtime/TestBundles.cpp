@@ -349,10 +349,11 @@ void buildCudaAttentionBundle(BundleWriter &writer,
   manifest.set_model_name("cuda-attention");
   const int64_t b = kAttentionBatch, h = kAttentionHeads, s = kAttentionSeq,
                 d = kAttentionHeadSize;
-  const std::vector<int64_t> rows{b, h, s, d}, stats{b, h, s},
-      mask{b, 1, 1, s};
+  const std::vector<int64_t> rows{b, h, s, d}, stats{b, h, s, 2},
+      delta{b, h, s}, mask{b, 1, 1, s};
   const uint64_t narrowBytes = b * h * s * d * 2, wideBytes = narrowBytes * 2,
-                 statsBytes = b * h * s * 4, maskBytes = b * s * 4;
+                 statsBytes = b * h * s * 2 * 4, deltaBytes = b * h * s * 4,
+                 maskBytes = b * s * 4;
   auto dense = [&](bp::AttentionTensor *t, bp::BufferRef ref) {
     *t->mutable_buffer() = ref;
     t->set_batch_stride(h * s * d);
@@ -403,7 +404,7 @@ void buildCudaAttentionBundle(BundleWriter &writer,
   *backward.add_inputs() = tensor("mask", bp::F32, mask);
   for (const char *name : {"dq", "dk", "dv"})
     *backward.add_outputs() = tensor(name, bp::F32, rows);
-  *backward.add_outputs() = tensor("delta", bp::F32, stats);
+  *backward.add_outputs() = tensor("delta", bp::F32, delta);
   a = command(backward, true, false);
   dense(a->mutable_out(), buffer(bp::BufferRef::INPUT, 3, 0, wideBytes));
   dense(a->mutable_grad(), buffer(bp::BufferRef::INPUT, 4, 0, wideBytes));
@@ -412,7 +413,7 @@ void buildCudaAttentionBundle(BundleWriter &writer,
   dense(a->mutable_query_grad(), buffer(bp::BufferRef::OUTPUT, 0, 0, wideBytes));
   dense(a->mutable_key_grad(), buffer(bp::BufferRef::OUTPUT, 1, 0, wideBytes));
   dense(a->mutable_value_grad(), buffer(bp::BufferRef::OUTPUT, 2, 0, wideBytes));
-  *a->mutable_delta() = buffer(bp::BufferRef::OUTPUT, 3, 0, statsBytes);
+  *a->mutable_delta() = buffer(bp::BufferRef::OUTPUT, 3, 0, deltaBytes);
 
   bp::EntryPoint &causal = *manifest.add_entry_points();
   causal.set_name("causal");

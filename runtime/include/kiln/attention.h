@@ -8,14 +8,17 @@
  *
  * Query, key and value are [B, H, S, D] of 16-bit floats (`element` 0:
  * bf16, 1: f16); everything else is f32: the output and the gradients
- * [B, H, S, D], the statistics and delta [B, H, Sq], the optional additive
- * mask [mask_batch, mask_heads, mask_queries, Sk], each of its first three
- * dimensions 1 (broadcast) or the scores'. `stats` holds, per query row, its
- * largest score plus the log of its softmax denominator, in base 2 units
- * (scores times log2 e); `delta` rowsum(grad * out). Products accumulate in
- * f32, and the probabilities and their gradients are rounded to the 16-bit
- * type where the kernels round them, so results agree with the GPU's within
- * that rounding.
+ * [B, H, S, D], the statistics [B, H, Sq, 2], delta [B, H, Sq], the
+ * optional additive mask [mask_batch, mask_heads, mask_queries, Sk], each of
+ * its first three dimensions 1 (broadcast) or the scores'. `stats` holds,
+ * per query row, the softmax's shift (its largest score, in base 2 units:
+ * scores times log2 e) and its denominator (the sum of 2^(score - shift));
+ * `delta` rowsum(grad * out). A finite mask value below the lowest float in
+ * base 2 units is the lowest float there, so that a row it drops whole has
+ * uniform probabilities, as the softmax gives it (-inf gives NaN).
+ * Products accumulate in f32, and the probabilities and their gradients are
+ * rounded to the 16-bit type where the kernels round them, so results agree
+ * with the GPU's within that rounding.
  *
  *===----------------------------------------------------------------------===*/
 

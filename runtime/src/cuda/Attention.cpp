@@ -66,7 +66,7 @@ Status AttentionPlan::create(
   p.o = tensor(attention.out());
   if (attention.has_mask() && attention.mask().buffer().size() > 0)
     p.mask = tensor(attention.mask());
-  p.lse = reinterpret_cast<float *>(address(attention.stats()));
+  p.stats = reinterpret_cast<float *>(address(attention.stats()));
   if (attention.backward()) {
     p.dout = tensor(attention.grad());
     p.dq = tensor(attention.query_grad());

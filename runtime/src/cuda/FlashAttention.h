@@ -7,8 +7,8 @@
 // The probabilities go from the product's accumulators into the next
 // product's operand registers directly, since the two layouts line up.
 //
-//   forward: O = softmax(Q Kᵀ scale + mask) V, and per row the log2 of the
-//            softmax's denominator (with its shift), which the backward
+//   forward: O = softmax(Q Kᵀ scale + mask) V, and per row the softmax's
+//            shift (its largest score) and denominator, which the backward
 //            reads instead of recomputing the row statistics.
 //   backward, two kernels and no atomics (deterministic):
 //     dq:    per query row, delta = rowsum(dO O) (kept for the next kernel)
@@ -27,7 +27,11 @@
 // projection. The optional additive f32 mask is addressed the same way by
 // (batch, head, query, key), any stride 0 where it broadcasts (a padding
 // mask has row stride 0); a tile whose mask is -inf throughout is skipped.
-// Causal attention needs no mask: the loops stop at the diagonal.
+// A finite mask value too large for base-2 units (below -FLT_MAX / log2 e:
+// Hugging Face fills with float's lowest value) stays finite there, the
+// lowest float: a row it drops whole has the softmax's uniform
+// probabilities, not NaN. Causal attention needs no mask: the loops stop
+// at the diagonal.
 //
 //===----------------------------------------------------------------------===//
 
@@ -83,21 +87,25 @@ struct Params {
   TensorRef dq, dk, dv;
   /// f32 additive mask, element (batch, head, query, key); data null: none.
   TensorRef mask;
-  /// f32 [batch, heads, queries], dense: the forward's log2 denominators,
-  /// and the backward's rowsum(dO O).
-  float *lse = nullptr, *delta = nullptr;
+  /// f32, dense: the forward's statistics [batch, heads, queries, 2] (per
+  /// row its shift, the largest score in log2 units, and the sum of
+  /// 2^(score - shift)), and the backward's rowsum(dO O) [batch, heads,
+  /// queries]. Kept apart, the shift and the sum give the backward the
+  /// forward's probabilities even where the shift is so large that adding
+  /// the log of the sum to it would lose the sum.
+  float *stats = nullptr, *delta = nullptr;
 };
 
 /// Shared memory each kernel needs, in bytes, for head size `D`: two
-/// 16-bit tiles, the mask's tile and its flag, and (dkdv) two rows of
-/// statistics.
+/// 16-bit tiles, the mask's tile and its flag, and (dkdv) three rows of
+/// statistics (the shift, the sum's reciprocal and delta).
 constexpr int kMaskBytes = kTile * kMaskStride * 4 + 16;
 constexpr int forwardSharedBytes(int D) {
   return 2 * kTile * (D + kPad) * 2 + kMaskBytes;
 }
 constexpr int dqSharedBytes(int D) { return forwardSharedBytes(D); }
 constexpr int dkdvSharedBytes(int D) {
-  return forwardSharedBytes(D) + 2 * kTile * 4;
+  return forwardSharedBytes(D) + 3 * kTile * 4;
 }
 
 //===----------------------------------------------------------------------===//
@@ -170,16 +178,16 @@ KILN_FA_FN float exp2Of(float x) {
 #endif
 }
 
-KILN_FA_FN float log2Of(float x) {
-#if defined(__CUDACC__)
-  return log2f(x);
-#else
-  return std::log2(x);
-#endif
-}
-
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kInf = __builtin_huge_valf();
+constexpr float kMaxFloat = 3.40282346638528859812e+38f;
+
+/// A mask value in log2 units: finite stays finite (the lowest float at
+/// most), -inf stays -inf, NaN NaN.
+KILN_FA_FN float maskInLog2(float mask) {
+  float v = mask * kLog2e;
+  return v == -kInf && mask != -kInf ? -kMaxFloat : v;
+}
 
 //===----------------------------------------------------------------------===//
 // Fragments of mma.m16n8k16
@@ -422,7 +430,7 @@ KILN_FA_FN bool loadMaskTile(Ctx &ctx, float *tile, const Params &p, int b,
     int query = q0 + r, key = k0 + c;
     float v = -kInf;
     if (query < p.queries && key < p.keys)
-      v = mask[static_cast<int64_t>(query) * p.mask.row + key] * kLog2e;
+      v = maskInLog2(mask[static_cast<int64_t>(query) * p.mask.row + key]);
     tile[r * kMaskStride + c] = v;
     any = any || v > -kInf;
   }
@@ -547,17 +555,19 @@ KILN_FA_FN void forward(Ctx &ctx, const Params &p) {
     productOfAccumulators<T, D>(ctx, acc, s, values, g, t);
     ctx.sync();
   }
-  // A row whose every score was dropped has sum 0, and its output and
-  // statistic are NaN, as the softmax's are.
+  // A row whose every score was dropped has sum 0, and its output is NaN,
+  // as the softmax's is.
   storeRows<D>(acc, p.o, b, h, r0, p.queries, g, t, 1.0f / sum[0],
                1.0f / sum[1]);
   if (t == 0)
     KILN_FA_UNROLL
     for (int r = 0; r < 2; ++r) {
       int row = r0 + g + 8 * r;
-      if (row < p.queries)
-        p.lse[(static_cast<int64_t>(ctx.blockY) * p.queries) + row] =
-            (maximum[r] == -kInf ? 0.0f : maximum[r]) + log2Of(sum[r]);
+      if (row < p.queries) {
+        float *out = p.stats + 2 * (block.stats + row);
+        out[0] = maximum[r] == -kInf ? 0.0f : maximum[r];
+        out[1] = sum[r];
+      }
     }
 }
 
@@ -577,9 +587,10 @@ KILN_FA_FN void backwardQuery(Ctx &ctx, const Params &p) {
   uint32_t qa[D / 16][4], da[D / 16][4];
   loadRowsA<T, D, uint16_t>(qa, p.q, b, h, r0, p.queries, g, t);
   loadRowsA<T, D, float>(da, p.dout, b, h, r0, p.queries, g, t);
-  // Per row: the forward's statistic (rows past the end: +inf, so that
-  // every probability is 0) and delta = rowsum(dO O) in f32.
-  float lse[2], delta[2];
+  // Per row: the forward's shift and the reciprocal of its sum (rows past
+  // the end: +inf and 0, so that every probability is 0), and delta =
+  // rowsum(dO O) in f32.
+  float shift[2], inverse[2], delta[2];
   KILN_FA_UNROLL
   for (int r = 0; r < 2; ++r) {
     int row = r0 + g + 8 * r;
@@ -591,7 +602,8 @@ KILN_FA_FN void backwardQuery(Ctx &ctx, const Params &p) {
         partial += dO[c] * o[c] + dO[c + 1] * o[c + 1];
     }
     delta[r] = groupSum(ctx, partial);
-    lse[r] = row < p.queries ? p.lse[stats + row] : kInf;
+    shift[r] = row < p.queries ? p.stats[2 * (stats + row)] : kInf;
+    inverse[r] = row < p.queries ? 1.0f / p.stats[2 * (stats + row) + 1] : 0.0f;
     if (t == 0 && row < p.queries)
       p.delta[stats + row] = delta[r];
   }
@@ -607,7 +619,7 @@ KILN_FA_FN void backwardQuery(Ctx &ctx, const Params &p) {
     float s[8][4] = {}, dp[8][4] = {};
     productWithRows<T, D>(ctx, s, qa, keys, g, t);
     productWithRows<T, D>(ctx, dp, da, values, g, t);
-    // dS = P (dP - delta), P recomputed from the forward's statistic.
+    // dS = P (dP - delta), P recomputed from the forward's statistics.
     KILN_FA_UNROLL
     for (int n = 0; n < 8; ++n)
       KILN_FA_UNROLL
@@ -616,7 +628,8 @@ KILN_FA_FN void backwardQuery(Ctx &ctx, const Params &p) {
         float prob = 0;
         if (key < p.keys && !(p.causal && key > row))
           prob = exp2Of(s[n][i] * scale +
-                        maskAt(p, maskTile, row - q0, key - k0) - lse[i / 2]);
+                        maskAt(p, maskTile, row - q0, key - k0) - shift[i / 2]) *
+                 inverse[i / 2];
         s[n][i] = prob * (dp[n][i] - delta[i / 2]);
       }
     productOfAccumulators<T, D>(ctx, acc, s, keys, g, t);
@@ -633,8 +646,9 @@ KILN_FA_FN void backwardKeyValue(Ctx &ctx, const Params &p) {
   const int k0 = block.row0, r0 = block.warpRow0;
   uint16_t *queryTile = block.first, *gradTile = block.second;
   float *maskTile = block.mask;
-  float *lseTile = maskTile + kMaskBytes / 4;
-  float *deltaTile = lseTile + kTile;
+  float *shiftTile = maskTile + kMaskBytes / 4;
+  float *inverseTile = shiftTile + kTile;
+  float *deltaTile = inverseTile + kTile;
   const Matrix16 queries{queryTile, D + kPad}, grads{gradTile, D + kPad};
   const float scale = block.scale;
   const int64_t stats = block.stats;
@@ -652,7 +666,8 @@ KILN_FA_FN void backwardKeyValue(Ctx &ctx, const Params &p) {
     loadTile<T, D, float>(ctx, gradTile, p.dout, b, h, q0, p.queries);
     for (int i = ctx.thread; i < kTile; i += kThreads) {
       bool in = q0 + i < p.queries;
-      lseTile[i] = in ? p.lse[stats + q0 + i] : kInf;
+      shiftTile[i] = in ? p.stats[2 * (stats + q0 + i)] : kInf;
+      inverseTile[i] = in ? 1.0f / p.stats[2 * (stats + q0 + i) + 1] : 0.0f;
       deltaTile[i] = in ? p.delta[stats + q0 + i] : 0.0f;
     }
     ctx.sync();
@@ -669,8 +684,10 @@ KILN_FA_FN void backwardKeyValue(Ctx &ctx, const Params &p) {
         int query = q0 + column;
         float prob = 0;
         if (key < p.keys && query < p.queries && !(p.causal && key > query))
-          prob = exp2Of(s[n][i] * scale + maskAt(p, maskTile, column, key - k0) -
-                        lseTile[column]);
+          prob = exp2Of(s[n][i] * scale +
+                        maskAt(p, maskTile, column, key - k0) -
+                        shiftTile[column]) *
+                 inverseTile[column];
         s[n][i] = prob;
         dp[n][i] = prob * (dp[n][i] - deltaTile[column]);
       }

@@ -1358,7 +1358,7 @@ func.func @attention_grad_mask_shape(%q: tensor<8x4xf32>, %k: tensor<6x4xf32>, %
 
 func.func @flash_attention_head_size(%q: tensor<1x1x4x8xbf16>) {
   // expected-error @+1 {{'kiln.flash_attention' op head size 8 is not 16, 32, 64 or 128}}
-  %o, %s = kiln.flash_attention %q, %q, %q : (tensor<1x1x4x8xbf16>, tensor<1x1x4x8xbf16>, tensor<1x1x4x8xbf16>) -> (tensor<1x1x4x8xf32>, tensor<1x1x4xf32>)
+  %o, %s = kiln.flash_attention %q, %q, %q : (tensor<1x1x4x8xbf16>, tensor<1x1x4x8xbf16>, tensor<1x1x4x8xbf16>) -> (tensor<1x1x4x8xf32>, tensor<1x1x4x2xf32>)
   return
 }
 
@@ -1366,7 +1366,7 @@ func.func @flash_attention_head_size(%q: tensor<1x1x4x8xbf16>) {
 
 func.func @flash_attention_f32(%q: tensor<1x1x4x16xf32>) {
   // expected-error @+1 {{'kiln.flash_attention' op takes bf16 or f16 query, key and value, not 'f32', 'f32', 'f32'}}
-  %o, %s = kiln.flash_attention %q, %q, %q : (tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>) -> (tensor<1x1x4x16xf32>, tensor<1x1x4xf32>)
+  %o, %s = kiln.flash_attention %q, %q, %q : (tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>) -> (tensor<1x1x4x16xf32>, tensor<1x1x4x2xf32>)
   return
 }
 
@@ -1374,7 +1374,7 @@ func.func @flash_attention_f32(%q: tensor<1x1x4x16xf32>) {
 
 func.func @flash_attention_causal(%q: tensor<1x1x4x16xbf16>, %k: tensor<1x1x6x16xbf16>) {
   // expected-error @+1 {{'kiln.flash_attention' op is causal over 4 queries and 6 keys (they must match)}}
-  %o, %s = kiln.flash_attention %q, %k, %k {causal} : (tensor<1x1x4x16xbf16>, tensor<1x1x6x16xbf16>, tensor<1x1x6x16xbf16>) -> (tensor<1x1x4x16xf32>, tensor<1x1x4xf32>)
+  %o, %s = kiln.flash_attention %q, %k, %k {causal} : (tensor<1x1x4x16xbf16>, tensor<1x1x6x16xbf16>, tensor<1x1x6x16xbf16>) -> (tensor<1x1x4x16xf32>, tensor<1x1x4x2xf32>)
   return
 }
 
@@ -1382,31 +1382,31 @@ func.func @flash_attention_causal(%q: tensor<1x1x4x16xbf16>, %k: tensor<1x1x6x16
 
 func.func @flash_attention_mask(%q: tensor<2x1x4x16xbf16>, %m: tensor<2x1x4x5xf32>) {
   // expected-error @+1 {{'kiln.flash_attention' op mask must be f32 [B or 1, H or 1, Sq or 1, Sk], not 'tensor<2x1x4x5xf32>'}}
-  %o, %s = kiln.flash_attention %q, %q, %q mask %m : (tensor<2x1x4x16xbf16>, tensor<2x1x4x16xbf16>, tensor<2x1x4x16xbf16>, tensor<2x1x4x5xf32>) -> (tensor<2x1x4x16xf32>, tensor<2x1x4xf32>)
+  %o, %s = kiln.flash_attention %q, %q, %q mask %m : (tensor<2x1x4x16xbf16>, tensor<2x1x4x16xbf16>, tensor<2x1x4x16xbf16>, tensor<2x1x4x5xf32>) -> (tensor<2x1x4x16xf32>, tensor<2x1x4x2xf32>)
   return
 }
 
 // -----
 
-func.func @flash_attention_mixed(%q: tensor<1x1x4x16xbf16>, %o: memref<1x1x4x16xf32>, %s: memref<1x1x4xf32>) {
+func.func @flash_attention_mixed(%q: tensor<1x1x4x16xbf16>, %o: memref<1x1x4x16xf32>, %s: memref<1x1x4x2xf32>) {
   // expected-error @+1 {{'kiln.flash_attention' op takes only tensors or only buffers}}
-  kiln.flash_attention %q, %q, %q into %o, %s : (tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, memref<1x1x4x16xf32>, memref<1x1x4xf32>) -> ()
+  kiln.flash_attention %q, %q, %q into %o, %s : (tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, memref<1x1x4x16xf32>, memref<1x1x4x2xf32>) -> ()
   return
 }
 
 // -----
 
-func.func @flash_attention_grad_stats(%q: tensor<1x1x4x16xbf16>, %o: tensor<1x1x4x16xf32>, %s: tensor<1x1x5xf32>) {
-  // expected-error @+1 {{'kiln.flash_attention_grad' op stats must be f32 with shape of 3 dims, not 'tensor<1x1x5xf32>'}}
-  %dq, %dk, %dv, %d = kiln.flash_attention_grad %q, %q, %q, %o, %o, %s : (tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x5xf32>) -> (tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4xf32>)
+func.func @flash_attention_grad_stats(%q: tensor<1x1x4x16xbf16>, %o: tensor<1x1x4x16xf32>, %s: tensor<1x1x4xf32>) {
+  // expected-error @+1 {{'kiln.flash_attention_grad' op stats must be f32 of shape [1, 1, 4, 2], not 'tensor<1x1x4xf32>'}}
+  %dq, %dk, %dv, %d = kiln.flash_attention_grad %q, %q, %q, %o, %o, %s : (tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4xf32>) -> (tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4xf32>)
   return
 }
 
 // -----
 
-func.func @flash_attention_strided(%q: memref<1x1x4x16xbf16, strided<[128, 128, 32, 1]>>, %o: memref<1x1x4x16xf32>, %s: memref<1x1x4xf32>) {
+func.func @flash_attention_strided(%q: memref<1x1x4x16xbf16, strided<[128, 128, 32, 1]>>, %o: memref<1x1x4x16xf32>, %s: memref<1x1x4x2xf32>) {
   // expected-error @+1 {{'kiln.flash_attention' op takes buffers with the identity layout, not 'memref<1x1x4x16xbf16, strided<[128, 128, 32, 1]>>'}}
-  kiln.flash_attention %q, %q, %q into %o, %s : (memref<1x1x4x16xbf16, strided<[128, 128, 32, 1]>>, memref<1x1x4x16xbf16, strided<[128, 128, 32, 1]>>, memref<1x1x4x16xbf16, strided<[128, 128, 32, 1]>>, memref<1x1x4x16xf32>, memref<1x1x4xf32>) -> ()
+  kiln.flash_attention %q, %q, %q into %o, %s : (memref<1x1x4x16xbf16, strided<[128, 128, 32, 1]>>, memref<1x1x4x16xbf16, strided<[128, 128, 32, 1]>>, memref<1x1x4x16xbf16, strided<[128, 128, 32, 1]>>, memref<1x1x4x16xf32>, memref<1x1x4x2xf32>) -> ()
   return
 }
 

@@ -990,19 +990,19 @@ func.func @all_reduce_mean(%a: tensor<4xf32>, %b: tensor<f32>, %m: memref<2x3xf3
 }
 
 // CHECK-LABEL: func.func @flash_attention(
-// CHECK: %{{.*}}:2 = kiln.flash_attention %{{.*}}, %{{.*}}, %{{.*}} mask %{{.*}} {scale = 1.250000e-01 : f64} : (tensor<2x4x8x64xbf16>, tensor<2x4x8x64xbf16>, tensor<2x4x8x64xbf16>, tensor<2x1x1x8xf32>) -> (tensor<2x4x8x64xf32>, tensor<2x4x8xf32>)
+// CHECK: %{{.*}}:2 = kiln.flash_attention %{{.*}}, %{{.*}}, %{{.*}} mask %{{.*}} {scale = 1.250000e-01 : f64} : (tensor<2x4x8x64xbf16>, tensor<2x4x8x64xbf16>, tensor<2x4x8x64xbf16>, tensor<2x1x1x8xf32>) -> (tensor<2x4x8x64xf32>, tensor<2x4x8x2xf32>)
 // CHECK: %{{.*}}:4 = kiln.flash_attention_grad {{.*}} {causal, scale = 1.250000e-01 : f64}
-// CHECK: kiln.flash_attention %{{.*}}, %{{.*}}, %{{.*}} into %{{.*}}, %{{.*}} {causal} : (memref<2x4x8x64xf16>, memref<2x4x8x64xf16>, memref<2x4x8x64xf16>, memref<2x4x8x64xf32>, memref<2x4x8xf32>) -> ()
+// CHECK: kiln.flash_attention %{{.*}}, %{{.*}}, %{{.*}} into %{{.*}}, %{{.*}} {causal} : (memref<2x4x8x64xf16>, memref<2x4x8x64xf16>, memref<2x4x8x64xf16>, memref<2x4x8x64xf32>, memref<2x4x8x2xf32>) -> ()
 func.func @flash_attention(%q: tensor<2x4x8x64xbf16>, %m: tensor<2x1x1x8xf32>,
                            %g: tensor<2x4x8x64xf32>, %h: memref<2x4x8x64xf16>,
-                           %o: memref<2x4x8x64xf32>, %s: memref<2x4x8xf32>) {
+                           %o: memref<2x4x8x64xf32>, %s: memref<2x4x8x2xf32>) {
   %out, %stats = kiln.flash_attention %q, %q, %q mask %m {scale = 0.125 : f64}
       : (tensor<2x4x8x64xbf16>, tensor<2x4x8x64xbf16>, tensor<2x4x8x64xbf16>, tensor<2x1x1x8xf32>)
-      -> (tensor<2x4x8x64xf32>, tensor<2x4x8xf32>)
+      -> (tensor<2x4x8x64xf32>, tensor<2x4x8x2xf32>)
   %dq, %dk, %dv, %delta = kiln.flash_attention_grad %q, %q, %q, %out, %g, %stats {causal, scale = 0.125 : f64}
-      : (tensor<2x4x8x64xbf16>, tensor<2x4x8x64xbf16>, tensor<2x4x8x64xbf16>, tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32>, tensor<2x4x8xf32>)
+      : (tensor<2x4x8x64xbf16>, tensor<2x4x8x64xbf16>, tensor<2x4x8x64xbf16>, tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32>, tensor<2x4x8x2xf32>)
       -> (tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32>, tensor<2x4x8xf32>)
   kiln.flash_attention %h, %h, %h into %o, %s {causal}
-      : (memref<2x4x8x64xf16>, memref<2x4x8x64xf16>, memref<2x4x8x64xf16>, memref<2x4x8x64xf32>, memref<2x4x8xf32>) -> ()
+      : (memref<2x4x8x64xf16>, memref<2x4x8x64xf16>, memref<2x4x8x64xf16>, memref<2x4x8x64xf32>, memref<2x4x8x2xf32>) -> ()
   return
 }
