@@ -707,7 +707,18 @@ static LogicalResult verifyAttentionMask(Operation *op, Value query, Value key,
   return success();
 }
 
+/// `masked_fill` says how the mask's fills take their scores' gradient:
+/// there must be a mask.
+static LogicalResult verifyMaskedFill(Operation *op, bool maskedFill,
+                                      Value mask) {
+  if (maskedFill && !mask)
+    return op->emitOpError("is masked_fill without a mask");
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
+  if (failed(verifyMaskedFill(*this, getMaskedFill(), getMask())))
+    return failure();
   return verifyAttentionMask(*this, getQuery(), getKey(), getMask());
 }
 
@@ -721,6 +732,8 @@ LogicalResult AttentionGradOp::verify() {
   if (forward.front() != getOut().getType())
     return emitOpError("out has type ")
            << getOut().getType() << ", not the attention's " << forward.front();
+  if (failed(verifyMaskedFill(*this, getMaskedFill(), getMask())))
+    return failure();
   return verifyAttentionMask(*this, getQuery(), getKey(), getMask());
 }
 
@@ -824,6 +837,8 @@ LogicalResult FlashAttentionOp::verify() {
 }
 
 LogicalResult FlashAttentionGradOp::verify() {
+  if (failed(verifyMaskedFill(*this, getMaskedFill(), getMask())))
+    return failure();
   return verifyFlash(
       *this, getQuery(), getKey(), getValue(), getMask(), getCausal(),
       {{getOut(), "out"}, {getGrad(), "grad"}, {getStats(), "stats"}},

@@ -742,6 +742,14 @@ def Kiln_AttentionOp : Kiln_Op<"attention", [Pure, Kiln_InferTypeOpAdaptor]> {
     style, from the right) to the scores `[B..., Sq, Sk]`: 0 keeps a score,
     -inf drops it.
 
+    With `masked_fill` (which needs a mask), a mask value at most -2^100
+    stands for a `masked_fill` of the score with that value rather than an
+    addition: the forward is the same (such a value absorbs any score), but
+    the scores it fills get no gradient (kiln.attention_grad). That is what
+    differs where a row fills every score: its probabilities are uniform,
+    and its scores get no gradient at all, as PyTorch's masked_fill gives
+    them.
+
     kiln-fuse-attention forms this op from the matmul, scale, mask, softmax
     and matmul chain, so that autodiff uses its own gradient: the backward
     recomputes the probabilities from `query` and `key` and needs nothing
@@ -755,7 +763,8 @@ def Kiln_AttentionOp : Kiln_Op<"attention", [Pure, Kiln_InferTypeOpAdaptor]> {
   let arguments = (ins Kiln_FloatTensor:$query, Kiln_FloatTensor:$key,
                        Kiln_FloatTensor:$value,
                        Optional<Kiln_FloatTensor>:$mask,
-                       DefaultValuedAttr<F64Attr, "1.0">:$scale);
+                       DefaultValuedAttr<F64Attr, "1.0">:$scale,
+                       UnitAttr:$masked_fill);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = "$query `,` $key `,` $value (`mask` $mask^ `:` "
       "type($mask))? attr-dict `:` type($query) `,` type($key) `,` "
@@ -773,9 +782,10 @@ def Kiln_AttentionGradOp : Kiln_Op<"attention_grad", [Pure,
     S = query · keyᵀ · scale + mask, P = softmax(S) and out = P · value:
     `value_grad = Pᵀ grad`, dP = grad · valueᵀ, dS = P (dP - rowsum(grad
     out)), `query_grad = dS · key · scale` and `key_grad = dSᵀ · query ·
-    scale`. (rowsum(grad out) is rowsum(dP P).) The mask's gradient, when
-    needed, is not this op's: kiln-autodiff builds it from the expanded
-    chain.
+    scale`. (rowsum(grad out) is rowsum(dP P).) With `masked_fill`, dS is
+    0 where the mask is at most -2^100 (kiln.attention's `masked_fill`).
+    The mask's gradient, when needed, is not this op's: kiln-autodiff builds
+    it from the expanded chain.
 
     kiln-autodiff builds this op for kiln.attention, so that a target can
     compute the backward pass without storing the probabilities
@@ -791,7 +801,8 @@ def Kiln_AttentionGradOp : Kiln_Op<"attention_grad", [Pure,
                        Kiln_FloatTensor:$value, Kiln_FloatTensor:$out,
                        Kiln_FloatTensor:$grad,
                        Optional<Kiln_FloatTensor>:$mask,
-                       DefaultValuedAttr<F64Attr, "1.0">:$scale);
+                       DefaultValuedAttr<F64Attr, "1.0">:$scale,
+                       UnitAttr:$masked_fill);
   let results = (outs Kiln_FloatTensor:$query_grad, Kiln_FloatTensor:$key_grad,
                       Kiln_FloatTensor:$value_grad);
   let assemblyFormat = "$query `,` $key `,` $value `,` $out `,` $grad "
@@ -867,7 +878,8 @@ def Kiln_FlashAttentionGradOp : Kiln_Op<"flash_attention_grad",
     query · keyᵀ · scale + mask, P = softmax(S), recomputed from S and the
     statistics: `value_grad = Pᵀ grad`, dS = P (grad · valueᵀ - rowsum(grad
     out)), `query_grad = dS · key · scale`, `key_grad = dSᵀ · query ·
-    scale`.
+    scale`. With `masked_fill`, dS is 0 where the mask is at most -2^100
+    (kiln.attention's `masked_fill`).
 
     kiln-flash-attention forms this op from the kiln.attention_grad of an
     attention it made a kiln.flash_attention. The buffer form takes the
@@ -887,7 +899,7 @@ def Kiln_FlashAttentionGradOp : Kiln_Op<"flash_attention_grad",
                        Optional<Kiln_FlashOperand>:$mask,
                        Variadic<AnyStaticShapeMemRef>:$outputs,
                        DefaultValuedAttr<F64Attr, "1.0">:$scale,
-                       UnitAttr:$causal);
+                       UnitAttr:$causal, UnitAttr:$masked_fill);
   let results = (outs Variadic<Kiln_FloatTensor>:$results);
   let assemblyFormat = "$query `,` $key `,` $value `,` $out `,` $grad `,` "
       "$stats (`mask` $mask^)? (`into` $outputs^)? attr-dict `:` "

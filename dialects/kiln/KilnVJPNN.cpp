@@ -313,13 +313,15 @@ LogicalResult rule(AttentionOp op, RuleBuilder &k, ArrayRef<Value> grads,
         value = op.getValue(), mask = op.getMask();
   auto grad = AttentionGradOp::create(k.b, k.loc, q, key, value,
                                       op.getResult(), g, mask,
-                                      op.getScaleAttr());
+                                      op.getScaleAttr(),
+                                      op.getMaskedFillAttr());
   out.append({grad.getQueryGrad(), grad.getKeyGrad(), grad.getValueGrad()});
   if (!mask)
     return success();
   // A mask that needs a gradient (a learned bias) gets dS summed over its
   // broadcast dimensions, with S = q kᵀ scale + mask, P = softmax(S),
-  // dP = dO vᵀ and dS = P (dP - rowsum(dP P)); unused otherwise.
+  // dP = dO vᵀ and dS = P (dP - rowsum(dP P)); unused otherwise. With
+  // masked_fill too: a filled score is the mask's value itself.
   double scale = op.getScale().convertToDouble();
   Value scores = k.matmul(q, key, false, true);
   ArrayRef<int64_t> shape = RuleBuilder::typeOf(scores).getShape();

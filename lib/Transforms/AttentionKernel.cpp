@@ -15,7 +15,8 @@
 // rowsum(dO O) for the other), one over the key rows (the key's and the
 // value's gradients), each recomputing the probabilities it needs from the
 // scores. Where a mask drops every key after some point, or every query
-// before some point, the loops end (or start) there.
+// before some point, the loops end (or start) there. Where the mask fills
+// scores (masked_fill), their dS is 0.
 //
 //===----------------------------------------------------------------------===//
 
@@ -90,11 +91,13 @@ class LoopBuilder {
 public:
   /// `narrow`: the type product operands are rounded to as they are read
   /// (null: none). `causal`: each query row sees only the keys up to it,
-  /// and `mask` is not read.
+  /// and `mask` is not read. `maskedFill`: the scores the mask fills get no
+  /// gradient (kiln.attention's masked_fill).
   LoopBuilder(Operation *op, Value query, Value key, Value value, Value mask,
-              double scale, bool causal, FloatType narrow)
+              double scale, bool causal, bool maskedFill, FloatType narrow)
       : query(query), key(key), value(value), mask(mask), scale(scale),
-        causal(causal), narrow(narrow), b(op), loc(op->getLoc()) {
+        causal(causal), maskedFill(maskedFill), narrow(narrow), b(op),
+        loc(op->getLoc()) {
     auto queryType = cast<RankedTensorType>(query.getType());
     batchShape = queryType.getShape().drop_back(2);
     queries = queryType.getShape().drop_back().back();
@@ -164,7 +167,7 @@ public:
           Value p = probability(score(q, k, queryRow, keyRow), stats.shift,
                                 stats.sum);
           Value dp = dot(dO, readRow(value, keyRow, valueSize, true));
-          Value ds = scoreGrad(p, dp, centre);
+          Value ds = unfilled(scoreGrad(p, dp, centre), queryRow, keyRow);
           SmallVector<Value> next;
           for (int64_t d = 0; d < headSize; ++d)
             next.push_back(math::FmaOp::create(b, loc, ds, k[d], carried[d]));
@@ -200,7 +203,8 @@ public:
           Value rowCentre = load(statsTensor, at);
           Value p = probability(score(qs, k, row, keyRow), shift, sum);
           SmallVector<Value> dOi = readRow(grad, row, valueSize, true);
-          Value ds = scoreGrad(p, dot(dOi, v), rowCentre);
+          Value ds =
+              unfilled(scoreGrad(p, dot(dOi, v), rowCentre), row, keyRow);
           Value pr = rounded(p);
           SmallVector<Value> next;
           for (int64_t d = 0; d < headSize; ++d)
@@ -450,6 +454,17 @@ private:
     return rounded(ds);
   }
 
+  /// `ds`, or 0 where a masked_fill mask fills the score (query row
+  /// `queryRow`, key row `keyRow`).
+  Value unfilled(Value ds, Value queryRow, Value keyRow) {
+    if (!maskedFill || !mask || causal)
+      return ds;
+    Value filled = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLE,
+                                         maskAt(queryRow, keyRow),
+                                         f32(kMaskedFillAtMost));
+    return arith::SelectOp::create(b, loc, filled, f32(0.0), ds);
+  }
+
   /// A loop from `first` to `end` carrying `initial`; `body` returns what
   /// one iteration makes of the carried values.
   scf::ForOp
@@ -599,7 +614,7 @@ private:
   /// maskBounds per row and per column (null: none).
   Value rowEnds, columnStarts;
   double scale;
-  bool causal;
+  bool causal, maskedFill;
   FloatType narrow;
   OpBuilder b;
   Location loc;
@@ -633,7 +648,8 @@ struct KilnAttentionKernelPass
         std::optional<LoopBuilder> loops = builderFor(
             op, attention.getQuery(), attention.getKey(),
             attention.getValue(), attention.getMask(),
-            attention.getScale().convertToDouble(), narrow);
+            attention.getScale().convertToDouble(),
+            attention.getMaskedFill(), narrow);
         if (!loops)
           continue;
         auto [out, statistics] = loops->forward();
@@ -644,7 +660,7 @@ struct KilnAttentionKernelPass
         std::optional<LoopBuilder> loops =
             builderFor(op, grad.getQuery(), grad.getKey(), grad.getValue(),
                        grad.getMask(), grad.getScale().convertToDouble(),
-                       narrow);
+                       grad.getMaskedFill(), narrow);
         if (!loops)
           continue;
         grad.replaceAllUsesWith(loops->backward(
@@ -660,7 +676,7 @@ struct KilnAttentionKernelPass
   /// max-head-size.
   std::optional<LoopBuilder> builderFor(Operation *op, Value query, Value key,
                                         Value value, Value mask, double scale,
-                                        FloatType narrow) {
+                                        bool maskedFill, FloatType narrow) {
     auto isF32 = [](Value v) {
       return cast<RankedTensorType>(v.getType()).getElementType().isF32();
     };
@@ -677,7 +693,8 @@ struct KilnAttentionKernelPass
     int64_t keys =
         cast<RankedTensorType>(key.getType()).getShape().drop_back().back();
     bool causal = isCausalMask(mask, queries, keys);
-    return LoopBuilder(op, query, key, value, mask, scale, causal, narrow);
+    return LoopBuilder(op, query, key, value, mask, scale, causal, maskedFill,
+                       narrow);
   }
 };
 

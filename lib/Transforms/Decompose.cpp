@@ -1,6 +1,7 @@
 //===- Decompose.cpp - composite kiln ops into core kiln ops --------------===//
 
 #include "kiln/KilnOps.h"
+#include "kiln/Transforms/Attention.h"
 #include "kiln/Transforms/Passes.h"
 
 #include "mlir/IR/PatternMatch.h"
@@ -151,7 +152,8 @@ struct DecomposeAttention : OpRewritePattern<AttentionOp> {
 
 /// kiln.attention_grad as products and a softmax recomputing the
 /// probabilities: P = softmax(q kᵀ scale + mask), dv = Pᵀ dO, dP = dO vᵀ,
-/// dS = P (dP - rowsum(dP P)) scale, dq = dS k, dk = dSᵀ q.
+/// dS = P (dP - rowsum(dP P)) scale (0 where a masked_fill mask fills the
+/// score), dq = dS k, dk = dSᵀ q.
 struct DecomposeAttentionGrad : OpRewritePattern<AttentionGradOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(AttentionGradOp op,
@@ -169,6 +171,14 @@ struct DecomposeAttentionGrad : OpRewritePattern<AttentionGradOp> {
     Value rowSum = b.bcast(
         b.reduce<ReduceSumOp>(b.binary<MulOp>(dp, p), dims, true), shape);
     Value ds = b.binary<MulOp>(p, b.binary<SubOp>(dp, rowSum));
+    if (op.getMaskedFill()) {
+      // The scores the mask fills get no gradient.
+      Value mask = b.bcast(op.getMask(), shape);
+      Value filled =
+          b.compare(ComparePredicate::le, mask,
+                    b.splat(b.typeOf(mask), kMaskedFillAtMost));
+      ds = b.select(filled, b.splat(b.typeOf(ds), 0.0), ds);
+    }
     if (scale != 1.0)
       ds = b.binary<MulOp>(ds, b.splat(b.typeOf(ds), scale));
     Value dq = MatmulOp::create(r, loc, ds, key, false, false);

@@ -1,6 +1,7 @@
 //===- FuseAttention.cpp - forms kiln.attention from its op chain ---------===//
 
 #include "kiln/KilnOps.h"
+#include "kiln/Transforms/Attention.h"
 #include "kiln/Transforms/Passes.h"
 
 #include "Splat.h"
@@ -23,14 +24,14 @@ using namespace kiln;
 namespace {
 
 /// What a select that drops scores fills them with: -inf, or a finite value
-/// at most -2^100, as the lowest float that Hugging Face's models fill
-/// with. Where a row keeps a key, the finite fill gives its dropped keys
-/// probability 0 exactly, and their scores no gradient, as -inf does; a row
-/// that drops every key (probabilities uniform, no gradient at all) is one
-/// no additive mask can give.
+/// at most -2^100 (kMaskedFillAtMost), as the lowest float that Hugging
+/// Face's models fill with. Where a row keeps a key, the finite fill gives
+/// its dropped keys probability 0 exactly, and their scores no gradient, as
+/// -inf does; a row that drops every key has uniform probabilities and no
+/// gradient at all, which kiln.attention gives as masked_fill.
 std::optional<double> dropFill(Value v) {
   std::optional<double> value = floatSplatValue(v);
-  if (value && *value <= -std::ldexp(1.0, 100))
+  if (value && *value <= kMaskedFillAtMost)
     return value;
   return std::nullopt;
 }
@@ -80,11 +81,11 @@ struct Chain {
   double scale = 1.0;
   /// An additive mask, and the condition of a select that drops scores
   /// where it holds (where it does not, with `dropWhereFalse`); either,
-  /// both (the select's result plus the mask) or neither. `finiteFill`: the
-  /// select fills with a finite value, taken as -inf where that is exact
-  /// (dropFill).
+  /// both (the select's result plus the mask) or neither. `fill`: what the
+  /// select fills with (dropFill).
   Value mask, dropCondition;
-  bool dropWhereFalse = false, finiteFill = false;
+  bool dropWhereFalse = false;
+  double fill = -INFINITY;
   /// With both, the shape the select's mask and `mask` broadcast to.
   SmallVector<int64_t> maskShape;
 };
@@ -143,7 +144,7 @@ bool matchSelectedScores(Value v, Chain &chain) {
   if (!matchScaledScores(scores, chain))
     return false;
   chain.dropCondition = beforeBroadcast(select.getCond());
-  chain.finiteFill = std::isfinite(*fill);
+  chain.fill = *fill;
   chain.dropWhereFalse = !dropWhereTrue;
   return true;
 }
@@ -204,10 +205,10 @@ Value broadcastTo(PatternRewriter &r, Location loc, Value v,
 }
 
 /// The additive mask: the matched one; select(cond, -inf, 0) for the select
-/// (-inf where it drops); or the sum of the two, broadcast to
-/// `chain.maskShape`.
+/// (-inf where it drops; the fill itself where the attention is
+/// masked_fill); or the sum of the two, broadcast to `chain.maskShape`.
 Value buildMask(PatternRewriter &r, Location loc, const Chain &chain,
-                RankedTensorType scoresType) {
+                RankedTensorType scoresType, bool maskedFill) {
   if (!chain.dropCondition)
     return chain.mask;
   auto condType = cast<RankedTensorType>(chain.dropCondition.getType());
@@ -219,7 +220,7 @@ Value buildMask(PatternRewriter &r, Location loc, const Chain &chain,
     v.convert(element.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
     return ConstantOp::create(r, loc, DenseElementsAttr::get(type, v));
   };
-  Value drop = splat(-INFINITY), keep = splat(0.0);
+  Value drop = splat(maskedFill ? chain.fill : -INFINITY), keep = splat(0.0);
   if (chain.dropWhereFalse)
     std::swap(drop, keep);
   Value dropped =
@@ -230,14 +231,22 @@ Value buildMask(PatternRewriter &r, Location loc, const Chain &chain,
                        broadcastTo(r, loc, chain.mask, chain.maskShape));
 }
 
-/// Whether `chain` fills with a finite value where a row may drop every key
-/// (which it then cannot fuse exactly): a condition that is not a constant
-/// keeping a key in every row, or a mask added after the select that could
-/// drop the rest.
+/// Whether `chain` fills with a finite value where a row may drop every key:
+/// a condition that is not a constant keeping a key in every row, or a mask
+/// added after the select that could drop the rest. (A fill a row keeps a
+/// key beside is -inf exactly.)
 bool mayDropWholeRows(const Chain &chain) {
-  return chain.dropCondition && chain.finiteFill &&
+  return chain.dropCondition && std::isfinite(chain.fill) &&
          (chain.mask ||
           !keepsAKeyInEveryRow(chain.dropCondition, chain.dropWhereFalse));
+}
+
+/// Whether `chain` cannot fuse exactly: a mask added after a finite fill
+/// where a row may drop every key. Where the fill drops a row whole, the
+/// sum is the fill plus the mask (uniform probabilities over some keys, a
+/// gradient for those the select kept); no attention gives that.
+bool staysExpanded(const Chain &chain) {
+  return mayDropWholeRows(chain) && chain.mask;
 }
 
 /// The attention chain `op` (the product of softmax rows with the values)
@@ -259,9 +268,14 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
     Chain chain;
     if (failed(matchChain(op, chain)))
       return r.notifyMatchFailure(op, "not an attention chain");
-    if (mayDropWholeRows(chain))
+    if (staysExpanded(chain))
       return r.notifyMatchFailure(
-          op, "a finite fill whose rows may drop every key");
+          op, "a mask added after a finite fill whose rows may drop every "
+              "key");
+    // A finite fill alone that may drop a row whole: masked_fill, with the
+    // fill in the mask, gives that row's uniform probabilities and no
+    // gradient.
+    bool maskedFill = mayDropWholeRows(chain);
     MatmulOp scores = chain.scores;
     Location loc = op.getLoc();
     Value query = scores.getTransposeLhs() ? swapLastTwo(r, loc, chain.lhs)
@@ -270,10 +284,11 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
                                          : swapLastTwo(r, loc, chain.rhs);
     Value value =
         op.getTransposeRhs() ? swapLastTwo(r, loc, op.getRhs()) : op.getRhs();
-    Value mask =
-        buildMask(r, loc, chain, cast<RankedTensorType>(scores.getType()));
+    Value mask = buildMask(r, loc, chain,
+                           cast<RankedTensorType>(scores.getType()), maskedFill);
     r.replaceOpWithNewOp<AttentionOp>(op, query, key, value, mask,
-                                      r.getF64FloatAttr(chain.scale));
+                                      r.getF64FloatAttr(chain.scale),
+                                      maskedFill ? r.getUnitAttr() : nullptr);
     return success();
   }
 };
@@ -292,12 +307,12 @@ struct KilnFuseAttentionPass
     // a step stores its score matrices (kilnc prints the first as a note).
     getOperation().walk([](MatmulOp op) {
       Chain chain;
-      if (succeeded(matchChain(op, chain)) && mayDropWholeRows(chain))
+      if (succeeded(matchChain(op, chain)) && staysExpanded(chain))
         op.emitRemark(
-            "attention stays expanded, storing its score matrices: it fills "
-            "dropped scores with a finite value where a row may drop every "
-            "key (an input condition, or a mask added after the fill), and "
-            "there the fused form's gradient would differ from the graph's");
+            "attention stays expanded, storing its score matrices: it adds a "
+            "mask after filling dropped scores with a finite value where a "
+            "row may drop every key, and there the fused form would differ "
+            "from the graph's");
     });
   }
 };

@@ -255,6 +255,9 @@ struct KilnGPUEmulatePass
           op->getAttrOfType<FloatAttr>("scale").getValueAsDouble();
       args.push_back(
           arith::ConstantOp::create(b, loc, b.getF64FloatAttr(scale)));
+      if (grad)
+        args.push_back(arith::ConstantOp::create(
+            b, loc, b.getI64IntegerAttr(grad.getMaskedFill() ? 1 : 0)));
       replaceByRuntimeCall(op,
                            forward ? "kiln_flash_attention_forward_host"
                                    : "kiln_flash_attention_backward_host",

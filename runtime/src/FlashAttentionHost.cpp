@@ -51,18 +51,21 @@ struct Shape {
     int64_t qi = row(bh, i, queries), kj = row(bh, j, keys);
     for (int64_t d = 0; d < headSize; ++d)
       dot += read(q, qi + d) * read(k, kj + d);
-    float s = dot * scale * kLog2e;
-    if (mask) {
-      int64_t b = bh / heads, h = bh % heads;
-      int64_t at = (((maskBatch == 1 ? 0 : b) * maskHeads +
-                     (maskHeads == 1 ? 0 : h)) *
-                        maskQueries +
-                    (maskQueries == 1 ? 0 : i)) *
-                       keys +
-                   j;
-      s += kiln::flash::maskInLog2(mask[at]);
-    }
-    return s;
+    return dot * scale * kLog2e + maskAt(mask, bh, i, j);
+  }
+  /// The mask's value (log2 units, as the kernels hold it) for query i and
+  /// key j of head bh; 0 without a mask.
+  float maskAt(const float *mask, int64_t bh, int64_t i, int64_t j) const {
+    if (!mask)
+      return 0.0f;
+    int64_t b = bh / heads, h = bh % heads;
+    int64_t at = (((maskBatch == 1 ? 0 : b) * maskHeads +
+                   (maskHeads == 1 ? 0 : h)) *
+                      maskQueries +
+                  (maskQueries == 1 ? 0 : i)) *
+                     keys +
+                 j;
+    return kiln::flash::maskInLog2(mask[at]);
   }
 };
 
@@ -108,10 +111,12 @@ void kiln_flash_attention_backward_host(
     float *key_grad, float *value_grad, float *delta, int64_t element,
     int64_t batch, int64_t heads, int64_t queries, int64_t keys,
     int64_t head_size, int64_t mask_batch, int64_t mask_heads,
-    int64_t mask_queries, int64_t causal, double scale) {
+    int64_t mask_queries, int64_t causal, double scale, int64_t masked_fill) {
   Shape shape{element,    batch,      heads,        queries,
               keys,       head_size,  mask_batch,   mask_heads,
               mask_queries, causal != 0, static_cast<float>(scale)};
+  kiln::flash::Params filling;
+  filling.maskedFill = mask && masked_fill ? 1 : 0;
   std::fill(key_grad, key_grad + batch * heads * keys * head_size, 0.0f);
   std::fill(value_grad, value_grad + batch * heads * keys * head_size, 0.0f);
   std::vector<float> dO(head_size), dq(head_size);
@@ -134,7 +139,9 @@ void kiln_flash_attention_backward_host(
         float dp = 0;
         for (int64_t d = 0; d < head_size; ++d)
           dp += dO[d] * shape.read(value, kj + d);
-        float ds = shape.round(p * (dp - centre)), pr = shape.round(p);
+        float ds = shape.round(kiln::flash::scoreGrad(
+                  filling, shape.maskAt(mask, bh, i, j), p * (dp - centre))),
+              pr = shape.round(p);
         for (int64_t d = 0; d < head_size; ++d) {
           dq[d] += ds * shape.read(key, kj + d);
           key_grad[kj + d] += ds * shape.read(query, qi + d) * shape.scale;

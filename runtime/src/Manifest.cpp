@@ -780,6 +780,11 @@ private:
         {"out", &attention.out(), q, d, 4, !attention.backward()}};
     bool masked =
         attention.has_mask() && attention.mask().buffer().size() > 0;
+    if (attention.masked_fill() && (!attention.backward() || !masked))
+      return formatError("attention is masked_fill ",
+                         attention.backward() ? "without a mask"
+                                              : "in the forward",
+                         " (only the backward with a mask takes it)");
     if (masked)
       tensors.push_back({"mask", &attention.mask(), q, k, 4, false});
     if (attention.backward()) {

@@ -172,8 +172,28 @@ func.func @bounded(%q: tensor<2x3x4xf32>, %k: tensor<2x3x4xf32>, %v: tensor<2x3x
 // CHECK: %[[S32:.*]] = tensor.extract %[[STARTS]][%[[B2]], %[[J]]]
 // CHECK: %[[FIRST:.*]] = arith.index_cast %[[S32]] : i32 to index
 // CHECK: scf.for %{{.*}} = %[[FIRST]] to %c3
+// Not masked_fill: every dS counts.
+// CHECK-NOT: arith.cmpf ole
 func.func @bounded_grad(%q: tensor<2x3x4xf32>, %k: tensor<2x5x4xf32>, %v: tensor<2x5x4xf32>, %o: tensor<2x3x4xf32>, %g: tensor<2x3x4xf32>, %m: tensor<2x1x5xf32>) -> (tensor<2x3x4xf32>, tensor<2x5x4xf32>, tensor<2x5x4xf32>) {
   %dq, %dk, %dv = kiln.attention_grad %q, %k, %v, %o, %g mask %m : tensor<2x1x5xf32> : tensor<2x3x4xf32>, tensor<2x5x4xf32>, tensor<2x5x4xf32>, tensor<2x3x4xf32>
+  return %dq, %dk, %dv : tensor<2x3x4xf32>, tensor<2x5x4xf32>, tensor<2x5x4xf32>
+}
+
+// -----
+
+// masked_fill: in both loops, dS is 0 where the mask (read again for the
+// score) is at most -2^100.
+// CHECK-LABEL: func.func @masked_fill_grad(
+// CHECK: scf.forall ({{.*}}) in (2, 3)
+// CHECK: %[[AT:.*]] = arith.constant -1.2676506E+30 : f32
+// CHECK: %[[FILLED:.*]] = arith.cmpf ole, %{{.*}}, %[[AT]] : f32
+// CHECK: arith.select %[[FILLED]], %{{.*}}, %{{.*}} : f32
+// CHECK: scf.forall ({{.*}}) in (2, 5)
+// CHECK: %[[AT2:.*]] = arith.constant -1.2676506E+30 : f32
+// CHECK: %[[FILLED2:.*]] = arith.cmpf ole, %{{.*}}, %[[AT2]] : f32
+// CHECK: arith.select %[[FILLED2]], %{{.*}}, %{{.*}} : f32
+func.func @masked_fill_grad(%q: tensor<2x3x4xf32>, %k: tensor<2x5x4xf32>, %v: tensor<2x5x4xf32>, %o: tensor<2x3x4xf32>, %g: tensor<2x3x4xf32>, %m: tensor<2x1x5xf32>) -> (tensor<2x3x4xf32>, tensor<2x5x4xf32>, tensor<2x5x4xf32>) {
+  %dq, %dk, %dv = kiln.attention_grad %q, %k, %v, %o, %g mask %m : tensor<2x1x5xf32> {masked_fill} : tensor<2x3x4xf32>, tensor<2x5x4xf32>, tensor<2x5x4xf32>, tensor<2x3x4xf32>
   return %dq, %dk, %dv : tensor<2x3x4xf32>, tensor<2x5x4xf32>, tensor<2x5x4xf32>
 }
 

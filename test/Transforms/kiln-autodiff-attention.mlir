@@ -69,3 +69,34 @@ func.func @forward() -> (tensor<f32> {kiln.name = "loss"}) {
   %l = kiln.reduce_sum %o {dimensions = array<i64: 0, 1>} : tensor<3x2xf32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// masked_fill: the query, key and value gradients are a masked_fill
+// kiln.attention_grad. The mask's gradient is all of dS: a score it fills
+// is the mask's value itself, one it does not is the score plus the mask.
+
+kiln.param @q : tensor<3x4xf32>
+kiln.param @k : tensor<5x4xf32>
+kiln.param @v : tensor<5x2xf32>
+kiln.param @mask : tensor<5xf32>
+
+// CHECK-LABEL: func.func @forward_grad(
+// CHECK: %[[O:.*]] = kiln.attention %{{.*}}, %{{.*}}, %{{.*}} mask %{{.*}} : tensor<5xf32> {masked_fill}
+// CHECK: kiln.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %[[O]], %{{.*}} mask %{{.*}} : tensor<5xf32> {masked_fill}
+// CHECK-NOT: kiln.select
+// CHECK: kiln.sub
+// CHECK-NEXT: %[[DS:.*]] = kiln.mul %{{.*}}, %{{.*}} : tensor<3x5xf32>
+// CHECK-NOT: kiln.select
+// CHECK: %[[DM:.*]] = kiln.reduce_sum %[[DS]] {dimensions = array<i64: 0>} : tensor<3x5xf32>
+// CHECK: return %{{.*}}, %[[DM]]
+func.func @forward() -> (tensor<f32> {kiln.name = "loss"}) {
+  %q = kiln.get_param @q : tensor<3x4xf32>
+  %k = kiln.get_param @k : tensor<5x4xf32>
+  %v = kiln.get_param @v : tensor<5x2xf32>
+  %m = kiln.get_param @mask : tensor<5xf32>
+  %o = kiln.attention %q, %k, %v mask %m : tensor<5xf32> {masked_fill}
+      : tensor<3x4xf32>, tensor<5x4xf32>, tensor<5x2xf32>
+  %l = kiln.reduce_sum %o {dimensions = array<i64: 0, 1>} : tensor<3x2xf32>
+  return %l : tensor<f32>
+}

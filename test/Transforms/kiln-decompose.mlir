@@ -97,6 +97,28 @@ func.func @attention_grad(%q: tensor<2x3x4xf32>, %k: tensor<2x5x4xf32>, %v: tens
   return %dq, %dk, %dv : tensor<2x3x4xf32>, tensor<2x5x4xf32>, tensor<2x5x6xf32>
 }
 
+// masked_fill: dS is 0 where the mask is at most -2^100 (the scores it
+// fills), before the scale.
+// CHECK-LABEL: func.func @attention_grad_masked_fill(
+// CHECK-SAME: %[[M:[a-z0-9]+]]: tensor<3x5xf32>
+// CHECK-DAG: %[[ZERO:.*]] = kiln.constant dense<0.000000e+00> : tensor<2x3x5xf32>
+// CHECK-DAG: %[[AT:.*]] = kiln.constant dense<-1.2676506E+30> : tensor<2x3x5xf32>
+// CHECK: kiln.matmul %{{.*}}, %{{.*}} {transpose_rhs} : tensor<2x3x6xf32>, tensor<2x5x6xf32>
+// CHECK: kiln.sub
+// CHECK: %[[DS:.*]] = kiln.mul %{{.*}}, %{{.*}} : tensor<2x3x5xf32>
+// CHECK: %[[MB:.*]] = kiln.broadcast %[[M]] : tensor<3x5xf32> to tensor<2x3x5xf32>
+// CHECK: %[[FILLED:.*]] = kiln.compare <le>, %[[MB]], %[[AT]] : tensor<2x3x5xf32>
+// CHECK: %[[KEPT:.*]] = kiln.select %[[FILLED]], %[[ZERO]], %[[DS]] : tensor<2x3x5xi1>, tensor<2x3x5xf32>
+// CHECK: %[[DSS:.*]] = kiln.mul %[[KEPT]], %{{.*}} : tensor<2x3x5xf32>
+// CHECK: kiln.matmul %[[DSS]], %{{.*}} : tensor<2x3x5xf32>, tensor<2x5x4xf32>
+func.func @attention_grad_masked_fill(%q: tensor<2x3x4xf32>, %k: tensor<2x5x4xf32>, %v: tensor<2x5x6xf32>,
+                                      %o: tensor<2x3x6xf32>, %g: tensor<2x3x6xf32>, %m: tensor<3x5xf32>)
+    -> (tensor<2x3x4xf32>, tensor<2x5x4xf32>, tensor<2x5x6xf32>) {
+  %dq, %dk, %dv = kiln.attention_grad %q, %k, %v, %o, %g mask %m : tensor<3x5xf32> {masked_fill, scale = 0.5 : f64}
+      : tensor<2x3x4xf32>, tensor<2x5x4xf32>, tensor<2x5x6xf32>, tensor<2x3x6xf32>
+  return %dq, %dk, %dv : tensor<2x3x4xf32>, tensor<2x5x4xf32>, tensor<2x5x6xf32>
+}
+
 // The divisor is the number of reduced elements: 4 for dimension 1, 3 * 5
 // for dimensions 0 and 2.
 // CHECK-LABEL: func.func @reduce_mean(

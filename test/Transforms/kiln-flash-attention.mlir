@@ -75,6 +75,22 @@ func.func @padding(%q: tensor<2x1x2x32xf32>, %k: tensor<2x1x3x32xf32>,
 
 // -----
 
+// A masked_fill gradient stays masked_fill (its forward computes as any).
+// CHECK-LABEL: func.func @masked_fill(
+// CHECK: %[[F:.*]]:2 = kiln.flash_attention %{{.*}}, %{{.*}}, %{{.*}} mask %{{.*}} :
+// CHECK: kiln.flash_attention_grad {{.*}}, %[[F]]#1 mask %{{.*}} {masked_fill} :
+func.func @masked_fill(%q: tensor<2x1x3x32xf32>, %m: tensor<2x1x1x3xf32>,
+                       %g: tensor<2x1x3x32xf32>)
+    -> (tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>) {
+  %o = kiln.attention %q, %q, %q mask %m : tensor<2x1x1x3xf32> {masked_fill}
+      : tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>
+  %dq, %dk, %dv = kiln.attention_grad %q, %q, %q, %o, %g mask %m : tensor<2x1x1x3xf32> {masked_fill}
+      : tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>
+  return %o, %dq : tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>
+}
+
+// -----
+
 // Head sizes the kernels lack, value head sizes unlike the query's, ranks
 // other than 4 and constant masks that are not causal (a global, no buffer
 // of the runtime's: the loops read it in their kernels) stay kiln.attention.

@@ -165,6 +165,8 @@ def describe(command, kernels, names):
             text += f" mask {strides(a.mask)}"
         if a.causal:
             text += " causal"
+        if a.masked_fill:
+            text += " masked_fill"
         if a.backward:
             text += f" dk {strides(a.key_grad)}"
         return text

@@ -727,6 +727,18 @@ TEST(BundleReader, RejectsEachBrokenAttentionRule) {
        [](bp::Manifest &m) { attention(m, 1).mutable_delta()->set_size(2560); },
        "attention delta has 2560 bytes, not the 1280 of 320 f32 values (1 "
        "per query row)"},
+      {"masked_fill in the forward",
+       [](bp::Manifest &m) { attention(m, 0).set_masked_fill(true); },
+       "attention is masked_fill in the forward (only the backward with a "
+       "mask takes it)"},
+      {"masked_fill without a mask",
+       [](bp::Manifest &m) {
+         bp::Attention &a = attention(m, 1);
+         a.set_masked_fill(true);
+         a.clear_mask();
+       },
+       "attention is masked_fill without a mask (only the backward with a "
+       "mask takes it)"},
       {"an output over another",
        [](bp::Manifest &m) {
          bp::Attention &a = attention(m, 1);

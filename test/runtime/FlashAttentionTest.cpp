@@ -131,6 +131,9 @@ struct Case {
   /// below the lowest float in log2 units): query rows 3i + 1 drop every
   /// key (the softmax makes them uniform), rows 3i + 2 those after key i.
   bool lowestRows = false;
+  /// The backward is maskedFill: the scores the lowest float fills get no
+  /// gradient.
+  bool maskedFill = false;
 };
 
 /// Whether query `i` of a lowestRows case drops key `j`.
@@ -187,6 +190,7 @@ public:
     p.keys = c.keys;
     p.scale = 1.0f / std::sqrt(float(D));
     p.causal = c.causal;
+    p.maskedFill = c.maskedFill;
     p.o = dense(o.data(), c.queries);
     p.dout = dense(dout.data(), c.queries);
     p.dq = dense(dq.data(), c.queries);
@@ -240,7 +244,7 @@ public:
         q.data(), k.data(), v.data(), o.data(), dout.data(), stats.data(),
         maskData, dq.data(), dk.data(), dv.data(), delta.data(), element,
         c.batch, c.heads, c.queries, c.keys, D, maskBatch, 1, maskQueries,
-        c.causal, p.scale);
+        c.causal, p.scale, c.maskedFill);
   }
 
   void runBackward() {
@@ -306,6 +310,8 @@ public:
             for (int d = 0; d < D; ++d)
               dpj += gRow[d] * element(p.v, b, h, j, d);
             double ds = prob[j] * (dpj - centre) * p.scale;
+            if (c.maskedFill && lowestDrops(i, j))
+              ds = 0;
             for (int d = 0; d < D; ++d) {
               r.dq[(base * c.queries + i) * D + d] +=
                   ds * element(p.k, b, h, j, d);
@@ -415,6 +421,16 @@ TEST(FlashAttentionTest, CausalMaskTensorSkipsDroppedTiles) {
 TEST(FlashAttentionTest, LowestFloatMaskDroppingWholeRows) {
   Case c{2, 1, 100, 100};
   c.lowestRows = true;
+  check<BF16, 32>(c, kBF16);
+}
+
+// The same mask as masked_fill's (DistilBERT's masked_fill(padding,
+// lowest)): the rows it fills whole keep their uniform probabilities (dV)
+// but pass their scores no gradient (dQ, dK).
+TEST(FlashAttentionTest, LowestFloatMaskedFillPassesNoGradient) {
+  Case c{2, 1, 100, 100};
+  c.lowestRows = true;
+  c.maskedFill = true;
   check<BF16, 32>(c, kBF16);
 }
 

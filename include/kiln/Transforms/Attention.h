@@ -8,6 +8,12 @@
 
 namespace kiln {
 
+/// The largest mask value that stands for a fill where kiln.attention is
+/// `masked_fill` (and the largest finite fill kiln-fuse-attention takes for
+/// a dropped score): -2^100, below which any score an f32 product gives is
+/// absorbed, so that the sum is the fill itself.
+constexpr double kMaskedFillAtMost = -0x1p100;
+
 /// Whether `mask` is a constant, or a select of two splat constants on a
 /// constant condition, that keeps exactly the keys up to each query's
 /// position (0 for key <= query, -inf after) in every batch, over square

@@ -41,13 +41,17 @@ def KilnFuseAttention : Pass<"kiln-fuse-attention", "mlir::ModuleOp"> {
     condition holds (or where it does not), which becomes the additive mask
     `select(cond, -inf, 0)`, or such a select with a mask added after it,
     the two masks summed. A select may fill with a finite value at most
-    -2^100 (the lowest float, as Hugging Face's GPT-2 and DistilBERT do)
-    only where that is exactly -inf: its condition is a constant that keeps
-    a key in every row and no mask is added after it. Where a row may drop
-    every key, PyTorch's probabilities there are uniform and its scores get
-    no gradient, which no additive mask gives: such a chain (a padding
-    condition, or a padding mask added) stays expanded, with a remark on
-    its last product (kilnc prints the first as a note). The transposes of
+    -2^100 (the lowest float, as Hugging Face's GPT-2 and DistilBERT do).
+    Where its condition is a constant that keeps a key in every row and no
+    mask is added after it, that is exactly -inf. Where a row may drop
+    every key (a padding condition, as DistilBERT's), PyTorch's
+    probabilities there are uniform and its scores get no gradient: the
+    attention is `masked_fill`, its mask `select(cond, fill, 0)`, which
+    gives both. A mask added after such a fill (Hugging Face's GPT-2 with
+    an attention mask) would make a row it drops whole uniform over some
+    keys only, with a gradient for some: that chain stays expanded, with a
+    remark on its last product (kilnc prints the first as a note). The
+    transposes of
     q, k and v, as matmul flags or as transpose ops, become transposes of
     the operands. A chain fuses only when each of its intermediate values
     has no other user.
@@ -583,7 +587,9 @@ def KilnAttentionKernel : Pass<"kiln-attention-kernel", "mlir::ModuleOp"> {
     each key row's loop in the gradient starts at its column's: the scores
     skipped have probability 0. A causal mask held in a buffer parameter
     (as exporters write GPT-2's) or a padding mask of -inf is skipped so; a
-    large finite mask value (-10000) is not -inf and is computed.
+    large finite mask value (-10000) is not -inf and is computed. Where the
+    attention is `masked_fill`, the gradient's dS is 0 where the mask is at
+    most -2^100.
 
     With `amp` (bf16 or f16, as kiln-amp's `type`), what the expanded chain
     would round as product operands is rounded as it is read or computed:

@@ -347,6 +347,7 @@ private:
     command.scale = static_cast<float>(
         op->getAttrOfType<FloatAttr>("scale").getValueAsDouble());
     command.causal = op->hasAttr("causal");
+    command.maskedFill = grad && grad.getMaskedFill();
     SmallVector<std::pair<Value, kiln::CudaBuffer *>> slots = {
         {query, &command.query}, {key, &command.key}, {value, &command.value}};
     if (mask) {

@@ -67,6 +67,7 @@ Status AttentionPlan::create(
   if (attention.has_mask() && attention.mask().buffer().size() > 0)
     p.mask = tensor(attention.mask());
   p.stats = reinterpret_cast<float *>(address(attention.stats()));
+  p.maskedFill = attention.masked_fill() ? 1 : 0;
   if (attention.backward()) {
     p.dout = tensor(attention.grad());
     p.dq = tensor(attention.query_grad());

@@ -12,7 +12,8 @@
 //            reads instead of recomputing the row statistics.
 //   backward, two kernels and no atomics (deterministic):
 //     dq:    per query row, delta = rowsum(dO O) (kept for the next kernel)
-//            and dQ = dS K scale, dS = P (dO Vᵀ - delta);
+//            and dQ = dS K scale, dS = P (dO Vᵀ - delta) (0 where a
+//            maskedFill mask fills the score);
 //     dkdv:  per key row, dV = Pᵀ dO and dK = dSᵀ Q scale.
 //
 // The kernels are written once, over a `Ctx` that supplies the thread's
@@ -79,6 +80,9 @@ struct Params {
   float scale = 1;
   /// Key j is seen by query i only when j <= i (queries == keys).
   int causal = 0;
+  /// Backward: a mask value at most -2^100 fills its score (PyTorch's
+  /// masked_fill) rather than adding to it, so the score gets no gradient.
+  int maskedFill = 0;
   /// 16-bit Q [.., queries, D], K and V [.., keys, D].
   TensorRef q, k, v;
   /// f32: the output, and its gradient (backward).
@@ -187,6 +191,17 @@ constexpr float kMaxFloat = 3.40282346638528859812e+38f;
 KILN_FA_FN float maskInLog2(float mask) {
   float v = mask * kLog2e;
   return v == -kInf && mask != -kInf ? -kMaxFloat : v;
+}
+
+/// The largest mask value in log2 units that fills its score, where the
+/// backward is maskedFill: -2^100 in natural units (rounding keeps the
+/// order, so a value at most -2^100 is at most this in log2 units).
+constexpr float kFilledAtMost = -0x1p100f * kLog2e;
+
+/// dS for a score whose mask value (log2 units) is `mask`: 0 where the
+/// backward is maskedFill and the mask fills the score.
+KILN_FA_FN float scoreGrad(const Params &p, float mask, float ds) {
+  return p.maskedFill && mask <= kFilledAtMost ? 0.0f : ds;
 }
 
 //===----------------------------------------------------------------------===//
@@ -625,12 +640,12 @@ KILN_FA_FN void backwardQuery(Ctx &ctx, const Params &p) {
       KILN_FA_UNROLL
       for (int i = 0; i < 4; ++i) {
         int row = r0 + g + (i & 2) * 4, key = k0 + n * 8 + 2 * t + (i & 1);
-        float prob = 0;
-        if (key < p.keys && !(p.causal && key > row))
-          prob = exp2Of(s[n][i] * scale +
-                        maskAt(p, maskTile, row - q0, key - k0) - shift[i / 2]) *
-                 inverse[i / 2];
-        s[n][i] = prob * (dp[n][i] - delta[i / 2]);
+        float prob = 0, mask = 0;
+        if (key < p.keys && !(p.causal && key > row)) {
+          mask = maskAt(p, maskTile, row - q0, key - k0);
+          prob = exp2Of(s[n][i] * scale + mask - shift[i / 2]) * inverse[i / 2];
+        }
+        s[n][i] = scoreGrad(p, mask, prob * (dp[n][i] - delta[i / 2]));
       }
     productOfAccumulators<T, D>(ctx, acc, s, keys, g, t);
     ctx.sync();
@@ -682,14 +697,14 @@ KILN_FA_FN void backwardKeyValue(Ctx &ctx, const Params &p) {
       for (int i = 0; i < 4; ++i) {
         int key = r0 + g + (i & 2) * 4, column = n * 8 + 2 * t + (i & 1);
         int query = q0 + column;
-        float prob = 0;
-        if (key < p.keys && query < p.queries && !(p.causal && key > query))
-          prob = exp2Of(s[n][i] * scale +
-                        maskAt(p, maskTile, column, key - k0) -
-                        shiftTile[column]) *
+        float prob = 0, mask = 0;
+        if (key < p.keys && query < p.queries && !(p.causal && key > query)) {
+          mask = maskAt(p, maskTile, column, key - k0);
+          prob = exp2Of(s[n][i] * scale + mask - shiftTile[column]) *
                  inverseTile[column];
+        }
         s[n][i] = prob;
-        dp[n][i] = prob * (dp[n][i] - deltaTile[column]);
+        dp[n][i] = scoreGrad(p, mask, prob * (dp[n][i] - deltaTile[column]));
       }
     productOfAccumulators<T, D>(ctx, dv, s, grads, g, t);
     productOfAccumulators<T, D>(ctx, dk, dp, queries, g, t);

@@ -1065,6 +1065,22 @@ func.func @attention_mask_shape(%q: tensor<8x4xf32>, %k: tensor<6x4xf32>, %m: te
 
 // -----
 
+func.func @attention_masked_fill_without_mask(%q: tensor<8x4xf32>) {
+  // expected-error @+1 {{'kiln.attention' op is masked_fill without a mask}}
+  %y = kiln.attention %q, %q, %q {masked_fill} : tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_grad_masked_fill_without_mask(%q: tensor<8x4xf32>) {
+  // expected-error @+1 {{'kiln.attention_grad' op is masked_fill without a mask}}
+  %dq, %dk, %dv = kiln.attention_grad %q, %q, %q, %q, %q {masked_fill} : tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>
+  return
+}
+
+// -----
+
 func.func @layer_norm_axis(%x: tensor<4x16xf32>, %g: tensor<16xf32>) -> tensor<4x16xf32> {
   // expected-error @+1 {{axis 2 is out of range for rank 2}}
   %y = kiln.layer_norm %x, %g {axis = 2 : i64} : tensor<4x16xf32>, tensor<16xf32>
@@ -1399,6 +1415,14 @@ func.func @flash_attention_mixed(%q: tensor<1x1x4x16xbf16>, %o: memref<1x1x4x16x
 func.func @flash_attention_grad_stats(%q: tensor<1x1x4x16xbf16>, %o: tensor<1x1x4x16xf32>, %s: tensor<1x1x4xf32>) {
   // expected-error @+1 {{'kiln.flash_attention_grad' op stats must be f32 of shape [1, 1, 4, 2], not 'tensor<1x1x4xf32>'}}
   %dq, %dk, %dv, %d = kiln.flash_attention_grad %q, %q, %q, %o, %o, %s : (tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4xf32>) -> (tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4xf32>)
+  return
+}
+
+// -----
+
+func.func @flash_attention_grad_masked_fill(%q: tensor<1x1x4x16xbf16>, %o: tensor<1x1x4x16xf32>, %s: tensor<1x1x4x2xf32>) {
+  // expected-error @+1 {{'kiln.flash_attention_grad' op is masked_fill without a mask}}
+  %dq, %dk, %dv, %d = kiln.flash_attention_grad %q, %q, %q, %o, %o, %s {masked_fill} : (tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4x2xf32>) -> (tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4xf32>)
   return
 }
 

@@ -869,14 +869,17 @@ func.func @log_softmax(%x: tensor<2x3x4xf16>) -> tensor<2x3x4xf16> {
 // CHECK-SAME: %[[Q:.*]]: tensor<2x4x8x16xf32>, %[[K:.*]]: tensor<2x4x6x16xf32>, %[[V:.*]]: tensor<2x4x6x5xf32>, %[[M:.*]]: tensor<8x1xf32>, %[[Q2:.*]]: tensor<3x2xf64>
 // CHECK: %[[A:.*]] = kiln.attention %[[Q]], %[[K]], %[[V]] mask %[[M]] : tensor<8x1xf32> {scale = 2.500000e-01 : f64} : tensor<2x4x8x16xf32>, tensor<2x4x6x16xf32>, tensor<2x4x6x5xf32>
 // CHECK: %[[B:.*]] = kiln.attention %[[Q2]], %[[Q2]], %[[Q2]] : tensor<3x2xf64>, tensor<3x2xf64>, tensor<3x2xf64>
-// CHECK: return %[[A]], %[[B]] : tensor<2x4x8x5xf32>, tensor<3x2xf64>
+// CHECK: %[[C:.*]] = kiln.attention %[[Q]], %[[K]], %[[V]] mask %[[M]] : tensor<8x1xf32> {masked_fill} : tensor<2x4x8x16xf32>, tensor<2x4x6x16xf32>, tensor<2x4x6x5xf32>
+// CHECK: return %[[A]], %[[B]], %[[C]] : tensor<2x4x8x5xf32>, tensor<3x2xf64>, tensor<2x4x8x5xf32>
 func.func @attention(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x6x16xf32>, %v: tensor<2x4x6x5xf32>,
                      %m: tensor<8x1xf32>, %x: tensor<3x2xf64>)
-    -> (tensor<2x4x8x5xf32>, tensor<3x2xf64>) {
+    -> (tensor<2x4x8x5xf32>, tensor<3x2xf64>, tensor<2x4x8x5xf32>) {
   %a = kiln.attention %q, %k, %v mask %m : tensor<8x1xf32> {scale = 0.25 : f64}
       : tensor<2x4x8x16xf32>, tensor<2x4x6x16xf32>, tensor<2x4x6x5xf32>
   %b = kiln.attention %x, %x, %x : tensor<3x2xf64>, tensor<3x2xf64>, tensor<3x2xf64>
-  return %a, %b : tensor<2x4x8x5xf32>, tensor<3x2xf64>
+  %c = kiln.attention %q, %k, %v mask %m : tensor<8x1xf32> {masked_fill}
+      : tensor<2x4x8x16xf32>, tensor<2x4x6x16xf32>, tensor<2x4x6x5xf32>
+  return %a, %b, %c : tensor<2x4x8x5xf32>, tensor<3x2xf64>, tensor<2x4x8x5xf32>
 }
 
 // CHECK-LABEL: func.func @layer_norm(
