@@ -145,7 +145,7 @@ struct KilnFlashAttentionPass
           TypeRange{queryType, keyType, keyType,
                     queryType.clone(queryType.getShape().drop_back())},
           q, k, v, out, grad.getGrad(), stats, mask, ValueRange{}, scale,
-          causal, grad.getMaskedFillAttr());
+          causal, mask ? grad.getMaskedFillAttr() : nullptr);
       grad.replaceAllUsesWith(flashGrad.getResults().take_front(3));
       grad.erase();
     }

@@ -75,18 +75,27 @@ func.func @padding(%q: tensor<2x1x2x32xf32>, %k: tensor<2x1x3x32xf32>,
 
 // -----
 
-// A masked_fill gradient stays masked_fill (its forward computes as any).
+// A masked_fill gradient stays masked_fill (its forward computes as any);
+// with a causal mask, which the kernels do not read and which fills
+// nothing, it is plain causal.
 // CHECK-LABEL: func.func @masked_fill(
 // CHECK: %[[F:.*]]:2 = kiln.flash_attention %{{.*}}, %{{.*}}, %{{.*}} mask %{{.*}} :
 // CHECK: kiln.flash_attention_grad {{.*}}, %[[F]]#1 mask %{{.*}} {masked_fill} :
+// CHECK: %[[C:.*]]:2 = kiln.flash_attention %{{.*}}, %{{.*}}, %{{.*}} {causal} :
+// CHECK: kiln.flash_attention_grad {{.*}}, %[[C]]#1 {causal} :
 func.func @masked_fill(%q: tensor<2x1x3x32xf32>, %m: tensor<2x1x1x3xf32>,
                        %g: tensor<2x1x3x32xf32>)
-    -> (tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>) {
+    -> (tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>) {
   %o = kiln.attention %q, %q, %q mask %m : tensor<2x1x1x3xf32> {masked_fill}
       : tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>
   %dq, %dk, %dv = kiln.attention_grad %q, %q, %q, %o, %g mask %m : tensor<2x1x1x3xf32> {masked_fill}
       : tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>
-  return %o, %dq : tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>
+  %causal = kiln.constant dense<[[0.0, 0xFF800000, 0xFF800000], [0.0, 0.0, 0xFF800000], [0.0, 0.0, 0.0]]> : tensor<3x3xf32>
+  %c = kiln.attention %q, %q, %q mask %causal : tensor<3x3xf32> {masked_fill}
+      : tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>
+  %cq, %ck, %cv = kiln.attention_grad %q, %q, %q, %c, %g mask %causal : tensor<3x3xf32> {masked_fill}
+      : tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>
+  return %o, %dq, %cq : tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>
 }
 
 // -----
