@@ -11,8 +11,8 @@ small configuration (2 layers, width 32, 2 heads, vocabulary 120, no
 dropout, random weights: nothing is downloaded), exported to ONNX with its
 loss (opset 17, training mode) and trained for N steps with
 torch.optim.AdamW (lr 1e-3, weight decay 0.01) on random tokens, the last
-5 of every other row padding and the last row of every batch padding
-alone. The same export is compiled with
+5 of every other row padding, the third row of every batch padded on the
+left and the last padding alone. The same export is compiled with
 `kilnc --optimizer=adamw --lr=1e-3 --weight-decay=0.01 --loss-output=loss`
 for the CPU target and for the CUDA target's kernels run on the CPU
 (--emulate-cuda, f32 and --amp bf16 / fp16), and trained on the same
@@ -93,8 +93,11 @@ def prepare(name, out, steps):
         mask = np.ones((rows, SEQ), np.int64)
         mask[1::2, SEQ - 5:] = 0
         # The last row of every batch is padding alone: each of its query
-        # rows drops every key.
+        # rows drops every key. The third is padded on the left, as for
+        # generation: GPT-2's first query rows there keep only padding.
         mask[BATCH - 1::BATCH] = 0
+        mask[2::BATCH] = 1
+        mask[2::BATCH, :5] = 0
         data["mask"] = mask
     data["labels"] = (rng.integers(0, 3, (rows,)) if name == "bert-cls"
                       else data["ids"].copy())

@@ -707,17 +707,32 @@ static LogicalResult verifyAttentionMask(Operation *op, Value query, Value key,
   return success();
 }
 
-/// `masked_fill` says how the mask's fills take their scores' gradient:
-/// there must be a mask.
-static LogicalResult verifyMaskedFill(Operation *op, bool maskedFill,
-                                      Value mask) {
+/// `masked_fill` and `causal_fill` say how the mask's fills take their
+/// scores' gradient: there must be a mask (for causal_fill, unless
+/// `causalFillNeedsNoMask`: the kernels' causal flag), and causal_fill needs
+/// as many queries as keys.
+static LogicalResult verifyFills(Operation *op, bool maskedFill,
+                                 bool causalFill, Value mask, Value query,
+                                 Value key, bool causalFillNeedsNoMask = false) {
   if (maskedFill && !mask)
     return op->emitOpError("is masked_fill without a mask");
+  if (!causalFill)
+    return success();
+  if (!mask && !causalFillNeedsNoMask)
+    return op->emitOpError("is causal_fill without a mask");
+  auto q = cast<ShapedType>(query.getType());
+  auto k = cast<ShapedType>(key.getType());
+  int64_t queries = q.getDimSize(q.getRank() - 2),
+          keys = k.getDimSize(k.getRank() - 2);
+  if (queries != keys)
+    return op->emitOpError("is causal_fill over ")
+           << queries << " queries and " << keys << " keys (they must match)";
   return success();
 }
 
 LogicalResult AttentionOp::verify() {
-  if (failed(verifyMaskedFill(*this, getMaskedFill(), getMask())))
+  if (failed(verifyFills(*this, getMaskedFill(), getCausalFill(), getMask(),
+                         getQuery(), getKey())))
     return failure();
   return verifyAttentionMask(*this, getQuery(), getKey(), getMask());
 }
@@ -732,7 +747,8 @@ LogicalResult AttentionGradOp::verify() {
   if (forward.front() != getOut().getType())
     return emitOpError("out has type ")
            << getOut().getType() << ", not the attention's " << forward.front();
-  if (failed(verifyMaskedFill(*this, getMaskedFill(), getMask())))
+  if (failed(verifyFills(*this, getMaskedFill(), getCausalFill(), getMask(),
+                         getQuery(), getKey())))
     return failure();
   return verifyAttentionMask(*this, getQuery(), getKey(), getMask());
 }
@@ -837,7 +853,8 @@ LogicalResult FlashAttentionOp::verify() {
 }
 
 LogicalResult FlashAttentionGradOp::verify() {
-  if (failed(verifyMaskedFill(*this, getMaskedFill(), getMask())))
+  if (failed(verifyFills(*this, getMaskedFill(), getCausalFill(), getMask(),
+                         getQuery(), getKey(), /*causalFillNeedsNoMask=*/true)))
     return failure();
   return verifyFlash(
       *this, getQuery(), getKey(), getValue(), getMask(), getCausal(),

@@ -750,6 +750,15 @@ def Kiln_AttentionOp : Kiln_Op<"attention", [Pure, Kiln_InferTypeOpAdaptor]> {
     and its scores get no gradient at all, as PyTorch's masked_fill gives
     them.
 
+    With `causal_fill` (which needs a mask and as many queries as keys),
+    the scores after each query's position are filled rather than added
+    to: the mask there is the fill plus any mask added after it (as
+    Hugging Face's GPT-2 writes `where(causal, scores, lowest) +
+    padding`), and they get no gradient; the rest is as without it. That
+    is what differs in a row whose kept keys are all masked: its
+    probabilities are uniform over every score of the lowest value, and
+    only those up to the query's position get a gradient.
+
     kiln-fuse-attention forms this op from the matmul, scale, mask, softmax
     and matmul chain, so that autodiff uses its own gradient: the backward
     recomputes the probabilities from `query` and `key` and needs nothing
@@ -764,7 +773,7 @@ def Kiln_AttentionOp : Kiln_Op<"attention", [Pure, Kiln_InferTypeOpAdaptor]> {
                        Kiln_FloatTensor:$value,
                        Optional<Kiln_FloatTensor>:$mask,
                        DefaultValuedAttr<F64Attr, "1.0">:$scale,
-                       UnitAttr:$masked_fill);
+                       UnitAttr:$masked_fill, UnitAttr:$causal_fill);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = "$query `,` $key `,` $value (`mask` $mask^ `:` "
       "type($mask))? attr-dict `:` type($query) `,` type($key) `,` "
@@ -783,7 +792,8 @@ def Kiln_AttentionGradOp : Kiln_Op<"attention_grad", [Pure,
     `value_grad = Pᵀ grad`, dP = grad · valueᵀ, dS = P (dP - rowsum(grad
     out)), `query_grad = dS · key · scale` and `key_grad = dSᵀ · query ·
     scale`. (rowsum(grad out) is rowsum(dP P).) With `masked_fill`, dS is
-    0 where the mask is at most -2^100 (kiln.attention's `masked_fill`).
+    0 where the mask is at most -2^100 (kiln.attention's `masked_fill`);
+    with `causal_fill`, after each query's position.
     The mask's gradient, when needed, is not this op's: kiln-autodiff builds
     it from the expanded chain.
 
@@ -802,7 +812,7 @@ def Kiln_AttentionGradOp : Kiln_Op<"attention_grad", [Pure,
                        Kiln_FloatTensor:$grad,
                        Optional<Kiln_FloatTensor>:$mask,
                        DefaultValuedAttr<F64Attr, "1.0">:$scale,
-                       UnitAttr:$masked_fill);
+                       UnitAttr:$masked_fill, UnitAttr:$causal_fill);
   let results = (outs Kiln_FloatTensor:$query_grad, Kiln_FloatTensor:$key_grad,
                       Kiln_FloatTensor:$value_grad);
   let assemblyFormat = "$query `,` $key `,` $value `,` $out `,` $grad "
@@ -879,7 +889,8 @@ def Kiln_FlashAttentionGradOp : Kiln_Op<"flash_attention_grad",
     statistics: `value_grad = Pᵀ grad`, dS = P (grad · valueᵀ - rowsum(grad
     out)), `query_grad = dS · key · scale`, `key_grad = dSᵀ · query ·
     scale`. With `masked_fill`, dS is 0 where the mask is at most -2^100
-    (kiln.attention's `masked_fill`).
+    (kiln.attention's `masked_fill`); with `causal_fill`, after each
+    query's position.
 
     kiln-flash-attention forms this op from the kiln.attention_grad of an
     attention it made a kiln.flash_attention. The buffer form takes the
@@ -899,7 +910,8 @@ def Kiln_FlashAttentionGradOp : Kiln_Op<"flash_attention_grad",
                        Optional<Kiln_FlashOperand>:$mask,
                        Variadic<AnyStaticShapeMemRef>:$outputs,
                        DefaultValuedAttr<F64Attr, "1.0">:$scale,
-                       UnitAttr:$causal, UnitAttr:$masked_fill);
+                       UnitAttr:$causal, UnitAttr:$masked_fill,
+                       UnitAttr:$causal_fill);
   let results = (outs Variadic<Kiln_FloatTensor>:$results);
   let assemblyFormat = "$query `,` $key `,` $value `,` $out `,` $grad `,` "
       "$stats (`mask` $mask^)? (`into` $outputs^)? attr-dict `:` "

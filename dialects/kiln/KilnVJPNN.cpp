@@ -314,7 +314,8 @@ LogicalResult rule(AttentionOp op, RuleBuilder &k, ArrayRef<Value> grads,
   auto grad = AttentionGradOp::create(k.b, k.loc, q, key, value,
                                       op.getResult(), g, mask,
                                       op.getScaleAttr(),
-                                      op.getMaskedFillAttr());
+                                      op.getMaskedFillAttr(),
+                                      op.getCausalFillAttr());
   out.append({grad.getQueryGrad(), grad.getKeyGrad(), grad.getValueGrad()});
   if (!mask)
     return success();

@@ -167,6 +167,7 @@ llvm::Error fillAttention(bundle::Attention &out,
   out.set_scale(attention.scale);
   out.set_causal(attention.causal);
   out.set_masked_fill(attention.maskedFill);
+  out.set_causal_fill(attention.causalFill);
   int64_t d = attention.headSize;
   auto tensor = [&](bundle::AttentionTensor *stored,
                     const kiln::CudaBuffer &buffer, int64_t rows) {

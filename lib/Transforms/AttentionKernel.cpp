@@ -16,7 +16,7 @@
 // value's gradients), each recomputing the probabilities it needs from the
 // scores. Where a mask drops every key after some point, or every query
 // before some point, the loops end (or start) there. Where the mask fills
-// scores (masked_fill), their dS is 0.
+// scores (masked_fill, causal_fill), their dS is 0.
 //
 //===----------------------------------------------------------------------===//
 
@@ -91,13 +91,15 @@ class LoopBuilder {
 public:
   /// `narrow`: the type product operands are rounded to as they are read
   /// (null: none). `causal`: each query row sees only the keys up to it,
-  /// and `mask` is not read. `maskedFill`: the scores the mask fills get no
-  /// gradient (kiln.attention's masked_fill).
+  /// and `mask` is not read. `maskedFill`, `causalFill`: the scores the
+  /// mask fills get no gradient (kiln.attention's masked_fill and
+  /// causal_fill).
   LoopBuilder(Operation *op, Value query, Value key, Value value, Value mask,
-              double scale, bool causal, bool maskedFill, FloatType narrow)
+              double scale, bool causal, bool maskedFill, bool causalFill,
+              FloatType narrow)
       : query(query), key(key), value(value), mask(mask), scale(scale),
-        causal(causal), maskedFill(maskedFill), narrow(narrow), b(op),
-        loc(op->getLoc()) {
+        causal(causal), maskedFill(maskedFill), causalFill(causalFill),
+        narrow(narrow), b(op), loc(op->getLoc()) {
     auto queryType = cast<RankedTensorType>(query.getType());
     batchShape = queryType.getShape().drop_back(2);
     queries = queryType.getShape().drop_back().back();
@@ -454,9 +456,15 @@ private:
     return rounded(ds);
   }
 
-  /// `ds`, or 0 where a masked_fill mask fills the score (query row
-  /// `queryRow`, key row `keyRow`).
+  /// `ds`, or 0 where a masked_fill mask fills the score, or with
+  /// causal_fill after the query's position (query row `queryRow`, key row
+  /// `keyRow`).
   Value unfilled(Value ds, Value queryRow, Value keyRow) {
+    if (causalFill && !causal) {
+      Value after = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt,
+                                          keyRow, queryRow);
+      ds = arith::SelectOp::create(b, loc, after, f32(0.0), ds);
+    }
     if (!maskedFill || !mask || causal)
       return ds;
     Value filled = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLE,
@@ -614,7 +622,7 @@ private:
   /// maskBounds per row and per column (null: none).
   Value rowEnds, columnStarts;
   double scale;
-  bool causal, maskedFill;
+  bool causal, maskedFill, causalFill;
   FloatType narrow;
   OpBuilder b;
   Location loc;
@@ -649,7 +657,7 @@ struct KilnAttentionKernelPass
             op, attention.getQuery(), attention.getKey(),
             attention.getValue(), attention.getMask(),
             attention.getScale().convertToDouble(),
-            attention.getMaskedFill(), narrow);
+            attention.getMaskedFill(), attention.getCausalFill(), narrow);
         if (!loops)
           continue;
         auto [out, statistics] = loops->forward();
@@ -660,7 +668,7 @@ struct KilnAttentionKernelPass
         std::optional<LoopBuilder> loops =
             builderFor(op, grad.getQuery(), grad.getKey(), grad.getValue(),
                        grad.getMask(), grad.getScale().convertToDouble(),
-                       grad.getMaskedFill(), narrow);
+                       grad.getMaskedFill(), grad.getCausalFill(), narrow);
         if (!loops)
           continue;
         grad.replaceAllUsesWith(loops->backward(
@@ -676,7 +684,8 @@ struct KilnAttentionKernelPass
   /// max-head-size.
   std::optional<LoopBuilder> builderFor(Operation *op, Value query, Value key,
                                         Value value, Value mask, double scale,
-                                        bool maskedFill, FloatType narrow) {
+                                        bool maskedFill, bool causalFill,
+                                        FloatType narrow) {
     auto isF32 = [](Value v) {
       return cast<RankedTensorType>(v.getType()).getElementType().isF32();
     };
@@ -694,7 +703,7 @@ struct KilnAttentionKernelPass
         cast<RankedTensorType>(key.getType()).getShape().drop_back().back();
     bool causal = isCausalMask(mask, queries, keys);
     return LoopBuilder(op, query, key, value, mask, scale, causal, maskedFill,
-                       narrow);
+                       causalFill, narrow);
   }
 };
 

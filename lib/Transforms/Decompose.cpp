@@ -153,7 +153,8 @@ struct DecomposeAttention : OpRewritePattern<AttentionOp> {
 /// kiln.attention_grad as products and a softmax recomputing the
 /// probabilities: P = softmax(q kᵀ scale + mask), dv = Pᵀ dO, dP = dO vᵀ,
 /// dS = P (dP - rowsum(dP P)) scale (0 where a masked_fill mask fills the
-/// score), dq = dS k, dk = dSᵀ q.
+/// score, and with causal_fill after each query's position), dq = dS k,
+/// dk = dSᵀ q.
 struct DecomposeAttentionGrad : OpRewritePattern<AttentionGradOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(AttentionGradOp op,
@@ -177,6 +178,19 @@ struct DecomposeAttentionGrad : OpRewritePattern<AttentionGradOp> {
       Value filled =
           b.compare(ComparePredicate::le, mask,
                     b.splat(b.typeOf(mask), kMaskedFillAtMost));
+      ds = b.select(filled, b.splat(b.typeOf(ds), 0.0), ds);
+    }
+    if (op.getCausalFill()) {
+      // Nor do those after each query's position.
+      int64_t queries = shape[shape.size() - 2], keys = shape.back();
+      SmallVector<bool> after;
+      for (int64_t i = 0; i < queries; ++i)
+        for (int64_t j = 0; j < keys; ++j)
+          after.push_back(j > i);
+      auto type = RankedTensorType::get({queries, keys}, r.getI1Type());
+      Value filled = b.bcast(
+          ConstantOp::create(r, loc, DenseElementsAttr::get(type, after)),
+          shape);
       ds = b.select(filled, b.splat(b.typeOf(ds), 0.0), ds);
     }
     if (scale != 1.0)

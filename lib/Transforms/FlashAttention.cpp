@@ -145,7 +145,8 @@ struct KilnFlashAttentionPass
           TypeRange{queryType, keyType, keyType,
                     queryType.clone(queryType.getShape().drop_back())},
           q, k, v, out, grad.getGrad(), stats, mask, ValueRange{}, scale,
-          causal, mask ? grad.getMaskedFillAttr() : nullptr);
+          causal, mask ? grad.getMaskedFillAttr() : nullptr,
+          grad.getCausalFillAttr());
       grad.replaceAllUsesWith(flashGrad.getResults().take_front(3));
       grad.erase();
     }
@@ -175,7 +176,7 @@ void createBufferForm(OpBuilder &b, Location loc, FlashAttentionGradOp op,
       b, loc, TypeRange{}, mapped(op.getQuery()), mapped(op.getKey()),
       mapped(op.getValue()), mapped(op.getOut()), mapped(op.getGrad()),
       mapped(op.getStats()), mapped(op.getMask()), outputs, op.getScaleAttr(),
-      op.getCausalAttr(), op.getMaskedFillAttr());
+      op.getCausalAttr(), op.getMaskedFillAttr(), op.getCausalFillAttr());
 }
 
 } // namespace kiln

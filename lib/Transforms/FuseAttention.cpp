@@ -59,6 +59,32 @@ bool keepsAKeyInEveryRow(Value condition, bool dropWhereFalse) {
   return true;
 }
 
+/// Whether the constant `condition` of a select over `scoresType` drops
+/// exactly the keys after each query's position (where it holds, or with
+/// `dropWhereFalse` where it does not), in every batch: a causal fill.
+bool dropsAfterDiagonal(Value condition, bool dropWhereFalse,
+                        RankedTensorType scoresType) {
+  DenseElementsAttr values;
+  if (!matchPattern(condition, m_Constant(&values)))
+    return false;
+  auto type = cast<RankedTensorType>(condition.getType());
+  int64_t rank = type.getRank(), scoresRank = scoresType.getRank();
+  if (rank < 2 || scoresRank < 2)
+    return false;
+  int64_t queries = type.getDimSize(rank - 2), keys = type.getDimSize(rank - 1);
+  if (queries != keys || queries != scoresType.getDimSize(scoresRank - 2) ||
+      keys != scoresType.getDimSize(scoresRank - 1))
+    return false;
+  int64_t index = 0;
+  for (bool value : values.getValues<bool>()) {
+    int64_t key = index % keys, query = (index / keys) % queries;
+    ++index;
+    if ((value != dropWhereFalse) != (key > query))
+      return false;
+  }
+  return true;
+}
+
 /// The OpTy that defines `v`, if `v` has no other user than the chain's
 /// next op.
 template <typename OpTy> OpTy singleUse(Value v) {
@@ -205,10 +231,11 @@ Value broadcastTo(PatternRewriter &r, Location loc, Value v,
 }
 
 /// The additive mask: the matched one; select(cond, -inf, 0) for the select
-/// (-inf where it drops; the fill itself where the attention is
-/// masked_fill); or the sum of the two, broadcast to `chain.maskShape`.
+/// (-inf where it drops; the fill itself where the attention is masked_fill
+/// or causal_fill: `keepFill`); or the sum of the two, broadcast to
+/// `chain.maskShape`.
 Value buildMask(PatternRewriter &r, Location loc, const Chain &chain,
-                RankedTensorType scoresType, bool maskedFill) {
+                RankedTensorType scoresType, bool keepFill) {
   if (!chain.dropCondition)
     return chain.mask;
   auto condType = cast<RankedTensorType>(chain.dropCondition.getType());
@@ -220,7 +247,7 @@ Value buildMask(PatternRewriter &r, Location loc, const Chain &chain,
     v.convert(element.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
     return ConstantOp::create(r, loc, DenseElementsAttr::get(type, v));
   };
-  Value drop = splat(maskedFill ? chain.fill : -INFINITY), keep = splat(0.0);
+  Value drop = splat(keepFill ? chain.fill : -INFINITY), keep = splat(0.0);
   if (chain.dropWhereFalse)
     std::swap(drop, keep);
   Value dropped =
@@ -241,12 +268,25 @@ bool mayDropWholeRows(const Chain &chain) {
           !keepsAKeyInEveryRow(chain.dropCondition, chain.dropWhereFalse));
 }
 
+/// Whether `chain` adds a mask after a finite fill of the scores after each
+/// query's position (Hugging Face's GPT-2 with an attention mask): where
+/// the two drop a row whole, its probabilities are uniform over every
+/// score the sum leaves at the fill, and only those the select kept get a
+/// gradient, which kiln.attention's causal_fill gives.
+bool isCausalFill(const Chain &chain) {
+  return mayDropWholeRows(chain) && chain.mask &&
+         dropsAfterDiagonal(chain.dropCondition, chain.dropWhereFalse,
+                            cast<RankedTensorType>(
+                                chain.scores->getResult(0).getType()));
+}
+
 /// Whether `chain` cannot fuse exactly: a mask added after a finite fill
-/// where a row may drop every key. Where the fill drops a row whole, the
-/// sum is the fill plus the mask (uniform probabilities over some keys, a
-/// gradient for those the select kept); no attention gives that.
+/// where a row may drop every key, other than a causal fill. Where the fill
+/// drops a row whole, the sum is the fill plus the mask (uniform
+/// probabilities over some keys, a gradient for those the select kept);
+/// without knowing which those are, no attention gives that.
 bool staysExpanded(const Chain &chain) {
-  return mayDropWholeRows(chain) && chain.mask;
+  return mayDropWholeRows(chain) && chain.mask && !isCausalFill(chain);
 }
 
 /// The attention chain `op` (the product of softmax rows with the values)
@@ -274,8 +314,9 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
               "key");
     // A finite fill alone that may drop a row whole: masked_fill, with the
     // fill in the mask, gives that row's uniform probabilities and no
-    // gradient.
-    bool maskedFill = mayDropWholeRows(chain);
+    // gradient; with a mask added after a causal fill, causal_fill.
+    bool causalFill = isCausalFill(chain);
+    bool maskedFill = mayDropWholeRows(chain) && !causalFill;
     MatmulOp scores = chain.scores;
     Location loc = op.getLoc();
     Value query = scores.getTransposeLhs() ? swapLastTwo(r, loc, chain.lhs)
@@ -285,10 +326,12 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
     Value value =
         op.getTransposeRhs() ? swapLastTwo(r, loc, op.getRhs()) : op.getRhs();
     Value mask = buildMask(r, loc, chain,
-                           cast<RankedTensorType>(scores.getType()), maskedFill);
+                           cast<RankedTensorType>(scores.getType()),
+                           maskedFill || causalFill);
     r.replaceOpWithNewOp<AttentionOp>(op, query, key, value, mask,
                                       r.getF64FloatAttr(chain.scale),
-                                      maskedFill ? r.getUnitAttr() : nullptr);
+                                      maskedFill ? r.getUnitAttr() : nullptr,
+                                      causalFill ? r.getUnitAttr() : nullptr);
     return success();
   }
 };
@@ -311,8 +354,8 @@ struct KilnFuseAttentionPass
         op.emitRemark(
             "attention stays expanded, storing its score matrices: it adds a "
             "mask after filling dropped scores with a finite value where a "
-            "row may drop every key, and there the fused form would differ "
-            "from the graph's");
+            "row may drop every key, on a condition other than a causal one, "
+            "and there the fused form would differ from the graph's");
     });
   }
 };

@@ -256,8 +256,9 @@ struct KilnGPUEmulatePass
       args.push_back(
           arith::ConstantOp::create(b, loc, b.getF64FloatAttr(scale)));
       if (grad)
-        args.push_back(arith::ConstantOp::create(
-            b, loc, b.getI64IntegerAttr(grad.getMaskedFill() ? 1 : 0)));
+        for (bool flag : {grad.getMaskedFill(), grad.getCausalFill()})
+          args.push_back(arith::ConstantOp::create(
+              b, loc, b.getI64IntegerAttr(flag ? 1 : 0)));
       replaceByRuntimeCall(op,
                            forward ? "kiln_flash_attention_forward_host"
                                    : "kiln_flash_attention_backward_host",

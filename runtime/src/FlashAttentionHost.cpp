@@ -111,12 +111,14 @@ void kiln_flash_attention_backward_host(
     float *key_grad, float *value_grad, float *delta, int64_t element,
     int64_t batch, int64_t heads, int64_t queries, int64_t keys,
     int64_t head_size, int64_t mask_batch, int64_t mask_heads,
-    int64_t mask_queries, int64_t causal, double scale, int64_t masked_fill) {
+    int64_t mask_queries, int64_t causal, double scale, int64_t masked_fill,
+    int64_t causal_fill) {
   Shape shape{element,    batch,      heads,        queries,
               keys,       head_size,  mask_batch,   mask_heads,
               mask_queries, causal != 0, static_cast<float>(scale)};
   kiln::flash::Params filling;
   filling.maskedFill = mask && masked_fill ? 1 : 0;
+  filling.causalFill = causal_fill ? 1 : 0;
   std::fill(key_grad, key_grad + batch * heads * keys * head_size, 0.0f);
   std::fill(value_grad, value_grad + batch * heads * keys * head_size, 0.0f);
   std::vector<float> dO(head_size), dq(head_size);
@@ -140,7 +142,7 @@ void kiln_flash_attention_backward_host(
         for (int64_t d = 0; d < head_size; ++d)
           dp += dO[d] * shape.read(value, kj + d);
         float ds = shape.round(kiln::flash::scoreGrad(
-                  filling, shape.maskAt(mask, bh, i, j), p * (dp - centre))),
+                  filling, shape.maskAt(mask, bh, i, j), i, j, p * (dp - centre))),
               pr = shape.round(p);
         for (int64_t d = 0; d < head_size; ++d) {
           dq[d] += ds * shape.read(key, kj + d);

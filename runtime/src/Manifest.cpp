@@ -785,6 +785,13 @@ private:
                          attention.backward() ? "without a mask"
                                               : "in the forward",
                          " (only the backward with a mask takes it)");
+    if (attention.causal_fill() && (!attention.backward() || q != k))
+      return formatError("attention is causal_fill ",
+                         attention.backward()
+                             ? strCat("over ", q, " queries and ", k, " keys")
+                             : std::string("in the forward"),
+                         " (only the backward with as many queries as keys "
+                         "takes it)");
     if (masked)
       tensors.push_back({"mask", &attention.mask(), q, k, 4, false});
     if (attention.backward()) {

@@ -199,6 +199,25 @@ func.func @masked_fill_grad(%q: tensor<2x3x4xf32>, %k: tensor<2x5x4xf32>, %v: te
 
 // -----
 
+// causal_fill: in both loops, dS is 0 where the key row comes after the
+// query row.
+// CHECK-LABEL: func.func @causal_fill_grad(
+// CHECK: scf.forall (%{{.*}}, %[[I:arg[0-9]+]]) in (2, 3)
+// CHECK: scf.for %[[J:arg[0-9]+]] =
+// CHECK: %[[AFTER:.*]] = arith.cmpi ugt, %[[J]], %[[I]] : index
+// CHECK: arith.select %[[AFTER]], %{{.*}}, %{{.*}} : f32
+// CHECK: scf.forall (%{{.*}}, %[[K:arg[0-9]+]]) in (2, 3)
+// CHECK: scf.for %[[R:arg[0-9]+]] =
+// CHECK: %[[AFTER2:.*]] = arith.cmpi ugt, %[[K]], %[[R]] : index
+// CHECK: arith.select %[[AFTER2]], %{{.*}}, %{{.*}} : f32
+// CHECK-NOT: arith.cmpf ole
+func.func @causal_fill_grad(%q: tensor<2x3x4xf32>, %o: tensor<2x3x4xf32>, %m: tensor<2x3x3xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>) {
+  %dq, %dk, %dv = kiln.attention_grad %q, %q, %q, %o, %o mask %m : tensor<2x3x3xf32> {causal_fill} : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>
+  return %dq, %dk, %dv : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>
+}
+
+// -----
+
 // The gradient: a point per query row computes the query's gradient (the
 // statistics pass, then dS k over the keys) and keeps its shift, sum and
 // rowsum(dO O); a point per key row then computes the key's and value's

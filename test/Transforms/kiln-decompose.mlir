@@ -119,6 +119,23 @@ func.func @attention_grad_masked_fill(%q: tensor<2x3x4xf32>, %k: tensor<2x5x4xf3
   return %dq, %dk, %dv : tensor<2x3x4xf32>, tensor<2x5x4xf32>, tensor<2x5x6xf32>
 }
 
+// causal_fill: dS is 0 after each query's position.
+// CHECK-LABEL: func.func @attention_grad_causal_fill(
+// CHECK-DAG: %[[ZERO:.*]] = kiln.constant dense<0.000000e+00> : tensor<2x3x3xf32>
+// CHECK-DAG: %[[AFTER:.*]] = kiln.constant dense<{{\[}}[false, true, true], [false, false, true], [false, false, false]]> : tensor<3x3xi1>
+// CHECK: kiln.matmul %{{.*}}, %{{.*}} {transpose_lhs}
+// CHECK: kiln.sub
+// CHECK-NEXT: %[[DS:.*]] = kiln.mul %{{.*}}, %{{.*}} : tensor<2x3x3xf32>
+// CHECK: %[[AB:.*]] = kiln.broadcast %[[AFTER]] : tensor<3x3xi1> to tensor<2x3x3xi1>
+// CHECK: %[[KEPT:.*]] = kiln.select %[[AB]], %[[ZERO]], %[[DS]] : tensor<2x3x3xi1>, tensor<2x3x3xf32>
+// CHECK: kiln.matmul %[[KEPT]], %{{.*}} : tensor<2x3x3xf32>, tensor<2x3x4xf32>
+func.func @attention_grad_causal_fill(%q: tensor<2x3x4xf32>, %o: tensor<2x3x4xf32>, %m: tensor<3x3xf32>)
+    -> (tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>) {
+  %dq, %dk, %dv = kiln.attention_grad %q, %q, %q, %o, %o mask %m : tensor<3x3xf32> {causal_fill}
+      : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>
+  return %dq, %dk, %dv : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>
+}
+
 // The divisor is the number of reduced elements: 4 for dimension 1, 3 * 5
 // for dimensions 0 and 2.
 // CHECK-LABEL: func.func @reduce_mean(

@@ -83,9 +83,11 @@ func.func @padding(%q: tensor<2x1x2x32xf32>, %k: tensor<2x1x3x32xf32>,
 // CHECK: kiln.flash_attention_grad {{.*}}, %[[F]]#1 mask %{{.*}} {masked_fill} :
 // CHECK: %[[C:.*]]:2 = kiln.flash_attention %{{.*}}, %{{.*}}, %{{.*}} {causal} :
 // CHECK: kiln.flash_attention_grad {{.*}}, %[[C]]#1 {causal} :
+// CHECK: %[[G:.*]]:2 = kiln.flash_attention %{{.*}}, %{{.*}}, %{{.*}} mask %{{.*}} :
+// CHECK: kiln.flash_attention_grad {{.*}}, %[[G]]#1 mask %{{.*}} {causal_fill} :
 func.func @masked_fill(%q: tensor<2x1x3x32xf32>, %m: tensor<2x1x1x3xf32>,
                        %g: tensor<2x1x3x32xf32>)
-    -> (tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>) {
+    -> (tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>) {
   %o = kiln.attention %q, %q, %q mask %m : tensor<2x1x1x3xf32> {masked_fill}
       : tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>
   %dq, %dk, %dv = kiln.attention_grad %q, %q, %q, %o, %g mask %m : tensor<2x1x1x3xf32> {masked_fill}
@@ -95,7 +97,13 @@ func.func @masked_fill(%q: tensor<2x1x3x32xf32>, %m: tensor<2x1x1x3xf32>,
       : tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>
   %cq, %ck, %cv = kiln.attention_grad %q, %q, %q, %c, %g mask %causal : tensor<3x3xf32> {masked_fill}
       : tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>
-  return %o, %dq, %cq : tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>
+  %m3 = kiln.constant dense<0.0> : tensor<2x1x3x3xf32>
+  %mm = kiln.add %m3, %m3 : tensor<2x1x3x3xf32>
+  %f = kiln.attention %q, %q, %q mask %mm : tensor<2x1x3x3xf32> {causal_fill}
+      : tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>
+  %fq, %fk, %fv = kiln.attention_grad %q, %q, %q, %f, %g mask %mm : tensor<2x1x3x3xf32> {causal_fill}
+      : tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>
+  return %o, %dq, %cq, %fq : tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>
 }
 
 // -----

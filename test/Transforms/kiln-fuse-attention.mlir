@@ -243,22 +243,21 @@ func.func @lowest_fill_masked_fill(%q: tensor<3x4xf32>, %k: tensor<3x4xf32>, %v:
   return %o0, %o1, %o2 : tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>
 }
 
-// A mask added after a finite fill where a row may drop every key stays as
-// it is (Hugging Face's GPT-2 with an attention mask): where the fill drops
-// a row whole, the sum is the fill plus the mask, whose probabilities are
-// uniform over some keys only, and whose scores the select kept still get
-// a gradient; no attention gives that. Nor is a fill above -2^100 (not the
-// same as -inf for every score) one this pass knows.
-// CHECK-LABEL: func.func @lowest_fill_not_exact(
-// CHECK-NOT: kiln.attention
-// Such a chain gets a remark (kilnc prints the first as a note); the fill
-// above -2^100 is no attention this pass knows, and gets none.
-// REMARK: remark: attention stays expanded, storing its score matrices: it adds a mask after filling dropped scores with a finite value where a row may drop every key
-// REMARK-NEXT: %o2 = kiln.matmul %p2
-// REMARK-NOT: remark:
-func.func @lowest_fill_not_exact(%q: tensor<3x4xf32>, %k: tensor<3x4xf32>, %v: tensor<3x4xf32>,
-                                 %pad: tensor<3xf32>)
-    -> (tensor<3x4xf32>, tensor<3x4xf32>) {
+// A mask added after a finite fill of the scores after each query's
+// position (Hugging Face's GPT-2 with an attention mask) is causal_fill: the
+// mask is the fill where the select drops plus the added mask (in a row
+// whose kept keys are all masked, the keys at the lowest float share the
+// probabilities, and only those the select kept get a gradient).
+// CHECK-LABEL: func.func @causal_fill(
+// CHECK-SAME: %[[Q:[a-z0-9]+]]: tensor<3x4xf32>, %[[K:[a-z0-9]+]]: tensor<3x4xf32>, %[[V:[a-z0-9]+]]: tensor<3x4xf32>, %[[PAD:[a-z0-9]+]]: tensor<3xf32>
+// CHECK-DAG: %[[L:.*]] = kiln.constant dense<-3.40282347E+38> : tensor<3x3xf32>
+// CHECK-DAG: %[[Z:.*]] = kiln.constant dense<0.000000e+00> : tensor<3x3xf32>
+// CHECK: %[[SEL:.*]] = kiln.select %{{.*}}, %[[Z]], %[[L]] : tensor<3x3xi1>, tensor<3x3xf32>
+// CHECK: %[[PB:.*]] = kiln.broadcast %[[PAD]] : tensor<3xf32> to tensor<3x3xf32>
+// CHECK: %[[M:.*]] = kiln.add %[[SEL]], %[[PB]] : tensor<3x3xf32>
+// CHECK: kiln.attention %[[Q]], %[[K]], %[[V]] mask %[[M]] : tensor<3x3xf32> {causal_fill}
+func.func @causal_fill(%q: tensor<3x4xf32>, %k: tensor<3x4xf32>, %v: tensor<3x4xf32>,
+                       %pad: tensor<3xf32>) -> tensor<3x4xf32> {
   %lowest = kiln.constant dense<-3.40282347E+38> : tensor<3x3xf32>
   %causal = kiln.constant dense<[[true, false, false], [true, true, false], [true, true, true]]> : tensor<3x3xi1>
   %s2 = kiln.matmul %q, %k {transpose_rhs} : tensor<3x4xf32>, tensor<3x4xf32>
@@ -267,6 +266,33 @@ func.func @lowest_fill_not_exact(%q: tensor<3x4xf32>, %k: tensor<3x4xf32>, %v: t
   %a2 = kiln.add %m2, %pb : tensor<3x3xf32>
   %p2 = kiln.softmax %a2 {axis = 1 : i64} : tensor<3x3xf32>
   %o2 = kiln.matmul %p2, %v : tensor<3x3xf32>, tensor<3x4xf32>
+  return %o2 : tensor<3x4xf32>
+}
+
+// A mask added after a finite fill on any other condition where a row may
+// drop every key stays as it is: where the fill drops a row whole, the sum
+// is the fill plus the mask, whose probabilities are uniform over some keys
+// only, and whose scores the select kept still get a gradient; which those
+// are, no attention knows. Nor is a fill above -2^100 (not the same as -inf
+// for every score) one this pass knows.
+// CHECK-LABEL: func.func @lowest_fill_not_exact(
+// CHECK-NOT: kiln.attention
+// Such a chain gets a remark (kilnc prints the first as a note); the fill
+// above -2^100 is no attention this pass knows, and gets none.
+// REMARK: remark: attention stays expanded, storing its score matrices: it adds a mask after filling dropped scores with a finite value where a row may drop every key, on a condition other than a causal one
+// REMARK-NEXT: %o2 = kiln.matmul %p2
+// REMARK-NOT: remark:
+func.func @lowest_fill_not_exact(%q: tensor<3x4xf32>, %k: tensor<3x4xf32>, %v: tensor<3x4xf32>,
+                                 %cond: tensor<3x3xi1>, %pad: tensor<3xf32>)
+    -> (tensor<3x4xf32>, tensor<3x4xf32>) {
+  %lowest = kiln.constant dense<-3.40282347E+38> : tensor<3x3xf32>
+  %s2 = kiln.matmul %q, %k {transpose_rhs} : tensor<3x4xf32>, tensor<3x4xf32>
+  %m2 = kiln.select %cond, %s2, %lowest : tensor<3x3xi1>, tensor<3x3xf32>
+  %pb = kiln.broadcast %pad : tensor<3xf32> to tensor<3x3xf32>
+  %a2 = kiln.add %m2, %pb : tensor<3x3xf32>
+  %p2 = kiln.softmax %a2 {axis = 1 : i64} : tensor<3x3xf32>
+  %o2 = kiln.matmul %p2, %v : tensor<3x3xf32>, tensor<3x4xf32>
+  %causal = kiln.constant dense<[[true, false, false], [true, true, false], [true, true, true]]> : tensor<3x3xi1>
   %near = kiln.constant dense<-1.0e+29> : tensor<3x3xf32>
   %s3 = kiln.matmul %q, %k {transpose_rhs} : tensor<3x4xf32>, tensor<3x4xf32>
   %m3 = kiln.select %causal, %s3, %near : tensor<3x3xi1>, tensor<3x3xf32>

@@ -167,6 +167,8 @@ def describe(command, kernels, names):
             text += " causal"
         if a.masked_fill:
             text += " masked_fill"
+        if a.causal_fill:
+            text += " causal_fill"
         if a.backward:
             text += f" dk {strides(a.key_grad)}"
         return text

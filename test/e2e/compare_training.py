@@ -5,7 +5,8 @@ stored order), the same optimizer, every step's loss.
         [--steps N] [--batch B] [--lr LR] [--momentum M] [--nesterov]
         [--weight-decay W] [--lr-decay D] [--schedule constant|linear|cosine
         --warmup-steps W --total-steps T] [--grad-clip C] [--grad-accum K]
-        [--kiln-loss] [--masking add|inf|lowest|fill|causal] [--seq S]
+        [--kiln-loss] [--masking add|inf|lowest|fill|causal|fill-add]
+        [--seq S]
         writes DIR/MODEL-loss.onnx, DIR/MODEL-train.npz and the losses of
         torch.optim on them to DIR/MODEL-losses.txt
         and the parameters torch.optim ends with to DIR/MODEL-final.npz;
@@ -19,9 +20,11 @@ stored order), the same optimizer, every step's loss.
         default), -inf (inf) or the lowest float (lowest: BERT's form in
         newer Hugging Face releases), by filling their scores with the
         lowest float (fill: DistilBERT's form) or, in causal attention, by
-        adding it (causal: GPT-2's form); with lowest, fill or causal the
-        second row is all padding); gpt2 --masking fill fills its scores above the
-        diagonal with the lowest float, not -inf
+        adding it (causal: GPT-2's form), or by filling them and adding
+        -10000 too (fill-add); with any of the last four the second row
+        is all padding, and with causal the third is padded on the left);
+        gpt2 --masking fill fills its scores above the diagonal with the
+        lowest float, not -inf
     compare_training.py check EXPECTED.txt KILN_RUN_OUTPUT.txt [--rtol R]
         compares the 'loss' column of `kiln-run --data ... --no-shuffle`
     compare_training.py check-params FINAL.npz SAVED.safetensors
@@ -41,7 +44,7 @@ from kiln_test_io import read_safetensors, save_npz  # noqa: E402
 
 # How each model may mask its attention (torch_modules in kiln_onnx_models).
 MASKING = {"mlp": ("add",), "gpt2": ("add", "fill"), "cnn": ("add",),
-           "bert": ("add", "inf", "lowest", "fill", "causal")}
+           "bert": ("add", "inf", "lowest", "fill", "causal", "fill-add")}
 
 # Models that train in training mode (the CNN's batch norm normalizes with
 # the batch's statistics); the others train in eval mode, without dropout.
@@ -90,12 +93,19 @@ def training_model(name, masking="add", seq=None):
         for row, length in enumerate(g.integers(SEQ // 2, SEQ + 1, size=n)):
             input_ids[row, length:] = 0
             attention_mask[row, length:] = 0
-        if masking in ("lowest", "fill", "causal") and n > 1:
+        if masking in ("lowest", "fill", "causal", "fill-add") and n > 1:
             # A row of padding alone: every score is the lowest float (or
             # -inf where causal attention adds it twice), so PyTorch's
             # probabilities are uniform over the keys, as Kiln's must be.
             input_ids[1] = 0
             attention_mask[1] = 0
+        if masking == "causal" and n > 2:
+            # Left padding: the first query rows keep only padding keys,
+            # and weigh the keys after them that are not.
+            input_ids[2, :SEQ // 4] = 0
+            attention_mask[2, :SEQ // 4] = 0
+            attention_mask[2, SEQ // 4:] = 1
+            input_ids[2, SEQ // 4:] = g.integers(1, VOCAB, size=SEQ - SEQ // 4)
         return {"input_ids": tensor(input_ids.astype(np.int64)),
                 "attention_mask": tensor(attention_mask),
                 "labels": tensor(g.integers(0, 2, size=(n,)).astype(np.int64))}

@@ -622,7 +622,9 @@ def torch_modules(d_model=D_MODEL, heads=HEADS, vocab=VOCAB, seq=SEQ,
     keys' scores with the lowest float (masked_fill, as Hugging Face's
     DistilBERT); "causal" also attends causally, as Hugging Face's GPT-2:
     where(causal buffer, scores, lowest float), then adds the lowest float
-    to the padding keys' scores. GPT-2 fills the scores above the diagonal
+    to the padding keys' scores; "fill-add" fills the padding keys' scores
+    as "fill" does and adds -10000 to them too (a form kiln-fuse-attention
+    leaves expanded). GPT-2 fills the scores above the diagonal
     with -inf where a float buffer is 0, or with "fill" scales the query
     before the product (as DistilBERT), keeps the scores where a bool buffer
     holds and puts the lowest float elsewhere (Hugging Face's GPT-2 without
@@ -741,10 +743,12 @@ def torch_modules(d_model=D_MODEL, heads=HEADS, vocab=VOCAB, seq=SEQ,
                        self.split_heads(self.value(x)))
             root = math.sqrt(d_model // heads)
             lowest = torch.finfo(q.dtype).min
-            if masking == "fill":
+            if masking in ("fill", "fill-add"):
                 scores = torch.matmul(q / root, k.transpose(-1, -2))
-                return self.attend(
-                    scores.masked_fill(extended_mask, lowest), v, x)
+                filled = scores.masked_fill(extended_mask, lowest)
+                if masking == "fill-add":
+                    filled = filled + extended_mask.to(q.dtype) * -10000.0
+                return self.attend(filled, v, x)
             scores = torch.matmul(q, k.transpose(-1, -2)) / root
             if masking == "causal":
                 t = x.size(1)
@@ -800,7 +804,7 @@ def torch_modules(d_model=D_MODEL, heads=HEADS, vocab=VOCAB, seq=SEQ,
                 padding = attention_mask[:, None, None, :] == 0
                 extended = torch.zeros(padding.shape, dtype=x.dtype)
                 extended = extended.masked_fill(padding, float("-inf"))
-            elif masking == "fill":
+            elif masking in ("fill", "fill-add"):
                 extended = attention_mask[:, None, None, :] == 0
             elif masking in ("lowest", "causal"):
                 extended = (1.0 - attention_mask[:, None, None, :].to(x.dtype))

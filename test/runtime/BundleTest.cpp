@@ -739,6 +739,10 @@ TEST(BundleReader, RejectsEachBrokenAttentionRule) {
        },
        "attention is masked_fill without a mask (only the backward with a "
        "mask takes it)"},
+      {"causal_fill in the forward",
+       [](bp::Manifest &m) { attention(m, 0).set_causal_fill(true); },
+       "attention is causal_fill in the forward (only the backward with as "
+       "many queries as keys takes it)"},
       {"an output over another",
        [](bp::Manifest &m) {
          bp::Attention &a = attention(m, 1);

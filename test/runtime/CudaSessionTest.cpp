@@ -670,7 +670,7 @@ TEST(CudaAttention, MatchesTheHostVersion) {
   kiln_flash_attention_backward_host(
       q.data(), k.data(), v.data(), hostOut.data(), grad.data(),
       hostStats.data(), mask.data(), hq.data(), hk.data(), hv.data(),
-      hdelta.data(), 0, b, h, s, s, d, b, 1, 1, 0, 0.125, 0);
+      hdelta.data(), 0, b, h, s, s, d, b, 1, 1, 0, 0.125, 0, 0);
   expectClose(dq, hq, "dq");
   expectClose(dk, hk, "dk");
   expectClose(dv, hv, "dv");

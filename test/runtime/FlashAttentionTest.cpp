@@ -134,6 +134,11 @@ struct Case {
   /// The backward is maskedFill: the scores the lowest float fills get no
   /// gradient.
   bool maskedFill = false;
+  /// A [B, 1, Sq, Sk] mask as Hugging Face's GPT-2 writes with a padding
+  /// mask: the lowest float after each query's position, plus the lowest
+  /// float on the first `leftPadding` keys of odd batches (-inf where
+  /// both); the backward is causalFill.
+  int leftPadding = 0;
 };
 
 /// Whether query `i` of a lowestRows case drops key `j`.
@@ -191,6 +196,7 @@ public:
     p.scale = 1.0f / std::sqrt(float(D));
     p.causal = c.causal;
     p.maskedFill = c.maskedFill;
+    p.causalFill = c.leftPadding ? 1 : 0;
     p.o = dense(o.data(), c.queries);
     p.dout = dense(dout.data(), c.queries);
     p.dq = dense(dq.data(), c.queries);
@@ -210,6 +216,18 @@ public:
           if (lowestDrops(i, j))
             mask[i * c.keys + j] = std::numeric_limits<float>::lowest();
       p.mask = {mask.data(), 0, 0, c.keys};
+    }
+    if (c.leftPadding) {
+      const float lowest = std::numeric_limits<float>::lowest();
+      mask.assign(size_t(c.batch) * c.queries * c.keys, 0.0f);
+      for (int b = 0; b < c.batch; ++b)
+        for (int i = 0; i < c.queries; ++i)
+          for (int j = 0; j < c.keys; ++j) {
+            float fill = j > i ? lowest : 0.0f;
+            float pad = b % 2 && j < c.leftPadding ? lowest : 0.0f;
+            mask[(size_t(b) * c.queries + i) * c.keys + j] = fill + pad;
+          }
+      p.mask = {mask.data(), int64_t(c.queries) * c.keys, 0, c.keys};
     }
     if (c.maskFrom) {
       // [B, 1, 1, Sk]: the same for every head.
@@ -233,8 +251,9 @@ public:
     if (c.misaligned)
       std::abort();
     int64_t element = std::is_same_v<T, BF16> ? 0 : 1;
-    int64_t maskBatch = c.maskFrom ? c.batch : 1;
-    int64_t maskQueries = c.maskedCausal || c.lowestRows ? c.queries : 1;
+    int64_t maskBatch = c.maskFrom || c.leftPadding ? c.batch : 1;
+    int64_t maskQueries =
+        c.maskedCausal || c.lowestRows || c.leftPadding ? c.queries : 1;
     const float *maskData = mask.empty() ? nullptr : mask.data();
     kiln_flash_attention_forward_host(
         q.data(), k.data(), v.data(), maskData, o.data(), stats.data(), element,
@@ -244,7 +263,7 @@ public:
         q.data(), k.data(), v.data(), o.data(), dout.data(), stats.data(),
         maskData, dq.data(), dk.data(), dv.data(), delta.data(), element,
         c.batch, c.heads, c.queries, c.keys, D, maskBatch, 1, maskQueries,
-        c.causal, p.scale, c.maskedFill);
+        c.causal, p.scale, c.maskedFill, c.leftPadding ? 1 : 0);
   }
 
   void runBackward() {
@@ -286,6 +305,8 @@ public:
             // The lowest float absorbs the score, in double as in f32.
             if (c.lowestRows && lowestDrops(i, j))
               s += std::numeric_limits<float>::lowest();
+            if (c.leftPadding)
+              s += mask[(size_t(b) * c.queries + i) * c.keys + j];
             prob[j] = s;
             max = std::max(max, s);
           }
@@ -310,7 +331,8 @@ public:
             for (int d = 0; d < D; ++d)
               dpj += gRow[d] * element(p.v, b, h, j, d);
             double ds = prob[j] * (dpj - centre) * p.scale;
-            if (c.maskedFill && lowestDrops(i, j))
+            if ((c.maskedFill && lowestDrops(i, j)) ||
+                (c.leftPadding && j > i))
               ds = 0;
             for (int d = 0; d < D; ++d) {
               r.dq[(base * c.queries + i) * D + d] +=
@@ -431,6 +453,18 @@ TEST(FlashAttentionTest, LowestFloatMaskedFillPassesNoGradient) {
   Case c{2, 1, 100, 100};
   c.lowestRows = true;
   c.maskedFill = true;
+  check<BF16, 32>(c, kBF16);
+}
+
+// Hugging Face's GPT-2 given an attention mask: where(causal, scores,
+// lowest) + padding. The left-padded batch's first rows keep only padding
+// keys: their probabilities are uniform over the keys at the lowest float
+// (the padding up to the row's position and the keys after it that are not
+// padding; those after it that are, -inf), and only the former pass their
+// scores a gradient (causalFill).
+TEST(FlashAttentionTest, CausalFillWithLeftPadding) {
+  Case c{2, 1, 90, 90};
+  c.leftPadding = 40;
   check<BF16, 32>(c, kBF16);
 }
 

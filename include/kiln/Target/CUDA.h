@@ -94,7 +94,8 @@ struct CudaShard {
 /// [batch, heads, rows, headSize] buffers; `mask` (no bytes: none) is
 /// [maskBatch, maskHeads, maskQueries, keys], each of the three 1 or the
 /// scores' size. `maskedFill` (backward): the scores a mask value at most
-/// -2^100 fills get no gradient.
+/// -2^100 fills get no gradient; `causalFill` (backward): nor do those
+/// after each query's position.
 struct CudaAttention {
   bool backward = false;
   /// Of query, key and value (bf16 or f16); the rest is f32.
@@ -102,7 +103,7 @@ struct CudaAttention {
   int64_t batch = 0, heads = 0, queries = 0, keys = 0, headSize = 0;
   int64_t maskBatch = 1, maskHeads = 1, maskQueries = 1;
   float scale = 1;
-  bool causal = false, maskedFill = false;
+  bool causal = false, maskedFill = false, causalFill = false;
   CudaBuffer query, key, value, mask, out, stats, grad, queryGrad, keyGrad,
       valueGrad, delta;
 };

@@ -47,11 +47,14 @@ def KilnFuseAttention : Pass<"kiln-fuse-attention", "mlir::ModuleOp"> {
     every key (a padding condition, as DistilBERT's), PyTorch's
     probabilities there are uniform and its scores get no gradient: the
     attention is `masked_fill`, its mask `select(cond, fill, 0)`, which
-    gives both. A mask added after such a fill (Hugging Face's GPT-2 with
-    an attention mask) would make a row it drops whole uniform over some
-    keys only, with a gradient for some: that chain stays expanded, with a
-    remark on its last product (kilnc prints the first as a note). The
-    transposes of
+    gives both. A mask added after such a fill makes a row it drops whole
+    uniform over the keys the sum leaves at the fill, with a gradient only
+    for those the select kept. Where the select drops exactly the keys
+    after each query's position (Hugging Face's GPT-2 with an attention
+    mask), the attention is `causal_fill`, its mask `select(cond, 0, fill)`
+    plus the added one; on any other condition that chain stays expanded,
+    with a remark on its last product (kilnc prints the first as a note).
+    The transposes of
     q, k and v, as matmul flags or as transpose ops, become transposes of
     the operands. A chain fuses only when each of its intermediate values
     has no other user.
@@ -589,7 +592,7 @@ def KilnAttentionKernel : Pass<"kiln-attention-kernel", "mlir::ModuleOp"> {
     (as exporters write GPT-2's) or a padding mask of -inf is skipped so; a
     large finite mask value (-10000) is not -inf and is computed. Where the
     attention is `masked_fill`, the gradient's dS is 0 where the mask is at
-    most -2^100.
+    most -2^100; where it is `causal_fill`, after each query's position.
 
     With `amp` (bf16 or f16, as kiln-amp's `type`), what the expanded chain
     would round as product operands is rounded as it is read or computed:

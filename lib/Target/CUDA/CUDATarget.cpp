@@ -348,6 +348,7 @@ private:
         op->getAttrOfType<FloatAttr>("scale").getValueAsDouble());
     command.causal = op->hasAttr("causal");
     command.maskedFill = grad && grad.getMaskedFill();
+    command.causalFill = grad && grad.getCausalFill();
     SmallVector<std::pair<Value, kiln::CudaBuffer *>> slots = {
         {query, &command.query}, {key, &command.key}, {value, &command.value}};
     if (mask) {

@@ -17,7 +17,8 @@
  * base 2 units is the lowest float there, so that a row it drops whole has
  * uniform probabilities, as the softmax gives it (-inf gives NaN).
  * With `masked_fill` (nonzero), the backward gives no gradient to the scores
- * a mask value at most -2^100 fills (kiln.attention's masked_fill).
+ * a mask value at most -2^100 fills (kiln.attention's masked_fill); with
+ * `causal_fill`, to those after each query's position (causal_fill).
  * Products accumulate in f32, and the probabilities and their gradients are
  * rounded to the 16-bit type where the kernels round them, so results agree
  * with the GPU's within that rounding.
@@ -51,7 +52,8 @@ KILN_ATTENTION_API void kiln_flash_attention_backward_host(
     float *key_grad, float *value_grad, float *delta, int64_t element,
     int64_t batch, int64_t heads, int64_t queries, int64_t keys,
     int64_t head_size, int64_t mask_batch, int64_t mask_heads,
-    int64_t mask_queries, int64_t causal, double scale, int64_t masked_fill);
+    int64_t mask_queries, int64_t causal, double scale, int64_t masked_fill,
+    int64_t causal_fill);
 
 #ifdef __cplusplus
 }

@@ -68,6 +68,7 @@ Status AttentionPlan::create(
     p.mask = tensor(attention.mask());
   p.stats = reinterpret_cast<float *>(address(attention.stats()));
   p.maskedFill = attention.masked_fill() ? 1 : 0;
+  p.causalFill = attention.causal_fill() ? 1 : 0;
   if (attention.backward()) {
     p.dout = tensor(attention.grad());
     p.dq = tensor(attention.query_grad());

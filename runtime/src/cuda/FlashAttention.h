@@ -13,7 +13,8 @@
 //   backward, two kernels and no atomics (deterministic):
 //     dq:    per query row, delta = rowsum(dO O) (kept for the next kernel)
 //            and dQ = dS K scale, dS = P (dO Vᵀ - delta) (0 where a
-//            maskedFill mask fills the score);
+//            maskedFill mask fills the score, or causalFill after the
+//            query's position);
 //     dkdv:  per key row, dV = Pᵀ dO and dK = dSᵀ Q scale.
 //
 // The kernels are written once, over a `Ctx` that supplies the thread's
@@ -83,6 +84,9 @@ struct Params {
   /// Backward: a mask value at most -2^100 fills its score (PyTorch's
   /// masked_fill) rather than adding to it, so the score gets no gradient.
   int maskedFill = 0;
+  /// Backward: the scores after each query's position are filled (Hugging
+  /// Face's GPT-2 where(causal, scores, lowest)), so they get no gradient.
+  int causalFill = 0;
   /// 16-bit Q [.., queries, D], K and V [.., keys, D].
   TensorRef q, k, v;
   /// f32: the output, and its gradient (backward).
@@ -198,10 +202,14 @@ KILN_FA_FN float maskInLog2(float mask) {
 /// order, so a value at most -2^100 is at most this in log2 units).
 constexpr float kFilledAtMost = -0x1p100f * kLog2e;
 
-/// dS for a score whose mask value (log2 units) is `mask`: 0 where the
-/// backward is maskedFill and the mask fills the score.
-KILN_FA_FN float scoreGrad(const Params &p, float mask, float ds) {
-  return p.maskedFill && mask <= kFilledAtMost ? 0.0f : ds;
+/// dS for the score of `query` and `key` whose mask value (log2 units) is
+/// `mask`: 0 where the backward is maskedFill and the mask fills the
+/// score, or causalFill and the key comes after the query.
+KILN_FA_FN float scoreGrad(const Params &p, float mask, int64_t query,
+                           int64_t key, float ds) {
+  if (p.maskedFill && mask <= kFilledAtMost)
+    return 0.0f;
+  return p.causalFill && key > query ? 0.0f : ds;
 }
 
 //===----------------------------------------------------------------------===//
@@ -645,7 +653,7 @@ KILN_FA_FN void backwardQuery(Ctx &ctx, const Params &p) {
           mask = maskAt(p, maskTile, row - q0, key - k0);
           prob = exp2Of(s[n][i] * scale + mask - shift[i / 2]) * inverse[i / 2];
         }
-        s[n][i] = scoreGrad(p, mask, prob * (dp[n][i] - delta[i / 2]));
+        s[n][i] = scoreGrad(p, mask, row, key, prob * (dp[n][i] - delta[i / 2]));
       }
     productOfAccumulators<T, D>(ctx, acc, s, keys, g, t);
     ctx.sync();
@@ -704,7 +712,8 @@ KILN_FA_FN void backwardKeyValue(Ctx &ctx, const Params &p) {
                  inverseTile[column];
         }
         s[n][i] = prob;
-        dp[n][i] = scoreGrad(p, mask, prob * (dp[n][i] - deltaTile[column]));
+        dp[n][i] =
+            scoreGrad(p, mask, query, key, prob * (dp[n][i] - deltaTile[column]));
       }
     productOfAccumulators<T, D>(ctx, dv, s, grads, g, t);
     productOfAccumulators<T, D>(ctx, dk, dp, queries, g, t);

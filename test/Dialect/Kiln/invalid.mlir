@@ -1081,6 +1081,22 @@ func.func @attention_grad_masked_fill_without_mask(%q: tensor<8x4xf32>) {
 
 // -----
 
+func.func @attention_causal_fill_without_mask(%q: tensor<8x4xf32>) {
+  // expected-error @+1 {{'kiln.attention' op is causal_fill without a mask}}
+  %y = kiln.attention %q, %q, %q {causal_fill} : tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_causal_fill_not_square(%q: tensor<8x4xf32>, %k: tensor<6x4xf32>, %m: tensor<8x6xf32>) {
+  // expected-error @+1 {{'kiln.attention' op is causal_fill over 8 queries and 6 keys (they must match)}}
+  %y = kiln.attention %q, %k, %k mask %m : tensor<8x6xf32> {causal_fill} : tensor<8x4xf32>, tensor<6x4xf32>, tensor<6x4xf32>
+  return
+}
+
+// -----
+
 func.func @layer_norm_axis(%x: tensor<4x16xf32>, %g: tensor<16xf32>) -> tensor<4x16xf32> {
   // expected-error @+1 {{axis 2 is out of range for rank 2}}
   %y = kiln.layer_norm %x, %g {axis = 2 : i64} : tensor<4x16xf32>, tensor<16xf32>
