@@ -722,6 +722,8 @@ static LogicalResult verifyFills(Operation *op, bool maskedFill,
     return op->emitOpError("is causal_fill without a mask");
   auto q = cast<ShapedType>(query.getType());
   auto k = cast<ShapedType>(key.getType());
+  if (q.getRank() < 2 || k.getRank() < 2)
+    return op->emitOpError("is causal_fill over a query or key of rank below 2");
   int64_t queries = q.getDimSize(q.getRank() - 2),
           keys = k.getDimSize(k.getRank() - 2);
   if (queries != keys)

@@ -85,9 +85,11 @@ func.func @padding(%q: tensor<2x1x2x32xf32>, %k: tensor<2x1x3x32xf32>,
 // CHECK: kiln.flash_attention_grad {{.*}}, %[[C]]#1 {causal} :
 // CHECK: %[[G:.*]]:2 = kiln.flash_attention %{{.*}}, %{{.*}}, %{{.*}} mask %{{.*}} :
 // CHECK: kiln.flash_attention_grad {{.*}}, %[[G]]#1 mask %{{.*}} {causal_fill} :
+// CHECK: %[[H:.*]]:2 = kiln.flash_attention %{{.*}}, %{{.*}}, %{{.*}} {causal} :
+// CHECK: kiln.flash_attention_grad {{.*}}, %[[H]]#1 {causal, causal_fill} :
 func.func @masked_fill(%q: tensor<2x1x3x32xf32>, %m: tensor<2x1x1x3xf32>,
                        %g: tensor<2x1x3x32xf32>)
-    -> (tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>) {
+    -> (tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>) {
   %o = kiln.attention %q, %q, %q mask %m : tensor<2x1x1x3xf32> {masked_fill}
       : tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>
   %dq, %dk, %dv = kiln.attention_grad %q, %q, %q, %o, %g mask %m : tensor<2x1x1x3xf32> {masked_fill}
@@ -103,7 +105,11 @@ func.func @masked_fill(%q: tensor<2x1x3x32xf32>, %m: tensor<2x1x1x3xf32>,
       : tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>
   %fq, %fk, %fv = kiln.attention_grad %q, %q, %q, %f, %g mask %mm : tensor<2x1x3x3xf32> {causal_fill}
       : tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>
-  return %o, %dq, %cq, %fq : tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>
+  %h = kiln.attention %q, %q, %q mask %causal : tensor<3x3xf32> {causal_fill}
+      : tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>
+  %hq, %hk, %hv = kiln.attention_grad %q, %q, %q, %h, %g mask %causal : tensor<3x3xf32> {causal_fill}
+      : tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>
+  return %o, %dq, %cq, %fq, %hq : tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>, tensor<2x1x3x32xf32>
 }
 
 // -----

@@ -269,6 +269,31 @@ func.func @causal_fill(%q: tensor<3x4xf32>, %k: tensor<3x4xf32>, %v: tensor<3x4x
   return %o2 : tensor<3x4xf32>
 }
 
+// The same as exporters write it for [B, H, S, S] scores: a [1, 1, S, S]
+// condition broadcast, filling where it holds (masked_fill(after diagonal,
+// lowest)), with a [B, 1, 1, S] padding mask.
+// CHECK-LABEL: func.func @causal_fill_4d(
+// CHECK: %[[SEL:.*]] = kiln.select %{{.*}}, %{{.*}}, %{{.*}} : tensor<1x1x3x3xi1>, tensor<1x1x3x3xf32>
+// CHECK: %[[SB:.*]] = kiln.broadcast %[[SEL]] : tensor<1x1x3x3xf32> to tensor<2x1x3x3xf32>
+// CHECK: %[[PB:.*]] = kiln.broadcast %{{.*}} : tensor<2x1x1x3xf32> to tensor<2x1x3x3xf32>
+// CHECK: %[[M:.*]] = kiln.add %[[SB]], %[[PB]] : tensor<2x1x3x3xf32>
+// CHECK: kiln.attention %{{.*}}, %{{.*}}, %{{.*}} mask %[[M]] : tensor<2x1x3x3xf32> {causal_fill, scale = 2.500000e-01 : f64}
+func.func @causal_fill_4d(%q: tensor<2x2x3x4xf32>, %k: tensor<2x2x3x4xf32>, %v: tensor<2x2x3x4xf32>,
+                          %pad: tensor<2x1x1x3xf32>) -> tensor<2x2x3x4xf32> {
+  %lowest = kiln.constant dense<-3.40282347E+38> : tensor<2x2x3x3xf32>
+  %quarter = kiln.constant dense<2.500000e-01> : tensor<2x2x3x3xf32>
+  %after = kiln.constant dense<[[[[false, true, true], [false, false, true], [false, false, false]]]]> : tensor<1x1x3x3xi1>
+  %ab = kiln.broadcast %after : tensor<1x1x3x3xi1> to tensor<2x2x3x3xi1>
+  %s = kiln.matmul %q, %k {transpose_rhs} : tensor<2x2x3x4xf32>, tensor<2x2x3x4xf32>
+  %scaled = kiln.mul %s, %quarter : tensor<2x2x3x3xf32>
+  %m = kiln.select %ab, %lowest, %scaled : tensor<2x2x3x3xi1>, tensor<2x2x3x3xf32>
+  %pb = kiln.broadcast %pad : tensor<2x1x1x3xf32> to tensor<2x2x3x3xf32>
+  %a = kiln.add %m, %pb : tensor<2x2x3x3xf32>
+  %p = kiln.softmax %a {axis = 3 : i64} : tensor<2x2x3x3xf32>
+  %o = kiln.matmul %p, %v : tensor<2x2x3x3xf32>, tensor<2x2x3x4xf32>
+  return %o : tensor<2x2x3x4xf32>
+}
+
 // A mask added after a finite fill on any other condition where a row may
 // drop every key stays as it is: where the fill drops a row whole, the sum
 // is the fill plus the mask, whose probabilities are uniform over some keys

@@ -1,5 +1,6 @@
 """Training parity on a GPU: the GPT-2-style and BERT-style test models
-(the latter also with Hugging Face's lowest-float and masked_fill masks),
+(the latter also with Hugging Face's lowest-float, masked_fill and causal
+masks),
 compiled with `kilnc --target=cpu,cuda`, train the same steps on the same
 batches with `kiln-run --target cuda` and `--target cpu`; every step's loss
 and the final parameters must agree, and both must match torch.optim's
@@ -95,14 +96,16 @@ MODELS = {
 }
 # The BERT-style model with Hugging Face's masks, each batch's second row
 # padding alone (compare_training.py --masking): BERT's additive lowest
-# float, and DistilBERT's masked_fill(padding, lowest), whose attention is
-# masked_fill. `model` is the compare_training.py model a variant prepares.
-# One element of the pooler's weight ends 5.1e-5 from torch.optim's with
-# either mask on the CPU target (every other within 1e-5; the losses within
+# float, DistilBERT's masked_fill(padding, lowest), whose attention is
+# masked_fill, and GPT-2's causal where() plus the padding mask (the third
+# row padded on the left), whose attention is causal_fill. `model` is the
+# compare_training.py model a variant prepares. One element of the
+# pooler's weight ends 5.1e-5 from torch.optim's with the lowest and fill
+# masks on the CPU target (every other within 1e-5; the losses within
 # 1.4e-6): Adam moves it a full step on a gradient near 0, of a sign the
 # summation order decides, as bert's one element of 1.2e-5 (hence
 # torch_param_atol, the parameters' tolerance against torch.optim).
-for _masking in ("lowest", "fill"):
+for _masking in ("lowest", "fill", "causal"):
     MODELS["bert-" + _masking] = dict(
         MODELS["bert"], model="bert", torch_param_atol=1e-4,
         prepare=MODELS["bert"]["prepare"] + ["--masking", _masking])

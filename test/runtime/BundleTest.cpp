@@ -288,10 +288,18 @@ TEST(BundleReader, RejectsEachBrokenHeaderAndTableRule) {
        "not a Kiln bundle (bad magic"},
       {"newer version",
        [](std::string &b) {
-         storeLE32(reinterpret_cast<uint8_t *>(&b[kVersion]), 2);
+         storeLE32(reinterpret_cast<uint8_t *>(&b[kVersion]), 3);
          refreshChecksums(b);
        },
-       StatusCode::Unsupported, "bundle format version 2"},
+       StatusCode::Unsupported, "bundle format version 3; this runtime reads "
+       "version 2"},
+      {"older version",
+       [](std::string &b) {
+         storeLE32(reinterpret_cast<uint8_t *>(&b[kVersion]), 1);
+         refreshChecksums(b);
+       },
+       StatusCode::Unsupported, "bundle format version 1; this runtime reads "
+       "version 2"},
       {"header checksum", [](std::string &b) { b[kTableOffset + 7] ^= 1; },
        StatusCode::FormatError, "header checksum mismatch"},
       {"reserved header bytes",
