@@ -48,9 +48,8 @@ bool kiln::isCausalMask(Value mask, int64_t queries, int64_t keys) {
   // Whether the element at `index` (row-major) is what a causal mask holds
   // there: -inf after the diagonal, 0 on and before it.
   auto causalAt = [&](int64_t index, const APFloat &value) {
-    int64_t key = index % keys, query = (index / keys) % queries;
     bool dropped = value.isInfinity() && value.isNegative();
-    return key > query ? dropped : value.isZero();
+    return isAfterDiagonal(index, queries, keys) ? dropped : value.isZero();
   };
   DenseElementsAttr values;
   if (matchPattern(mask, m_Constant(&values))) {

@@ -184,9 +184,8 @@ struct DecomposeAttentionGrad : OpRewritePattern<AttentionGradOp> {
       // Nor do those after each query's position.
       int64_t queries = shape[shape.size() - 2], keys = shape.back();
       SmallVector<bool> after;
-      for (int64_t i = 0; i < queries; ++i)
-        for (int64_t j = 0; j < keys; ++j)
-          after.push_back(j > i);
+      for (int64_t index = 0; index < queries * keys; ++index)
+        after.push_back(isAfterDiagonal(index, queries, keys));
       auto type = RankedTensorType::get({queries, keys}, r.getI1Type());
       Value filled = b.bcast(
           ConstantOp::create(r, loc, DenseElementsAttr::get(type, after)),

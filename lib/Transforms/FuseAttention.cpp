@@ -76,12 +76,9 @@ bool dropsAfterDiagonal(Value condition, bool dropWhereFalse,
       keys != scoresType.getDimSize(scoresRank - 1))
     return false;
   int64_t index = 0;
-  for (bool value : values.getValues<bool>()) {
-    int64_t key = index % keys, query = (index / keys) % queries;
-    ++index;
-    if ((value != dropWhereFalse) != (key > query))
+  for (bool value : values.getValues<bool>())
+    if ((value != dropWhereFalse) != isAfterDiagonal(index++, queries, keys))
       return false;
-  }
   return true;
 }
 
@@ -258,35 +255,40 @@ Value buildMask(PatternRewriter &r, Location loc, const Chain &chain,
                        broadcastTo(r, loc, chain.mask, chain.maskShape));
 }
 
-/// Whether `chain` fills with a finite value where a row may drop every key:
-/// a condition that is not a constant keeping a key in every row, or a mask
-/// added after the select that could drop the rest. (A fill a row keeps a
-/// key beside is -inf exactly.)
-bool mayDropWholeRows(const Chain &chain) {
-  return chain.dropCondition && std::isfinite(chain.fill) &&
-         (chain.mask ||
-          !keepsAKeyInEveryRow(chain.dropCondition, chain.dropWhereFalse));
-}
+/// How the attention of a matched chain takes its fill.
+enum class Fill {
+  /// None, -inf, or a finite fill beside a key every row keeps (which is
+  /// -inf exactly): an additive mask.
+  Additive,
+  /// A finite fill alone where a row may drop every key (a condition that
+  /// is not a constant keeping a key in every row): that row's
+  /// probabilities are uniform and its scores get no gradient, which
+  /// kiln.attention's masked_fill gives, the fill in its mask.
+  Masked,
+  /// A mask added after a finite fill of the scores after each query's
+  /// position (Hugging Face's GPT-2 with an attention mask): where the two
+  /// drop a row whole, its probabilities are uniform over every score the
+  /// sum leaves at the fill, and only those the select kept get a
+  /// gradient, which kiln.attention's causal_fill gives.
+  Causal,
+  /// A mask added after a finite fill on any other condition: the same,
+  /// but which scores the select kept no attention knows. Stays expanded.
+  Unfusable,
+};
 
-/// Whether `chain` adds a mask after a finite fill of the scores after each
-/// query's position (Hugging Face's GPT-2 with an attention mask): where
-/// the two drop a row whole, its probabilities are uniform over every
-/// score the sum leaves at the fill, and only those the select kept get a
-/// gradient, which kiln.attention's causal_fill gives.
-bool isCausalFill(const Chain &chain) {
-  return mayDropWholeRows(chain) && chain.mask &&
-         dropsAfterDiagonal(chain.dropCondition, chain.dropWhereFalse,
-                            cast<RankedTensorType>(
-                                chain.scores->getResult(0).getType()));
-}
-
-/// Whether `chain` cannot fuse exactly: a mask added after a finite fill
-/// where a row may drop every key, other than a causal fill. Where the fill
-/// drops a row whole, the sum is the fill plus the mask (uniform
-/// probabilities over some keys, a gradient for those the select kept);
-/// without knowing which those are, no attention gives that.
-bool staysExpanded(const Chain &chain) {
-  return mayDropWholeRows(chain) && chain.mask && !isCausalFill(chain);
+Fill fillOf(const Chain &chain) {
+  if (!chain.dropCondition || !std::isfinite(chain.fill))
+    return Fill::Additive;
+  if (!chain.mask)
+    return keepsAKeyInEveryRow(chain.dropCondition, chain.dropWhereFalse)
+               ? Fill::Additive
+               : Fill::Masked;
+  auto scoresType =
+      cast<RankedTensorType>(chain.scores->getResult(0).getType());
+  return dropsAfterDiagonal(chain.dropCondition, chain.dropWhereFalse,
+                            scoresType)
+             ? Fill::Causal
+             : Fill::Unfusable;
 }
 
 /// The attention chain `op` (the product of softmax rows with the values)
@@ -308,15 +310,12 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
     Chain chain;
     if (failed(matchChain(op, chain)))
       return r.notifyMatchFailure(op, "not an attention chain");
-    if (staysExpanded(chain))
+    Fill fill = fillOf(chain);
+    if (fill == Fill::Unfusable)
       return r.notifyMatchFailure(
           op, "a mask added after a finite fill whose rows may drop every "
               "key");
-    // A finite fill alone that may drop a row whole: masked_fill, with the
-    // fill in the mask, gives that row's uniform probabilities and no
-    // gradient; with a mask added after a causal fill, causal_fill.
-    bool causalFill = isCausalFill(chain);
-    bool maskedFill = mayDropWholeRows(chain) && !causalFill;
+    bool maskedFill = fill == Fill::Masked, causalFill = fill == Fill::Causal;
     MatmulOp scores = chain.scores;
     Location loc = op.getLoc();
     Value query = scores.getTransposeLhs() ? swapLastTwo(r, loc, chain.lhs)
@@ -350,7 +349,7 @@ struct KilnFuseAttentionPass
     // a step stores its score matrices (kilnc prints the first as a note).
     getOperation().walk([](MatmulOp op) {
       Chain chain;
-      if (succeeded(matchChain(op, chain)) && staysExpanded(chain))
+      if (succeeded(matchChain(op, chain)) && fillOf(chain) == Fill::Unfusable)
         op.emitRemark(
             "attention stays expanded, storing its score matrices: it adds a "
             "mask after filling dropped scores with a finite value where a "

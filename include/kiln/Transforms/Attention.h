@@ -14,6 +14,12 @@ namespace kiln {
 /// absorbed, so that the sum is the fill itself.
 constexpr double kMaskedFillAtMost = -0x1p100;
 
+/// Whether element `index` (row-major) of [..., queries, keys] scores is a
+/// key after its query's position.
+inline bool isAfterDiagonal(int64_t index, int64_t queries, int64_t keys) {
+  return index % keys > (index / keys) % queries;
+}
+
 /// Whether `mask` is a constant, or a select of two splat constants on a
 /// constant condition, that keeps exactly the keys up to each query's
 /// position (0 for key <= query, -inf after) in every batch, over square
