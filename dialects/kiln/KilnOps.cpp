@@ -1287,6 +1287,20 @@ LogicalResult CrossEntropyOp::inferReturnTypes(
                    adaptor.getWeight(), adaptor.getReduction(), inferred);
 }
 
+LogicalResult CrossEntropyGradOp::verify() {
+  double smoothing = getLabelSmoothing().convertToDouble();
+  if (!(smoothing >= 0.0 && smoothing <= 1.0))
+    return emitOpError("label_smoothing must be in [0, 1]");
+  SmallVector<Type, 1> loss;
+  if (failed(inferLoss(getLoc(), getLogits(), getLabels(), getWeight(),
+                       getReduction(), loss)))
+    return failure();
+  if (getGrad().getType() != loss.front())
+    return emitOpError("grad must have the loss's type ")
+           << loss.front() << ", not " << getGrad().getType();
+  return success();
+}
+
 LogicalResult NllLossOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &inferred) {

@@ -1176,6 +1176,45 @@ def Kiln_CrossEntropyOp : Kiln_Op<"cross_entropy", [Pure,
       "attr-dict `:` type($logits) `,` type($labels)";
 }
 
+def Kiln_CrossEntropyGradOp : Kiln_Op<"cross_entropy_grad", [Pure,
+    AllTypesMatch<["logits", "logits_grad"]>]> {
+  let summary = "the gradient of kiln.cross_entropy's logits";
+  let description = [{
+    Given a `kiln.cross_entropy`'s logits, labels, class weights and
+    attributes, and the gradient `grad` of its result (a scalar, or `[N,
+    D...]` for reduction none), the gradient of the logits. With p the
+    softmax of the logits over the class dimension, w the class weights (1
+    without them), W their sum, C the number of classes, s the label
+    smoothing and y an element's label, the gradient of an element's logits
+    is `r ((1 - s) w_y (p - onehot(y)) + s / C (W p - w))`, where r is
+    `grad` (divided by the sum of the counted elements' w_y for the mean)
+    and 0 for an element whose label is `ignore_index`.
+
+    kiln-autodiff builds this op for kiln.cross_entropy, so that the
+    backward pass reads the logits once instead of differentiating the
+    log-softmax's expansion; kiln-decompose expands it into core ops that
+    recompute the softmax's statistics, the same ops as the forward's
+    expansion, so CSE computes them once.
+
+    ```mlir
+    %dx = kiln.cross_entropy_grad %logits, %labels, %g {ignore_index = -100 : i64}
+        : tensor<8x10xf32>, tensor<8xi64>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$logits, Kiln_IndexTensor:$labels,
+                       Kiln_FloatTensor:$grad,
+                       Optional<Kiln_FloatTensor>:$weight,
+                       DefaultValuedAttr<Kiln_ReductionAttr,
+                                         "::kiln::Reduction::mean">:$reduction,
+                       OptionalAttr<I64Attr>:$ignore_index,
+                       DefaultValuedAttr<F64Attr, "0.0">:$label_smoothing);
+  let results = (outs Kiln_FloatTensor:$logits_grad);
+  let assemblyFormat = "$logits `,` $labels `,` $grad "
+      "(`weight` $weight^ `:` type($weight))? attr-dict `:` type($logits) `,` "
+      "type($labels) `,` type($grad)";
+  let hasVerifier = 1;
+}
+
 def Kiln_NllLossOp : Kiln_Op<"nll_loss", [Pure, Kiln_InferTypeOpAdaptor]> {
   let summary = "negative log-likelihood loss of log-probabilities";
   let description = [{

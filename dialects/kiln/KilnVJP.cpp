@@ -2,9 +2,10 @@
 //
 // Each rule builds, out of kiln ops, the gradients of an op's operands from
 // the gradient `g` of its result. The rules cover the core ops that
-// kiln-decompose leaves (softmax, normalizations and losses are
+// kiln-decompose leaves (softmax, batch normalization and most losses are
 // differentiated through their decompositions); those of convolutions,
-// pools, cumulative sums and attention are in KilnVJPNN.cpp.
+// pools, cumulative sums, attention, layer norms and cross-entropy are in
+// KilnVJPNN.cpp.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,10 +1,12 @@
 //===- KilnVJPNN.cpp - vector-Jacobian products of neural network ops -----===//
 //
 // Rules for kiln.conv, kiln.conv_transpose, kiln.max_pool, kiln.avg_pool,
-// kiln.cumsum and kiln.attention, built from kiln ops: a convolution's
-// gradients are a transposed convolution and a convolution with the batch and
-// channel roles swapped; a pool's gradient goes back through the windows it
-// read; attention recomputes its probabilities from the query and key.
+// kiln.cumsum, kiln.attention, kiln.layer_norm and kiln.cross_entropy, built
+// from kiln ops: a convolution's gradients are a transposed convolution and a
+// convolution with the batch and channel roles swapped; a pool's gradient
+// goes back through the windows it read; attention recomputes its
+// probabilities from the query and key; layer norms and cross-entropy have
+// gradient ops of their own.
 //
 //===----------------------------------------------------------------------===//
 
@@ -353,9 +355,32 @@ LogicalResult rule(LayerNormOp op, RuleBuilder &k, ArrayRef<Value> grads,
   return success();
 }
 
+template <>
+LogicalResult rule(CrossEntropyOp op, RuleBuilder &k, ArrayRef<Value> grads,
+                   SmallVectorImpl<Value> &out) {
+  // One kiln.cross_entropy_grad (its semantics and expansion are in
+  // KilnOps.td): the softmax minus the smoothed one-hot target, read from
+  // the logits, instead of the log-softmax's expansion differentiated term
+  // by term. The class weights get no gradient: kiln-decompose keeps for
+  // autodiff only the ops whose weights are constants.
+  Value weight = op.getWeight();
+  if (weight && !weight.getDefiningOp<ConstantOp>())
+    return op.emitError("kiln-autodiff: kiln.cross_entropy's class weights "
+                        "are not a constant; expand the op first "
+                        "(kiln-decompose) to differentiate them");
+  out.push_back(CrossEntropyGradOp::create(
+      k.b, k.loc, op.getLogits().getType(), op.getLogits(), op.getLabels(),
+      grads[0], weight, op.getReductionAttr(), op.getIgnoreIndexAttr(),
+      op.getLabelSmoothingAttr()));
+  out.push_back(Value());
+  if (weight)
+    out.push_back(Value());
+  return success();
+}
+
 void attachNNRules(MLIRContext *context) {
   attach<ConvOp, ConvTransposeOp, MaxPoolOp, AvgPoolOp, CumsumOp, AttentionOp,
-         LayerNormOp>(context);
+         LayerNormOp, CrossEntropyOp>(context);
 }
 
 } // namespace kiln::vjp

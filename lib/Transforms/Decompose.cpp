@@ -375,44 +375,44 @@ struct DecomposeBatchNormTrain : OpRewritePattern<BatchNormTrainOp> {
   }
 };
 
-/// Per-element negative log-likelihood pieces shared by both losses: the
-/// picked log-probability, the per-element weight (0 where ignored), and
-/// the mask of counted elements.
-struct PickedLoss {
-  Value picked;  // [N, D...]: logp[n, label, d...]
-  Value weight;  // [N, D...]: weight[label] (or 1), 0 where ignored
+/// Which elements count and how much, shared by the losses and the
+/// cross-entropy gradient.
+struct LabelWeights {
+  Value safeLabels; // [N, D...]: the labels, 0 where ignored
+  Value weight;     // [N, D...]: weight[label] (or 1), 0 where ignored
+  Value counted;    // [N, D...] i1: not ignored; null without ignore_index
 };
 
-PickedLoss pickLabels(Builder &b, Value logp, Value labels, Value classWeight,
-                      std::optional<int64_t> ignoreIndex) {
+LabelWeights weighLabels(Builder &b, Value labels, Value classWeight,
+                         std::optional<int64_t> ignoreIndex, Type element) {
   auto labelType = b.typeOf(labels);
-  auto scoreType = b.typeOf(logp);
-  Type element = scoreType.getElementType();
-  Value counted = nullptr;
-  Value safeLabels = labels;
+  LabelWeights w{labels, Value(), Value()};
   if (ignoreIndex) {
     Value ignore = b.splat(labelType, static_cast<double>(*ignoreIndex));
-    counted = b.compare(ComparePredicate::ne, labels, ignore);
-    safeLabels = b.select(counted, labels, b.splat(labelType, 0));
+    w.counted = b.compare(ComparePredicate::ne, labels, ignore);
+    w.safeLabels = b.select(w.counted, labels, b.splat(labelType, 0));
   }
-  // Gather logp[n, label, d...] with gather_elements on [N, 1, D...].
+  auto valueType = labelType.clone(element);
+  if (classWeight) {
+    w.weight = GatherOp::create(b.r, b.loc, classWeight, w.safeLabels,
+                                b.r.getI64IntegerAttr(0));
+  } else {
+    w.weight = b.splat(valueType, 1);
+  }
+  if (w.counted)
+    w.weight = b.select(w.counted, w.weight, b.splat(valueType, 0));
+  return w;
+}
+
+/// scores[n, label, d...] ([N, D...]) with gather_elements on [N, 1, D...].
+Value pickLabels(Builder &b, Value scores, Value safeLabels) {
+  auto labelType = b.typeOf(safeLabels);
   SmallVector<int64_t> indexShape(labelType.getShape());
   indexShape.insert(indexShape.begin() + 1, 1);
   Value index = b.reshape(safeLabels, indexShape);
-  Value picked = GatherElementsOp::create(b.r, b.loc, logp, index,
+  Value picked = GatherElementsOp::create(b.r, b.loc, scores, index,
                                           b.r.getI64IntegerAttr(1));
-  picked = b.reshape(picked, labelType.getShape());
-  auto valueType = labelType.clone(element);
-  Value weight;
-  if (classWeight) {
-    weight = GatherOp::create(b.r, b.loc, classWeight, safeLabels,
-                              b.r.getI64IntegerAttr(0));
-  } else {
-    weight = b.splat(valueType, 1);
-  }
-  if (counted)
-    weight = b.select(counted, weight, b.splat(valueType, 0));
-  return {picked, weight};
+  return b.reshape(picked, labelType.getShape());
 }
 
 Value reduceLoss(Builder &b, Value perElement, Value weight,
@@ -427,54 +427,148 @@ Value reduceLoss(Builder &b, Value perElement, Value weight,
   return b.binary<DivOp>(sum, b.reduce<ReduceSumOp>(weight, all, false));
 }
 
+/// max + log(sum(exp(x - max))) of the logits over the class dimension 1,
+/// kept as a size-1 dimension. The cross-entropy and its gradient build it
+/// with the same ops, so CSE computes it once for both.
+Value logSumExp(Builder &b, Value logits) {
+  SmallVector<int64_t> dims{1};
+  Value max;
+  Value shifted = b.shiftByMax(logits, dims, &max);
+  Value sum = b.reduce<ReduceSumOp>(b.unary<ExpOp>(shifted), dims, true);
+  return b.binary<AddOp>(max, b.unary<LogOp>(sum));
+}
+
 struct DecomposeNllLoss : OpRewritePattern<NllLossOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(NllLossOp op, PatternRewriter &r) const override {
     Builder b{r, op.getLoc()};
-    PickedLoss p = pickLabels(b, op.getInput(), op.getLabels(), op.getWeight(),
-                              op.getIgnoreIndex());
-    Value loss = b.unary<NegOp>(b.binary<MulOp>(p.picked, p.weight));
-    r.replaceOp(op, reduceLoss(b, loss, p.weight, op.getReduction()));
+    LabelWeights w =
+        weighLabels(b, op.getLabels(), op.getWeight(), op.getIgnoreIndex(),
+                    b.typeOf(op.getInput()).getElementType());
+    Value picked = pickLabels(b, op.getInput(), w.safeLabels);
+    Value loss = b.unary<NegOp>(b.binary<MulOp>(picked, w.weight));
+    r.replaceOp(op, reduceLoss(b, loss, w.weight, op.getReduction()));
     return success();
   }
 };
 
+/// Without keep, every kiln.cross_entropy; with it (kilnc before
+/// kiln-autodiff, whose rule for the op reads no class weights that need a
+/// gradient), only those whose class weights are not a constant.
 struct DecomposeCrossEntropy : OpRewritePattern<CrossEntropyOp> {
-  using OpRewritePattern::OpRewritePattern;
+  DecomposeCrossEntropy(MLIRContext *context, bool keep)
+      : OpRewritePattern(context), keep(keep) {}
   LogicalResult matchAndRewrite(CrossEntropyOp op,
                                 PatternRewriter &r) const override {
+    Value classWeight = op.getWeight();
+    if (keep && (!classWeight || classWeight.getDefiningOp<ConstantOp>()))
+      return failure();
     Builder b{r, op.getLoc()};
-    Value logp = LogSoftmaxOp::create(r, op.getLoc(), op.getLogits(),
-                                      r.getI64IntegerAttr(1));
-    PickedLoss p = pickLabels(b, logp, op.getLabels(), op.getWeight(),
-                              op.getIgnoreIndex());
-    Value loss = b.unary<NegOp>(b.binary<MulOp>(p.picked, p.weight));
+    // -logp[label] = lse - logits[label]: the logits are read by the two
+    // reductions of lse and at the labels, and no [N, C, D...]
+    // log-probabilities are computed.
+    Value logits = op.getLogits();
+    auto scoreType = b.typeOf(logits);
+    Type element = scoreType.getElementType();
+    LabelWeights w = weighLabels(b, op.getLabels(), classWeight,
+                                 op.getIgnoreIndex(), element);
+    ArrayRef<int64_t> rows = b.typeOf(w.weight).getShape();
+    Value lse = b.reshape(logSumExp(b, logits), rows);
+    Value loss = b.binary<MulOp>(
+        b.binary<SubOp>(lse, pickLabels(b, logits, w.safeLabels)), w.weight);
     double smoothing = op.getLabelSmoothing().convertToDouble();
     if (smoothing > 0) {
       // PyTorch: (1 - s) * nll + s * (-sum_c w_c logp_c) / C, where the
-      // smoothing term is zero for ignored elements.
-      auto scoreType = b.typeOf(logp);
+      // smoothing term is zero for ignored elements; -sum_c w_c logp_c =
+      // lse * sum_c w_c - sum_c w_c logits_c.
       int64_t classes = scoreType.getDimSize(1);
-      Value weighted = logp;
-      if (op.getWeight())
-        weighted = b.binary<MulOp>(
-            logp, perChannel(b, op.getWeight(), scoreType.getShape()));
-      Value smooth = b.unary<NegOp>(b.reduce<ReduceSumOp>(weighted, {1}, false));
-      smooth = b.binary<DivOp>(smooth, b.splat(b.typeOf(smooth), classes));
       auto valueType = b.typeOf(loss);
-      if (op.getIgnoreIndex()) {
-        // The attribute holds the index as unsigned bits; -100 is common.
-        Value ignore = b.splat(
-            b.typeOf(op.getLabels()),
-            static_cast<double>(static_cast<int64_t>(*op.getIgnoreIndex())));
-        Value counted = b.compare(ComparePredicate::ne, op.getLabels(), ignore);
-        smooth = b.select(counted, smooth, b.splat(valueType, 0));
+      Value weighted = logits, totalWeight = b.splat(valueType, classes);
+      if (classWeight) {
+        weighted = b.binary<MulOp>(
+            logits, perChannel(b, classWeight, scoreType.getShape()));
+        totalWeight =
+            b.bcast(b.reduce<ReduceSumOp>(classWeight, {0}, false), rows);
       }
+      Value smooth = b.binary<SubOp>(
+          b.binary<MulOp>(lse, totalWeight),
+          b.reduce<ReduceSumOp>(weighted, {1}, false));
+      smooth = b.binary<DivOp>(smooth, b.splat(valueType, classes));
+      if (w.counted)
+        smooth = b.select(w.counted, smooth, b.splat(valueType, 0));
       loss = b.binary<AddOp>(
           b.binary<MulOp>(loss, b.splat(valueType, 1 - smoothing)),
           b.binary<MulOp>(smooth, b.splat(valueType, smoothing)));
     }
-    r.replaceOp(op, reduceLoss(b, loss, p.weight, op.getReduction()));
+    r.replaceOp(op, reduceLoss(b, loss, w.weight, op.getReduction()));
+    return success();
+  }
+  bool keep;
+};
+
+/// KilnOps.td's formula: r ((1 - s) w_y (p - onehot(y)) + s / C (W p - w)),
+/// with p = exp(logits - lse) from the same lse as the forward's expansion.
+struct DecomposeCrossEntropyGrad : OpRewritePattern<CrossEntropyGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CrossEntropyGradOp op,
+                                PatternRewriter &r) const override {
+    Builder b{r, op.getLoc()};
+    Value logits = op.getLogits(), classWeight = op.getWeight();
+    auto scoreType = b.typeOf(logits);
+    ArrayRef<int64_t> shape = scoreType.getShape();
+    Type element = scoreType.getElementType();
+    LabelWeights w = weighLabels(b, op.getLabels(), classWeight,
+                                 op.getIgnoreIndex(), element);
+    auto rowType = b.typeOf(w.weight);
+    ArrayRef<int64_t> rows = rowType.getShape();
+    SmallVector<int64_t> kept(rows);
+    kept.insert(kept.begin() + 1, 1);
+    // r: the gradient of each element's loss.
+    Value grad = op.getGrad();
+    if (op.getReduction() == Reduction::mean)
+      grad = b.binary<DivOp>(
+          grad, b.reduce<ReduceSumOp>(w.weight, range(0, rowType.getRank()),
+                                      false));
+    grad = b.bcast(grad, rows);
+    auto perRow = [&](Value v) { return b.bcast(b.reshape(v, kept), shape); };
+    Value p = b.unary<ExpOp>(
+        b.binary<SubOp>(logits, b.bcast(logSumExp(b, logits), shape)));
+    Value classes = IotaOp::create(r, op.getLoc(),
+                                   scoreType.clone(b.typeOf(op.getLabels())
+                                                       .getElementType()),
+                                   r.getI64IntegerAttr(1),
+                                   r.getF64FloatAttr(0), r.getF64FloatAttr(1));
+    Value hit = b.compare(ComparePredicate::eq, classes, perRow(w.safeLabels));
+    Value target = b.select(hit, b.splat(scoreType, 1), b.splat(scoreType, 0));
+    double smoothing = op.getLabelSmoothing().convertToDouble();
+    Value nll = b.binary<MulOp>(grad, w.weight);
+    if (smoothing > 0)
+      nll = b.binary<MulOp>(nll, b.splat(rowType, 1 - smoothing));
+    Value dx = b.binary<MulOp>(perRow(nll), b.binary<SubOp>(p, target));
+    if (smoothing > 0) {
+      int64_t count = shape[1];
+      Value counted = grad;
+      if (w.counted)
+        counted = b.select(w.counted, grad, b.splat(rowType, 0));
+      // s / C (W p - w); without class weights W = C and w = 1.
+      Value spread;
+      if (classWeight) {
+        Value total = b.bcast(
+            b.reshape(b.reduce<ReduceSumOp>(classWeight, {0}, false),
+                      SmallVector<int64_t>(shape.size(), 1)),
+            shape);
+        spread = b.binary<MulOp>(
+            b.binary<SubOp>(b.binary<MulOp>(total, p),
+                            perChannel(b, classWeight, shape)),
+            b.splat(scoreType, smoothing / count));
+      } else {
+        spread = b.binary<MulOp>(
+            b.binary<SubOp>(p, b.splat(scoreType, 1.0 / count)),
+            b.splat(scoreType, smoothing));
+      }
+      dx = b.binary<AddOp>(dx, b.binary<MulOp>(perRow(counted), spread));
+    }
+    r.replaceOp(op, dx);
     return success();
   }
 };
@@ -488,7 +582,8 @@ struct KilnDecomposePass
     patterns.add<DecomposeSoftmax, DecomposeLogSoftmax, DecomposeReduceMean,
                  DecomposeReduceL2, DecomposeLogSumExp,
                  DecomposeBatchNorm, DecomposeBatchNormTrain, DecomposeNllLoss,
-                 DecomposeCrossEntropy>(&getContext());
+                 DecomposeCrossEntropyGrad>(&getContext());
+    patterns.add<DecomposeCrossEntropy>(&getContext(), keepCrossEntropy);
     if (!keepAttention)
       patterns.add<DecomposeAttention, DecomposeAttentionGrad>(&getContext());
     if (!keepLayerNorm)

@@ -1,6 +1,7 @@
 // RUN: kiln-opt %s --kiln-decompose | FileCheck %s
 // RUN: kiln-opt %s --kiln-decompose=keep-attention | FileCheck %s --check-prefix=KEEP
 // RUN: kiln-opt %s --kiln-decompose=keep-layer-norm | FileCheck %s --check-prefix=KEEP-LN
+// RUN: kiln-opt %s --kiln-decompose=keep-cross-entropy | FileCheck %s --check-prefix=KEEP-CE
 
 // The composite kiln ops become core ops. The formulas are PyTorch's:
 // softmax(x) = exp(x - max) / sum(exp(x - max)), log_softmax = (x - max) -
@@ -356,11 +357,11 @@ func.func @nll_loss_mean(%logp: tensor<8x10xf32>, %labels: tensor<8xi64>) -> ten
 // CHECK-DAG: %[[IGNORE:.*]] = kiln.constant dense<1> : tensor<2x6xi64>
 // CHECK: %[[COUNTED:.*]] = kiln.compare <ne>, %[[T]], %[[IGNORE]] : tensor<2x6xi64>
 // CHECK: %[[SAFE:.*]] = kiln.select %[[COUNTED]], %[[T]], %[[IZERO]] : tensor<2x6xi1>, tensor<2x6xi64>
+// CHECK: %[[WG:.*]] = kiln.gather %[[CW]], %[[SAFE]] {axis = 0 : i64} : tensor<5xf32>, tensor<2x6xi64>
+// CHECK: %[[W:.*]] = kiln.select %[[COUNTED]], %[[WG]], %[[FZERO]] : tensor<2x6xi1>, tensor<2x6xf32>
 // CHECK: %[[I:.*]] = kiln.reshape %[[SAFE]] : tensor<2x6xi64> to tensor<2x1x6xi64>
 // CHECK: %[[G:.*]] = kiln.gather_elements %[[P]], %[[I]] {axis = 1 : i64} : tensor<2x5x6xf32>, tensor<2x1x6xi64>
 // CHECK: %[[PICKED:.*]] = kiln.reshape %[[G]] : tensor<2x1x6xf32> to tensor<2x6xf32>
-// CHECK: %[[WG:.*]] = kiln.gather %[[CW]], %[[SAFE]] {axis = 0 : i64} : tensor<5xf32>, tensor<2x6xi64>
-// CHECK: %[[W:.*]] = kiln.select %[[COUNTED]], %[[WG]], %[[FZERO]] : tensor<2x6xi1>, tensor<2x6xf32>
 // CHECK: %[[PW:.*]] = kiln.mul %[[PICKED]], %[[W]] : tensor<2x6xf32>
 // CHECK: %[[Y:.*]] = kiln.neg %[[PW]] : tensor<2x6xf32>
 // CHECK-NOT: kiln.reduce_sum
@@ -400,20 +401,30 @@ func.func @nll_loss_weighted_mean(%logp: tensor<8x10xf32>, %labels: tensor<8xi64
   return %y : tensor<f32>
 }
 
-// log_softmax over the class dimension, then the nll_loss pieces.
+// -logp[label] = lse - logits[label], lse = max + log(sum(exp(x - max)))
+// over the class dimension: the logits are read by the two reductions and
+// at the labels; no [N, C] log-probabilities are computed.
 // CHECK-LABEL: func.func @cross_entropy(
 // CHECK-SAME: %[[L:.*]]: tensor<8x10xf32>, %[[T:.*]]: tensor<8xi64>
 // CHECK: %[[MAX:.*]] = kiln.reduce_max %[[L]] {dimensions = array<i64: 1>, keepdims} : tensor<8x10xf32>
-// CHECK: kiln.exp
-// CHECK: kiln.log
-// CHECK: %[[LOGP:.*]] = kiln.sub %{{.*}}, %{{.*}} : tensor<8x10xf32>
+// CHECK: %[[MAXB:.*]] = kiln.broadcast %[[MAX]] : tensor<8x1xf32> to tensor<8x10xf32>
+// CHECK: %[[SHIFTED:.*]] = kiln.sub %[[L]], %[[MAXB]] : tensor<8x10xf32>
+// CHECK: %[[E:.*]] = kiln.exp %[[SHIFTED]] : tensor<8x10xf32>
+// CHECK: %[[S:.*]] = kiln.reduce_sum %[[E]] {dimensions = array<i64: 1>, keepdims} : tensor<8x10xf32>
+// CHECK: %[[LOGS:.*]] = kiln.log %[[S]] : tensor<8x1xf32>
+// CHECK: %[[LSE:.*]] = kiln.add %[[MAX]], %[[LOGS]] : tensor<8x1xf32>
+// CHECK: %[[LSER:.*]] = kiln.reshape %[[LSE]] : tensor<8x1xf32> to tensor<8xf32>
 // CHECK: %[[I:.*]] = kiln.reshape %[[T]] : tensor<8xi64> to tensor<8x1xi64>
-// CHECK: kiln.gather_elements %[[LOGP]], %[[I]] {axis = 1 : i64} : tensor<8x10xf32>, tensor<8x1xi64>
-// CHECK: kiln.neg
-// CHECK: %[[SUM:.*]] = kiln.reduce_sum %{{.*}} {dimensions = array<i64: 0>} : tensor<8xf32>
+// CHECK: %[[PICKED:.*]] = kiln.gather_elements %[[L]], %[[I]] {axis = 1 : i64} : tensor<8x10xf32>, tensor<8x1xi64>
+// CHECK: %[[PICKEDR:.*]] = kiln.reshape %[[PICKED]] : tensor<8x1xf32> to tensor<8xf32>
+// CHECK: %[[NLL:.*]] = kiln.sub %[[LSER]], %[[PICKEDR]] : tensor<8xf32>
+// CHECK: %[[LOSS:.*]] = kiln.mul %[[NLL]], %{{.*}} : tensor<8xf32>
+// CHECK: %[[SUM:.*]] = kiln.reduce_sum %[[LOSS]] {dimensions = array<i64: 0>} : tensor<8xf32>
 // CHECK: %[[COUNT:.*]] = kiln.reduce_sum %{{.*}} {dimensions = array<i64: 0>} : tensor<8xf32>
 // CHECK: %[[Y:.*]] = kiln.div %[[SUM]], %[[COUNT]] : tensor<f32>
 // CHECK: return %[[Y]] : tensor<f32>
+// KEEP-CE-LABEL: func.func @cross_entropy(
+// KEEP-CE: kiln.cross_entropy
 func.func @cross_entropy(%logits: tensor<8x10xf32>, %labels: tensor<8xi64>) -> tensor<f32> {
   %y = kiln.cross_entropy %logits, %labels : tensor<8x10xf32>, tensor<8xi64>
   return %y : tensor<f32>
@@ -422,28 +433,34 @@ func.func @cross_entropy(%logits: tensor<8x10xf32>, %labels: tensor<8xi64>) -> t
 // PyTorch's label smoothing s = 0.1 over C = 5 classes:
 // (1 - s) * w[t] * -logp[t] + s * (-sum_c w_c logp_c) / C, both terms zero
 // where the label is ignore_index (-100, the PyTorch default), the mean
-// divided by the sum of the counted elements' weights.
+// divided by the sum of the counted elements' weights; -sum_c w_c logp_c =
+// lse * sum_c w_c - sum_c w_c logits_c.
 // CHECK-LABEL: func.func @cross_entropy_smoothing(
 // CHECK-SAME: %[[L:.*]]: tensor<2x5x3xf32>, %[[T:.*]]: tensor<2x3xi32>, %[[CW:.*]]: tensor<5xf32>
 // CHECK-DAG: %[[S:.*]] = kiln.constant dense<1.000000e-01> : tensor<2x3xf32>
 // CHECK-DAG: %[[ONE_MINUS_S:.*]] = kiln.constant dense<0.899999976> : tensor<2x3xf32>
 // CHECK-DAG: %[[C:.*]] = kiln.constant dense<5.000000e+00> : tensor<2x3xf32>
 // CHECK-DAG: %[[IGNORE:.*]] = kiln.constant dense<-100> : tensor<2x3xi32>
-// CHECK: kiln.log %{{.*}} : tensor<2x1x3xf32>
-// CHECK: %[[LOGP:.*]] = kiln.sub %{{.*}}, %{{.*}} : tensor<2x5x3xf32>
 // CHECK: %[[COUNTED:.*]] = kiln.compare <ne>, %[[T]], %[[IGNORE]] : tensor<2x3xi32>
-// CHECK: %[[WG:.*]] = kiln.gather %[[CW]], %{{.*}} {axis = 0 : i64} : tensor<5xf32>, tensor<2x3xi32>
+// CHECK: %[[SAFE:.*]] = kiln.select %[[COUNTED]], %[[T]], %{{.*}} : tensor<2x3xi1>, tensor<2x3xi32>
+// CHECK: %[[WG:.*]] = kiln.gather %[[CW]], %[[SAFE]] {axis = 0 : i64} : tensor<5xf32>, tensor<2x3xi32>
 // CHECK: %[[W:.*]] = kiln.select %[[COUNTED]], %[[WG]], %{{.*}} : tensor<2x3xi1>, tensor<2x3xf32>
-// CHECK: %[[NLL:.*]] = kiln.neg %{{.*}} : tensor<2x3xf32>
+// CHECK: %[[LSE:.*]] = kiln.add %{{.*}}, %{{.*}} : tensor<2x1x3xf32>
+// CHECK: %[[LSER:.*]] = kiln.reshape %[[LSE]] : tensor<2x1x3xf32> to tensor<2x3xf32>
+// CHECK: kiln.gather_elements %[[L]], %{{.*}} {axis = 1 : i64} : tensor<2x5x3xf32>, tensor<2x1x3xi32>
+// CHECK: %[[NLL:.*]] = kiln.sub %[[LSER]], %{{.*}} : tensor<2x3xf32>
+// CHECK: %[[WNLL:.*]] = kiln.mul %[[NLL]], %[[W]] : tensor<2x3xf32>
 // CHECK: %[[CWR:.*]] = kiln.reshape %[[CW]] : tensor<5xf32> to tensor<1x5x1xf32>
 // CHECK: %[[CWB:.*]] = kiln.broadcast %[[CWR]] : tensor<1x5x1xf32> to tensor<2x5x3xf32>
-// CHECK: %[[WLOGP:.*]] = kiln.mul %[[LOGP]], %[[CWB]] : tensor<2x5x3xf32>
-// CHECK: %[[CSUM:.*]] = kiln.reduce_sum %[[WLOGP]] {dimensions = array<i64: 1>} : tensor<2x5x3xf32>
-// CHECK: %[[NEGSUM:.*]] = kiln.neg %[[CSUM]] : tensor<2x3xf32>
+// CHECK: %[[WL:.*]] = kiln.mul %[[L]], %[[CWB]] : tensor<2x5x3xf32>
+// CHECK: %[[WTOTAL:.*]] = kiln.reduce_sum %[[CW]] {dimensions = array<i64: 0>} : tensor<5xf32>
+// CHECK: %[[WTOTALB:.*]] = kiln.broadcast %[[WTOTAL]] : tensor<f32> to tensor<2x3xf32>
+// CHECK: %[[LSEW:.*]] = kiln.mul %[[LSER]], %[[WTOTALB]] : tensor<2x3xf32>
+// CHECK: %[[CSUM:.*]] = kiln.reduce_sum %[[WL]] {dimensions = array<i64: 1>} : tensor<2x5x3xf32>
+// CHECK: %[[NEGSUM:.*]] = kiln.sub %[[LSEW]], %[[CSUM]] : tensor<2x3xf32>
 // CHECK: %[[SMOOTH:.*]] = kiln.div %[[NEGSUM]], %[[C]] : tensor<2x3xf32>
-// CHECK: %[[COUNTED2:.*]] = kiln.compare <ne>, %[[T]], %[[IGNORE]] : tensor<2x3xi32>
-// CHECK: %[[SMOOTH0:.*]] = kiln.select %[[COUNTED2]], %[[SMOOTH]], %{{.*}} : tensor<2x3xi1>, tensor<2x3xf32>
-// CHECK: %[[A:.*]] = kiln.mul %[[NLL]], %[[ONE_MINUS_S]] : tensor<2x3xf32>
+// CHECK: %[[SMOOTH0:.*]] = kiln.select %[[COUNTED]], %[[SMOOTH]], %{{.*}} : tensor<2x3xi1>, tensor<2x3xf32>
+// CHECK: %[[A:.*]] = kiln.mul %[[WNLL]], %[[ONE_MINUS_S]] : tensor<2x3xf32>
 // CHECK: %[[B:.*]] = kiln.mul %[[SMOOTH0]], %[[S]] : tensor<2x3xf32>
 // CHECK: %[[LOSS:.*]] = kiln.add %[[A]], %[[B]] : tensor<2x3xf32>
 // CHECK: %[[SUM:.*]] = kiln.reduce_sum %[[LOSS]] {dimensions = array<i64: 0, 1>} : tensor<2x3xf32>
@@ -458,22 +475,134 @@ func.func @cross_entropy_smoothing(%logits: tensor<2x5x3xf32>, %labels: tensor<2
 }
 
 // The same with i64 labels, no weights and reduction = none: the smoothing
-// term is -sum_c logp_c / C.
+// term is (C lse - sum_c logits_c) / C.
 // CHECK-LABEL: func.func @cross_entropy_smoothing_none(
 // CHECK-SAME: %[[L:.*]]: tensor<4x3xf32>, %[[T:.*]]: tensor<4xi64>
 // CHECK-DAG: %[[IGNORE:.*]] = kiln.constant dense<-1> : tensor<4xi64>
 // CHECK-DAG: %[[C:.*]] = kiln.constant dense<3.000000e+00> : tensor<4xf32>
-// CHECK: kiln.log %{{.*}} : tensor<4x1xf32>
-// CHECK: %[[LOGP:.*]] = kiln.sub %{{.*}}, %{{.*}} : tensor<4x3xf32>
 // CHECK: kiln.compare <ne>, %[[T]], %[[IGNORE]] : tensor<4xi64>
-// CHECK: %[[CSUM:.*]] = kiln.reduce_sum %[[LOGP]] {dimensions = array<i64: 1>} : tensor<4x3xf32>
-// CHECK: %[[NEGSUM:.*]] = kiln.neg %[[CSUM]] : tensor<4xf32>
+// CHECK: %[[LSE:.*]] = kiln.reshape %{{.*}} : tensor<4x1xf32> to tensor<4xf32>
+// CHECK: %[[LSEC:.*]] = kiln.mul %[[LSE]], %[[C]] : tensor<4xf32>
+// CHECK: %[[CSUM:.*]] = kiln.reduce_sum %[[L]] {dimensions = array<i64: 1>} : tensor<4x3xf32>
+// CHECK: %[[NEGSUM:.*]] = kiln.sub %[[LSEC]], %[[CSUM]] : tensor<4xf32>
 // CHECK: kiln.div %[[NEGSUM]], %[[C]] : tensor<4xf32>
-// CHECK: kiln.compare <ne>, %[[T]], %[[IGNORE]] : tensor<4xi64>
 // CHECK: %[[Y:.*]] = kiln.add %{{.*}}, %{{.*}} : tensor<4xf32>
 // CHECK-NEXT: return %[[Y]] : tensor<4xf32>
 func.func @cross_entropy_smoothing_none(%logits: tensor<4x3xf32>, %labels: tensor<4xi64>) -> tensor<4xf32> {
   %y = kiln.cross_entropy %logits, %labels {reduction = #kiln.reduction<none>, ignore_index = -1 : i64, label_smoothing = 0.2 : f64}
       : tensor<4x3xf32>, tensor<4xi64>
   return %y : tensor<4xf32>
+}
+
+// keep-cross-entropy leaves an op whose class weights are not a constant
+// (kiln-autodiff's rule gives them no gradient) for the expansion.
+// KEEP-CE-LABEL: func.func @cross_entropy_weight_argument(
+// KEEP-CE-NOT: kiln.cross_entropy
+// KEEP-CE: return
+func.func @cross_entropy_weight_argument(%logits: tensor<8x10xf32>, %labels: tensor<8xi64>, %w: tensor<10xf32>) -> tensor<f32> {
+  %y = kiln.cross_entropy %logits, %labels weight %w : tensor<10xf32> : tensor<8x10xf32>, tensor<8xi64>
+  return %y : tensor<f32>
+}
+
+// The gradient, mean over the counted elements: (p - onehot(label)) times
+// grad / count on each counted row, p = exp(logits - lse) with lse built as
+// the forward's (CSE computes it once for both).
+// CHECK-LABEL: func.func @cross_entropy_grad(
+// CHECK-SAME: %[[L:.*]]: tensor<8x10xf32>, %[[T:.*]]: tensor<8xi64>, %[[G:.*]]: tensor<f32>
+// CHECK-DAG: %[[ZEROS:.*]] = kiln.constant dense<0.000000e+00> : tensor<8x10xf32>
+// CHECK-DAG: %[[ONES:.*]] = kiln.constant dense<1.000000e+00> : tensor<8x10xf32>
+// CHECK-DAG: %[[IGNORE:.*]] = kiln.constant dense<-100> : tensor<8xi64>
+// CHECK: %[[COUNTED:.*]] = kiln.compare <ne>, %[[T]], %[[IGNORE]] : tensor<8xi64>
+// CHECK: %[[SAFE:.*]] = kiln.select %[[COUNTED]], %[[T]], %{{.*}} : tensor<8xi1>, tensor<8xi64>
+// CHECK: %[[W:.*]] = kiln.select %[[COUNTED]], %{{.*}}, %{{.*}} : tensor<8xi1>, tensor<8xf32>
+// CHECK: %[[COUNT:.*]] = kiln.reduce_sum %[[W]] {dimensions = array<i64: 0>} : tensor<8xf32>
+// CHECK: %[[R:.*]] = kiln.div %[[G]], %[[COUNT]] : tensor<f32>
+// CHECK: %[[RB:.*]] = kiln.broadcast %[[R]] : tensor<f32> to tensor<8xf32>
+// CHECK: %[[MAX:.*]] = kiln.reduce_max %[[L]] {dimensions = array<i64: 1>, keepdims} : tensor<8x10xf32>
+// CHECK: %[[LSE:.*]] = kiln.add %[[MAX]], %{{.*}} : tensor<8x1xf32>
+// CHECK: %[[LSEB:.*]] = kiln.broadcast %[[LSE]] : tensor<8x1xf32> to tensor<8x10xf32>
+// CHECK: %[[LOGP:.*]] = kiln.sub %[[L]], %[[LSEB]] : tensor<8x10xf32>
+// CHECK: %[[P:.*]] = kiln.exp %[[LOGP]] : tensor<8x10xf32>
+// CHECK: %[[CLASS:.*]] = kiln.iota {dimension = 1 : i64} : tensor<8x10xi64>
+// CHECK: %[[SAFER:.*]] = kiln.reshape %[[SAFE]] : tensor<8xi64> to tensor<8x1xi64>
+// CHECK: %[[SAFEB:.*]] = kiln.broadcast %[[SAFER]] : tensor<8x1xi64> to tensor<8x10xi64>
+// CHECK: %[[HIT:.*]] = kiln.compare <eq>, %[[CLASS]], %[[SAFEB]] : tensor<8x10xi64>
+// CHECK: %[[TARGET:.*]] = kiln.select %[[HIT]], %[[ONES]], %[[ZEROS]] : tensor<8x10xi1>, tensor<8x10xf32>
+// CHECK: %[[COEF:.*]] = kiln.mul %[[RB]], %[[W]] : tensor<8xf32>
+// CHECK: %[[COEFR:.*]] = kiln.reshape %[[COEF]] : tensor<8xf32> to tensor<8x1xf32>
+// CHECK: %[[COEFB:.*]] = kiln.broadcast %[[COEFR]] : tensor<8x1xf32> to tensor<8x10xf32>
+// CHECK: %[[DIFF:.*]] = kiln.sub %[[P]], %[[TARGET]] : tensor<8x10xf32>
+// CHECK: %[[DX:.*]] = kiln.mul %[[COEFB]], %[[DIFF]] : tensor<8x10xf32>
+// CHECK: return %[[DX]] : tensor<8x10xf32>
+func.func @cross_entropy_grad(%logits: tensor<8x10xf32>, %labels: tensor<8xi64>, %g: tensor<f32>) -> tensor<8x10xf32> {
+  %dx = kiln.cross_entropy_grad %logits, %labels, %g {ignore_index = -100 : i64} : tensor<8x10xf32>, tensor<8xi64>, tensor<f32>
+  return %dx : tensor<8x10xf32>
+}
+
+// With class weights, smoothing s = 0.1 and reduction none: the nll term
+// (1 - s) w[label] grad (p - onehot) plus the smoothing term
+// grad s / C (W p - w) on each counted row, W the sum of the weights.
+// CHECK-LABEL: func.func @cross_entropy_grad_smoothing(
+// CHECK-SAME: %[[L:.*]]: tensor<2x5x3xf32>, %[[T:.*]]: tensor<2x3xi32>, %[[CW:.*]]: tensor<5xf32>, %[[G:.*]]: tensor<2x3xf32>
+// CHECK-DAG: %[[S_OVER_C:.*]] = kiln.constant dense<2.000000e-02> : tensor<2x5x3xf32>
+// CHECK-DAG: %[[ONE_MINUS_S:.*]] = kiln.constant dense<0.899999976> : tensor<2x3xf32>
+// CHECK: %[[COUNTED:.*]] = kiln.compare <ne>, %[[T]], %{{.*}} : tensor<2x3xi32>
+// CHECK: %[[WG:.*]] = kiln.gather %[[CW]], %{{.*}} {axis = 0 : i64} : tensor<5xf32>, tensor<2x3xi32>
+// CHECK: %[[W:.*]] = kiln.select %[[COUNTED]], %[[WG]], %{{.*}} : tensor<2x3xi1>, tensor<2x3xf32>
+// CHECK: %[[LSE:.*]] = kiln.add %{{.*}}, %{{.*}} : tensor<2x1x3xf32>
+// CHECK: %[[LSEB:.*]] = kiln.broadcast %[[LSE]] : tensor<2x1x3xf32> to tensor<2x5x3xf32>
+// CHECK: %[[LOGP:.*]] = kiln.sub %[[L]], %[[LSEB]] : tensor<2x5x3xf32>
+// CHECK: %[[P:.*]] = kiln.exp %[[LOGP]] : tensor<2x5x3xf32>
+// CHECK: kiln.iota {dimension = 1 : i64} : tensor<2x5x3xi32>
+// CHECK: %[[GW:.*]] = kiln.mul %[[G]], %[[W]] : tensor<2x3xf32>
+// CHECK: %[[NLLC:.*]] = kiln.mul %[[GW]], %[[ONE_MINUS_S]] : tensor<2x3xf32>
+// CHECK: %[[NLLCR:.*]] = kiln.reshape %[[NLLC]] : tensor<2x3xf32> to tensor<2x1x3xf32>
+// CHECK: %[[NLLCB:.*]] = kiln.broadcast %[[NLLCR]] : tensor<2x1x3xf32> to tensor<2x5x3xf32>
+// CHECK: %[[DIFF:.*]] = kiln.sub %[[P]], %{{.*}} : tensor<2x5x3xf32>
+// CHECK: %[[NLL:.*]] = kiln.mul %[[NLLCB]], %[[DIFF]] : tensor<2x5x3xf32>
+// CHECK: %[[GC:.*]] = kiln.select %[[COUNTED]], %[[G]], %{{.*}} : tensor<2x3xi1>, tensor<2x3xf32>
+// CHECK: %[[WTOTAL:.*]] = kiln.reduce_sum %[[CW]] {dimensions = array<i64: 0>} : tensor<5xf32>
+// CHECK: %[[WTOTALR:.*]] = kiln.reshape %[[WTOTAL]] : tensor<f32> to tensor<1x1x1xf32>
+// CHECK: %[[WTOTALB:.*]] = kiln.broadcast %[[WTOTALR]] : tensor<1x1x1xf32> to tensor<2x5x3xf32>
+// CHECK: %[[WP:.*]] = kiln.mul %[[WTOTALB]], %[[P]] : tensor<2x5x3xf32>
+// CHECK: %[[CWR:.*]] = kiln.reshape %[[CW]] : tensor<5xf32> to tensor<1x5x1xf32>
+// CHECK: %[[CWB:.*]] = kiln.broadcast %[[CWR]] : tensor<1x5x1xf32> to tensor<2x5x3xf32>
+// CHECK: %[[SPREAD:.*]] = kiln.sub %[[WP]], %[[CWB]] : tensor<2x5x3xf32>
+// CHECK: %[[SPREADS:.*]] = kiln.mul %[[SPREAD]], %[[S_OVER_C]] : tensor<2x5x3xf32>
+// CHECK: %[[GCR:.*]] = kiln.reshape %[[GC]] : tensor<2x3xf32> to tensor<2x1x3xf32>
+// CHECK: %[[GCB:.*]] = kiln.broadcast %[[GCR]] : tensor<2x1x3xf32> to tensor<2x5x3xf32>
+// CHECK: %[[SMOOTH:.*]] = kiln.mul %[[GCB]], %[[SPREADS]] : tensor<2x5x3xf32>
+// CHECK: %[[DX:.*]] = kiln.add %[[NLL]], %[[SMOOTH]] : tensor<2x5x3xf32>
+// CHECK: return %[[DX]] : tensor<2x5x3xf32>
+func.func @cross_entropy_grad_smoothing(%logits: tensor<2x5x3xf32>, %labels: tensor<2x3xi32>, %w: tensor<5xf32>, %g: tensor<2x3xf32>) -> tensor<2x5x3xf32> {
+  %dx = kiln.cross_entropy_grad %logits, %labels, %g weight %w : tensor<5xf32>
+      {reduction = #kiln.reduction<none>, ignore_index = -100 : i64, label_smoothing = 0.1 : f64}
+      : tensor<2x5x3xf32>, tensor<2x3xi32>, tensor<2x3xf32>
+  return %dx : tensor<2x5x3xf32>
+}
+
+// Without class weights or ignore_index, summed: every row's coefficient is
+// grad, and the smoothing term s (p - 1 / C).
+// CHECK-LABEL: func.func @cross_entropy_grad_smoothing_sum(
+// CHECK-SAME: %[[L:.*]]: tensor<4x3xf32>, %[[T:.*]]: tensor<4xi64>, %[[G:.*]]: tensor<f32>
+// CHECK-DAG: %[[S:.*]] = kiln.constant dense<2.000000e-01> : tensor<4x3xf32>
+// CHECK-DAG: %[[ONE_OVER_C:.*]] = kiln.constant dense<0.333333343> : tensor<4x3xf32>
+// CHECK-NOT: kiln.compare <ne>
+// CHECK: %[[GB:.*]] = kiln.broadcast %[[G]] : tensor<f32> to tensor<4xf32>
+// CHECK: %[[LSE:.*]] = kiln.add %{{.*}}, %{{.*}} : tensor<4x1xf32>
+// CHECK: %[[LSEB:.*]] = kiln.broadcast %[[LSE]] : tensor<4x1xf32> to tensor<4x3xf32>
+// CHECK: %[[LOGP:.*]] = kiln.sub %[[L]], %[[LSEB]] : tensor<4x3xf32>
+// CHECK: %[[P:.*]] = kiln.exp %[[LOGP]] : tensor<4x3xf32>
+// CHECK: %[[NLL:.*]] = kiln.mul %{{.*}}, %{{.*}} : tensor<4x3xf32>
+// CHECK: %[[CENTRED:.*]] = kiln.sub %[[P]], %[[ONE_OVER_C]] : tensor<4x3xf32>
+// CHECK: %[[SPREAD:.*]] = kiln.mul %[[CENTRED]], %[[S]] : tensor<4x3xf32>
+// CHECK: %[[GR:.*]] = kiln.reshape %[[GB]] : tensor<4xf32> to tensor<4x1xf32>
+// CHECK: %[[GRB:.*]] = kiln.broadcast %[[GR]] : tensor<4x1xf32> to tensor<4x3xf32>
+// CHECK: %[[SMOOTH:.*]] = kiln.mul %[[GRB]], %[[SPREAD]] : tensor<4x3xf32>
+// CHECK: %[[DX:.*]] = kiln.add %[[NLL]], %[[SMOOTH]] : tensor<4x3xf32>
+// CHECK: return %[[DX]] : tensor<4x3xf32>
+func.func @cross_entropy_grad_smoothing_sum(%logits: tensor<4x3xf32>, %labels: tensor<4xi64>, %g: tensor<f32>) -> tensor<4x3xf32> {
+  %dx = kiln.cross_entropy_grad %logits, %labels, %g {reduction = #kiln.reduction<sum>, label_smoothing = 0.2 : f64}
+      : tensor<4x3xf32>, tensor<4xi64>, tensor<f32>
+  return %dx : tensor<4x3xf32>
 }

@@ -6,7 +6,7 @@ stored order), the same optimizer, every step's loss.
         [--weight-decay W] [--lr-decay D] [--schedule constant|linear|cosine
         --warmup-steps W --total-steps T] [--grad-clip C] [--grad-accum K]
         [--kiln-loss] [--masking add|inf|lowest|fill|causal|fill-add]
-        [--seq S]
+        [--seq S] [--label-smoothing S --ignore-index I]
         writes DIR/MODEL-loss.onnx, DIR/MODEL-train.npz and the losses of
         torch.optim on them to DIR/MODEL-losses.txt
         and the parameters torch.optim ends with to DIR/MODEL-final.npz;
@@ -24,7 +24,10 @@ stored order), the same optimizer, every step's loss.
         -10000 too (fill-add); with any of the last four the second row
         is all padding, and with causal the third is padded on the left);
         gpt2 --masking fill fills its scores above the diagonal with the
-        lowest float, not -inf
+        lowest float, not -inf; --label-smoothing and --ignore-index (cnn
+        and bert, with --kiln-loss, for kilnc's options of those names)
+        give PyTorch's cross-entropy those arguments and write no
+        MODEL-loss.onnx
     compare_training.py check EXPECTED.txt KILN_RUN_OUTPUT.txt [--rtol R]
         compares the 'loss' column of `kiln-run --data ... --no-shuffle`
     compare_training.py check-params FINAL.npz SAVED.safetensors
@@ -51,15 +54,21 @@ MASKING = {"mlp": ("add",), "gpt2": ("add", "fill"), "cnn": ("add",),
 TRAINING_MODE = ("cnn",)
 
 
-def training_model(name, masking="add", seq=None):
+def training_model(name, masking="add", seq=None, loss_options=None):
     """(torch, the model followed by its mean cross-entropy loss,
     make_inputs(generator, samples) -> {graph input name: tensor}, the
     labels last). masking: how gpt2 masks its scores above the diagonal and
     bert its padding (MASKING, torch_modules in kiln_onnx_models); seq:
-    gpt2's sequence length (default kiln_onnx_models.SEQ)."""
+    gpt2's sequence length (default kiln_onnx_models.SEQ); loss_options:
+    keyword arguments of cnn's and bert's torch.nn.functional.cross_entropy
+    (label_smoothing, ignore_index)."""
     if masking not in MASKING[name]:
         raise SystemExit("compare_training.py: %s has no --masking %s (only %s)"
                          % (name, masking, ", ".join(MASKING[name])))
+    loss_options = loss_options or {}
+    if loss_options and name in ("mlp", "gpt2"):
+        raise SystemExit("compare_training.py: --label-smoothing and "
+                         "--ignore-index are for cnn and bert")
     if name in ("mlp", "gpt2"):
         torch, model, make_inputs = wrapped(name, masking, seq)
 
@@ -77,7 +86,8 @@ def training_model(name, masking="add", seq=None):
 
         def forward(self, *args):
             *inputs, labels = args
-            return torch.nn.functional.cross_entropy(self.net(*inputs), labels)
+            return torch.nn.functional.cross_entropy(self.net(*inputs), labels,
+                                                     **loss_options)
 
     tensor = torch.from_numpy
     if name == "cnn":
@@ -115,8 +125,16 @@ def training_model(name, masking="add", seq=None):
 def prepare(args):
     import torch
     torch.manual_seed(0)
+    loss_options = {}
+    if args.label_smoothing:
+        loss_options["label_smoothing"] = args.label_smoothing
+    if args.ignore_index is not None:
+        loss_options["ignore_index"] = args.ignore_index
+    if loss_options and not args.kiln_loss:
+        raise SystemExit("compare_training.py: --label-smoothing and "
+                         "--ignore-index need --kiln-loss")
     torch, model, make_inputs = training_model(args.model, args.masking,
-                                               args.seq)
+                                               args.seq, loss_options)
     model.train(args.model in TRAINING_MODE)
     with torch.no_grad():
         for parameter in model.parameters():
@@ -135,11 +153,12 @@ def prepare(args):
     import inspect
     legacy = ({"dynamo": False} if "dynamo" in
               inspect.signature(torch.onnx.export).parameters else {})
-    path = os.path.join(args.dir, args.model + "-loss.onnx")
-    torch.onnx.export(model, first, path, opset_version=17, training=mode,
-                      input_names=names, output_names=["loss"],
-                      dynamic_axes={name: {0: "batch"} for name in names},
-                      do_constant_folding=False, **legacy)
+    if not loss_options:
+        path = os.path.join(args.dir, args.model + "-loss.onnx")
+        torch.onnx.export(model, first, path, opset_version=17, training=mode,
+                          input_names=names, output_names=["loss"],
+                          dynamic_axes={name: {0: "batch"} for name in names},
+                          do_constant_folding=False, **legacy)
     if args.kiln_loss:
         torch.onnx.export(model.net, first[:-1],
                           os.path.join(args.dir, args.model + "-logits.onnx"),
@@ -442,6 +461,8 @@ def main():
     p.add_argument("--grad-clip", type=float, default=0.0)
     p.add_argument("--grad-accum", type=int, default=1)
     p.add_argument("--kiln-loss", action="store_true")
+    p.add_argument("--label-smoothing", type=float, default=0.0)
+    p.add_argument("--ignore-index", type=int)
     p.add_argument("--seq", type=int,
                    help="gpt2: the sequence length (default 16)")
     p.add_argument("--masking", choices=MASKING["bert"], default="add",

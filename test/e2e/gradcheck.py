@@ -69,6 +69,21 @@ def attention_nodes(scale_op=None, mask=None):
                     make("MatMul", ["p", "v"], ["y"])]
 
 
+def cross_entropy_nodes(labels, weight=None, **attrs):
+    """SoftmaxCrossEntropyLoss of the parameter x against constant labels
+    (and constant class weights): kilnc differentiates it with
+    kiln.cross_entropy's own rule."""
+    make = helper.make_node
+    constant = lambda name, array: make("Constant", [], [name],
+                                        value=numpy_helper.from_array(array, name))
+    nodes = [constant("labels", np.array(labels, dtype=np.int64))]
+    inputs = ["x", "labels"]
+    if weight is not None:
+        nodes.append(constant("w", np.array(weight, dtype=np.float64)))
+        inputs.append("w")
+    return nodes + [make("SoftmaxCrossEntropyLoss", inputs, ["y"], **attrs)]
+
+
 def cases():
     rng = np.random.default_rng(7)
     r = lambda *s: rng.standard_normal(s)
@@ -185,6 +200,16 @@ def cases():
         case("attention_mask", None,
              {"q": r(1, 2, 3, 2), "k": r(1, 2, 4, 2), "v": r(1, 2, 4, 3),
               "m": r(3, 4)}, (1, 2, 3, 3), nodes=attention_nodes("Mul", "add")),
+        # Cross-entropy: the mean over the labels, class weights with an
+        # ignored label, and per-element losses over [N, C, D] scores.
+        case("cross_entropy", None, {"x": r(3, 4)}, (), nodes=cross_entropy_nodes([0, 3, 1])),
+        case("cross_entropy_weighted_ignore", None, {"x": r(4, 3)}, (),
+             nodes=cross_entropy_nodes([1, 0, 2, 2], [0.5, 2.0, 1.5], ignore_index=1)),
+        case("cross_entropy_sum", None, {"x": r(3, 4)}, (),
+             nodes=cross_entropy_nodes([2, 2, 0], reduction="sum")),
+        case("cross_entropy_none_spatial", None, {"x": r(2, 3, 2)}, (2, 2),
+             nodes=cross_entropy_nodes([[0, 2], [1, 1]], [1.0, 0.25, 3.0],
+                                       reduction="none")),
         case("attention_causal", None,
              {"q": r(2, 1, 3, 2), "k": r(2, 1, 4, 2), "v": r(2, 1, 4, 2)},
              (2, 1, 3, 2), nodes=attention_nodes("Mul", "causal")),

@@ -291,15 +291,16 @@ void kilnc::addTrainingPasses(mlir::PassManager &pm, bool lossScaling) {
     add.labelSmoothing = labelSmoothing;
     pm.addPass(kiln::createKilnAddLoss(add));
   }
-  // GELU as one op keeps only its input for the backward pass. Attention
-  // and layer norms keep their own ops through autodiff, whose rules
-  // recompute the probabilities (the statistics) instead of keeping the
-  // intermediates; compiling the bundle decomposes them afterwards.
+  // GELU as one op keeps only its input for the backward pass. Attention,
+  // layer norms and cross-entropy keep their own ops through autodiff, whose
+  // rules recompute the probabilities (the statistics) instead of keeping
+  // the intermediates; compiling the bundle decomposes them afterwards.
   pm.addPass(kiln::createKilnFuseGelu());
   pm.addPass(kiln::createKilnFuseAttention());
   kiln::KilnDecomposeOptions decompose;
   decompose.keepAttention = true;
   decompose.keepLayerNorm = true;
+  decompose.keepCrossEntropy = true;
   pm.addPass(kiln::createKilnDecompose(decompose));
   // Folded first, so autodiff differentiates the simplified graph (matrix
   // products with their transposes absorbed, constants folded).

@@ -9,7 +9,8 @@ def KilnDecompose : Pass<"kiln-decompose", "mlir::ModuleOp"> {
   let summary = "Expands composite kiln ops into the core ops";
   let description = [{
     Rewrites softmax, log-softmax, attention and layer normalization and
-    their gradients, batch normalization, the losses and reduce_mean /
+    their gradients, batch normalization, the losses and the cross-entropy's
+    gradient, and reduce_mean /
     reduce_l2 / reduce_logsumexp into elementwise ops, matrix products, broadcasts, reductions and gathers.
     Activations defined by formulas (gelu, sigmoid, softplus...) stay: code
     generation computes them directly.
@@ -22,7 +23,11 @@ def KilnDecompose : Pass<"kiln-decompose", "mlir::ModuleOp"> {
     Option<"keepLayerNorm", "keep-layer-norm", "bool", "false",
            "Leave kiln.layer_norm and kiln.layer_norm_grad as they are "
            "(kilnc does until kiln-autodiff has used the layer norm's own "
-           "gradient, and for the CUDA target until kiln-fused-layer-norm)">
+           "gradient, and for the CUDA target until kiln-fused-layer-norm)">,
+    Option<"keepCrossEntropy", "keep-cross-entropy", "bool", "false",
+           "Leave kiln.cross_entropy as it is where its class weights are "
+           "absent or a constant (kilnc does until kiln-autodiff has used "
+           "its own gradient, kiln.cross_entropy_grad)">
   ];
   let dependentDialects = ["::kiln::KilnDialect"];
 }

@@ -25,6 +25,7 @@
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
@@ -242,13 +243,21 @@ Expected<std::string> linkSharedObject(StringRef object) {
   if (linker.empty())
     return makeError("no C compiler driver (clang or cc) found to link the "
                      "CPU kernels");
+  // LLVM calls runtime helpers for some conversions (f32 to bf16:
+  // __truncsfbf2, which the CUDA target's rounded operands need under
+  // --emulate-cuda) that libgcc before GCC 13 lacks; clang links them from
+  // its own builtins library into the shared object.
+  bool isClang = llvm::sys::path::filename(linker).starts_with("clang");
   return kiln::runToolOnBytes(
       object, "o", "so", linker,
       [&](StringRef objectPath, StringRef libraryPath) {
-        return std::vector<std::string>{
+        std::vector<std::string> command{
             linker, "-shared", "-o", libraryPath.str(), objectPath.str(),
             "-lopenblas", "-L" KILN_OPENMP_LIBRARY_DIR, "-lomp",
             "-Wl,-rpath," KILN_OPENMP_LIBRARY_DIR, "-lm"};
+        if (isClang)
+          command.insert(command.begin() + 1, "--rtlib=compiler-rt");
+        return command;
       },
       "linking the kernels");
 }
