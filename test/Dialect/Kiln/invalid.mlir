@@ -1225,6 +1225,38 @@ func.func @cross_entropy_reduction(%l: tensor<8x10xf32>, %t: tensor<8xi64>) {
 
 // -----
 
+func.func @cross_entropy_grad_grad_type(%l: tensor<8x10xf32>, %t: tensor<8xi64>, %g: tensor<f32>) {
+  // expected-error @+1 {{grad must have the loss's type 'tensor<8xf32>', not 'tensor<f32>'}}
+  %y = kiln.cross_entropy_grad %l, %t, %g {reduction = #kiln.reduction<none>} : tensor<8x10xf32>, tensor<8xi64>, tensor<f32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_grad_labels(%l: tensor<8x10xf32>, %t: tensor<10xi64>, %g: tensor<f32>) {
+  // expected-error @+1 {{labels shape does not match the scores without their class dimension}}
+  %y = kiln.cross_entropy_grad %l, %t, %g : tensor<8x10xf32>, tensor<10xi64>, tensor<f32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_grad_smoothing(%l: tensor<8x10xf32>, %t: tensor<8xi64>, %g: tensor<f32>) {
+  // expected-error @+1 {{label_smoothing must be in [0, 1]}}
+  %y = kiln.cross_entropy_grad %l, %t, %g {label_smoothing = 1.5 : f64} : tensor<8x10xf32>, tensor<8xi64>, tensor<f32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_grad_result(%l: tensor<8x10xf32>, %t: tensor<8xi64>, %g: tensor<f32>) {
+  // expected-error @+1 {{all of {logits, logits_grad} have same type}}
+  %y = "kiln.cross_entropy_grad"(%l, %t, %g) : (tensor<8x10xf32>, tensor<8xi64>, tensor<f32>) -> tensor<8x9xf32>
+  return
+}
+
+// -----
+
 func.func @cross_entropy_label_smoothing(%l: tensor<8x10xf32>, %t: tensor<8xi64>) {
   // expected-error @+1 {{label_smoothing must be in [0, 1]}}
   %y = kiln.cross_entropy %l, %t {label_smoothing = 1.5 : f64} : tensor<8x10xf32>, tensor<8xi64>

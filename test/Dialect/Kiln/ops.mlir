@@ -939,6 +939,21 @@ func.func @cross_entropy(%logits: tensor<8x10xf32>, %labels: tensor<8xi64>, %w: 
   return %a, %b, %c : tensor<f32>, tensor<2x3x4xf32>, tensor<f32>
 }
 
+// CHECK-LABEL: func.func @cross_entropy_grad(
+// CHECK-SAME: %[[L:.*]]: tensor<8x10xf32>, %[[T:.*]]: tensor<8xi64>, %[[G:.*]]: tensor<f32>, %[[W:.*]]: tensor<5xf32>, %[[L3:.*]]: tensor<2x5x3xf32>, %[[T2:.*]]: tensor<2x3xi32>, %[[G2:.*]]: tensor<2x3xf32>
+// CHECK: %[[A:.*]] = kiln.cross_entropy_grad %[[L]], %[[T]], %[[G]] : tensor<8x10xf32>, tensor<8xi64>, tensor<f32>
+// CHECK: %[[B:.*]] = kiln.cross_entropy_grad %[[L3]], %[[T2]], %[[G2]] weight %[[W]] : tensor<5xf32> {ignore_index = -100 : i64, label_smoothing = 1.000000e-01 : f64, reduction = #kiln.reduction<none>} : tensor<2x5x3xf32>, tensor<2x3xi32>, tensor<2x3xf32>
+// CHECK: return %[[A]], %[[B]] : tensor<8x10xf32>, tensor<2x5x3xf32>
+func.func @cross_entropy_grad(%logits: tensor<8x10xf32>, %labels: tensor<8xi64>, %g: tensor<f32>,
+                              %w: tensor<5xf32>, %l3: tensor<2x5x3xf32>, %t2: tensor<2x3xi32>,
+                              %g2: tensor<2x3xf32>) -> (tensor<8x10xf32>, tensor<2x5x3xf32>) {
+  %a = kiln.cross_entropy_grad %logits, %labels, %g : tensor<8x10xf32>, tensor<8xi64>, tensor<f32>
+  %b = kiln.cross_entropy_grad %l3, %t2, %g2 weight %w : tensor<5xf32>
+      {reduction = #kiln.reduction<none>, ignore_index = -100 : i64, label_smoothing = 0.1 : f64}
+      : tensor<2x5x3xf32>, tensor<2x3xi32>, tensor<2x3xf32>
+  return %a, %b : tensor<8x10xf32>, tensor<2x5x3xf32>
+}
+
 // CHECK-LABEL: func.func @nll_loss(
 // CHECK-SAME: %[[P:.*]]: tensor<8x10xf64>, %[[T:.*]]: tensor<8xi64>, %[[P3:.*]]: tensor<2x5x6xf32>, %[[T2:.*]]: tensor<2x6xi64>, %[[W:.*]]: tensor<5xf32>
 // CHECK: %[[A:.*]] = kiln.nll_loss %[[P]], %[[T]] : tensor<8x10xf64>, tensor<8xi64>
