@@ -16,7 +16,7 @@ loops on CUDA cores, each as a ratio to the plain Kiln side.
         [--kiln-only] [--out DIR]
         [--bin build/bin]
     python3 bench/gpu_train.py --tiny --device cpu     # the logic, on a CPU
-    python3 bench/gpu_train.py --package-prepare DIR [model options]
+    python3 bench/gpu_train.py --package-prepare DIR [--keep-onnx] [model options]
     python3 bench/gpu_train.py --package DIR [timing options]
 
 --models lists MODEL or MODEL:PRECISION[+PRECISION...] (for example
@@ -256,6 +256,11 @@ def parse_args(argv):
     parser.add_argument("--package-prepare", metavar="DIR",
                         help="export and compile the models with "
                         "--external-weights into DIR, and stop")
+    parser.add_argument("--keep-onnx", action="store_true",
+                        help="with --package-prepare, keep each model's "
+                        "NAME.onnx in DIR (removed by default: the "
+                        "package carries no weights), to compile it again "
+                        "with other kilnc options")
     parser.add_argument("--package", metavar="DIR",
                         help="time what a --package-prepare directory holds "
                         "(its models, precisions, data-parallel bundles, "
@@ -1132,7 +1137,8 @@ def package_prepare(args):
                     label), flush=True)
             if "plain" in entry:
                 bundles[precision] = entry
-        os.remove(onnx_path)
+        if not args.keep_onnx:
+            os.remove(onnx_path)
         if not bundles:
             continue
         config["bundles"] = bundles

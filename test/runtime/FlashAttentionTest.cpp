@@ -2,9 +2,9 @@
 //
 // The kernels of runtime/src/cuda/FlashAttention.h, run on the host: each
 // thread of a block is a thread of its own, with real barriers for
-// __syncthreads and for the warp-wide exchanges (shuffles and mma.sync,
-// whose operands every lane contributes to and whose fragment layout is the
-// PTX ISA's). The results are checked against attention computed in double
+// __syncthreads and for the warp-wide exchanges (shuffles, ldmatrix and
+// mma.sync, whose operands every lane contributes to and whose fragment
+// layouts are the PTX ISA's). The results are checked against attention computed in double
 // precision from the same 16-bit inputs. On a GPU, the CUDA backend's tests
 // run the same kernels compiled by nvcc.
 //
@@ -43,6 +43,7 @@ struct HostBlock {
   std::vector<std::unique_ptr<Barrier>> warps;
   float floats[kThreads];
   uint32_t a[kThreads][4], b[kThreads][2];
+  const uint16_t *rows[kThreads];
 };
 
 /// A thread of a block, as the kernels' `Ctx`.
@@ -93,6 +94,37 @@ struct HostCtx {
     warpSync();
     std::copy(out, out + 4, d);
   }
+
+  /// ldmatrix.sync.aligned.m8n8.x4(.trans).shared.b16, as the PTX ISA
+  /// defines it: lane l names row l % 8 of matrix l / 8 (8 elements,
+  /// 16-byte aligned, in shared memory) and gets in r[i] two elements of
+  /// matrix i: (l / 4, 2 (l % 4)) and the next column, or transposed
+  /// (2 (l % 4), l / 4) and the next row; the first in the low half.
+  void loadMatrices(uint32_t r[4], const uint16_t *row) {
+    exchangeRows(r, row, false);
+  }
+  void loadMatricesTransposed(uint32_t r[4], const uint16_t *row) {
+    exchangeRows(r, row, true);
+  }
+  void exchangeRows(uint32_t r[4], const uint16_t *row, bool transposed) {
+    const char *begin = reinterpret_cast<const char *>(host->shared.data());
+    const char *at = reinterpret_cast<const char *>(row);
+    if (reinterpret_cast<uintptr_t>(row) % 16 != 0 || at < begin ||
+        at + 16 > begin + host->shared.size() * sizeof(uint64_t))
+      ADD_FAILURE() << "lane " << thread % 32 << " of warp " << thread / 32
+                    << " names a row outside shared memory or not 16-byte "
+                       "aligned";
+    host->rows[thread] = row;
+    warpSync();
+    int g = (thread & 31) / 4, t = thread % 4;
+    for (int i = 0; i < 4; ++i) {
+      const uint16_t *const *rows = host->rows + laneBase() + 8 * i;
+      r[i] = transposed
+                 ? pack(rows[2 * t][g], rows[2 * t + 1][g])
+                 : pack(rows[g][2 * t], rows[g][2 * t + 1]);
+    }
+    warpSync();
+  }
 };
 
 template <typename Kernel>
@@ -124,8 +156,8 @@ struct Case {
   /// A causal mask held as a [1, 1, Sq, Sk] tensor of 0 and -inf (as a
   /// model's buffer would be) rather than the kernels' causal flag.
   bool maskedCausal = false;
-  /// Q, K and V start one element past a 16-byte boundary, so the kernels
-  /// load them an element at a time.
+  /// Q, K, V and dO start one element past a 16-byte boundary, so the
+  /// kernels load them an element at a time.
   bool misaligned = false;
   /// A [1, 1, Sq, Sk] mask of 0 and the lowest float (Hugging Face's fill,
   /// below the lowest float in log2 units): query rows 3i + 1 drop every
@@ -180,7 +212,9 @@ public:
       p.k = dense(k.data() + skip, c.keys);
       p.v = dense(v.data() + skip, c.keys);
     }
-    dout.resize(bh * c.queries * D);
+    // Misaligned, dO starts one float past a 16-byte boundary too.
+    int doutSkip = c.misaligned ? 1 : 0;
+    dout.resize(bh * c.queries * D + doutSkip);
     for (float &x : dout)
       x = normal(rng);
     o.assign(dout.size(), NAN);
@@ -198,7 +232,7 @@ public:
     p.maskedFill = c.maskedFill;
     p.causalFill = c.leftPadding ? 1 : 0;
     p.o = dense(o.data(), c.queries);
-    p.dout = dense(dout.data(), c.queries);
+    p.dout = dense(dout.data() + doutSkip, c.queries);
     p.dq = dense(dq.data(), c.queries);
     p.dk = dense(dk.data(), c.keys);
     p.dv = dense(dv.data(), c.keys);
@@ -322,7 +356,8 @@ public:
             for (int d = 0; d < D; ++d)
               oRow[d] += prob[j] * element(p.v, b, h, j, d);
           // Backward, from the reference output.
-          const float *gRow = &dout[(base * c.queries + i) * D];
+          const float *gRow =
+              static_cast<const float *>(p.dout.data) + (base * c.queries + i) * D;
           double centre = 0;
           for (int d = 0; d < D; ++d)
             centre += gRow[d] * oRow[d];
@@ -427,7 +462,9 @@ TEST(FlashAttentionTest, CausalSkipsTilesPastTheDiagonal) {
 }
 
 TEST(FlashAttentionTest, PaddingMaskAndMoreKeysThanQueries) {
-  check<F16, 64>({2, 1, 48, 100, false, /*maskFrom=*/70}, kF16);
+  // Keys 40.. of odd batches are dropped: part of the first tile of keys,
+  // and the whole second one, which is skipped.
+  check<F16, 64>({2, 1, 48, 100, false, /*maskFrom=*/40}, kF16);
 }
 
 TEST(FlashAttentionTest, CausalMaskTensorSkipsDroppedTiles) {
@@ -472,6 +509,17 @@ TEST(FlashAttentionTest, UnalignedTensorsLoadElementByElement) {
   Case c{1, 2, 70, 70, /*causal=*/true};
   c.misaligned = true;
   check<BF16, 32>(c, kBF16);
+}
+
+// Tiles whose every score counts (no mask, every key in range, none after
+// a query) take the kernels' unchecked path; here most of them do, beside
+// the partial last tile of keys.
+TEST(FlashAttentionTest, WholeTilesHeadSize16) {
+  check<BF16, 16>({1, 2, 128, 200}, kBF16);
+}
+
+TEST(FlashAttentionTest, WholeTilesBeforeTheDiagonalF16) {
+  check<F16, 64>({1, 1, 192, 192, /*causal=*/true}, kF16);
 }
 
 TEST(FlashAttentionTest, HeadSize128) {

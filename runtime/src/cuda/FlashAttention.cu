@@ -1,6 +1,7 @@
 //===- FlashAttention.cu - FlashAttention.h's kernels for the GPU ---------===//
 //
-// The device side of the kernels' context, and one extern "C" kernel per
+// The device side of the kernels' context (barriers, shuffles, mma.sync and
+// ldmatrix), and one extern "C" kernel per
 // kernel, element type and head size. The build compiles this file alone
 // with nvcc into a fatbin (cubins for sm_80 and sm_90a, PTX for newer
 // GPUs) that libkilnrt-cuda.so carries and loads through the driver API,
@@ -26,6 +27,23 @@ struct DeviceCtx {
   }
   template <typename T>
   __device__ void mma(float d[4], const uint32_t a[4], const uint32_t b[2]);
+
+  // Volatile, so that no load moves across the barrier before it.
+  __device__ void loadMatrices(uint32_t r[4], const uint16_t *row) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 "
+                 "{%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(sharedAddress(row)));
+  }
+  __device__ void loadMatricesTransposed(uint32_t r[4], const uint16_t *row) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 "
+                 "{%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(sharedAddress(row)));
+  }
+  static __device__ uint32_t sharedAddress(const void *p) {
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  }
 };
 
 template <>

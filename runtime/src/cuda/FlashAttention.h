@@ -21,7 +21,9 @@
 // indices, shared memory, barriers, warp shuffles and the mma: on the GPU
 // those are the hardware's (FlashAttention.cu); on the host a test runs
 // every thread of a block as a thread of its own, so the fragment layouts
-// and the softmax bookkeeping are checked without a GPU.
+// and the softmax bookkeeping are checked without a GPU. The Ctx also
+// loads the products' B operands from shared tiles (ldmatrix: below, at
+// productWithRows).
 //
 // Q, K and V hold 16-bit elements (the `T` of the kernel) and O, dO and the
 // gradients f32, each addressed as base + batch * b + head * h + row * r +
@@ -178,9 +180,14 @@ struct F16 {
   }
 };
 
+/// 2^x: on the GPU the special function unit's approximation (relative
+/// error about 2^-22, results below 2^-126 flushed to 0), which is all a
+/// probability rounded to 16 bits needs.
 KILN_FA_FN float exp2Of(float x) {
 #if defined(__CUDACC__)
-  return exp2f(x);
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
 #else
   return std::exp2(x);
 #endif
@@ -227,45 +234,26 @@ KILN_FA_FN uint32_t pack(uint16_t lo, uint16_t hi) {
   return static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
 }
 
+/// Two floats rounded to T (to nearest, ties to even) in one register, the
+/// first in the low half: on the GPU one conversion of the pair.
 template <typename T> KILN_FA_FN uint32_t pack(float lo, float hi) {
+#if defined(__CUDACC__)
+  uint32_t both;
+  if (std::is_same<T, BF16>::value)
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(both) : "f"(hi), "f"(lo));
+  else
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(both) : "f"(hi), "f"(lo));
+  return both;
+#else
   return pack(T::fromFloat(lo), T::fromFloat(hi));
+#endif
 }
 
-/// Element (row, column) of a row-major 16-bit matrix.
+/// A row-major tile of 16-bit elements in shared memory.
 struct Matrix16 {
   const uint16_t *data;
   int64_t ld;
-  KILN_FA_FN uint16_t at(int row, int column) const {
-    return data[row * ld + column];
-  }
 };
-
-/// The A operand: rows r0.. of `m`, columns k0..k0 + 15.
-KILN_FA_FN void loadA(uint32_t a[4], Matrix16 m, int r0, int k0, int g,
-                      int t) {
-  int c = k0 + 2 * t;
-  a[0] = pack(m.at(r0 + g, c), m.at(r0 + g, c + 1));
-  a[1] = pack(m.at(r0 + g + 8, c), m.at(r0 + g + 8, c + 1));
-  a[2] = pack(m.at(r0 + g, c + 8), m.at(r0 + g, c + 9));
-  a[3] = pack(m.at(r0 + g + 8, c + 8), m.at(r0 + g + 8, c + 9));
-}
-
-/// The B operand B[k][n] = m[n0 + n][k0 + k]: the transpose of rows of `m`
-/// (as keys are, in Q Kᵀ).
-KILN_FA_FN void loadBTransposed(uint32_t b[2], Matrix16 m, int n0, int k0,
-                                int g, int t) {
-  int c = k0 + 2 * t;
-  b[0] = pack(m.at(n0 + g, c), m.at(n0 + g, c + 1));
-  b[1] = pack(m.at(n0 + g, c + 8), m.at(n0 + g, c + 9));
-}
-
-/// The B operand B[k][n] = m[k0 + k][n0 + n] (as values are, in P V).
-KILN_FA_FN void loadB(uint32_t b[2], Matrix16 m, int k0, int n0, int g,
-                      int t) {
-  int r = k0 + 2 * t;
-  b[0] = pack(m.at(r, n0 + g), m.at(r + 1, n0 + g));
-  b[1] = pack(m.at(r + 8, n0 + g), m.at(r + 9, n0 + g));
-}
 
 /// The A operand for chunk `chunk` (16 columns) of a 16 x 64 matrix held as
 /// eight accumulators: the accumulator layout of columns 16c.. is the A
@@ -280,38 +268,60 @@ KILN_FA_FN void accumulatorsAsA(uint32_t a[4], const float acc[8][4],
   a[3] = pack<T>(hi[2], hi[3]);
 }
 
+// The B operands come from shared tiles through the Ctx's loadMatrices
+// (ldmatrix.x4): lane l names row l % 8 of 8 x 8 matrix l / 8, 16 bytes
+// (8 elements, 16-byte aligned) of the tile, and receives in r[i] the
+// elements (l / 4, 2 (l % 4)) and (l / 4, 2 (l % 4) + 1) of matrix i, the
+// lower column in the low half; loadMatricesTransposed (.trans) gives it
+// (2 (l % 4), l / 4) and (2 (l % 4) + 1, l / 4) instead. A tile's rows are
+// D + kPad elements (a multiple of 16 bytes) apart, so the eight rows of a
+// matrix fall in different banks.
+
 /// acc[n] += A · rows n*8.. of `m`ᵀ for the eight n: a 16 x 64 product of
 /// the warp's rows (A, D wide, as D / 16 operands) with 64 rows of a tile.
+/// One loadMatrices reads the B operands of n and n + 1 at columns
+/// 16 kc..: matrix i is rows 8 (n + i / 2).., columns 16 kc + 8 (i % 2)..,
+/// so r[0], r[1] are n's and r[2], r[3] n + 1's (B[k][n'] = m[n'][k], the
+/// transpose of a tile's rows, as keys are in Q Kᵀ).
 template <typename T, int D, typename Ctx>
 KILN_FA_FN void productWithRows(Ctx &ctx, float acc[8][4],
-                                const uint32_t a[D / 16][4], Matrix16 m, int g,
-                                int t) {
+                                const uint32_t a[D / 16][4], Matrix16 m) {
+  const int lane = ctx.thread % 32;
+  const uint16_t *row =
+      m.data + (lane % 8 + lane / 16 * 8) * m.ld + lane / 8 % 2 * 8;
   KILN_FA_UNROLL
-  for (int n = 0; n < 8; ++n)
+  for (int n = 0; n < 8; n += 2)
     KILN_FA_UNROLL
     for (int kc = 0; kc < D / 16; ++kc) {
-      uint32_t b[2];
-      loadBTransposed(b, m, n * 8, kc * 16, g, t);
+      uint32_t b[4];
+      ctx.loadMatrices(b, row + n * 8 * m.ld + kc * 16);
       ctx.template mma<T>(acc[n], a[kc], b);
+      ctx.template mma<T>(acc[n + 1], a[kc], b + 2);
     }
 }
 
 /// acc += P · `m` for the warp's 16 x 64 P, held as eight accumulators
 /// (rounded to T as operands), and a tile's 64 rows of D: a 16 x D result
-/// as D / 8 accumulators.
+/// as D / 8 accumulators. One loadMatricesTransposed reads the B operands
+/// (B[k][n'] = m[k][n'], as values are in P V) of n and n + 1 at rows
+/// 16 chunk..: matrix i is rows 16 chunk + 8 (i % 2).., columns
+/// 8 (n + i / 2)...
 template <typename T, int D, typename Ctx>
 KILN_FA_FN void productOfAccumulators(Ctx &ctx, float acc[D / 8][4],
-                                      const float p[8][4], Matrix16 m, int g,
-                                      int t) {
+                                      const float p[8][4], Matrix16 m) {
+  const int lane = ctx.thread % 32;
+  const uint16_t *row =
+      m.data + (lane % 8 + lane / 8 % 2 * 8) * m.ld + lane / 16 * 8;
   KILN_FA_UNROLL
   for (int chunk = 0; chunk < 4; ++chunk) {
     uint32_t a[4];
     accumulatorsAsA<T>(a, p, chunk);
     KILN_FA_UNROLL
-    for (int n = 0; n < D / 8; ++n) {
-      uint32_t b[2];
-      loadB(b, m, chunk * 16, n * 8, g, t);
+    for (int n = 0; n < D / 8; n += 2) {
+      uint32_t b[4];
+      ctx.loadMatricesTransposed(b, row + chunk * 16 * m.ld + n * 8);
       ctx.template mma<T>(acc[n], a, b);
+      ctx.template mma<T>(acc[n + 1], a, b + 2);
     }
   }
 }
@@ -320,9 +330,12 @@ KILN_FA_FN void productOfAccumulators(Ctx &ctx, float acc[D / 8][4],
 // Tiles
 //===----------------------------------------------------------------------===//
 
-/// 16 bytes from `from` to `to`, both 16-byte aligned: one vector load
-/// and store on the GPU.
-KILN_FA_FN void copy16Bytes(uint16_t *to, const uint16_t *from) {
+/// 16 bytes of a tensor, 16-byte aligned, as the bits of T operands into
+/// 16-byte aligned shared memory: eight 16-bit elements copied (one vector
+/// load and store on the GPU), or four f32 ones rounded to T (a vector load
+/// and an 8-byte store).
+template <typename T>
+KILN_FA_FN void storeVector(uint16_t *to, const uint16_t *from) {
   struct alignas(16) Bytes16 {
     uint32_t x, y, z, w;
   };
@@ -330,6 +343,27 @@ KILN_FA_FN void copy16Bytes(uint16_t *to, const uint16_t *from) {
   *reinterpret_cast<Bytes16 *>(to) = *reinterpret_cast<const Bytes16 *>(from);
 #else
   std::memcpy(to, from, sizeof(Bytes16));
+#endif
+}
+template <typename T>
+KILN_FA_FN void storeVector(uint16_t *to, const float *from) {
+  struct alignas(16) Floats4 {
+    float x, y, z, w;
+  };
+  struct alignas(8) Words2 {
+    uint32_t lo, hi;
+  };
+  Floats4 v;
+#if defined(__CUDACC__)
+  v = *reinterpret_cast<const Floats4 *>(from);
+#else
+  std::memcpy(&v, from, sizeof v);
+#endif
+  Words2 w{pack<T>(v.x, v.y), pack<T>(v.z, v.w)};
+#if defined(__CUDACC__)
+  *reinterpret_cast<Words2 *>(to) = w;
+#else
+  std::memcpy(to, &w, sizeof w);
 #endif
 }
 
@@ -353,20 +387,27 @@ template <typename T, int D, typename Src, typename Ctx>
 KILN_FA_FN void loadTile(Ctx &ctx, uint16_t *tile, const TensorRef &ref,
                          int b, int h, int row0, int rows) {
   const Src *src = rowsOf<const Src>(ref, b, h, row0);
-  // Eight 16-bit elements (16 bytes) a load where every row of the tensor
-  // starts 16-byte aligned (the tile's rows do); else one at a time.
-  if (std::is_same<Src, uint16_t>::value &&
-      reinterpret_cast<uintptr_t>(src) % 16 == 0 && ref.row % 8 == 0) {
-    const uint16_t *bits = reinterpret_cast<const uint16_t *>(src);
-    for (int i = ctx.thread; i < kTile * D / 8; i += kThreads) {
-      int r = i / (D / 8), c = i % (D / 8) * 8;
-      uint16_t *to = tile + r * (D + kPad) + c;
-      if (r < rows - row0)
-        copy16Bytes(to, bits + r * ref.row + c);
-      else
+  // 16 bytes a load where every row of the tensor starts 16-byte aligned
+  // (the tile's rows do); else one element at a time. A thread loads the
+  // same columns of every kRowsAPass-th row, so that its addresses are a
+  // base and a constant step.
+  constexpr int kPerVector = 16 / sizeof(Src);
+  if (reinterpret_cast<uintptr_t>(src) % 16 == 0 && ref.row % kPerVector == 0) {
+    constexpr int kVectors = D / kPerVector, kRowsAPass = kThreads / kVectors;
+    static_assert(kThreads % kVectors == 0 && kTile % kRowsAPass == 0,
+                  "a tile's rows are whole passes of the block's threads");
+    const int r = ctx.thread / kVectors, c = ctx.thread % kVectors * kPerVector;
+    KILN_FA_UNROLL
+    for (int pass = 0; pass < kTile / kRowsAPass; ++pass) {
+      int row = r + pass * kRowsAPass;
+      uint16_t *to = tile + row * (D + kPad) + c;
+      if (row < rows - row0) {
+        storeVector<T>(to, src + row * ref.row + c);
+      } else {
         KILN_FA_UNROLL
-        for (int e = 0; e < 8; ++e)
+        for (int e = 0; e < kPerVector; ++e)
           to[e] = 0;
+      }
     }
     return;
   }
@@ -433,28 +474,56 @@ template <typename Ctx> KILN_FA_FN float groupSum(Ctx &ctx, float v) {
   return v + ctx.shflXor(v, 2);
 }
 
-/// The mask over queries q0.. and keys k0.. into a shared tile (by query,
-/// then key) in log2 units, -inf outside the scores; and whether any of it
-/// is above -inf (false: the tile drops every score, and is skipped). All
-/// of the block's threads call it together; true without a mask.
+/// A block's mask tile in shared memory: per query and key of the tile, the
+/// mask's value in log2 units (-inf outside the scores), or 0 throughout
+/// without a mask. A mask the same for every query (row stride 0, as a
+/// padding mask is) keeps one row, which every query reads.
+struct MaskTile {
+  float *values;
+  int rowStep;
+  KILN_FA_FN float at(int query, int key) const {
+    return values[query * rowStep + key];
+  }
+  KILN_FA_FN int *live() const {
+    return reinterpret_cast<int *>(values + kTile * kMaskStride);
+  }
+};
+
+/// The block's mask tile, zero throughout where there is no mask (the
+/// barrier before a tile's first product orders the zeros before any
+/// read).
 template <typename Ctx>
-KILN_FA_FN bool loadMaskTile(Ctx &ctx, float *tile, const Params &p, int b,
-                             int h, int q0, int k0) {
+KILN_FA_FN MaskTile maskTileOf(Ctx &ctx, const Params &p, float *values) {
+  MaskTile tile{values, p.mask.data && p.mask.row == 0 ? 0 : kMaskStride};
+  if (!p.mask.data)
+    for (int i = ctx.thread; i < kTile * kMaskStride; i += kThreads)
+      values[i] = 0.0f;
+  return tile;
+}
+
+/// The mask over queries q0.. and keys k0.. into the block's tile, -inf
+/// outside the scores; and whether any of it is above -inf (false: the
+/// tile drops every score, and is skipped). All of the block's threads
+/// call it together; true without a mask.
+template <typename Ctx>
+KILN_FA_FN bool loadMaskTile(Ctx &ctx, const MaskTile &tile, const Params &p,
+                             int b, int h, int q0, int k0) {
   if (!p.mask.data)
     return true;
-  int *live = reinterpret_cast<int *>(tile + kTile * kMaskStride);
+  int *live = tile.live();
   if (ctx.thread == 0)
     *live = 0;
   ctx.sync();
   const float *mask = rowsOf<const float>(p.mask, b, h, 0);
+  const int rows = tile.rowStep ? kTile : 1;
   bool any = false;
-  for (int i = ctx.thread; i < kTile * kTile; i += kThreads) {
+  for (int i = ctx.thread; i < rows * kTile; i += kThreads) {
     int r = i / kTile, c = i % kTile;
     int query = q0 + r, key = k0 + c;
     float v = -kInf;
     if (query < p.queries && key < p.keys)
       v = maskInLog2(mask[static_cast<int64_t>(query) * p.mask.row + key]);
-    tile[r * kMaskStride + c] = v;
+    tile.values[r * kMaskStride + c] = v;
     any = any || v > -kInf;
   }
   // Every thread that saw a score kept writes the same 1.
@@ -467,19 +536,25 @@ KILN_FA_FN bool loadMaskTile(Ctx &ctx, float *tile, const Params &p, int b,
   return result;
 }
 
-/// The mask tile's value (log2 units) for a query and a key relative to
-/// the tile's corner; 0 without a mask.
-KILN_FA_FN float maskAt(const Params &p, const float *tile, int query,
-                        int key) {
-  return p.mask.data ? tile[query * kMaskStride + key] : 0.0f;
-}
-
 /// The last key a block of rows row0.. sees, plus one.
 KILN_FA_FN int keyEnd(const Params &p, int row0) {
   if (!p.causal)
     return p.keys;
   int end = row0 + kBlockRows;
   return end < p.keys ? end : p.keys;
+}
+
+/// Whether a warp keeps every score of its 16 x 64 tile as it is, the
+/// queries query0..query0 + queryCount - 1 against the keys key0..key0 +
+/// keyCount - 1: no mask, every query and key in range, and no key after
+/// a query where the attention is causal (or the backward causalFill).
+/// Such a tile's scores need no test of their own, the same for every lane
+/// of the warp.
+KILN_FA_FN bool keepsWholeTile(const Params &p, int query0, int queryCount,
+                               int key0, int keyCount) {
+  return !p.mask.data && query0 + queryCount <= p.queries &&
+         key0 + keyCount <= p.keys &&
+         !((p.causal || p.causalFill) && key0 + keyCount - 1 > query0);
 }
 
 //===----------------------------------------------------------------------===//
@@ -502,13 +577,14 @@ template <int D> struct Block {
         scale(p.scale * kLog2e),
         first(reinterpret_cast<uint16_t *>(ctx.shared)),
         second(first + kTile * (D + kPad)),
-        mask(reinterpret_cast<float *>(second + kTile * (D + kPad))) {}
+        mask(maskTileOf(ctx, p,
+                        reinterpret_cast<float *>(second + kTile * (D + kPad)))) {}
 
   int g, t, b, h, row0, warpRow0;
   int64_t stats;
   float scale;
   uint16_t *first, *second;
-  float *mask;
+  MaskTile mask;
 };
 
 /// Grid (ceil(queries / 64), batch * heads).
@@ -518,7 +594,7 @@ KILN_FA_FN void forward(Ctx &ctx, const Params &p) {
   const int g = block.g, t = block.t, b = block.b, h = block.h;
   const int q0 = block.row0, r0 = block.warpRow0;
   uint16_t *keyTile = block.first, *valueTile = block.second;
-  float *maskTile = block.mask;
+  const MaskTile &maskTile = block.mask;
   const Matrix16 keys{keyTile, D + kPad}, values{valueTile, D + kPad};
   const float scale = block.scale;
 
@@ -537,19 +613,32 @@ KILN_FA_FN void forward(Ctx &ctx, const Params &p) {
     loadTile<T, D, uint16_t>(ctx, valueTile, p.v, b, h, k0, p.keys);
     ctx.sync();
     float s[8][4] = {};
-    productWithRows<T, D>(ctx, s, qa, keys, g, t);
-    float tileMax[2] = {-kInf, -kInf};
-    KILN_FA_UNROLL
-    for (int n = 0; n < 8; ++n)
+    productWithRows<T, D>(ctx, s, qa, keys);
+    // The scores in log2 units are s times `factor`: a whole tile keeps the
+    // products (times the scale in the exponent below, so that each score
+    // is one multiply-add), any other is scaled, masked and -inf where
+    // dropped here (rows past the end are computed and never stored).
+    float tileMax[2] = {-kInf, -kInf}, factor = 1.0f;
+    if (keepsWholeTile(p, r0, 16, k0, kTile)) {
       KILN_FA_UNROLL
-      for (int i = 0; i < 4; ++i) {
-        int row = r0 + g + (i & 2) * 4, key = k0 + n * 8 + 2 * t + (i & 1);
-        float v = -kInf;
-        if (key < p.keys && !(p.causal && key > row))
-          v = s[n][i] * scale + maskAt(p, maskTile, row - q0, key - k0);
-        s[n][i] = v;
-        tileMax[i / 2] = fmaxf(tileMax[i / 2], v);
-      }
+      for (int n = 0; n < 8; ++n)
+        KILN_FA_UNROLL
+        for (int i = 0; i < 4; ++i)
+          tileMax[i / 2] = fmaxf(tileMax[i / 2], s[n][i]);
+      tileMax[0] *= scale;
+      tileMax[1] *= scale;
+      factor = scale;
+    } else {
+      KILN_FA_UNROLL
+      for (int n = 0; n < 8; ++n)
+        KILN_FA_UNROLL
+        for (int i = 0; i < 4; ++i) {
+          int row = r0 + g + (i & 2) * 4, key = k0 + n * 8 + 2 * t + (i & 1);
+          float v = s[n][i] * scale + maskTile.at(row - q0, key - k0);
+          s[n][i] = key < p.keys && !(p.causal && key > row) ? v : -kInf;
+          tileMax[i / 2] = fmaxf(tileMax[i / 2], s[n][i]);
+        }
+    }
     float shift[2], rescale[2], tileSum[2] = {0, 0};
     KILN_FA_UNROLL
     for (int r = 0; r < 2; ++r) {
@@ -564,7 +653,7 @@ KILN_FA_FN void forward(Ctx &ctx, const Params &p) {
     for (int n = 0; n < 8; ++n)
       KILN_FA_UNROLL
       for (int i = 0; i < 4; ++i) {
-        s[n][i] = exp2Of(s[n][i] - shift[i / 2]);
+        s[n][i] = exp2Of(s[n][i] * factor - shift[i / 2]);
         tileSum[i / 2] += s[n][i];
       }
     KILN_FA_UNROLL
@@ -575,7 +664,7 @@ KILN_FA_FN void forward(Ctx &ctx, const Params &p) {
       KILN_FA_UNROLL
       for (int i = 0; i < 4; ++i)
         acc[n][i] *= rescale[i / 2];
-    productOfAccumulators<T, D>(ctx, acc, s, values, g, t);
+    productOfAccumulators<T, D>(ctx, acc, s, values);
     ctx.sync();
   }
   // A row whose every score was dropped has sum 0, and its output is NaN,
@@ -602,7 +691,7 @@ KILN_FA_FN void backwardQuery(Ctx &ctx, const Params &p) {
   const int g = block.g, t = block.t, b = block.b, h = block.h;
   const int q0 = block.row0, r0 = block.warpRow0;
   uint16_t *keyTile = block.first, *valueTile = block.second;
-  float *maskTile = block.mask;
+  const MaskTile &maskTile = block.mask;
   const Matrix16 keys{keyTile, D + kPad}, values{valueTile, D + kPad};
   const float scale = block.scale;
   const int64_t stats = block.stats;
@@ -640,22 +729,33 @@ KILN_FA_FN void backwardQuery(Ctx &ctx, const Params &p) {
     loadTile<T, D, uint16_t>(ctx, valueTile, p.v, b, h, k0, p.keys);
     ctx.sync();
     float s[8][4] = {}, dp[8][4] = {};
-    productWithRows<T, D>(ctx, s, qa, keys, g, t);
-    productWithRows<T, D>(ctx, dp, da, values, g, t);
+    productWithRows<T, D>(ctx, s, qa, keys);
+    productWithRows<T, D>(ctx, dp, da, values);
     // dS = P (dP - delta), P recomputed from the forward's statistics.
-    KILN_FA_UNROLL
-    for (int n = 0; n < 8; ++n)
+    if (keepsWholeTile(p, r0, 16, k0, kTile)) {
       KILN_FA_UNROLL
-      for (int i = 0; i < 4; ++i) {
-        int row = r0 + g + (i & 2) * 4, key = k0 + n * 8 + 2 * t + (i & 1);
-        float prob = 0, mask = 0;
-        if (key < p.keys && !(p.causal && key > row)) {
-          mask = maskAt(p, maskTile, row - q0, key - k0);
-          prob = exp2Of(s[n][i] * scale + mask - shift[i / 2]) * inverse[i / 2];
+      for (int n = 0; n < 8; ++n)
+        KILN_FA_UNROLL
+        for (int i = 0; i < 4; ++i) {
+          float prob = exp2Of(s[n][i] * scale - shift[i / 2]) * inverse[i / 2];
+          s[n][i] = prob * (dp[n][i] - delta[i / 2]);
         }
-        s[n][i] = scoreGrad(p, mask, row, key, prob * (dp[n][i] - delta[i / 2]));
-      }
-    productOfAccumulators<T, D>(ctx, acc, s, keys, g, t);
+    } else {
+      KILN_FA_UNROLL
+      for (int n = 0; n < 8; ++n)
+        KILN_FA_UNROLL
+        for (int i = 0; i < 4; ++i) {
+          int row = r0 + g + (i & 2) * 4, key = k0 + n * 8 + 2 * t + (i & 1);
+          bool kept = key < p.keys && !(p.causal && key > row);
+          float mask = kept ? maskTile.at(row - q0, key - k0) : 0.0f;
+          float prob =
+              kept ? exp2Of(s[n][i] * scale + mask - shift[i / 2]) * inverse[i / 2]
+                   : 0.0f;
+          s[n][i] =
+              scoreGrad(p, mask, row, key, prob * (dp[n][i] - delta[i / 2]));
+        }
+    }
+    productOfAccumulators<T, D>(ctx, acc, s, keys);
     ctx.sync();
   }
   storeRows<D>(acc, p.dq, b, h, r0, p.queries, g, t, p.scale, p.scale);
@@ -668,8 +768,8 @@ KILN_FA_FN void backwardKeyValue(Ctx &ctx, const Params &p) {
   const int g = block.g, t = block.t, b = block.b, h = block.h;
   const int k0 = block.row0, r0 = block.warpRow0;
   uint16_t *queryTile = block.first, *gradTile = block.second;
-  float *maskTile = block.mask;
-  float *shiftTile = maskTile + kMaskBytes / 4;
+  const MaskTile &maskTile = block.mask;
+  float *shiftTile = maskTile.values + kMaskBytes / 4;
   float *inverseTile = shiftTile + kTile;
   float *deltaTile = inverseTile + kTile;
   const Matrix16 queries{queryTile, D + kPad}, grads{gradTile, D + kPad};
@@ -697,26 +797,39 @@ KILN_FA_FN void backwardKeyValue(Ctx &ctx, const Params &p) {
     // Sᵀ = K Qᵀ and dPᵀ = V dOᵀ: rows are this warp's keys, columns the
     // tile's queries.
     float s[8][4] = {}, dp[8][4] = {};
-    productWithRows<T, D>(ctx, s, ka, queries, g, t);
-    productWithRows<T, D>(ctx, dp, va, grads, g, t);
-    KILN_FA_UNROLL
-    for (int n = 0; n < 8; ++n)
+    productWithRows<T, D>(ctx, s, ka, queries);
+    productWithRows<T, D>(ctx, dp, va, grads);
+    if (keepsWholeTile(p, q0, kTile, r0, 16)) {
       KILN_FA_UNROLL
-      for (int i = 0; i < 4; ++i) {
-        int key = r0 + g + (i & 2) * 4, column = n * 8 + 2 * t + (i & 1);
-        int query = q0 + column;
-        float prob = 0, mask = 0;
-        if (key < p.keys && query < p.queries && !(p.causal && key > query)) {
-          mask = maskAt(p, maskTile, column, key - k0);
-          prob = exp2Of(s[n][i] * scale + mask - shiftTile[column]) *
-                 inverseTile[column];
+      for (int n = 0; n < 8; ++n)
+        KILN_FA_UNROLL
+        for (int i = 0; i < 4; ++i) {
+          int column = n * 8 + 2 * t + (i & 1);
+          float prob = exp2Of(s[n][i] * scale - shiftTile[column]) *
+                       inverseTile[column];
+          s[n][i] = prob;
+          dp[n][i] = prob * (dp[n][i] - deltaTile[column]);
         }
-        s[n][i] = prob;
-        dp[n][i] =
-            scoreGrad(p, mask, query, key, prob * (dp[n][i] - deltaTile[column]));
-      }
-    productOfAccumulators<T, D>(ctx, dv, s, grads, g, t);
-    productOfAccumulators<T, D>(ctx, dk, dp, queries, g, t);
+    } else {
+      KILN_FA_UNROLL
+      for (int n = 0; n < 8; ++n)
+        KILN_FA_UNROLL
+        for (int i = 0; i < 4; ++i) {
+          int key = r0 + g + (i & 2) * 4, column = n * 8 + 2 * t + (i & 1);
+          int query = q0 + column;
+          bool kept =
+              key < p.keys && query < p.queries && !(p.causal && key > query);
+          float mask = kept ? maskTile.at(column, key - k0) : 0.0f;
+          float prob = kept ? exp2Of(s[n][i] * scale + mask - shiftTile[column]) *
+                                  inverseTile[column]
+                            : 0.0f;
+          s[n][i] = prob;
+          dp[n][i] = scoreGrad(p, mask, query, key,
+                               prob * (dp[n][i] - deltaTile[column]));
+        }
+    }
+    productOfAccumulators<T, D>(ctx, dv, s, grads);
+    productOfAccumulators<T, D>(ctx, dk, dp, queries);
     ctx.sync();
   }
   storeRows<D>(dk, p.dk, b, h, r0, p.keys, g, t, p.scale, p.scale);
