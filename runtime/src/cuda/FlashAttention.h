@@ -566,12 +566,20 @@ KILN_FA_FN bool keepsWholeTile(const Params &p, int query0, int queryCount,
 /// of the block's 64 rows (blockIdx.x) and of its warp's 16, where its
 /// head's statistics start, the scores' scale in log2 units, and the
 /// block's shared memory: two 16-bit tiles of kTile rows, then the mask's
-/// tile with its flag (the sizes *SharedBytes count).
+/// tile with its flag (the sizes *SharedBytes count). With
+/// `lastQueriesFirst` (causal forward and dq, where a block's work grows
+/// with its queries), block x of a head takes the x-th last rows of
+/// queries, so that the longest blocks start first and the grid's tail is
+/// short ones.
 template <int D> struct Block {
   template <typename Ctx>
-  KILN_FA_FN Block(Ctx &ctx, const Params &p)
+  KILN_FA_FN Block(Ctx &ctx, const Params &p, bool lastQueriesFirst)
       : g(ctx.thread % 32 / 4), t(ctx.thread % 4), b(ctx.blockY / p.heads),
-        h(ctx.blockY % p.heads), row0(ctx.blockX * kBlockRows),
+        h(ctx.blockY % p.heads),
+        row0((lastQueriesFirst
+                  ? (p.queries + kBlockRows - 1) / kBlockRows - 1 - ctx.blockX
+                  : ctx.blockX) *
+             kBlockRows),
         warpRow0(row0 + ctx.thread / 32 * 16),
         stats(static_cast<int64_t>(ctx.blockY) * p.queries),
         scale(p.scale * kLog2e),
@@ -590,7 +598,7 @@ template <int D> struct Block {
 /// Grid (ceil(queries / 64), batch * heads).
 template <typename T, int D, typename Ctx>
 KILN_FA_FN void forward(Ctx &ctx, const Params &p) {
-  const Block<D> block(ctx, p);
+  const Block<D> block(ctx, p, p.causal);
   const int g = block.g, t = block.t, b = block.b, h = block.h;
   const int q0 = block.row0, r0 = block.warpRow0;
   uint16_t *keyTile = block.first, *valueTile = block.second;
@@ -687,7 +695,7 @@ KILN_FA_FN void forward(Ctx &ctx, const Params &p) {
 /// dkdv reads.
 template <typename T, int D, typename Ctx>
 KILN_FA_FN void backwardQuery(Ctx &ctx, const Params &p) {
-  const Block<D> block(ctx, p);
+  const Block<D> block(ctx, p, p.causal);
   const int g = block.g, t = block.t, b = block.b, h = block.h;
   const int q0 = block.row0, r0 = block.warpRow0;
   uint16_t *keyTile = block.first, *valueTile = block.second;
@@ -764,7 +772,7 @@ KILN_FA_FN void backwardQuery(Ctx &ctx, const Params &p) {
 /// Grid (ceil(keys / 64), batch * heads); runs after backwardQuery.
 template <typename T, int D, typename Ctx>
 KILN_FA_FN void backwardKeyValue(Ctx &ctx, const Params &p) {
-  const Block<D> block(ctx, p);
+  const Block<D> block(ctx, p, false);
   const int g = block.g, t = block.t, b = block.b, h = block.h;
   const int k0 = block.row0, r0 = block.warpRow0;
   uint16_t *queryTile = block.first, *gradTile = block.second;
