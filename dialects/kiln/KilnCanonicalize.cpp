@@ -3,7 +3,11 @@
 // Matrix products absorb transpositions of their last two dimensions into
 // their transpose_lhs / transpose_rhs flags, which the BLAS calls take for
 // free: matmul(transpose(a), b) = matmul(a, b) {transpose_lhs}, and
-// transpose(matmul(a, b)) = matmul(b, a) with both flags flipped.
+// transpose(matmul(a, b)) = matmul(b, a) with both flags flipped. And
+// the negative log-likelihood of a log-softmax over the classes, as older
+// exporters and PyTorch's own examples write cross-entropy, is
+// kiln.cross_entropy: one op whose gradient kiln-autodiff knows, instead of
+// the log-softmax's expansion differentiated term by term.
 //
 //===----------------------------------------------------------------------===//
 
@@ -67,7 +71,34 @@ struct TransposeOfMatmul : OpRewritePattern<TransposeOp> {
   }
 };
 
+/// nll_loss(log_softmax(x, axis = 1)) = cross_entropy(x), with the same
+/// labels, class weights, reduction and ignore_index; both pick -logp at
+/// the labels, and cross_entropy's is lse - x[label]. Only where nothing
+/// else reads the log-probabilities, which would otherwise be computed
+/// besides.
+struct NllLossOfLogSoftmax : OpRewritePattern<NllLossOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(NllLossOp op,
+                                PatternRewriter &rewriter) const override {
+    auto logSoftmax = op.getInput().getDefiningOp<LogSoftmaxOp>();
+    if (!logSoftmax || !logSoftmax->hasOneUse())
+      return failure();
+    if (logSoftmax.getAxis() != 1)
+      return failure();
+    rewriter.replaceOpWithNewOp<CrossEntropyOp>(
+        op, op.getType(), logSoftmax.getInput(), op.getLabels(), op.getWeight(),
+        op.getReductionAttr(), op.getIgnoreIndexAttr(),
+        FloatAttr());
+    return success();
+  }
+};
+
 } // namespace
+
+void NllLossOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                            MLIRContext *context) {
+  patterns.add<NllLossOfLogSoftmax>(context);
+}
 
 void MatmulOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
                                            MLIRContext *context) {

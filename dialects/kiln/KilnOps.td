@@ -1220,6 +1220,9 @@ def Kiln_NllLossOp : Kiln_Op<"nll_loss", [Pure, Kiln_InferTypeOpAdaptor]> {
   let description = [{
     ONNX `NegativeLogLikelihoodLoss`: `-input[n, labels[n], d...]`, weighted
     by the optional `weight` of the class and reduced as `reduction` says.
+    Of a `kiln.log_softmax` over the class dimension (dimension 1) that
+    nothing else reads, it canonicalizes to `kiln.cross_entropy` of the
+    logits, the same loss, whose gradient reads the logits once.
 
     ```mlir
     %l = kiln.nll_loss %logp, %labels {reduction = #kiln.reduction<mean>}
@@ -1234,6 +1237,7 @@ def Kiln_NllLossOp : Kiln_Op<"nll_loss", [Pure, Kiln_InferTypeOpAdaptor]> {
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = "$input `,` $labels (`weight` $weight^ `:` type($weight))? "
       "attr-dict `:` type($input) `,` type($labels)";
+  let hasCanonicalizer = 1;
 }
 
 def Kiln_AllReduceMeanOp : Kiln_Op<"all_reduce_mean",

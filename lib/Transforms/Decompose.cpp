@@ -578,6 +578,18 @@ struct KilnDecomposePass
   using KilnDecomposeBase::KilnDecomposeBase;
 
   void runOnOperation() override {
+    // nll_loss(log_softmax(x)) is kiln.cross_entropy first (its
+    // canonicalization), before the log-softmax below could expand: the
+    // loss then reads the logits at the labels, and with keep-cross-entropy
+    // autodiff differentiates it by its own rule.
+    RewritePatternSet folds(&getContext());
+    NllLossOp::getCanonicalizationPatterns(folds, &getContext());
+    GreedyRewriteConfig foldConfig;
+    foldConfig.enableFolding(false);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(folds),
+                                     foldConfig)))
+      return signalPassFailure();
+
     RewritePatternSet patterns(&getContext());
     patterns.add<DecomposeSoftmax, DecomposeLogSoftmax, DecomposeReduceMean,
                  DecomposeReduceL2, DecomposeLogSumExp,

@@ -430,6 +430,27 @@ func.func @cross_entropy(%logits: tensor<8x10xf32>, %labels: tensor<8xi64>) -> t
   return %y : tensor<f32>
 }
 
+// nll_loss of a log_softmax over the classes is cross-entropy before
+// anything expands: kept with keep-cross-entropy, else expanded as above,
+// gathering the logits at the labels (no [N, C] log-probabilities).
+// CHECK-LABEL: func.func @nll_loss_of_log_softmax(
+// CHECK-SAME: %[[X:[^:]*]]: tensor<8x10xf32>
+// CHECK: %[[MAX:.*]] = kiln.reduce_max %[[X]] {dimensions = array<i64: 1>, keepdims} : tensor<8x10xf32>
+// CHECK: %[[LSE:.*]] = kiln.add %[[MAX]], %{{.*}} : tensor<8x1xf32>
+// CHECK: %[[PICKED:.*]] = kiln.gather_elements %[[X]], %{{.*}} {axis = 1 : i64} : tensor<8x10xf32>, tensor<8x1xi64>
+// CHECK-NOT: tensor<8x10xf32>
+// CHECK: return
+// KEEP-CE-LABEL: func.func @nll_loss_of_log_softmax(
+// KEEP-CE-SAME: %[[X:[^:]*]]: tensor<8x10xf32>, %[[T:[^:]*]]: tensor<8xi64>)
+// KEEP-CE-NOT: kiln.log_softmax
+// KEEP-CE: %[[Y:.*]] = kiln.cross_entropy %[[X]], %[[T]] {ignore_index = 3 : i64} : tensor<8x10xf32>, tensor<8xi64>
+// KEEP-CE: return %[[Y]]
+func.func @nll_loss_of_log_softmax(%x: tensor<8x10xf32>, %labels: tensor<8xi64>) -> tensor<f32> {
+  %logp = kiln.log_softmax %x {axis = 1 : i64} : tensor<8x10xf32>
+  %y = kiln.nll_loss %logp, %labels {ignore_index = 3 : i64} : tensor<8x10xf32>, tensor<8xi64>
+  return %y : tensor<f32>
+}
+
 // PyTorch's label smoothing s = 0.1 over C = 5 classes:
 // (1 - s) * w[t] * -logp[t] + s * (-sum_c w_c logp_c) / C, both terms zero
 // where the label is ignore_index (-100, the PyTorch default), the mean

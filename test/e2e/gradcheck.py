@@ -69,10 +69,12 @@ def attention_nodes(scale_op=None, mask=None):
                     make("MatMul", ["p", "v"], ["y"])]
 
 
-def cross_entropy_nodes(labels, weight=None, **attrs):
+def cross_entropy_nodes(labels, weight=None, as_nll=False, **attrs):
     """SoftmaxCrossEntropyLoss of the parameter x against constant labels
     (and constant class weights): kilnc differentiates it with
-    kiln.cross_entropy's own rule."""
+    kiln.cross_entropy's own rule. With as_nll, the same loss written as
+    NegativeLogLikelihoodLoss of LogSoftmax over the classes, which
+    canonicalization makes kiln.cross_entropy."""
     make = helper.make_node
     constant = lambda name, array: make("Constant", [], [name],
                                         value=numpy_helper.from_array(array, name))
@@ -81,6 +83,11 @@ def cross_entropy_nodes(labels, weight=None, **attrs):
     if weight is not None:
         nodes.append(constant("w", np.array(weight, dtype=np.float64)))
         inputs.append("w")
+    if as_nll:
+        nodes.append(make("LogSoftmax", ["x"], ["logp"], axis=1))
+        inputs[0] = "logp"
+        return nodes + [make("NegativeLogLikelihoodLoss", inputs, ["y"],
+                             **attrs)]
     return nodes + [make("SoftmaxCrossEntropyLoss", inputs, ["y"], **attrs)]
 
 
@@ -213,6 +220,11 @@ def cases():
         case("attention_causal", None,
              {"q": r(2, 1, 3, 2), "k": r(2, 1, 4, 2), "v": r(2, 1, 4, 2)},
              (2, 1, 3, 2), nodes=attention_nodes("Mul", "causal")),
+        # NegativeLogLikelihoodLoss of LogSoftmax, which kilnc differentiates
+        # as kiln.cross_entropy.
+        case("nll_of_log_softmax", None, {"x": r(4, 3)}, (),
+             nodes=cross_entropy_nodes([2, 0, 1, 0], [1.5, 0.5, 2.0],
+                                       as_nll=True, ignore_index=1)),
     ]
 
 

@@ -13,7 +13,9 @@ def KilnDecompose : Pass<"kiln-decompose", "mlir::ModuleOp"> {
     gradient, and reduce_mean /
     reduce_l2 / reduce_logsumexp into elementwise ops, matrix products, broadcasts, reductions and gathers.
     Activations defined by formulas (gelu, sigmoid, softplus...) stay: code
-    generation computes them directly.
+    generation computes them directly. An nll_loss of a log_softmax over the
+    classes that nothing else reads becomes kiln.cross_entropy first (its
+    canonicalization), which keep-cross-entropy then keeps.
   }];
   let options = [
     Option<"keepAttention", "keep-attention", "bool", "false",

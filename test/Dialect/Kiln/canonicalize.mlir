@@ -1553,3 +1553,40 @@ func.func @transpose_of_matmul(%a: tensor<8x16xf32>, %b: tensor<16x32xf32>) -> t
   %t = kiln.transpose %p {permutation = array<i64: 1, 0>} : tensor<8x32xf32>
   return %t : tensor<32x8xf32>
 }
+
+// The negative log-likelihood of a log-softmax over the classes is
+// cross-entropy, with the loss's labels, class weights, reduction and
+// ignore_index.
+// CHECK-LABEL: func.func @nll_loss_of_log_softmax(
+// CHECK-SAME: %[[X:[^:]*]]: tensor<4x5xf32>, %[[Y:[^:]*]]: tensor<4xi64>, %[[W:[^:]*]]: tensor<5xf32>, %[[X3:[^:]*]]: tensor<2x5x3xf32>, %[[Y3:[^:]*]]: tensor<2x3xi64>)
+// CHECK-NOT: kiln.log_softmax
+// CHECK-NOT: kiln.nll_loss
+// CHECK: %[[A:.*]] = kiln.cross_entropy %[[X]], %[[Y]] weight %[[W]] : tensor<5xf32> {ignore_index = 2 : i64, reduction = #kiln.reduction<sum>} : tensor<4x5xf32>, tensor<4xi64>
+// CHECK: %[[B:.*]] = kiln.cross_entropy %[[X3]], %[[Y3]] {reduction = #kiln.reduction<none>} : tensor<2x5x3xf32>, tensor<2x3xi64>
+// CHECK: return %[[A]], %[[B]]
+func.func @nll_loss_of_log_softmax(%x: tensor<4x5xf32>, %y: tensor<4xi64>, %w: tensor<5xf32>,
+                                   %x3: tensor<2x5x3xf32>, %y3: tensor<2x3xi64>)
+    -> (tensor<f32>, tensor<2x3xf32>) {
+  %p = kiln.log_softmax %x {axis = 1 : i64} : tensor<4x5xf32>
+  %a = kiln.nll_loss %p, %y weight %w : tensor<5xf32> {reduction = #kiln.reduction<sum>, ignore_index = 2 : i64} : tensor<4x5xf32>, tensor<4xi64>
+  %p3 = kiln.log_softmax %x3 {axis = 1 : i64} : tensor<2x5x3xf32>
+  %b = kiln.nll_loss %p3, %y3 {reduction = #kiln.reduction<none>} : tensor<2x5x3xf32>, tensor<2x3xi64>
+  return %a, %b : tensor<f32>, tensor<2x3xf32>
+}
+
+// Not over the classes, or its log-probabilities read elsewhere: the loss
+// stays.
+// CHECK-LABEL: func.func @nll_loss_kept(
+// CHECK: kiln.log_softmax %{{.*}} {axis = 2 : i64} : tensor<2x5x3xf32>
+// CHECK: kiln.nll_loss
+// CHECK: %[[P:.*]] = kiln.log_softmax %{{.*}} {axis = 1 : i64} : tensor<4x5xf32>
+// CHECK: %[[L:.*]] = kiln.nll_loss %[[P]]
+// CHECK: return %{{.*}}, %[[L]], %[[P]]
+func.func @nll_loss_kept(%x3: tensor<2x5x3xf32>, %y3: tensor<2x3xi64>, %x: tensor<4x5xf32>, %y: tensor<4xi64>)
+    -> (tensor<f32>, tensor<f32>, tensor<4x5xf32>) {
+  %p3 = kiln.log_softmax %x3 {axis = 2 : i64} : tensor<2x5x3xf32>
+  %a = kiln.nll_loss %p3, %y3 : tensor<2x5x3xf32>, tensor<2x3xi64>
+  %p = kiln.log_softmax %x {axis = 1 : i64} : tensor<4x5xf32>
+  %b = kiln.nll_loss %p, %y : tensor<4x5xf32>, tensor<4xi64>
+  return %a, %b, %p : tensor<f32>, tensor<f32>, tensor<4x5xf32>
+}
