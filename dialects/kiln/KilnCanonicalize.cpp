@@ -81,14 +81,11 @@ struct NllLossOfLogSoftmax : OpRewritePattern<NllLossOp> {
   LogicalResult matchAndRewrite(NllLossOp op,
                                 PatternRewriter &rewriter) const override {
     auto logSoftmax = op.getInput().getDefiningOp<LogSoftmaxOp>();
-    if (!logSoftmax || !logSoftmax->hasOneUse())
-      return failure();
-    if (logSoftmax.getAxis() != 1)
+    if (!logSoftmax || !logSoftmax->hasOneUse() || logSoftmax.getAxis() != 1)
       return failure();
     rewriter.replaceOpWithNewOp<CrossEntropyOp>(
         op, op.getType(), logSoftmax.getInput(), op.getLabels(), op.getWeight(),
-        op.getReductionAttr(), op.getIgnoreIndexAttr(),
-        FloatAttr());
+        op.getReductionAttr(), op.getIgnoreIndexAttr(), FloatAttr());
     return success();
   }
 };

@@ -544,6 +544,14 @@ KILN_FA_FN int keyEnd(const Params &p, int row0) {
   return end < p.keys ? end : p.keys;
 }
 
+/// Whether the score of `query` and `key` counts, by position: the key in
+/// range, and not after the query where the attention is causal (its mask,
+/// if any, may still drop it). A query past the end is the caller's: the
+/// forward and dq compute such rows and never store them.
+KILN_FA_FN bool keepsScore(const Params &p, int query, int key) {
+  return key < p.keys && !(p.causal && key > query);
+}
+
 /// Whether a warp keeps every score of its 16 x 64 tile as it is, the
 /// queries query0..query0 + queryCount - 1 against the keys key0..key0 +
 /// keyCount - 1: no mask, every query and key in range, and no key after
@@ -643,7 +651,7 @@ KILN_FA_FN void forward(Ctx &ctx, const Params &p) {
         for (int i = 0; i < 4; ++i) {
           int row = r0 + g + (i & 2) * 4, key = k0 + n * 8 + 2 * t + (i & 1);
           float v = s[n][i] * scale + maskTile.at(row - q0, key - k0);
-          s[n][i] = key < p.keys && !(p.causal && key > row) ? v : -kInf;
+          s[n][i] = keepsScore(p, row, key) ? v : -kInf;
           tileMax[i / 2] = fmaxf(tileMax[i / 2], s[n][i]);
         }
     }
@@ -754,7 +762,7 @@ KILN_FA_FN void backwardQuery(Ctx &ctx, const Params &p) {
         KILN_FA_UNROLL
         for (int i = 0; i < 4; ++i) {
           int row = r0 + g + (i & 2) * 4, key = k0 + n * 8 + 2 * t + (i & 1);
-          bool kept = key < p.keys && !(p.causal && key > row);
+          bool kept = keepsScore(p, row, key);
           float mask = kept ? maskTile.at(row - q0, key - k0) : 0.0f;
           float prob =
               kept ? exp2Of(s[n][i] * scale + mask - shift[i / 2]) * inverse[i / 2]
@@ -825,8 +833,7 @@ KILN_FA_FN void backwardKeyValue(Ctx &ctx, const Params &p) {
         for (int i = 0; i < 4; ++i) {
           int key = r0 + g + (i & 2) * 4, column = n * 8 + 2 * t + (i & 1);
           int query = q0 + column;
-          bool kept =
-              key < p.keys && query < p.queries && !(p.causal && key > query);
+          bool kept = query < p.queries && keepsScore(p, query, key);
           float mask = kept ? maskTile.at(column, key - k0) : 0.0f;
           float prob = kept ? exp2Of(s[n][i] * scale + mask - shiftTile[column]) *
                                   inverseTile[column]
