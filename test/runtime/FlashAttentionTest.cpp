@@ -171,7 +171,16 @@ struct Case {
   /// float on the first `leftPadding` keys of odd batches (-inf where
   /// both); the backward is causalFill.
   int leftPadding = 0;
+  /// A [1, 1, Sq, Sk] additive mask of finite values: -1.25 on keys
+  /// biasFrom..biasFrom + 9 of every query, 0 elsewhere (0: none). Tiles
+  /// it adds 0 to take the unmasked path; the others add it.
+  int biasFrom = 0;
 };
+
+/// The value a biasFrom case's mask adds to key `j`'s scores.
+float biasAt(const Case &c, int j) {
+  return j >= c.biasFrom && j < c.biasFrom + 10 ? -1.25f : 0.0f;
+}
 
 /// Whether query `i` of a lowestRows case drops key `j`.
 bool lowestDrops(int i, int j) {
@@ -263,6 +272,13 @@ public:
           }
       p.mask = {mask.data(), int64_t(c.queries) * c.keys, 0, c.keys};
     }
+    if (c.biasFrom) {
+      mask.assign(size_t(c.queries) * c.keys, 0.0f);
+      for (int i = 0; i < c.queries; ++i)
+        for (int j = 0; j < c.keys; ++j)
+          mask[i * c.keys + j] = biasAt(c, j);
+      p.mask = {mask.data(), 0, 0, c.keys};
+    }
     if (c.maskFrom) {
       // [B, 1, 1, Sk]: the same for every head.
       mask.assign(size_t(c.batch) * c.keys, 0.0f);
@@ -287,7 +303,9 @@ public:
     int64_t element = std::is_same_v<T, BF16> ? 0 : 1;
     int64_t maskBatch = c.maskFrom || c.leftPadding ? c.batch : 1;
     int64_t maskQueries =
-        c.maskedCausal || c.lowestRows || c.leftPadding ? c.queries : 1;
+        c.maskedCausal || c.lowestRows || c.leftPadding || c.biasFrom
+            ? c.queries
+            : 1;
     const float *maskData = mask.empty() ? nullptr : mask.data();
     kiln_flash_attention_forward_host(
         q.data(), k.data(), v.data(), maskData, o.data(), stats.data(), element,
@@ -341,6 +359,8 @@ public:
               s += std::numeric_limits<float>::lowest();
             if (c.leftPadding)
               s += mask[(size_t(b) * c.queries + i) * c.keys + j];
+            if (c.biasFrom)
+              s += biasAt(c, j);
             prob[j] = s;
             max = std::max(max, s);
           }
@@ -520,6 +540,16 @@ TEST(FlashAttentionTest, WholeTilesHeadSize16) {
 
 TEST(FlashAttentionTest, WholeTilesBeforeTheDiagonalF16) {
   check<F16, 64>({1, 1, 192, 192, /*causal=*/true}, kF16);
+}
+
+// A mask that adds 0 to a whole tile's scores lets the tile take the
+// unmasked path: here the first and third tiles of keys, and the second
+// adds its finite values (keys 70 to 79) score by score; the causal mask
+// tensor above takes the unmasked path before the diagonal.
+TEST(FlashAttentionTest, FiniteMaskWholeTilesWhereItAddsZero) {
+  Case c{1, 2, 128, 192};
+  c.biasFrom = 70;
+  check<BF16, 64>(c, kBF16);
 }
 
 TEST(FlashAttentionTest, HeadSize128) {

@@ -72,10 +72,18 @@ __device__ DeviceCtx context() {
 
 } // namespace
 
+/// Blocks of the forward kernel an SM must hold at once, which ptxas fits
+/// the registers to (0: no such bound): at head size 64, four, which is 128
+/// registers a thread. Left alone, ptxas takes 129 there, and as a warp's
+/// registers are allocated in multiples of 256, three blocks would fit. At
+/// 128 a bound of four spills; at 16 and 32 four fit without one.
+constexpr int forwardMinBlocks(int D) { return D == 64 ? 4 : 0; }
+
 // kiln_flash_<kernel>_<type>_d<head size>: the names FlashAttention.cpp
 // looks up.
 #define KILN_FLASH_KERNELS(T, type, D)                                         \
-  extern "C" __global__ void __launch_bounds__(kThreads)                       \
+  extern "C" __global__ void __launch_bounds__(kThreads,                      \
+                                               forwardMinBlocks(D))            \
       kiln_flash_forward_##type##_d##D(Params p) {                             \
     DeviceCtx ctx = context();                                                 \
     forward<T, D>(ctx, p);                                                     \

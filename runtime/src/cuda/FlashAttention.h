@@ -30,7 +30,8 @@
 // column, columns contiguous: so a head can be read in place from a fused
 // projection. The optional additive f32 mask is addressed the same way by
 // (batch, head, query, key), any stride 0 where it broadcasts (a padding
-// mask has row stride 0); a tile whose mask is -inf throughout is skipped.
+// mask has row stride 0); a tile whose mask is -inf throughout is skipped,
+// and one whose mask is 0 throughout is computed as without a mask.
 // A finite mask value too large for base-2 units (below -FLT_MAX / log2 e:
 // Hugging Face fills with float's lowest value) stays finite there, the
 // lowest float: a row it drops whole has the softmax's uniform
@@ -107,7 +108,7 @@ struct Params {
 };
 
 /// Shared memory each kernel needs, in bytes, for head size `D`: two
-/// 16-bit tiles, the mask's tile and its flag, and (dkdv) three rows of
+/// 16-bit tiles, the mask's tile and its two flags, and (dkdv) three rows of
 /// statistics (the shift, the sum's reciprocal and delta).
 constexpr int kMaskBytes = kTile * kMaskStride * 4 + 16;
 constexpr int forwardSharedBytes(int D) {
@@ -484,9 +485,18 @@ struct MaskTile {
   KILN_FA_FN float at(int query, int key) const {
     return values[query * rowStep + key];
   }
-  KILN_FA_FN int *live() const {
+  /// Two flags after the values: whether any score of the tile is kept,
+  /// and whether any mask value of the scores is not 0.
+  KILN_FA_FN int *flags() const {
     return reinterpret_cast<int *>(values + kTile * kMaskStride);
   }
+};
+
+/// What a block's mask tile does to its scores: `kept`, whether it keeps
+/// any (false: the tile is skipped); `zero`, whether it adds 0 to every
+/// score in range, so that the tile's scores are as without a mask.
+struct MaskClass {
+  bool kept, zero;
 };
 
 /// The block's mask tile, zero throughout where there is no mask (the
@@ -502,36 +512,41 @@ KILN_FA_FN MaskTile maskTileOf(Ctx &ctx, const Params &p, float *values) {
 }
 
 /// The mask over queries q0.. and keys k0.. into the block's tile, -inf
-/// outside the scores; and whether any of it is above -inf (false: the
-/// tile drops every score, and is skipped). All of the block's threads
-/// call it together; true without a mask.
+/// outside the scores, and what it does to them (MaskClass). All of the
+/// block's threads call it together; kept and zero without a mask.
 template <typename Ctx>
-KILN_FA_FN bool loadMaskTile(Ctx &ctx, const MaskTile &tile, const Params &p,
-                             int b, int h, int q0, int k0) {
+KILN_FA_FN MaskClass loadMaskTile(Ctx &ctx, const MaskTile &tile,
+                                  const Params &p, int b, int h, int q0,
+                                  int k0) {
   if (!p.mask.data)
-    return true;
-  int *live = tile.live();
+    return {true, true};
+  int *flags = tile.flags();
   if (ctx.thread == 0)
-    *live = 0;
+    flags[0] = flags[1] = 0;
   ctx.sync();
   const float *mask = rowsOf<const float>(p.mask, b, h, 0);
   const int rows = tile.rowStep ? kTile : 1;
-  bool any = false;
+  bool kept = false, nonzero = false;
   for (int i = ctx.thread; i < rows * kTile; i += kThreads) {
     int r = i / kTile, c = i % kTile;
     int query = q0 + r, key = k0 + c;
     float v = -kInf;
-    if (query < p.queries && key < p.keys)
+    if (query < p.queries && key < p.keys) {
       v = maskInLog2(mask[static_cast<int64_t>(query) * p.mask.row + key]);
+      // -0 adds nothing either; NaN is not 0, and goes through the tests.
+      nonzero = nonzero || !(v == 0.0f);
+    }
     tile.values[r * kMaskStride + c] = v;
-    any = any || v > -kInf;
+    kept = kept || v > -kInf;
   }
-  // Every thread that saw a score kept writes the same 1.
-  if (any)
-    *live = 1;
+  // Every thread that saw such a value writes the same 1.
+  if (kept)
+    flags[0] = 1;
+  if (nonzero)
+    flags[1] = 1;
   ctx.sync();
-  bool result = *live != 0;
-  // Nobody resets the flag before everyone has read it.
+  MaskClass result{flags[0] != 0, flags[1] == 0};
+  // Nobody resets the flags before everyone has read them.
   ctx.sync();
   return result;
 }
@@ -554,13 +569,15 @@ KILN_FA_FN bool keepsScore(const Params &p, int query, int key) {
 
 /// Whether a warp keeps every score of its 16 x 64 tile as it is, the
 /// queries query0..query0 + queryCount - 1 against the keys key0..key0 +
-/// keyCount - 1: no mask, every query and key in range, and no key after
-/// a query where the attention is causal (or the backward causalFill).
-/// Such a tile's scores need no test of their own, the same for every lane
-/// of the warp.
-KILN_FA_FN bool keepsWholeTile(const Params &p, int query0, int queryCount,
-                               int key0, int keyCount) {
-  return !p.mask.data && query0 + queryCount <= p.queries &&
+/// keyCount - 1: the block's mask tile adds 0 to each (or there is none:
+/// MaskClass::zero), every query and key in range, and no key after a
+/// query where the attention is causal (or the backward causalFill). Such
+/// a tile's scores need no test of their own, the same for every lane of
+/// the warp.
+KILN_FA_FN bool keepsWholeTile(const Params &p, const MaskClass &mask,
+                               int query0, int queryCount, int key0,
+                               int keyCount) {
+  return mask.zero && query0 + queryCount <= p.queries &&
          key0 + keyCount <= p.keys &&
          !((p.causal || p.causalFill) && key0 + keyCount - 1 > query0);
 }
@@ -574,7 +591,7 @@ KILN_FA_FN bool keepsWholeTile(const Params &p, int query0, int queryCount,
 /// of the block's 64 rows (blockIdx.x) and of its warp's 16, where its
 /// head's statistics start, the scores' scale in log2 units, and the
 /// block's shared memory: two 16-bit tiles of kTile rows, then the mask's
-/// tile with its flag (the sizes *SharedBytes count). With
+/// tile with its flags (the sizes *SharedBytes count). With
 /// `lastQueriesFirst` (causal forward and dq, where a block's work grows
 /// with its queries), block x of a head takes the x-th last rows of
 /// queries, so that the longest blocks start first and the grid's tail is
@@ -623,7 +640,8 @@ KILN_FA_FN void forward(Ctx &ctx, const Params &p) {
 
   const int end = keyEnd(p, q0);
   for (int k0 = 0; k0 < end; k0 += kTile) {
-    if (!loadMaskTile(ctx, maskTile, p, b, h, q0, k0))
+    const MaskClass maskClass = loadMaskTile(ctx, maskTile, p, b, h, q0, k0);
+    if (!maskClass.kept)
       continue;
     loadTile<T, D, uint16_t>(ctx, keyTile, p.k, b, h, k0, p.keys);
     loadTile<T, D, uint16_t>(ctx, valueTile, p.v, b, h, k0, p.keys);
@@ -635,7 +653,7 @@ KILN_FA_FN void forward(Ctx &ctx, const Params &p) {
     // is one multiply-add), any other is scaled, masked and -inf where
     // dropped here (rows past the end are computed and never stored).
     float tileMax[2] = {-kInf, -kInf}, factor = 1.0f;
-    if (keepsWholeTile(p, r0, 16, k0, kTile)) {
+    if (keepsWholeTile(p, maskClass, r0, 16, k0, kTile)) {
       KILN_FA_UNROLL
       for (int n = 0; n < 8; ++n)
         KILN_FA_UNROLL
@@ -739,7 +757,8 @@ KILN_FA_FN void backwardQuery(Ctx &ctx, const Params &p) {
 
   const int end = keyEnd(p, q0);
   for (int k0 = 0; k0 < end; k0 += kTile) {
-    if (!loadMaskTile(ctx, maskTile, p, b, h, q0, k0))
+    const MaskClass maskClass = loadMaskTile(ctx, maskTile, p, b, h, q0, k0);
+    if (!maskClass.kept)
       continue;
     loadTile<T, D, uint16_t>(ctx, keyTile, p.k, b, h, k0, p.keys);
     loadTile<T, D, uint16_t>(ctx, valueTile, p.v, b, h, k0, p.keys);
@@ -748,7 +767,7 @@ KILN_FA_FN void backwardQuery(Ctx &ctx, const Params &p) {
     productWithRows<T, D>(ctx, s, qa, keys);
     productWithRows<T, D>(ctx, dp, da, values);
     // dS = P (dP - delta), P recomputed from the forward's statistics.
-    if (keepsWholeTile(p, r0, 16, k0, kTile)) {
+    if (keepsWholeTile(p, maskClass, r0, 16, k0, kTile)) {
       KILN_FA_UNROLL
       for (int n = 0; n < 8; ++n)
         KILN_FA_UNROLL
@@ -799,7 +818,8 @@ KILN_FA_FN void backwardKeyValue(Ctx &ctx, const Params &p) {
 
   // Causal: the queries before this block's first key see none of it.
   for (int q0 = p.causal ? k0 : 0; q0 < p.queries; q0 += kTile) {
-    if (!loadMaskTile(ctx, maskTile, p, b, h, q0, k0))
+    const MaskClass maskClass = loadMaskTile(ctx, maskTile, p, b, h, q0, k0);
+    if (!maskClass.kept)
       continue;
     loadTile<T, D, uint16_t>(ctx, queryTile, p.q, b, h, q0, p.queries);
     loadTile<T, D, float>(ctx, gradTile, p.dout, b, h, q0, p.queries);
@@ -815,7 +835,7 @@ KILN_FA_FN void backwardKeyValue(Ctx &ctx, const Params &p) {
     float s[8][4] = {}, dp[8][4] = {};
     productWithRows<T, D>(ctx, s, ka, queries);
     productWithRows<T, D>(ctx, dp, va, grads);
-    if (keepsWholeTile(p, q0, kTile, r0, 16)) {
+    if (keepsWholeTile(p, maskClass, q0, kTile, r0, 16)) {
       KILN_FA_UNROLL
       for (int n = 0; n < 8; ++n)
         KILN_FA_UNROLL
