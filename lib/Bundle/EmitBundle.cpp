@@ -377,7 +377,8 @@ llvm::Error kiln::writeBundle(const CompiledModel &model, StringRef path,
     if (llvm::Error error = fillSpec(spec, param.name, param.type))
       return error;
     uint32_t index;
-    if (options.externalWeights && param.trainable) {
+    // A fixed parameter's value is part of the code: always stored.
+    if (options.externalWeights && param.trainable && !param.fixed) {
       index = writer.addParameter(spec, bundle::Parameter::EXTERNAL,
                                   param.trainable);
     } else if (isAllZeros(param.value)) {
@@ -391,6 +392,8 @@ llvm::Error kiln::writeBundle(const CompiledModel &model, StringRef path,
     if (param.shardRanks > 0)
       manifest.mutable_parameters(static_cast<int>(index))
           ->set_shard_ranks(static_cast<uint32_t>(param.shardRanks));
+    if (param.fixed)
+      manifest.mutable_parameters(static_cast<int>(index))->set_fixed(true);
   }
   llvm::StringMap<unsigned> paramIndex;
   for (auto [i, param] : llvm::enumerate(model.params))

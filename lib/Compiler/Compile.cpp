@@ -329,7 +329,17 @@ kiln::compileModel(ModuleOp module, const CompileOptions &options) {
   if (options.planOnly)
     return model;
 
+  // Parameters the code of either target relies on the values of.
+  auto collectFixed = [&](ModuleOp target) {
+    for (auto param : target.getOps<ParamOp>())
+      if (param->hasAttr("kiln.fixed")) {
+        auto found = paramIndex.find(param.getSymName());
+        if (found != paramIndex.end())
+          model.params[found->second].fixed = true;
+      }
+  };
   if (cpu) {
+    collectFixed(module);
     // Parameters live in the bundle, not in the code.
     for (auto param : llvm::make_early_inc_range(module.getOps<ParamOp>()))
       param.erase();
@@ -364,6 +374,7 @@ kiln::compileModel(ModuleOp module, const CompileOptions &options) {
                            "' takes its arguments in another order on CUDA "
                            "than on the CPU");
     }
+    collectFixed(target);
     for (auto param : llvm::make_early_inc_range(target.getOps<ParamOp>()))
       param.erase();
     auto code = compileForCUDA(target, options.cuda);

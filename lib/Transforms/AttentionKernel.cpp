@@ -38,50 +38,6 @@ namespace kiln {
 using namespace mlir;
 using namespace kiln;
 
-bool kiln::isCausalMask(Value mask, int64_t queries, int64_t keys) {
-  if (!mask || queries != keys)
-    return false;
-  auto type = dyn_cast<RankedTensorType>(mask.getType());
-  if (!type || type.getRank() < 2 || type.getDimSize(type.getRank() - 1) != keys ||
-      type.getDimSize(type.getRank() - 2) != queries)
-    return false;
-  // Whether the element at `index` (row-major) is what a causal mask holds
-  // there: -inf after the diagonal, 0 on and before it.
-  auto causalAt = [&](int64_t index, const APFloat &value) {
-    bool dropped = value.isInfinity() && value.isNegative();
-    return isAfterDiagonal(index, queries, keys) ? dropped : value.isZero();
-  };
-  DenseElementsAttr values;
-  if (matchPattern(mask, m_Constant(&values))) {
-    if (values.isSplat())
-      return false;
-    int64_t index = 0;
-    for (APFloat value : values.getValues<APFloat>())
-      if (!causalAt(index++, value))
-        return false;
-    return true;
-  }
-  // select(condition, a, b) of two splats on a constant condition, as
-  // kiln-fuse-attention builds from a causal select: too large to fold.
-  auto select = mask.getDefiningOp<SelectOp>();
-  DenseElementsAttr condition, onTrue, onFalse;
-  if (!select || !matchPattern(select.getCond(), m_Constant(&condition)) ||
-      !matchPattern(select.getOnTrue(), m_Constant(&onTrue)) ||
-      !matchPattern(select.getOnFalse(), m_Constant(&onFalse)) ||
-      !onTrue.isSplat() || !onFalse.isSplat() || condition.isSplat() ||
-      condition.getType().getShape() != type.getShape())
-    return false;
-  APFloat a = onTrue.getSplatValue<APFloat>();
-  APFloat b = onFalse.getSplatValue<APFloat>();
-  int64_t index = 0;
-  for (bool pick : condition.getValues<bool>()) {
-    if (!causalAt(index, pick ? a : b))
-      return false;
-    ++index;
-  }
-  return true;
-}
-
 namespace {
 
 /// What the loops of one attention share: its operands, how they are read,
@@ -700,7 +656,10 @@ struct KilnAttentionKernelPass
     int64_t queries = queryType.getShape().drop_back().back();
     int64_t keys =
         cast<RankedTensorType>(key.getType()).getShape().drop_back().back();
-    bool causal = isCausalMask(mask, queries, keys);
+    SmallVector<Operation *> fixed;
+    bool causal = isCausalMask(mask, queries, keys, fixed);
+    if (causal)
+      fixParameters(fixed);
     return LoopBuilder(op, query, key, value, mask, scale, causal, maskedFill,
                        causalFill, narrow);
   }

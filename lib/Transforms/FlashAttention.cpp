@@ -33,10 +33,12 @@ namespace {
 constexpr int64_t kMaxHeads = 65535;
 constexpr int64_t kMaxRows = int64_t(1) << 30;
 
-/// How the kernels take one attention: whether it is causal, and the shape
-/// of its mask as [B or 1, H or 1, Sq or 1, Sk] (empty: no mask read).
+/// How the kernels take one attention: whether it is causal (and the
+/// parameters that tells from, isCausalMask's `fixed`), and the shape of
+/// its mask as [B or 1, H or 1, Sq or 1, Sk] (empty: no mask read).
 struct Plan {
   bool causal = false;
+  SmallVector<Operation *> fixed;
   SmallVector<int64_t, 4> maskShape;
 };
 
@@ -56,7 +58,7 @@ std::optional<Plan> planFor(Value query, Value key, Value value, Value mask) {
   Plan plan;
   if (!mask)
     return plan;
-  if (isCausalMask(mask, sq, sk)) {
+  if (isCausalMask(mask, sq, sk, plan.fixed)) {
     plan.causal = true;
     return plan;
   }
@@ -96,6 +98,7 @@ struct KilnFlashAttentionPass
                 attention.getValue(), attention.getMask());
     if (!plan)
       return;
+    fixParameters(plan->fixed);
     OpBuilder b(attention);
     Location loc = attention.getLoc();
     auto rounded = [&](Value v) -> Value {

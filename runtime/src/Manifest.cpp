@@ -199,6 +199,11 @@ private:
         return formatError(what, " has unknown init ",
                            static_cast<int>(parameter.init()));
       }
+      if (parameter.fixed() &&
+          (parameter.init() == bp::Parameter::EXTERNAL ||
+           parameter.shard_ranks() != 0))
+        return formatError(what, " is fixed (the code relies on its value) "
+                                 "but has no stored value of its own");
       if (parameter.shard_ranks() != 0) {
         // A rank's shard of an optimizer state (kilnc --shard-optimizer),
         // all over the same ranks.

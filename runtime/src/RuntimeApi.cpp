@@ -391,6 +391,7 @@ kiln_status_t kiln_bundle_get_parameter(const kiln_bundle_t *bundle,
     info.tensor = tensorInfo(parameter.tensor());
     info.trainable = parameter.trainable() ? 1 : 0;
     info.shard_ranks = static_cast<int>(parameter.shard_ranks());
+    info.fixed = parameter.fixed() ? 1 : 0;
     *out_info = info;
     return Status();
   });

@@ -112,6 +112,7 @@ Status CpuSession::mapParameters() {
     parameterIndex[parameter.tensor().name()] = static_cast<uint32_t>(i);
   }
   external = std::make_unique<ExternalParameters>(manifest);
+  fixed = std::make_unique<FixedParameters>(manifest, base);
   return Status();
 }
 
@@ -260,6 +261,10 @@ Status CpuSession::setParameter(const std::string &name, const void *data,
   KILN_RETURN_IF_ERROR(findParameter(name, byteSize, storage));
   if (byteSize > 0 && !data)
     return invalidArgument("parameter '", name, "': data is NULL");
+  if (fixed)
+    KILN_RETURN_IF_ERROR(fixed->check(bundle->manifest(),
+                                      static_cast<int>(parameterIndex[name]),
+                                      data, byteSize));
   if (byteSize > 0)
     std::memcpy(storage, data, byteSize);
   if (external)

@@ -6,6 +6,7 @@
 #include "Backend.h"
 #include "CpuCode.h"
 #include "ExternalParameters.h"
+#include "FixedParameters.h"
 #include "MappedFile.h"
 #include "TensorBinding.h"
 #include "kiln/runtime.h"
@@ -119,6 +120,7 @@ private:
   AlignedBuffer unstored;
   std::vector<uint8_t *> parameterData;
   std::unique_ptr<ExternalParameters> external;
+  std::unique_ptr<FixedParameters> fixed;
   std::unordered_map<std::string, uint32_t> parameterIndex;
   std::vector<EntryPlan> plans;
   std::unordered_map<std::string, size_t> planIndex;

@@ -59,6 +59,40 @@ func.func @causal_select(%q: tensor<1x2x2x16xf32>, %k: tensor<1x2x2x16xf32>,
 
 // -----
 
+// A model's mask buffer (nanoGPT's masked_fill(bias[:, :, :T, :T] == 0,
+// -inf) of tril(ones)): a parameter that no entry point updates, read
+// through a slice and compared with 0. Its value gives the causal mask, so
+// the attention is causal and the parameter is marked fixed (the bundle
+// keeps its value and the runtime takes no other). A parameter an entry
+// point updates has no known value: its mask is read, and it stays unfixed.
+// CHECK: kiln.param @bias : tensor<1x1x3x3xf32> = dense<{{.*}}> : tensor<1x1x3x3xf32> {kiln.fixed}
+// CHECK-NEXT: kiln.param @trained : tensor<1x1x2x2xf32> = dense<{{.*}}> : tensor<1x1x2x2xf32>{{$}}
+// CHECK-LABEL: func.func @buffer_mask(
+// CHECK: kiln.flash_attention %{{.*}}, %{{.*}}, %{{.*}} {causal, scale = 2.500000e-01 : f64}
+// CHECK: kiln.flash_attention %{{.*}}, %{{.*}}, %{{.*}} mask %{{.*}} {scale = 2.500000e-01 : f64}
+kiln.param @bias : tensor<1x1x3x3xf32> = dense<[[[[1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [1.0, 1.0, 1.0]]]]> : tensor<1x1x3x3xf32>
+kiln.param @trained : tensor<1x1x2x2xf32> = dense<[[[[0.0, 0xFF800000], [0.0, 0.0]]]]> : tensor<1x1x2x2xf32>
+func.func @buffer_mask(%q: tensor<1x2x2x16xf32>, %k: tensor<1x2x2x16xf32>,
+                       %v: tensor<1x2x2x16xf32>,
+                       %bias: tensor<1x1x3x3xf32> {kiln.param = "bias"},
+                       %trained: tensor<1x1x2x2xf32> {kiln.param = "trained"})
+    -> (tensor<1x2x2x16xf32>, tensor<1x2x2x16xf32>,
+        tensor<1x1x2x2xf32> {kiln.update = "trained"}) {
+  %window = kiln.slice %bias {start = array<i64: 0, 0, 0, 0>, limit = array<i64: 1, 1, 2, 2>, stride = array<i64: 1, 1, 1, 1>} : tensor<1x1x3x3xf32>
+  %zero = kiln.constant dense<0.0> : tensor<1x1x2x2xf32>
+  %ninf = kiln.constant dense<0xFF800000> : tensor<1x1x2x2xf32>
+  %dropped = kiln.compare <eq>, %window, %zero : tensor<1x1x2x2xf32>
+  %mask = kiln.select %dropped, %ninf, %zero : tensor<1x1x2x2xi1>, tensor<1x1x2x2xf32>
+  %o = kiln.attention %q, %k, %v mask %mask : tensor<1x1x2x2xf32> {scale = 0.25 : f64}
+      : tensor<1x2x2x16xf32>, tensor<1x2x2x16xf32>, tensor<1x2x2x16xf32>
+  %o2 = kiln.attention %q, %k, %v mask %trained : tensor<1x1x2x2xf32> {scale = 0.25 : f64}
+      : tensor<1x2x2x16xf32>, tensor<1x2x2x16xf32>, tensor<1x2x2x16xf32>
+  return %o, %o2, %trained : tensor<1x2x2x16xf32>, tensor<1x2x2x16xf32>,
+      tensor<1x1x2x2xf32>
+}
+
+// -----
+
 // Any other mask is read: reshaped to [B or 1, H or 1, Sq or 1, Sk].
 // CHECK-LABEL: func.func @padding(
 // CHECK-SAME: %[[M:[a-z0-9]+]]: tensor<2x3xf32>

@@ -288,18 +288,18 @@ TEST(BundleReader, RejectsEachBrokenHeaderAndTableRule) {
        "not a Kiln bundle (bad magic"},
       {"newer version",
        [](std::string &b) {
-         storeLE32(reinterpret_cast<uint8_t *>(&b[kVersion]), 3);
+         storeLE32(reinterpret_cast<uint8_t *>(&b[kVersion]), 4);
          refreshChecksums(b);
        },
-       StatusCode::Unsupported, "bundle format version 3; this runtime reads "
-       "version 2"},
+       StatusCode::Unsupported, "bundle format version 4; this runtime reads "
+       "version 3"},
       {"older version",
        [](std::string &b) {
-         storeLE32(reinterpret_cast<uint8_t *>(&b[kVersion]), 1);
+         storeLE32(reinterpret_cast<uint8_t *>(&b[kVersion]), 2);
          refreshChecksums(b);
        },
-       StatusCode::Unsupported, "bundle format version 1; this runtime reads "
-       "version 2"},
+       StatusCode::Unsupported, "bundle format version 2; this runtime reads "
+       "version 3"},
       {"header checksum", [](std::string &b) { b[kTableOffset + 7] ^= 1; },
        StatusCode::FormatError, "header checksum mismatch"},
       {"reserved header bytes",
@@ -508,6 +508,15 @@ TEST(BundleReader, RejectsEachBrokenManifestRule) {
              static_cast<bp::Parameter::Init>(7));
        },
        "parameter 2 'acc' has unknown init 7"},
+      {"fixed parameter without a stored value",
+       [](bp::Manifest &m) {
+         m.mutable_parameters(2)->set_init(bp::Parameter::EXTERNAL);
+         m.mutable_parameters(2)->set_weights_offset(192);
+         m.set_parameter_bytes(256);
+         m.mutable_parameters(2)->set_fixed(true);
+       },
+       "parameter 2 'acc' is fixed (the code relies on its value) but has "
+       "no stored value of its own"},
       {"sharded trainable parameter",
        [](bp::Manifest &m) { m.mutable_parameters(0)->set_shard_ranks(2); },
        "parameter 0 'w': only 1-D f32 optimizer state can be sharded over "

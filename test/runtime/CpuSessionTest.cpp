@@ -47,6 +47,12 @@ protected:
                 [](BundleWriter &w) { buildSingleBundle(w, code); });
     writeBundle("unstored.kiln",
                 [](BundleWriter &w) { buildUnstoredBundle(w, code); });
+    // b (stored) and acc (zeros) fixed: the code relies on their values.
+    writeBundle("fixed.kiln", [](BundleWriter &w) {
+      buildUnstoredBundle(w, code);
+      w.manifest().mutable_parameters(1)->set_fixed(true);
+      w.manifest().mutable_parameters(2)->set_fixed(true);
+    });
     writeBundle("not-elf.kiln", [](BundleWriter &w) {
       buildSingleBundle(w, std::string(300, 'Z'));
     });
@@ -380,6 +386,51 @@ TEST_F(CpuSession, ParametersWithoutStoredValues) {
     EXPECT_EQ(y[i], x[i] * kWeightW[i] + kWeightB[i]) << i;
   kiln_session_release(s);
   kiln_bundle_release(unstored);
+}
+
+/// A fixed parameter (kilnc compiled its value into the code) takes its own
+/// value again, stored or zeros, and refuses any other, naming it; the
+/// others are set as ever.
+TEST_F(CpuSession, FixedParametersKeepTheirValue) {
+  kiln_bundle_t *fixed = nullptr;
+  ASSERT_EQ(kiln_bundle_open(path("fixed.kiln").c_str(), &fixed), KILN_OK)
+      << kiln_status_message();
+  kiln_parameter_info_t info;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(kiln_bundle_get_parameter(fixed, i, &info), KILN_OK);
+    EXPECT_EQ(info.fixed, i == 0 ? 0 : 1) << info.tensor.name;
+  }
+  ASSERT_EQ(kiln_bundle_get_parameter(bundle, 1, &info), KILN_OK);
+  EXPECT_EQ(info.fixed, 0);
+  kiln_session_t *s = nullptr;
+  ASSERT_EQ(kiln_session_create(fixed, "cpu", &s), KILN_OK)
+      << kiln_status_message();
+  // The session keeps the values: the bundle may go first.
+  kiln_bundle_release(fixed);
+  float b[4], acc[4] = {};
+  std::memcpy(b, kWeightB, sizeof(b));
+  EXPECT_EQ(kiln_session_set_parameter(s, "b", b, sizeof(b)), KILN_OK)
+      << kiln_status_message();
+  EXPECT_EQ(kiln_session_set_parameter(s, "acc", acc, sizeof(acc)), KILN_OK)
+      << kiln_status_message();
+  EXPECT_EQ(kiln_session_set_parameter(s, "w", kWeightB, sizeof(kWeightB)),
+            KILN_OK)
+      << kiln_status_message();
+  b[3] = 2.5f;
+  acc[0] = -0.0f; // other bytes than 0, though equal as floats
+  const char *refused =
+      "' is fixed: kilnc compiled its value into the bundle's code (a causal "
+      "attention mask), so it cannot take another";
+  expectStatus(kiln_session_set_parameter(s, "b", b, sizeof(b)),
+               KILN_STATUS_INVALID_ARGUMENT,
+               std::string("parameter 'b") + refused);
+  expectStatus(kiln_session_set_parameter(s, "acc", acc, sizeof(acc)),
+               KILN_STATUS_INVALID_ARGUMENT,
+               std::string("parameter 'acc") + refused);
+  // Refused, it kept its value.
+  ASSERT_EQ(kiln_session_get_parameter(s, "b", b, sizeof(b)), KILN_OK);
+  EXPECT_EQ(b[3], kWeightB[3]);
+  kiln_session_release(s);
 }
 
 TEST_F(CpuSession, RunsMixedElementTypes) {

@@ -101,12 +101,19 @@ protected:
     EXPECT_EQ(std::system(command.c_str()), 0);
   }
 
+  /// The CUDA bundle, and its twin "fixed-NAME" whose `bias` is fixed (the
+  /// code relies on its value).
   static void writeBundle(const std::string &name,
                           std::vector<BundleWriter::Image> images) {
-    BundleWriter writer;
-    buildCudaBundle(writer, std::move(images));
-    Status status = writer.write(dir + "/" + name);
-    ASSERT_TRUE(status.ok()) << status.message();
+    for (bool fixed : {false, true}) {
+      BundleWriter writer;
+      buildCudaBundle(writer, images);
+      if (fixed)
+        writer.manifest().mutable_parameters(1)->set_fixed(true);
+      Status status =
+          writer.write(dir + "/" + (fixed ? "fixed-" : "") + name);
+      ASSERT_TRUE(status.ok()) << status.message();
+    }
   }
 
   /// The all-reduce bundle, or with `grouped` its variant whose two
@@ -408,6 +415,32 @@ TEST_P(CudaSession, UpdatesParametersInPlaceAcrossReplays) {
         << kiln_status_message();
     expectNear(stored, acc);
   }
+}
+
+/// A fixed parameter takes its own value again and refuses any other,
+/// keeping its value on the device.
+TEST_P(CudaSession, FixedParametersKeepTheirValue) {
+  kiln_bundle_t *fixed = nullptr;
+  std::string path = dir + "/fixed-" + GetParam();
+  ASSERT_EQ(kiln_bundle_open(path.c_str(), &fixed), KILN_OK)
+      << kiln_status_message();
+  kiln_session_t *s = nullptr;
+  ASSERT_EQ(kiln_session_create(fixed, "cuda", &s), KILN_OK)
+      << kiln_status_message();
+  kiln_bundle_release(fixed);
+  std::vector<float> bias(kCudaBias, kCudaBias + 3);
+  EXPECT_EQ(kiln_session_set_parameter(s, "bias", bias.data(), 12), KILN_OK)
+      << kiln_status_message();
+  bias[1] += 1;
+  EXPECT_EQ(kiln_session_set_parameter(s, "bias", bias.data(), 12),
+            KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kiln_status_message())
+                .find("parameter 'bias' is fixed: kilnc compiled its value "
+                      "into the bundle's code"),
+            std::string::npos)
+      << kiln_status_message();
+  runAffine(s, 0);
+  kiln_session_release(s);
 }
 
 /// g[i] = 0.5 a[i]^T b[i]^T + g[i] over a batch of two, then c = g.

@@ -438,6 +438,18 @@ bool printInfo(const Options &options, const kiln_bundle_t *bundle) {
     return false;
   std::printf("parameters: %zu, %s\n", info.parameter_count,
               describeBytes(info.parameter_bytes).c_str());
+  // Those whose stored value the code relies on, which take no other.
+  std::string fixed;
+  for (size_t i = 0; i < info.parameter_count; ++i) {
+    kiln_parameter_info_t parameter;
+    if (kiln_status_t status = kiln_bundle_get_parameter(bundle, i, &parameter))
+      return failed(status);
+    if (parameter.fixed)
+      fixed += (fixed.empty() ? "" : ", ") + std::string(parameter.tensor.name);
+  }
+  if (!fixed.empty())
+    std::printf("fixed parameters (compiled into the code): %s\n",
+                fixed.c_str());
   if (!printMetadata(bundle, info))
     return false;
   std::printf("fingerprint: 0x%016llx\n",

@@ -70,6 +70,10 @@ struct CompiledParam {
   /// Optimizer state sharded over this many ranks (kilnc --shard-optimizer):
   /// each rank holds its own shard. 0: the same on every rank.
   int64_t shardRanks = 0;
+  /// The code relies on its initial value (kiln.fixed: a mask buffer the
+  /// attention kernels run as causal): the bundle stores it, and the
+  /// runtime takes no other.
+  bool fixed = false;
 };
 
 struct CompiledModel {

@@ -6,6 +6,8 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/Value.h"
 
+#include "llvm/ADT/SmallVector.h"
+
 namespace kiln {
 
 /// The largest mask value that stands for a fill where kiln.attention is
@@ -20,11 +22,20 @@ inline bool isAfterDiagonal(int64_t index, int64_t queries, int64_t keys) {
   return index % keys > (index / keys) % queries;
 }
 
-/// Whether `mask` is a constant, or a select of two splat constants on a
-/// constant condition, that keeps exactly the keys up to each query's
-/// position (0 for key <= query, -inf after) in every batch, over square
-/// scores: causal attention, which needs no mask reads.
-bool isCausalMask(mlir::Value mask, int64_t queries, int64_t keys);
+/// Whether `mask` keeps exactly the keys up to each query's position (0
+/// for key <= query, -inf after) in every batch, over square scores: causal
+/// attention, which needs no mask reads. Its values must be known when
+/// compiling: constants and parameters that no entry point updates (a
+/// model's mask buffer), through kiln.compare, kiln.select, kiln.cast and
+/// kiln.slice. The parameters they come from are appended to `fixed`; a
+/// caller that compiles the answer in marks them (fixParameters).
+bool isCausalMask(mlir::Value mask, int64_t queries, int64_t keys,
+                  llvm::SmallVectorImpl<mlir::Operation *> &fixed);
+
+/// Marks kiln.param ops `kiln.fixed`: the code relies on their initial
+/// value, so the bundle keeps it and the runtime takes no other
+/// (Parameter.fixed in the bundle format).
+void fixParameters(llvm::ArrayRef<mlir::Operation *> params);
 
 /// Makes kiln.flash_attention and its gradient bufferizable: they read
 /// their operands and write new buffers.

@@ -530,12 +530,11 @@ def KilnFlashAttention : Pass<"kiln-flash-attention", "mlir::ModuleOp"> {
     gradients stay f32.
 
     The kernels take [B, H, S, D] query, key and value with D 16, 32, 64 or
-    128 (the value's too), at most 65535 heads in all, and a mask that is a
-    constant causal one, as kiln-attention-kernel takes it (the kernels stop
-    at the diagonal and read none),
-    absent, or an f32 mask whose key dimension is the keys' (any other
-    dimension may broadcast: a padding mask, or a causal mask held in a
-    buffer, whose dropped tiles the kernels skip). Attention they cannot
+    128 (the value's too), at most 65535 heads in all, and a mask that is
+    causal as kiln-attention-kernel tells it (the kernels stop at the
+    diagonal and read none), absent, or an f32 mask whose key dimension is
+    the keys' (any other dimension may broadcast: a padding mask, whose
+    dropped tiles the kernels skip). Attention they cannot
     take stays for kiln-attention-kernel or kiln-decompose.
   }];
   let options = [
@@ -585,18 +584,22 @@ def KilnAttentionKernel : Pass<"kiln-attention-kernel", "mlir::ModuleOp"> {
       key row computes the key's and the value's gradients over the query
       rows, recomputing each probability from the score and those
       statistics.
-    A constant mask that is 0 on and below the diagonal and -inf above it
-    (causal attention), or a select of 0 and -inf on a constant condition
-    that gives one (kiln-fuse-attention's, too large to fold), is not read
-    at all: the loops stop at the diagonal.
+    A mask that is 0 on and below the diagonal and -inf above it (causal
+    attention) and known when compiling is not read at all: the loops stop
+    at the diagonal. It is known when it is computed elementwise (compare,
+    select, cast, slice) from constants, such as kiln-fuse-attention's
+    select on a constant condition (too large to fold), and from
+    parameters that no entry point updates: a model's mask buffer, such as
+    nanoGPT's `masked_fill(bias == 0, -inf)` of `tril(ones)`. Such a
+    parameter is marked `kiln.fixed`, and the bundle keeps its value and
+    the runtime refuses any other (Parameter.fixed).
     Any other mask is read, broadcast, where each score needs it; first,
     linalg.generic ops compute its bounds: per row of the mask, one past its
     last key that is not -inf, and per column, its first query that is not
     -inf. Each query row's loops end at its row's bound (all keys when the
     row has none, whose probabilities are then 0 / 0 as the softmax's), and
     each key row's loop in the gradient starts at its column's: the scores
-    skipped have probability 0. A causal mask held in a buffer parameter
-    (as exporters write GPT-2's) or a padding mask of -inf is skipped so; a
+    skipped have probability 0. A padding mask of -inf is skipped so; a
     large finite mask value (-10000) is not -inf and is computed. Where the
     attention is `masked_fill`, the gradient's dS is 0 where the mask is at
     most -2^100; where it is `causal_fill`, after each query's position.

@@ -189,6 +189,10 @@ typedef struct kiln_parameter_info_t {
    * --shard-optimizer): each rank's session holds its own shard, and a
    * session opens only in a run of exactly this many ranks. */
   int shard_ranks;
+  /* Nonzero when the bundle's code relies on the parameter's stored value
+   * (kilnc compiled it in: a mask buffer that makes attention causal).
+   * kiln_session_set_parameter refuses any other value for it. */
+  int fixed;
 } kiln_parameter_info_t;
 
 /* Opens the bundle at `path`: maps it read-only and checks everything (magic,
@@ -374,7 +378,9 @@ KILN_API kiln_status_t kiln_session_get_parameter(kiln_session_t *session,
                                                   size_t byte_size);
 
 /* Replaces the value of the parameter called `name` with `byte_size` bytes
- * (exactly its size) from `data`, e.g. to load a checkpoint.
+ * (exactly its size) from `data`, e.g. to load a checkpoint. A fixed
+ * parameter (kiln_parameter_info_t) takes only the value it has:
+ * KILN_STATUS_INVALID_ARGUMENT for any other.
  * Thread safety: safe from any thread; serialized with runs of the session. */
 KILN_API kiln_status_t kiln_session_set_parameter(kiln_session_t *session,
                                                   const char *name,

@@ -524,6 +524,7 @@ Status CudaSession::uploadParameters(const BackendBundle &bundle) {
   if (manifest.parameters_size() == 0)
     return Status();
   const BackendSection &weights = bundle.sections[manifest.weights_section()];
+  fixed = std::make_unique<FixedParameters>(manifest, weights.data);
   uint64_t space = std::max<uint64_t>(weights.size, manifest.parameter_bytes());
   if (space == 0)
     return Status();
@@ -1249,6 +1250,9 @@ Status CudaSession::setParameter(const std::string &name, const void *data,
   std::lock_guard<std::mutex> lock(mutex);
   CUdeviceptr address = 0;
   KILN_RETURN_IF_ERROR(findParameter(name, byteSize, data, address));
+  if (fixed)
+    KILN_RETURN_IF_ERROR(fixed->check(
+        manifest, static_cast<int>(parameterIndex[name]), data, byteSize));
   if (byteSize > 0) {
     ContextScope current(context);
     KILN_RETURN_IF_ERROR(current.status);

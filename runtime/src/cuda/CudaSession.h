@@ -25,6 +25,7 @@
 #define KILN_RUNTIME_SRC_CUDA_CUDASESSION_H
 
 #include "ExternalParameters.h"
+#include "FixedParameters.h"
 #include "Backend.h"
 #include "Attention.h"
 #include "Gemm.h"
@@ -331,6 +332,7 @@ private:
   CUdeviceptr parameterBase = 0;
   std::unordered_map<std::string, uint32_t> parameterIndex;
   std::unique_ptr<ExternalParameters> external;
+  std::unique_ptr<FixedParameters> fixed;
 
   std::vector<EntryPlan> plans;
   std::unordered_map<std::string, size_t> planIndex;

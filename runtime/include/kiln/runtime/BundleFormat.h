@@ -20,7 +20,7 @@ namespace kiln::runtime {
 
 inline constexpr char kBundleMagic[8] = {'K', 'I', 'L', 'N',
                                          'B', 'N', 'D', 'L'};
-inline constexpr uint32_t kBundleFormatVersion = 2;
+inline constexpr uint32_t kBundleFormatVersion = 3;
 inline constexpr uint64_t kBundleHeaderSize = 64;
 inline constexpr uint64_t kSectionEntrySize = 64;
 inline constexpr uint64_t kSectionAlignment = 64;
