@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <random>
@@ -51,6 +52,40 @@ struct HostCtx {
   int thread, blockX, blockY;
   char *shared;
   HostBlock *host;
+  /// cp.async as the PTX ISA defines it: a thread's copies land when it
+  /// waits for their group, not before (so that a tile read before its
+  /// wait reads what was there), each group once committed.
+  struct Copy {
+    void *to;
+    const void *from;
+  };
+  std::vector<std::vector<Copy>> groups{{}};
+
+  void copyAsync16(void *to, const void *from) {
+    const char *begin = reinterpret_cast<const char *>(host->shared.data());
+    const char *at = static_cast<const char *>(to);
+    if (reinterpret_cast<uintptr_t>(to) % 16 != 0 ||
+        reinterpret_cast<uintptr_t>(from) % 16 != 0 || at < begin ||
+        at + 16 > begin + host->shared.size() * sizeof(uint64_t))
+      ADD_FAILURE() << "thread " << thread
+                    << " copies 16 bytes not 16-byte aligned or outside "
+                       "shared memory";
+    groups.back().push_back({to, from});
+  }
+  void commitCopies() { groups.emplace_back(); }
+  template <int N> void waitCopies() {
+    // groups.back() is still open: the committed ones precede it.
+    while (groups.size() - 1 > N) {
+      for (const Copy &copy : groups.front())
+        std::memcpy(copy.to, copy.from, 16);
+      groups.erase(groups.begin());
+    }
+  }
+  ~HostCtx() {
+    if (groups.size() != 1 || !groups.back().empty())
+      ADD_FAILURE() << "thread " << thread
+                    << " ends with copies it never waited for";
+  }
 
   void sync() { host->block.arriveAndWait(); }
   void warpSync() { host->warps[thread / 32]->arriveAndWait(); }

@@ -1,7 +1,7 @@
 //===- FlashAttention.cu - FlashAttention.h's kernels for the GPU ---------===//
 //
-// The device side of the kernels' context (barriers, shuffles, mma.sync and
-// ldmatrix), and one extern "C" kernel per
+// The device side of the kernels' context (barriers, shuffles, mma.sync,
+// ldmatrix and cp.async), and one extern "C" kernel per
 // kernel, element type and head size. The build compiles this file alone
 // with nvcc into a fatbin (cubins for sm_80 and sm_90a, PTX for newer
 // GPUs) that libkilnrt-cuda.so carries and loads through the driver API,
@@ -40,6 +40,21 @@ struct DeviceCtx {
                  "{%0, %1, %2, %3}, [%4];"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(sharedAddress(row)));
+  }
+  // 16 bytes from global to shared memory without passing through
+  // registers (sm_80 on); a group of them lands by waitCopies.
+  __device__ void copyAsync16(void *to, const void *from) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;"
+                 :
+                 : "r"(sharedAddress(to)), "l"(from)
+                 : "memory");
+  }
+  __device__ void commitCopies() {
+    asm volatile("cp.async.commit_group;" ::: "memory");
+  }
+  /// Until at most the N groups committed last are in flight.
+  template <int N> __device__ void waitCopies() {
+    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
   }
   static __device__ uint32_t sharedAddress(const void *p) {
     return static_cast<uint32_t>(__cvta_generic_to_shared(p));

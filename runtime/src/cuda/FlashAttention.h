@@ -108,15 +108,19 @@ struct Params {
 };
 
 /// Shared memory each kernel needs, in bytes, for head size `D`: two
-/// 16-bit tiles, the mask's tile and its two flags, and (dkdv) three rows of
-/// statistics (the shift, the sum's reciprocal and delta).
+/// 16-bit tiles a stage (forward and dq: two stages, the next tile's
+/// copies landing in one while the products read the other), the mask's
+/// tile and its two flags, and (dkdv) three rows of statistics (the shift,
+/// the sum's reciprocal and delta).
 constexpr int kMaskBytes = kTile * kMaskStride * 4 + 16;
+constexpr int tileBytes(int D) { return kTile * (D + kPad) * 2; }
+constexpr int kForwardStages = 2;
 constexpr int forwardSharedBytes(int D) {
-  return 2 * kTile * (D + kPad) * 2 + kMaskBytes;
+  return kForwardStages * 2 * tileBytes(D) + kMaskBytes;
 }
 constexpr int dqSharedBytes(int D) { return forwardSharedBytes(D); }
 constexpr int dkdvSharedBytes(int D) {
-  return forwardSharedBytes(D) + 3 * kTile * 4;
+  return 2 * tileBytes(D) + kMaskBytes + 3 * kTile * 4;
 }
 
 //===----------------------------------------------------------------------===//
@@ -383,10 +387,15 @@ template <typename T> KILN_FA_FN uint16_t operandBits(float v) {
 
 /// Rows row0.. of a tensor of `Src` (uint16_t, or float rounded to T) into
 /// a shared tile of kTile rows of T (zero past `rows`), the block's threads
-/// together.
-template <typename T, int D, typename Src, typename Ctx>
+/// together. `Async` (16-bit tensors): where the rows are 16-byte aligned,
+/// each thread's 16-byte pieces are copies in flight (cp.async), which land
+/// once the thread has waited for them (ctx.waitCopies, after
+/// ctx.commitCopies); the rest is stored at once. Either way the tile is
+/// the block's after a barrier.
+template <typename T, int D, typename Src, bool Async = false, typename Ctx>
 KILN_FA_FN void loadTile(Ctx &ctx, uint16_t *tile, const TensorRef &ref,
                          int b, int h, int row0, int rows) {
+  static_assert(!Async || sizeof(Src) == 2, "only 16-bit rows copy as is");
   const Src *src = rowsOf<const Src>(ref, b, h, row0);
   // 16 bytes a load where every row of the tensor starts 16-byte aligned
   // (the tile's rows do); else one element at a time. A thread loads the
@@ -403,7 +412,10 @@ KILN_FA_FN void loadTile(Ctx &ctx, uint16_t *tile, const TensorRef &ref,
       int row = r + pass * kRowsAPass;
       uint16_t *to = tile + row * (D + kPad) + c;
       if (row < rows - row0) {
-        storeVector<T>(to, src + row * ref.row + c);
+        if constexpr (Async)
+          ctx.copyAsync16(to, src + row * ref.row + c);
+        else
+          storeVector<T>(to, src + row * ref.row + c);
       } else {
         KILN_FA_UNROLL
         for (int e = 0; e < kPerVector; ++e)
@@ -590,13 +602,15 @@ KILN_FA_FN bool keepsWholeTile(const Params &p, const MaskClass &mask,
 /// position t, the batch b and head h of its block (blockIdx.y), the first
 /// of the block's 64 rows (blockIdx.x) and of its warp's 16, where its
 /// head's statistics start, the scores' scale in log2 units, and the
-/// block's shared memory: two 16-bit tiles of kTile rows, then the mask's
-/// tile with its flags (the sizes *SharedBytes count). With
+/// block's shared memory: `Stages` pairs of 16-bit tiles of kTile rows
+/// (stage s's at first + s * kStageStep), then the mask's tile with its
+/// flags (the sizes *SharedBytes count). With
 /// `lastQueriesFirst` (causal forward and dq, where a block's work grows
 /// with its queries), block x of a head takes the x-th last rows of
 /// queries, so that the longest blocks start first and the grid's tail is
 /// short ones.
-template <int D> struct Block {
+template <int D, int Stages = 1> struct Block {
+  static constexpr int kStageStep = 2 * kTile * (D + kPad);
   template <typename Ctx>
   KILN_FA_FN Block(Ctx &ctx, const Params &p, bool lastQueriesFirst)
       : g(ctx.thread % 32 / 4), t(ctx.thread % 4), b(ctx.blockY / p.heads),
@@ -611,7 +625,7 @@ template <int D> struct Block {
         first(reinterpret_cast<uint16_t *>(ctx.shared)),
         second(first + kTile * (D + kPad)),
         mask(maskTileOf(ctx, p,
-                        reinterpret_cast<float *>(second + kTile * (D + kPad)))) {}
+                        reinterpret_cast<float *>(first + Stages * kStageStep))) {}
 
   int g, t, b, h, row0, warpRow0;
   int64_t stats;
@@ -620,17 +634,53 @@ template <int D> struct Block {
   MaskTile mask;
 };
 
+/// The keys' and values' tiles from key k0 on into stage `stage`'s two
+/// tiles, as one group of copies in flight.
+template <typename T, int D, typename Ctx, typename B>
+KILN_FA_FN void fetchKeysAndValues(Ctx &ctx, const B &block, const Params &p,
+                                   int k0, int stage) {
+  loadTile<T, D, uint16_t, true>(ctx, block.first + stage * B::kStageStep,
+                                 p.k, block.b, block.h, k0, p.keys);
+  loadTile<T, D, uint16_t, true>(ctx, block.second + stage * B::kStageStep,
+                                 p.v, block.b, block.h, k0, p.keys);
+  ctx.commitCopies();
+}
+
+/// What forward's and dq's loops over key tiles do before a tile's
+/// products: start the copies of the next tile (key k0 + kTile, while
+/// below `end`) into the other stage, load the mask's tile, wait for this
+/// tile's copies (fetched the step before, or before the loop), and meet
+/// at a barrier, after which the stage's tiles and the mask's are the
+/// block's. Returns what the mask does to the tile (not kept: skipped).
+/// The barrier at the end of a tile's products keeps the next step's
+/// copies from overwriting tiles still read.
+template <typename T, int D, typename Ctx, typename B>
+KILN_FA_FN MaskClass awaitKeyTile(Ctx &ctx, const B &block, const Params &p,
+                                  int q0, int k0, int end, int stage) {
+  const bool more = k0 + kTile < end;
+  if (more)
+    fetchKeysAndValues<T, D>(ctx, block, p, k0 + kTile, stage ^ 1);
+  const MaskClass mask =
+      loadMaskTile(ctx, block.mask, p, block.b, block.h, q0, k0);
+  if (more)
+    ctx.template waitCopies<1>();
+  else
+    ctx.template waitCopies<0>();
+  ctx.sync();
+  return mask;
+}
+
 /// Grid (ceil(queries / 64), batch * heads).
 template <typename T, int D, typename Ctx>
 KILN_FA_FN void forward(Ctx &ctx, const Params &p) {
-  const Block<D> block(ctx, p, p.causal);
+  const Block<D, kForwardStages> block(ctx, p, p.causal);
   const int g = block.g, t = block.t, b = block.b, h = block.h;
   const int q0 = block.row0, r0 = block.warpRow0;
-  uint16_t *keyTile = block.first, *valueTile = block.second;
   const MaskTile &maskTile = block.mask;
-  const Matrix16 keys{keyTile, D + kPad}, values{valueTile, D + kPad};
   const float scale = block.scale;
 
+  const int end = keyEnd(p, q0);
+  fetchKeysAndValues<T, D>(ctx, block, p, 0, 0);
   uint32_t qa[D / 16][4];
   loadRowsA<T, D, uint16_t>(qa, p.q, b, h, r0, p.queries, g, t);
   // Per row (g, g + 8): the running maximum of the scores (log2 units)
@@ -638,14 +688,13 @@ KILN_FA_FN void forward(Ctx &ctx, const Params &p) {
   float maximum[2] = {-kInf, -kInf}, sum[2] = {0, 0};
   float acc[D / 8][4] = {};
 
-  const int end = keyEnd(p, q0);
-  for (int k0 = 0; k0 < end; k0 += kTile) {
-    const MaskClass maskClass = loadMaskTile(ctx, maskTile, p, b, h, q0, k0);
+  for (int k0 = 0, stage = 0; k0 < end; k0 += kTile, stage ^= 1) {
+    const MaskClass maskClass =
+        awaitKeyTile<T, D>(ctx, block, p, q0, k0, end, stage);
     if (!maskClass.kept)
       continue;
-    loadTile<T, D, uint16_t>(ctx, keyTile, p.k, b, h, k0, p.keys);
-    loadTile<T, D, uint16_t>(ctx, valueTile, p.v, b, h, k0, p.keys);
-    ctx.sync();
+    const Matrix16 keys{block.first + stage * block.kStageStep, D + kPad},
+        values{block.second + stage * block.kStageStep, D + kPad};
     float s[8][4] = {};
     productWithRows<T, D>(ctx, s, qa, keys);
     // The scores in log2 units are s times `factor`: a whole tile keeps the
@@ -721,15 +770,15 @@ KILN_FA_FN void forward(Ctx &ctx, const Params &p) {
 /// dkdv reads.
 template <typename T, int D, typename Ctx>
 KILN_FA_FN void backwardQuery(Ctx &ctx, const Params &p) {
-  const Block<D> block(ctx, p, p.causal);
+  const Block<D, kForwardStages> block(ctx, p, p.causal);
   const int g = block.g, t = block.t, b = block.b, h = block.h;
   const int q0 = block.row0, r0 = block.warpRow0;
-  uint16_t *keyTile = block.first, *valueTile = block.second;
   const MaskTile &maskTile = block.mask;
-  const Matrix16 keys{keyTile, D + kPad}, values{valueTile, D + kPad};
   const float scale = block.scale;
   const int64_t stats = block.stats;
 
+  const int end = keyEnd(p, q0);
+  fetchKeysAndValues<T, D>(ctx, block, p, 0, 0);
   uint32_t qa[D / 16][4], da[D / 16][4];
   loadRowsA<T, D, uint16_t>(qa, p.q, b, h, r0, p.queries, g, t);
   loadRowsA<T, D, float>(da, p.dout, b, h, r0, p.queries, g, t);
@@ -755,14 +804,13 @@ KILN_FA_FN void backwardQuery(Ctx &ctx, const Params &p) {
   }
   float acc[D / 8][4] = {};
 
-  const int end = keyEnd(p, q0);
-  for (int k0 = 0; k0 < end; k0 += kTile) {
-    const MaskClass maskClass = loadMaskTile(ctx, maskTile, p, b, h, q0, k0);
+  for (int k0 = 0, stage = 0; k0 < end; k0 += kTile, stage ^= 1) {
+    const MaskClass maskClass =
+        awaitKeyTile<T, D>(ctx, block, p, q0, k0, end, stage);
     if (!maskClass.kept)
       continue;
-    loadTile<T, D, uint16_t>(ctx, keyTile, p.k, b, h, k0, p.keys);
-    loadTile<T, D, uint16_t>(ctx, valueTile, p.v, b, h, k0, p.keys);
-    ctx.sync();
+    const Matrix16 keys{block.first + stage * block.kStageStep, D + kPad},
+        values{block.second + stage * block.kStageStep, D + kPad};
     float s[8][4] = {}, dp[8][4] = {};
     productWithRows<T, D>(ctx, s, qa, keys);
     productWithRows<T, D>(ctx, dp, da, values);
