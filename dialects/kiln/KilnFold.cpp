@@ -428,21 +428,7 @@ OpFoldResult CompareOp::fold(FoldAdaptor adaptor) {
     return {};
   ComparePredicate predicate = getPredicate();
   auto compare = [predicate](auto a, auto b) -> int64_t {
-    switch (predicate) {
-    case ComparePredicate::eq:
-      return a == b;
-    case ComparePredicate::ne:
-      return a != b;
-    case ComparePredicate::lt:
-      return a < b;
-    case ComparePredicate::le:
-      return a <= b;
-    case ComparePredicate::gt:
-      return a > b;
-    case ComparePredicate::ge:
-      return a >= b;
-    }
-    llvm_unreachable("unknown comparison predicate");
+    return comparisonHolds(predicate, a, b);
   };
   SmallVector<int64_t> out;
   if (isFloatTensor(lhs.getType())) {

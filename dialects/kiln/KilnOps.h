@@ -15,6 +15,28 @@
 
 #include "kiln/KilnEnums.h.inc"
 
+namespace kiln {
+/// Whether `a predicate b` holds, as kiln.compare computes it.
+template <typename T>
+bool comparisonHolds(ComparePredicate predicate, T a, T b) {
+  switch (predicate) {
+  case ComparePredicate::eq:
+    return a == b;
+  case ComparePredicate::ne:
+    return a != b;
+  case ComparePredicate::lt:
+    return a < b;
+  case ComparePredicate::le:
+    return a <= b;
+  case ComparePredicate::gt:
+    return a > b;
+  case ComparePredicate::ge:
+    return a >= b;
+  }
+  return false;
+}
+} // namespace kiln
+
 #define GET_ATTRDEF_CLASSES
 #include "kiln/KilnAttrs.h.inc"
 

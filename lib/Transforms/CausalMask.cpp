@@ -145,7 +145,7 @@ private:
         return std::nullopt;
       std::vector<double> out(n);
       for (int64_t i = 0; i < n; ++i)
-        out[i] = holds(compare.getPredicate(), (*a)[i], (*b)[i]);
+        out[i] = comparisonHolds(compare.getPredicate(), (*a)[i], (*b)[i]);
       return out;
     }
     if (auto select = dyn_cast<SelectOp>(op)) {
@@ -180,24 +180,6 @@ private:
     if (auto slice = dyn_cast<SliceOp>(op))
       return sliced(slice);
     return std::nullopt;
-  }
-
-  static bool holds(ComparePredicate predicate, double a, double b) {
-    switch (predicate) {
-    case ComparePredicate::eq:
-      return a == b;
-    case ComparePredicate::ne:
-      return a != b;
-    case ComparePredicate::lt:
-      return a < b;
-    case ComparePredicate::le:
-      return a <= b;
-    case ComparePredicate::gt:
-      return a > b;
-    case ComparePredicate::ge:
-      return a >= b;
-    }
-    return false;
   }
 
   /// A kiln.slice's window of its input's values.
