@@ -72,11 +72,9 @@ private:
     } else if (isa<FloatType>(element)) {
       for (APFloat v : dense.getValues<APFloat>())
         values.push_back(v.convertToDouble());
-    } else if (auto integer = dyn_cast<IntegerType>(element)) {
-      bool isBool = integer.getWidth() == 1;
+    } else if (isa<IntegerType>(element)) {
       for (APInt v : dense.getValues<APInt>())
-        values.push_back(isBool ? double(v.getBoolValue())
-                                : double(v.getSExtValue()));
+        values.push_back(double(v.getSExtValue()));
     } else {
       return std::nullopt;
     }
@@ -113,27 +111,22 @@ private:
     int64_t n = count(value);
     if (n < 0)
       return std::nullopt;
+    // A dense attribute, splat or not, gives all n elements.
+    auto known = [n](std::optional<std::vector<double>> values) {
+      return values && int64_t(values->size()) == n ? values : std::nullopt;
+    };
     if (ParamOp param = fixableParam(value)) {
-      auto values = fromAttr(*param.getInitialValue());
-      if (values && int64_t(values->size()) == n) {
+      auto values = known(fromAttr(*param.getInitialValue()));
+      if (values)
         params.push_back(param);
-        return values;
-      }
-      // A splat initial value.
-      if (values && values->size() == 1)
-        return std::vector<double>(n, values->front());
-      return std::nullopt;
+      return values;
     }
     Operation *op = value.getDefiningOp();
     if (!op)
       return std::nullopt;
     ElementsAttr constant;
-    if (matchPattern(value, m_Constant(&constant))) {
-      auto values = fromAttr(constant);
-      if (values && values->size() == 1 && n != 1)
-        return std::vector<double>(n, values->front());
-      return values;
-    }
+    if (matchPattern(value, m_Constant(&constant)))
+      return known(fromAttr(constant));
     // Elementwise ops over operands of the result's shape.
     auto operand = [&](Value v) -> const std::vector<double> * {
       return count(v) == n ? of(v) : nullptr;

@@ -603,7 +603,7 @@ KILN_FA_FN bool keepsWholeTile(const Params &p, const MaskClass &mask,
 /// of the block's 64 rows (blockIdx.x) and of its warp's 16, where its
 /// head's statistics start, the scores' scale in log2 units, and the
 /// block's shared memory: `Stages` pairs of 16-bit tiles of kTile rows
-/// (stage s's at first + s * kStageStep), then the mask's tile with its
+/// (stage s's at firstOf(s) and secondOf(s)), then the mask's tile with its
 /// flags (the sizes *SharedBytes count). With
 /// `lastQueriesFirst` (causal forward and dq, where a block's work grows
 /// with its queries), block x of a head takes the x-th last rows of
@@ -627,6 +627,14 @@ template <int D, int Stages = 1> struct Block {
         mask(maskTileOf(ctx, p,
                         reinterpret_cast<float *>(first + Stages * kStageStep))) {}
 
+  /// Stage `stage`'s two tiles.
+  KILN_FA_FN uint16_t *firstOf(int stage) const {
+    return first + stage * kStageStep;
+  }
+  KILN_FA_FN uint16_t *secondOf(int stage) const {
+    return second + stage * kStageStep;
+  }
+
   int g, t, b, h, row0, warpRow0;
   int64_t stats;
   float scale;
@@ -639,10 +647,10 @@ template <int D, int Stages = 1> struct Block {
 template <typename T, int D, typename Ctx, typename B>
 KILN_FA_FN void fetchKeysAndValues(Ctx &ctx, const B &block, const Params &p,
                                    int k0, int stage) {
-  loadTile<T, D, uint16_t, true>(ctx, block.first + stage * B::kStageStep,
-                                 p.k, block.b, block.h, k0, p.keys);
-  loadTile<T, D, uint16_t, true>(ctx, block.second + stage * B::kStageStep,
-                                 p.v, block.b, block.h, k0, p.keys);
+  loadTile<T, D, uint16_t, true>(ctx, block.firstOf(stage), p.k, block.b,
+                                 block.h, k0, p.keys);
+  loadTile<T, D, uint16_t, true>(ctx, block.secondOf(stage), p.v, block.b,
+                                 block.h, k0, p.keys);
   ctx.commitCopies();
 }
 
@@ -693,8 +701,8 @@ KILN_FA_FN void forward(Ctx &ctx, const Params &p) {
         awaitKeyTile<T, D>(ctx, block, p, q0, k0, end, stage);
     if (!maskClass.kept)
       continue;
-    const Matrix16 keys{block.first + stage * block.kStageStep, D + kPad},
-        values{block.second + stage * block.kStageStep, D + kPad};
+    const Matrix16 keys{block.firstOf(stage), D + kPad},
+        values{block.secondOf(stage), D + kPad};
     float s[8][4] = {};
     productWithRows<T, D>(ctx, s, qa, keys);
     // The scores in log2 units are s times `factor`: a whole tile keeps the
@@ -809,8 +817,8 @@ KILN_FA_FN void backwardQuery(Ctx &ctx, const Params &p) {
         awaitKeyTile<T, D>(ctx, block, p, q0, k0, end, stage);
     if (!maskClass.kept)
       continue;
-    const Matrix16 keys{block.first + stage * block.kStageStep, D + kPad},
-        values{block.second + stage * block.kStageStep, D + kPad};
+    const Matrix16 keys{block.firstOf(stage), D + kPad},
+        values{block.secondOf(stage), D + kPad};
     float s[8][4] = {}, dp[8][4] = {};
     productWithRows<T, D>(ctx, s, qa, keys);
     productWithRows<T, D>(ctx, dp, da, values);
