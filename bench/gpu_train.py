@@ -13,7 +13,7 @@ loops on CUDA cores, each as a ratio to the plain Kiln side.
         [--steps 20] [--warmup 3] [--seconds 10] [--time-budget S]
         [--precision bf16|fp16|fp32] [--data-parallel] [--bucket-bytes N]
         [--expanded-attention] [--loops-attention] [--no-compile]
-        [--kiln-only] [--out DIR]
+        [--kiln-only] [--profile] [--profile-steps 3] [--out DIR]
         [--bin build/bin]
     python3 bench/gpu_train.py --tiny --device cpu     # the logic, on a CPU
     python3 bench/gpu_train.py --package-prepare DIR [--keep-onnx] [model options]
@@ -134,7 +134,14 @@ step either side skipped, that step included, and the check says so.
 
 --kiln-only leaves the PyTorch sides out (no loss check then): for
 KILN_CUDA_PROFILE=FILE runs, whose per-command device times the CUDA
-backend writes to FILE (see docs/runtime.md).
+backend writes to FILE (see docs/runtime.md). --profile (cuda only) takes
+such a profile of each row's plain Kiln bundle after the row's sides:
+--profile-steps (3) steps of kiln-run under
+KILN_CUDA_PROFILE=OUT/profile-MODEL-PRECISION.txt (the first run is left
+out; the others run the commands without a CUDA graph), read back into the
+row's "profile" record and one `profile_lines` entry per entry point (the
+step's time on the stream and in commands, by kind, and its longest kernel
+or shape); a profile run that fails counts as a failure.
 
 Writes DIR/gpu_train.json (setup, formula, one record per model, precision
 and side) to --out (default: $OUT when set, else ./gpu-bench-out), and ends
@@ -148,6 +155,7 @@ import copy
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import threading
@@ -228,6 +236,14 @@ def parse_args(argv):
                         help="leave torch.compile out")
     parser.add_argument("--kiln-only", action="store_true",
                         help="leave the PyTorch sides out (no loss check)")
+    parser.add_argument("--profile", action="store_true",
+                        help="after each row, run its plain Kiln bundle "
+                        "again for --profile-steps steps under "
+                        "KILN_CUDA_PROFILE, to --out's "
+                        "profile-MODEL-PRECISION.txt (cuda only)")
+    parser.add_argument("--profile-steps", type=int, default=3,
+                        help="steps of a --profile run; the first is left "
+                        "out of the profile (default 3)")
     parser.add_argument("--lr", type=float, default=1e-4)
     parser.add_argument("--weight-decay", type=float, default=0.01)
     parser.add_argument("--check-steps", type=int, default=3)
@@ -298,6 +314,13 @@ def parse_args(argv):
                      "--device cuda: --cuda-attention chooses between the "
                      "CUDA target's ways (the CPU target always expands "
                      "attention)")
+    if args.profile and args.device != "cuda":
+        parser.error("--profile needs --device cuda: KILN_CUDA_PROFILE is "
+                     "the CUDA backend's (the CPU target has no per-command "
+                     "device times)")
+    if args.profile and args.profile_steps < 2:
+        parser.error("--profile-steps must be at least 2: a profile leaves "
+                     "the entry point's first run out")
     if args.device != "cuda" and any(p == "fp16" for _, p in args.rows):
         parser.error("fp16 needs --device cuda: kilnc --amp=fp16 rounds the "
                      "products to f16 on the CUDA target only (the CPU target "
@@ -582,6 +605,100 @@ def run_kiln(args, bundle, data_path, workdir, name, params=None):
     scales = ([r.get("loss_scale") for r in records]
               if any("loss_scale" in r for r in records) else None)
     return times, [r["loss"] for r in records], scales
+
+
+def parse_profile(text):
+    """The figures of a KILN_CUDA_PROFILE file (runtime/src/cuda/Profile.cpp
+    writes it): per entry point, the runs timed, the stream's and the
+    commands' milliseconds per run, the time by kind and by kernel or shape
+    (longest first); a list of dicts, in the file's order."""
+    entries, entry, table = [], None, None
+    row = re.compile(r"^\s+([0-9.]+)\s+([0-9.]+)%\s+([0-9]*)\s+(.*)$")
+    for line in text.splitlines():
+        head = re.match(r"^entry point '([^']*)': (\d+) run", line)
+        if head:
+            entry = dict(entry=head.group(1), runs=int(head.group(2)),
+                         by_kind=[], longest=[])
+            entries.append(entry)
+            table = None
+            continue
+        if entry is None:
+            continue
+        per_run = re.match(r"^\s+per run: ([0-9.]+) ms on the stream.*, "
+                           r"([0-9.]+) ms \(", line)
+        if per_run:
+            entry["stream_ms"] = float(per_run.group(1))
+            entry["commands_ms"] = float(per_run.group(2))
+        elif line.strip() == "by kind:":
+            table = "by_kind"
+        elif line.strip().startswith("by kernel or shape"):
+            table = "longest"
+        elif line.strip().startswith("by command"):
+            table = None
+        elif table and row.match(line):
+            ms, _, count, what = row.match(line).groups()
+            entry[table].append(dict(ms=float(ms), count=int(count or 0),
+                                     what=what))
+    return entries
+
+
+def profile_line(tag, entry):
+    """One line of a profile's figures: the stream's time per run and where
+    it went by kind, and the longest kernel or shape."""
+    if not entry["runs"]:
+        return "%s %s: no run timed (a profile leaves an entry point's " \
+            "first run out)" % (tag, entry["entry"])
+    kinds = ", ".join("%s %.2f ms (%d)" % (k["what"], k["ms"], k["count"])
+                      for k in entry["by_kind"])
+    longest = entry["longest"][0] if entry["longest"] else None
+    return "%s %s: %.2f ms/run on the stream, %.2f ms in commands: %s%s" % (
+        tag, entry["entry"], entry.get("stream_ms", float("nan")),
+        entry.get("commands_ms", float("nan")), kinds or "no commands",
+        "; longest %s %.2f ms (%d)" % (longest["what"], longest["ms"],
+                                       longest["count"]) if longest else "")
+
+
+def profile_kiln(args, bundle, data_path, tag, params):
+    """Runs the bundle for --profile-steps steps under KILN_CUDA_PROFILE
+    (commands run without a CUDA graph, each between two events); returns
+    the row's profile record: the file, its figures or the error."""
+    path = os.path.abspath(os.path.join(args.out, "profile-%s.txt" % tag))
+    if os.path.exists(path):
+        os.remove(path)
+    command = [os.path.join(args.bin, "kiln-run"), bundle, "--target",
+               args.device, "--data", data_path, "--steps",
+               str(args.profile_steps), "--no-shuffle", "--log-every",
+               str(args.profile_steps)] + (["--params", params] if params
+                                           else [])
+    log_path = os.path.join(args.work_dir, tag + "-profile-kiln-run.log")
+    started = time.perf_counter()
+    with open(log_path, "w") as log:
+        log.write("$ KILN_CUDA_PROFILE=%s %s\n" % (path, " ".join(command)))
+        log.flush()
+        try:
+            code = subprocess.call(command, stdout=log,
+                                   stderr=subprocess.STDOUT, timeout=300,
+                                   env=dict(os.environ,
+                                            KILN_CUDA_PROFILE=path))
+        except subprocess.TimeoutExpired:
+            code = "timed out after 300 s"
+        except OSError as error:
+            code = "could not start: %s" % error
+    record = dict(file=path, seconds=time.perf_counter() - started)
+    if code != 0:
+        with open(log_path) as f:
+            output = f.read().split("\n", 1)[-1]
+        record["error"] = "kiln-run failed (exit %s): %s" % (
+            code, output.strip()[-1000:])
+    elif not os.path.exists(path):
+        record["error"] = ("kiln-run wrote no profile to %s (a backend "
+                           "without KILN_CUDA_PROFILE?)" % path)
+    else:
+        with open(path) as f:
+            record["entries"] = parse_profile(f.read())
+        if not record["entries"]:
+            record["error"] = "%s holds no entry point's figures" % path
+    return record
 
 
 def read_records(path):
@@ -922,7 +1039,19 @@ def measure(args, name, precision, prepared, compiled, budget):
     # comes first.
     for kind, side, suffix in ATTENTION_VARIANTS:
         other_bundle(kind, side, suffix)
-    return row, compare_sides(args, row)
+    failures = compare_sides(args, row)
+    if args.profile and not isinstance(compiled["plain"], RuntimeError):
+        if not budget.spent(what + " profile"):
+            row["profile"] = profile_kiln(args, compiled["plain"][0],
+                                          data_path, tag, params)
+            if "error" in row["profile"]:
+                print("  kiln profile: FAILED: %s" % row["profile"]["error"],
+                      flush=True)
+                failures += 1
+            for entry in row["profile"].get("entries", []):
+                print("  kiln profile: " + profile_line(tag, entry),
+                      flush=True)
+    return row, failures
 
 
 def compare_sides(args, row):
@@ -1362,6 +1491,22 @@ def result_lines(args, rows, dp_rows):
                  "--data-parallel")]
 
 
+def profile_lines(rows):
+    """One line per profiled row and entry point (--profile), or its
+    error: `MODEL-PRECISION ENTRY: ...` or `MODEL-PRECISION: FAILED: ...`."""
+    lines = []
+    for row in rows:
+        profile = row.get("profile")
+        if not profile:
+            continue
+        tag = "%s-%s" % (row["model"], row["precision"])
+        if "error" in profile:
+            lines.append("%s: FAILED: %s" % (tag, profile["error"][:300]))
+        lines += [profile_line(tag, entry)
+                  for entry in profile.get("entries", [])]
+    return lines
+
+
 def main(argv):
     args = parse_args(argv)
     if args.package_prepare:
@@ -1416,6 +1561,7 @@ def benchmark(args):
         result = dict(setup=info, formula=FORMULA, results=rows,
                       skipped_for_time=budget.skipped,
                       result_lines=result_lines(args, rows, dp_rows),
+                      profile_lines=profile_lines(rows),
                       wall_s=time.perf_counter() - started)
         with open(os.path.join(args.out, "gpu_train.json"), "w") as f:
             json.dump(result, f, indent=1)
@@ -1436,6 +1582,8 @@ def benchmark(args):
         args.out, "gpu_train.json"), result["wall_s"]))
     for line in result["result_lines"]:
         print(line)
+    for line in result["profile_lines"]:
+        print("profile " + line)
     return 1 if failures else 0
 
 

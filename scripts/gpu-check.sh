@@ -16,13 +16,20 @@
 # nvidia cuDNN and NCCL through LD_LIBRARY_PATH set by their wrappers
 # (DIR/env.sh); this script's other processes keep the machine's own.
 # Logs: nvidia-smi.txt, libraries.txt (that path and ldd's view), unittests.log,
-# parity.log (and parity/), bench.log, gpu_train.json, summary.txt.
+# parity.log (and parity/), bench.log, gpu_train.json, profile-*.txt,
+# summary.txt.
 #
 # Build mode, without a package: builds Kiln with CUDA, runs the
 # cuda-labelled tests and the benchmark (the same models, precisions and
 # data-parallel sides). Installs nothing (a GPU machine may have no network):
 # a missing build dependency is reported by name. Logs: nvidia-smi.txt,
-# build.log, ctest.log, bench.log, gpu_train.json and summary.txt.
+# build.log, ctest.log, bench.log, gpu_train.json, profile-*.txt and
+# summary.txt.
+#
+# The benchmark also profiles each row's Kiln bundle (gpu_train.py
+# --profile: a few steps under KILN_CUDA_PROFILE, to profile-MODEL-PREC.txt),
+# and the summary has a `profile` line per profile: the step's time on the
+# stream and by kind of command, and its longest kernel or gemm shape.
 #
 # The summary has a line per step, and the fp16 and data-parallel results
 # apart: parity-fp16 and parity-dp (the parity check's `result fp16:` and
@@ -100,6 +107,21 @@ for line in json.load(open(sys.argv[1])).get("result_lines", []):
         print(line[len(prefix):])
 PY
 }
+# record_profiles: a summary line per profile the benchmark took (--profile,
+# its profile_lines in gpu_train.json); none at all is a failure.
+record_profiles() {
+  local line found=
+  while IFS= read -r line; do
+    found=1
+    case $line in
+    *": FAILED: "*) record profile FAILED "$line" - ;;
+    *) record profile ok "$line" - ;;
+    esac
+  done < <("$python" -c 'import json, sys
+for line in json.load(open(sys.argv[1])).get("profile_lines", []):
+    print(line)' "$logs/gpu_train.json" 2>/dev/null)
+  [[ -n $found ]] || record profile FAILED "no profile (the benchmark stopped or ran out of time first; see bench.log)" -
+}
 finish() {
   {
     echo "gpu-check summary ($((SECONDS - start)) s of ${budget} s; logs in $logs)"
@@ -134,7 +156,7 @@ run_bench() {
   rm -f "$logs/gpu_train.json"
   # shellcheck disable=SC2086
   timeout --kill-after=10 "$((left - 20))" env PYTHONUNBUFFERED=1 "$python" bench/gpu_train.py \
-    "$@" --out "$logs" --seconds 5 --steps 20 \
+    "$@" --out "$logs" --seconds 5 --steps 20 --profile \
     --time-budget "$((left - 110))" ${KILN_BENCH_ARGS:-} >"$logs/bench.log" 2>&1
   local status=$?
   if [[ $status -eq 0 ]]; then
@@ -146,6 +168,7 @@ run_bench() {
   fi
   record_result bench-fp16 "$(bench_result fp16)"
   record_result bench-dp "$(bench_result data-parallel)"
+  record_profiles
   echo
   sed -n '/^model /,/^wrote /p' "$logs/bench.log"
   echo

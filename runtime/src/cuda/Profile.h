@@ -14,6 +14,8 @@
 #ifndef KILN_RUNTIME_SRC_CUDA_PROFILE_H
 #define KILN_RUNTIME_SRC_CUDA_PROFILE_H
 
+#include "ProfileReport.h"
+
 #include "kiln/runtime/Status.h"
 
 #include <cuda.h>
@@ -29,17 +31,7 @@ namespace kiln::runtime::cuda {
 class CommandProfile {
 public:
   /// What one command is, for the report.
-  struct Command {
-    /// "kernel", "gemm", "copy", "wait" or "collectives" (not timed: they
-    /// run on the communication stream; the waits for them are, and
-    /// begin() and end() ignore them).
-    std::string kind;
-    /// The kernel's name, or the gemm's sizes and types: what the report
-    /// sums commands by.
-    std::string what;
-    /// The step's description, with a launch's grid and block.
-    std::string description;
-  };
+  using Command = ProfiledCommand;
 
   /// Events for `commands`, created in the current context.
   static Status create(std::string entryName, std::vector<Command> commands,
