@@ -1359,7 +1359,7 @@ TEST(BundleReader, RejectsEachBrokenCudaRule) {
       {"launch of a kernel out of range", false,
        [](bp::Manifest &m) { launch(m, 0, 1).set_kernel(7); },
        "entry point 'affine': program 0 (target 'cuda') command 1: launches "
-       "kernel 7 of 4"},
+       "kernel 7 of 5"},
       {"block over 1024 threads", false,
        [](bp::Manifest &m) {
          launch(m, 1, 0).set_block(0, 64);

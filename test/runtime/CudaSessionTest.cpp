@@ -195,6 +195,7 @@ protected:
     kiln_bundle_release(bundle);
     unsetenv("KILN_CUDA_GRAPHS");
     unsetenv("KILN_CUDA_PROFILE");
+    unsetenv("KILN_CUDA_SYNC");
   }
 
   static std::string dir;
@@ -306,6 +307,64 @@ TEST_P(CudaSession, RunsWithGraphsOff) {
   for (int run = 0; run < 3; ++run)
     runAffine(direct, run);
   kiln_session_release(direct);
+}
+
+TEST_P(CudaSession, RunsWithEachCommandWaitedFor) {
+  kiln_session_t *synced = nullptr;
+  setenv("KILN_CUDA_SYNC", "1", 1);
+  ASSERT_EQ(kiln_session_create(bundle, "cuda", &synced), KILN_OK)
+      << kiln_status_message();
+  unsetenv("KILN_CUDA_SYNC");
+  for (int run = 0; run < 3; ++run)
+    runAffine(synced, run);
+  kiln_session_release(synced);
+}
+
+TEST_P(CudaSession, RefusesAMalformedSyncSetting) {
+  kiln_session_t *other = nullptr;
+  setenv("KILN_CUDA_SYNC", "on", 1);
+  EXPECT_EQ(kiln_session_create(bundle, "cuda", &other),
+            KILN_STATUS_INVALID_ARGUMENT);
+  unsetenv("KILN_CUDA_SYNC");
+  EXPECT_NE(std::string(kiln_status_message())
+                .find("KILN_CUDA_SYNC='on' is not 0 or 1"),
+            std::string::npos)
+      << kiln_status_message();
+  EXPECT_EQ(other, nullptr);
+}
+
+/// Runs the fault entry point (its second command traps) in a session
+/// created with KILN_CUDA_SYNC set to `sync`, prints the error and exits
+/// with 3; 4 if the run did not fail. A trap leaves the process's context
+/// unusable, so this runs in a death test's child process.
+[[noreturn]] void runFaultAndExit(kiln_bundle_t *bundle, const char *sync) {
+  setenv("KILN_CUDA_SYNC", sync, 1);
+  kiln_session_t *faulting = nullptr;
+  if (kiln_session_create(bundle, "cuda", &faulting) != KILN_OK) {
+    std::fprintf(stderr, "session: %s\n", kiln_status_message());
+    std::exit(5);
+  }
+  std::vector<float> x(4, 1), y(4);
+  static const std::vector<int64_t> shape = {4};
+  kiln_tensor_t input = f32Tensor("x", x, shape);
+  kiln_tensor_t output = f32Tensor("y", y, shape);
+  kiln_status_t status =
+      kiln_session_run(faulting, "fault", &input, 1, &output, 1);
+  std::fprintf(stderr, "%s\n", kiln_status_message());
+  std::exit(status == KILN_OK ? 4 : 3);
+}
+
+/// A fault on the device surfaces when the run waits for the stream: the
+/// error says so and how to find the command, and with KILN_CUDA_SYNC=1 it
+/// names the command (its kernel) that faulted.
+TEST_P(CudaSession, AFaultOnTheDeviceNamesTheCommandWhenSynced) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(runFaultAndExit(bundle, "0"), ::testing::ExitedWithCode(3),
+              "entry point 'fault'.*finishing the run.*KILN_CUDA_SYNC=1 "
+              "waits after each command");
+  EXPECT_EXIT(runFaultAndExit(bundle, "1"), ::testing::ExitedWithCode(3),
+              "entry point 'fault'.*waiting for command 1 \\(kernel "
+              "'fault'\\) \\(KILN_CUDA_SYNC=1\\)");
 }
 
 TEST_P(CudaSession, RefusesAMalformedBiasGradSetting) {

@@ -145,7 +145,7 @@ TEST_F(HybridBundle, DescribesBothTargets) {
   EXPECT_STREQ(cuda.name, "cuda");
   EXPECT_STREQ(cuda.triple, "nvptx64-nvidia-cuda");
   EXPECT_STREQ(cuda.images, "compute_80 ptx");
-  EXPECT_EQ(cuda.kernel_count, 4u);
+  EXPECT_EQ(cuda.kernel_count, 5u);
   std::string ptx;
   ASSERT_TRUE(readFile(KILN_TEST_PTX_SOURCE, ptx).ok());
   EXPECT_EQ(cuda.code_bytes, ptx.size());

@@ -164,14 +164,15 @@ bp::Program &addProgram(bp::EntryPoint &entry, uint64_t arenaBytes = 0) {
 }
 
 /// The kernels of kernels.ptx, in the order launches index them.
-enum CudaKernel : uint32_t { AddOne, AddBias, Accumulate, Copy24 };
+enum CudaKernel : uint32_t { AddOne, AddBias, Accumulate, Copy24, Fault };
 
 void addCudaTarget(BundleWriter &writer,
                    std::vector<BundleWriter::Image> images) {
   bp::Target target;
   target.set_name("cuda");
   target.set_triple("nvptx64-nvidia-cuda");
-  for (const char *kernel : {"add_one", "add_bias", "accumulate", "copy24"})
+  for (const char *kernel :
+       {"add_one", "add_bias", "accumulate", "copy24", "fault"})
     target.add_kernels(kernel);
   writer.addTarget(target, std::move(images));
 }
@@ -308,6 +309,16 @@ void buildCudaBundle(BundleWriter &writer,
   *paddedGemm.mutable_a() = buffer(bp::BufferRef::INPUT, 0, 0, 48);
   *paddedGemm.mutable_b() = buffer(bp::BufferRef::PARAM, w, 0, 48);
   *paddedGemm.mutable_c() = buffer(bp::BufferRef::OUTPUT, 0, 0, 32);
+
+  bp::EntryPoint &fault = *manifest.add_entry_points();
+  fault.set_name("fault");
+  *fault.add_inputs() = tensor("x", bp::F32, {4});
+  *fault.add_outputs() = tensor("y", bp::F32, {4});
+  bp::Program &faultProgram = addProgram(fault);
+  for (uint32_t kernel : {AddOne, Fault, AddOne})
+    addLaunch(faultProgram, kernel, 32,
+              {buffer(bp::BufferRef::INPUT, 0, 0, 16),
+               buffer(bp::BufferRef::OUTPUT, 0, 0, 16)});
 
   addCudaTarget(writer, std::move(images));
 }

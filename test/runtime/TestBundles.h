@@ -26,7 +26,7 @@
 //
 // The CUDA bundles run the kernels of kernels.ptx. The "hybrid" bundle is
 // the single bundle plus a CUDA target "cuda" whose add_one program launches
-// the PTX add_one. The "cuda" bundle has only a CUDA target and four entry
+// the PTX add_one. The "cuda" bundle has only a CUDA target and six entry
 // points (row-major matrices):
 //   affine(x: f32[2,4]) -> (y: f32[2,3])   y = x w + bias: a gemm into the
 //                                           arena, then add_bias
@@ -37,6 +37,8 @@
 //   add_one(x: f32[4]) -> (y: f32[4])      y = x + 1
 //   padded(a: f32[2,6]) -> (c: f32[2,4])   c[:, :3] = a[:, :4] w: a gemm
 //                                           with lda 6 and ldc 4
+//   fault(x: f32[4]) -> (y: f32[4])        add_one, then the kernel fault
+//                                           (a trap), then add_one again
 // with the parameters w (f32[4,3], kCudaW), bias (f32[3], kCudaBias), acc
 // (f32[4], kWeightAcc) and g (f32[2,3,4], 0.25 each).
 //

@@ -151,7 +151,7 @@ def test_hybrid_bundle_targets(t):
     bundle = t.path("hybrid.kiln")
     result = t.expect_ok(bundle, "--info")
     for line in ["cuda: triple nvptx64-nvidia-cuda, architectures "
-                 "compute_80 ptx, 4 kernels",
+                 "compute_80 ptx, 5 kernels",
                  "    cuda: arena 0 bytes, 1 commands (1 kernel launches, "
                  "0 matrix products)\n"]:
         t.check(line in result.stdout,

@@ -108,9 +108,10 @@ only at the same number of ranks. A rank that fails ends every rank.
 
 The compiled kernels use all cores; OMP_NUM_THREADS and OPENBLAS_NUM_THREADS
 limit them. On CUDA, KILN_CUDA_DEVICE picks the GPU (default: the rank's
-local rank modulo the GPU count, so 0 for one rank) and KILN_CUDA_GRAPHS=0
-runs every command directly instead of replaying a CUDA graph. Exit status: 0
-on success, 1 on any error.
+local rank modulo the GPU count, so 0 for one rank), KILN_CUDA_GRAPHS=0
+runs every command directly instead of replaying a CUDA graph and
+KILN_CUDA_SYNC=1 waits after every command, so that an error on the device
+names the command. Exit status: 0 on success, 1 on any error.
 )";
 
 /// Splits "--flag=value" into flag and value.

@@ -198,6 +198,7 @@ Status CudaOptions::fromEnvironment(CudaOptions &out) {
   CudaOptions options;
   KILN_RETURN_IF_ERROR(parseOrdinal("KILN_CUDA_DEVICE", options.device));
   KILN_RETURN_IF_ERROR(parseFlag("KILN_CUDA_GRAPHS", options.graphs));
+  KILN_RETURN_IF_ERROR(parseFlag("KILN_CUDA_SYNC", options.syncCommands));
   if (const char *biasGrad = std::getenv("KILN_CUDA_BIAS_GRAD");
       biasGrad && *biasGrad) {
     if (std::strcmp(biasGrad, "product") == 0)
@@ -247,6 +248,11 @@ Status CudaSession::initialize(const BackendBundle &bundle,
   KILN_RETURN_IF_ERROR(loadModule(bundle));
   KILN_RETURN_IF_ERROR(allocateArena());
   KILN_RETURN_IF_ERROR(uploadParameters(bundle));
+  // The arena's zeroing and the parameters' upload are on the session's
+  // stream, which does not wait for the legacy default stream.
+  KILN_RETURN_IF_ERROR(
+      checkCu(cuStreamSynchronize(stream), "cuStreamSynchronize")
+          .withContext("uploading the parameters and zeroing the arena"));
   KILN_RETURN_IF_ERROR(checkCublas(cublasLtCreate(&blasLt), "cublasLtCreate"));
   plans.reserve(static_cast<size_t>(manifest.entry_points_size()));
   for (const bp::EntryPoint &entry : manifest.entry_points()) {
@@ -504,8 +510,15 @@ Status CudaSession::allocateArena() {
       checkCu(cuMemAlloc(&arenaAllocation, workspaceOffset + workspaceBytes),
               "cuMemAlloc")
           .withContext(what));
-  if (arenaSize > 0)
+  if (arenaSize > 0) {
     arenaBase = alignUp(arenaAllocation, alignment);
+    // Zeroed as the CPU backend's arena is, so that a bundle reading bytes
+    // no command wrote gives the same numbers on either target.
+    KILN_RETURN_IF_ERROR(
+        checkCu(cuMemsetD8Async(arenaBase, 0, arenaSize, stream),
+                "cuMemsetD8Async")
+            .withContext("zeroing the arena"));
+  }
   if (workspaceBytes > 0) {
     workspace.pointer = arenaAllocation + workspaceOffset;
     workspace.bytes = workspaceBytes;
@@ -533,14 +546,17 @@ Status CudaSession::uploadParameters(const BackendBundle &bundle) {
           .withContext(strCat("the parameters (", space, " bytes)")));
   if (space > weights.size)
     KILN_RETURN_IF_ERROR(
-        checkCu(cuMemsetD8(parameterBase + weights.size, 0,
-                           space - weights.size),
-                "cuMemsetD8")
+        checkCu(cuMemsetD8Async(parameterBase + weights.size, 0,
+                                space - weights.size, stream),
+                "cuMemsetD8Async")
             .withContext("zeroing the parameters without a stored value"));
   if (weights.size == 0)
     return Status();
-  return checkCu(cuMemcpyHtoD(parameterBase, weights.data, weights.size),
-                 "cuMemcpyHtoD")
+  // From pageable memory the call returns once the bytes are staged, so the
+  // bundle's mapping may go away afterwards.
+  return checkCu(cuMemcpyHtoDAsync(parameterBase, weights.data, weights.size,
+                                   stream),
+                 "cuMemcpyHtoDAsync")
       .withContext("uploading the parameters");
 }
 
@@ -876,6 +892,9 @@ Status CudaSession::enqueueSteps(const EntryPlan &plan) {
     if (profile)
       KILN_RETURN_IF_ERROR(profile->begin(i, stream));
     KILN_RETURN_IF_ERROR(enqueueStep(plan.steps[i]));
+    if (options.syncCommands)
+      KILN_RETURN_IF_ERROR(finishRun(strCat(
+          "waiting for ", plan.steps[i].description, " (KILN_CUDA_SYNC=1)")));
     if (profile)
       KILN_RETURN_IF_ERROR(profile->end(i, stream));
   }
@@ -918,6 +937,8 @@ Status CudaSession::enqueueStep(const Step &step) {
 /// Records the steps as a graph. Capturing runs nothing, so the caller
 /// launches the graph afterwards, this run included.
 Status CudaSession::captureGraph(EntryPlan &plan) {
+  static constexpr const char *kCapturing =
+      "capturing a CUDA graph (KILN_CUDA_GRAPHS=0 runs without graphs)";
   // Thread-local mode: other threads' sessions may allocate meanwhile.
   KILN_RETURN_IF_ERROR(
       checkCu(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
@@ -930,16 +951,14 @@ Status CudaSession::captureGraph(EntryPlan &plan) {
   if (!enqueued.ok() || ended != CUDA_SUCCESS) {
     if (graph)
       cuGraphDestroy(graph);
-    KILN_RETURN_IF_ERROR(
-        enqueued.withContext("capturing a CUDA graph (KILN_CUDA_GRAPHS=0 "
-                             "runs without graphs)"));
-    return checkCu(ended, "cuStreamEndCapture");
+    KILN_RETURN_IF_ERROR(enqueued.withContext(kCapturing));
+    return checkCu(ended, "cuStreamEndCapture").withContext(kCapturing);
   }
   CUgraphExec exec = nullptr;
   CUresult instantiated = cuGraphInstantiate(&exec, graph, 0);
   if (instantiated != CUDA_SUCCESS) {
     cuGraphDestroy(graph);
-    return checkCu(instantiated, "cuGraphInstantiate");
+    return checkCu(instantiated, "cuGraphInstantiate").withContext(kCapturing);
   }
   plan.graph = graph;
   plan.graphExec = exec;
@@ -951,7 +970,8 @@ Status CudaSession::captureGraph(EntryPlan &plan) {
 Status CudaSession::executeSteps(EntryPlan &plan) {
   if (plan.steps.empty())
     return Status();
-  if (!options.graphs || plan.runs == 0 || plan.profile)
+  if (!options.graphs || options.syncCommands || plan.runs == 0 ||
+      plan.profile)
     return enqueueSteps(plan);
   if (!plan.graphExec)
     KILN_RETURN_IF_ERROR(captureGraph(plan));
@@ -1009,7 +1029,17 @@ Status CudaSession::runBound(EntryPlan &plan, bool staged) {
   // Wait even after a failure, so nothing still in flight touches the
   // pinned buffers when the next run fills them. Faults inside kernels
   // surface here.
-  Status synchronized = finishRun();
+  Status synchronized =
+      finishRun("finishing the run (a kernel, gemm or collective failed on "
+                "the device; KILN_CUDA_SYNC=1 waits after each command to "
+                "name it)");
+  // A fault on the device fails the calls after it too, so a call that
+  // failed while the stream failed may only have been the first to see an
+  // earlier command's fault: both are reported, the stream's first.
+  if (!status.ok() && !synchronized.ok() && !options.syncCommands)
+    return Status(synchronized.code(),
+                  strCat(synchronized.message(), "; first reported by ",
+                         status.message()));
   KILN_RETURN_IF_ERROR(status);
   KILN_RETURN_IF_ERROR(synchronized);
   if (plan.profile && plan.runs > 0)
@@ -1072,9 +1102,7 @@ Status CudaSession::recordProfile(EntryPlan &plan) {
 /// stream waiting forever: the wait is bounded by the collective timeout,
 /// and NCCL's asynchronous errors end it too. Either aborts the
 /// communicator, which stops its kernels, so the stream drains.
-Status CudaSession::finishRun() {
-  const char *failedOnDevice =
-      "finishing the run (a kernel, gemm or collective failed on the device)";
+Status CudaSession::finishRun(const std::string &failedOnDevice) {
   if (!comm)
     return checkCu(cuStreamSynchronize(stream), "cuStreamSynchronize")
         .withContext(failedOnDevice);

@@ -55,6 +55,9 @@ struct CudaOptions {
   /// Capture each entry point as a CUDA graph on its second run and replay
   /// it from then on; off runs every command directly, for debugging.
   bool graphs = true;
+  /// Wait for the stream after every command, so that a fault on the device
+  /// names the command that caused it (runs without graphs; for debugging).
+  bool syncCommands = false;
   /// Where to write the device time of each command (empty: no profile);
   /// profiling runs without graphs. See Profile.h.
   std::string profilePath;
@@ -63,6 +66,7 @@ struct CudaOptions {
   bool biasGradProduct = false;
 
   /// KILN_CUDA_DEVICE (unset: -1), KILN_CUDA_GRAPHS (0 or 1, default 1),
+  /// KILN_CUDA_SYNC (0 or 1, default 0),
   /// KILN_CUDA_PROFILE (a file; "%p" in it becomes the process id) and
   /// KILN_CUDA_BIAS_GRAD (epilogue, the default, or product).
   static Status fromEnvironment(CudaOptions &out);
@@ -265,8 +269,9 @@ private:
   EntryPlan *findPlan(const std::string &entryName);
   Status executeSteps(EntryPlan &plan);
   /// Waits until the stream has finished the run: cuStreamSynchronize, or,
-  /// with a communicator, bounded polls that also watch NCCL's errors.
-  Status finishRun();
+  /// with a communicator, bounded polls that also watch NCCL's errors. A
+  /// failure on the device is reported in the context `failedOnDevice`.
+  Status finishRun(const std::string &failedOnDevice);
   Status enqueueSteps(const EntryPlan &plan);
   Status enqueueStep(const Step &step);
   Status captureGraph(EntryPlan &plan);
