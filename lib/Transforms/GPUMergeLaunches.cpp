@@ -177,6 +177,15 @@ std::optional<Launch> describe(gpu::LaunchFuncOp launch) {
   // The ids and sizes along x are all a member may ask for: its block id is
   // what the merged kernel renumbers, and the grid size is its own.
   WalkResult unsupported = kernel.walk([&](Operation *op) {
+    // Memory other than global (a workgroup buffer) and NVVM's own ops (a
+    // barrier, a shuffle) would need every thread of the block, which a
+    // member's guard leaves out.
+    if (op->getDialect() && op->getDialect()->getNamespace() == "nvvm")
+      return WalkResult::interrupt();
+    for (Type type : op->getResultTypes())
+      if (auto memref = dyn_cast<MemRefType>(type);
+          memref && memref.getMemorySpace())
+        return WalkResult::interrupt();
     if (op == kernel || !isa<gpu::GPUDialect>(op->getDialect()))
       return WalkResult::advance();
     if (isa<gpu::ReturnOp>(op) && op->getParentOp() == kernel)

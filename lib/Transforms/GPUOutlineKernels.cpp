@@ -26,6 +26,7 @@
 #include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SmallBitVector.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNGPUOUTLINEKERNELS
@@ -434,6 +435,43 @@ bool startFromFill(gpu::GPUFuncOp kernel, Value buffer,
   return true;
 }
 
+/// Makes each parallel dimension of `op` that some output's indexing map
+/// does not use a reduction: the threads are the parallel dimensions, and
+/// two threads that differ only in such a dimension would write the same
+/// output element (a race on the GPU, where the emulated kernel, its
+/// blocks run one after another, would still be right). As a loop inside
+/// each thread, the element's last iteration writes it, as a sequential
+/// run of the op does.
+void serializeUnindexedParallelDims(RewriterBase &rewriter,
+                                    linalg::GenericOp op) {
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  llvm::SmallBitVector indexed(iterators.size(), true);
+  for (OpOperand &out : op.getDpsInitsMutable()) {
+    llvm::SmallBitVector used(iterators.size(), false);
+    for (AffineExpr result : op.getMatchingIndexingMap(&out).getResults())
+      result.walk([&](AffineExpr e) {
+        if (auto dim = dyn_cast<AffineDimExpr>(e))
+          used.set(dim.getPosition());
+      });
+    indexed &= used;
+  }
+  bool changed = false;
+  for (auto [d, kind] : llvm::enumerate(iterators))
+    if (kind == utils::IteratorType::parallel && !indexed.test(d)) {
+      kind = utils::IteratorType::reduction;
+      changed = true;
+    }
+  if (!changed)
+    return;
+  SmallVector<Attribute> attributes;
+  for (utils::IteratorType kind : iterators)
+    attributes.push_back(
+        linalg::IteratorTypeAttr::get(op.getContext(), kind));
+  rewriter.modifyOpInPlace(op, [&] {
+    op.setIteratorTypesAttr(rewriter.getArrayAttr(attributes));
+  });
+}
+
 /// `op` with its parallel dimensions before its reductions, each group in
 /// its order: its loops are then one scf.parallel, which becomes the
 /// threads, around the reductions' scf.for, which each thread runs. In the
@@ -752,8 +790,10 @@ struct KilnGPUOutlineKernelsPass
     if (auto linalgOp = dyn_cast<linalg::LinalgOp>(cloned)) {
       IRRewriter rewriter(b);
       rewriter.setInsertionPoint(cloned);
-      if (auto generic = dyn_cast<linalg::GenericOp>(cloned))
+      if (auto generic = dyn_cast<linalg::GenericOp>(cloned)) {
+        serializeUnindexedParallelDims(rewriter, generic);
         linalgOp = parallelDimsFirst(rewriter, generic);
+      }
       if (failed(linalg::linalgOpToParallelLoops(rewriter, linalgOp)))
         return kernel->emitError("cannot turn this kernel into loops");
       rewriter.eraseOp(cloned);

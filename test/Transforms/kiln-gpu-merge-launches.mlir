@@ -421,3 +421,45 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// Kernels that synchronize their block (an NVVM barrier) or use memory of
+// the block (a workgroup buffer) are never merged: a member's guard would
+// leave threads out of the barrier. The same launches of @copy would merge.
+
+// CHECK-LABEL: func.func @block_wide
+// CHECK: gpu.launch_func @kiln_kernels::@synced
+// CHECK-NEXT: gpu.launch_func @kiln_kernels::@shared
+// CHECK-NEXT: gpu.launch_func @kiln_kernels::@synced
+// CHECK-NEXT: return
+module attributes {gpu.container_module} {
+  func.func @block_wide(%a: memref<256xf32>, %b: memref<256xf32>,
+                        %c: memref<256xf32>, %d: memref<256xf32>,
+                        %e: memref<256xf32>, %f: memref<256xf32>) {
+    %c1 = arith.constant 1 : index
+    %c256 = arith.constant 256 : index
+    gpu.launch_func @kiln_kernels::@synced blocks in (%c1, %c1, %c1) threads in (%c256, %c1, %c1) args(%a : memref<256xf32>, %b : memref<256xf32>)
+    gpu.launch_func @kiln_kernels::@shared blocks in (%c1, %c1, %c1) threads in (%c256, %c1, %c1) args(%c : memref<256xf32>, %d : memref<256xf32>)
+    gpu.launch_func @kiln_kernels::@synced blocks in (%c1, %c1, %c1) threads in (%c256, %c1, %c1) args(%e : memref<256xf32>, %f : memref<256xf32>)
+    return
+  }
+  gpu.module @kiln_kernels {
+    gpu.func @synced(%x: memref<256xf32>, %y: memref<256xf32>) kernel {
+      %thread = gpu.thread_id x
+      %v = memref.load %x[%thread] : memref<256xf32>
+      nvvm.barrier0
+      memref.store %v, %y[%thread] : memref<256xf32>
+      gpu.return
+    }
+    gpu.func @shared(%x: memref<256xf32>, %y: memref<256xf32>) kernel {
+      %thread = gpu.thread_id x
+      %tile = memref.alloca() : memref<256xf32, #gpu.address_space<workgroup>>
+      %v = memref.load %x[%thread] : memref<256xf32>
+      memref.store %v, %tile[%thread] : memref<256xf32, #gpu.address_space<workgroup>>
+      %w = memref.load %tile[%thread] : memref<256xf32, #gpu.address_space<workgroup>>
+      memref.store %w, %y[%thread] : memref<256xf32>
+      gpu.return
+    }
+  }
+}

@@ -218,6 +218,27 @@ func.func @batch_sum(%x: memref<4x16x32xf32>, %out: memref<16x32xf32>) {
 
 // -----
 
+// The same sum with the batch dimension marked parallel, which the output
+// does not index: as threads, the 4 of each element would all add into it
+// at once. It runs as the sum above, the dimension a loop in each thread.
+// CHECK-LABEL: func.func @unindexed_parallel(
+// CHECK: gpu.launch_func @kiln_kernels::@unindexed_parallel_k0 blocks in (%[[C2]], %{{.*}}, %{{.*}}) threads in (%[[C256]], %{{.*}}, %{{.*}})
+// CHECK: gpu.func @unindexed_parallel_k0(%[[XK:.*]]: memref<4x16x32xf32>, %[[OUTK:.*]]: memref<16x32xf32>) kernel
+// CHECK: %[[OLD:.*]] = memref.load %[[OUTK]]
+// CHECK: %[[SUM:.*]] = scf.for %{{.*}} = %c0 to %c4 step %c1 iter_args(%[[ACC:.*]] = %[[OLD]]) -> (f32)
+// CHECK: arith.addf %[[ACC]]
+// CHECK: memref.store %[[SUM]], %[[OUTK]]
+func.func @unindexed_parallel(%x: memref<4x16x32xf32>, %out: memref<16x32xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (i, j)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%x : memref<4x16x32xf32>) outs(%out : memref<16x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %o, %a : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
 // A loop nest adding into a fixed row (the gradient of an embedding whose
 // ids are all the same, as BERT's token types): the loop that picks the
 // element (%j) becomes the threads (32), and each thread sums its column's

@@ -648,7 +648,9 @@ def KilnGPUOutlineKernels : Pass<"kiln-gpu-outline-kernels", "mlir::ModuleOp"> {
     `scf.parallel` at the top of the kernel) collapse into one index space
     of N points, one thread each: blocks of up to
     `block-size` threads, `ceil(N / block-size)` blocks, and a guard for
-    the last block. Reductions stay sequential loops inside a thread. A
+    the last block. Reductions stay sequential loops inside a thread, and
+    so does a parallel dimension that an output does not index (threads
+    differing only in it would write the same element at once). A
     kernel with no parallel loop runs on one thread.
 
     A thread that combines terms into an element of its output in a loop
@@ -694,7 +696,9 @@ def KilnGPUMergeLaunches : Pass<"kiln-gpu-merge-launches", "mlir::ModuleOp"> {
 
     Walking each entry function in order, a launch can join a group before
     it (a group sits where its first launch was) when
-    - both launch blocks along x only, with no shared memory, and either
+    - both launch blocks along x only, with no shared memory (no
+      workgroup or other non-global buffer) and no NVVM op (a barrier
+      would wait for threads a member's guard leaves out), and either
       their blocks are the same size, or the merged grid would be at most
       256 blocks (less than one wave even on an A100, so what it costs is
       mostly the launch), or at most a quarter of the threads it runs would
