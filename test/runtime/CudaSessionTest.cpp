@@ -299,25 +299,25 @@ TEST_P(CudaSession, StagesTheNextInputWhileARunGoesOn) {
   runAffine(session, 3);
 }
 
-TEST_P(CudaSession, RunsWithGraphsOff) {
-  kiln_session_t *direct = nullptr;
-  setenv("KILN_CUDA_GRAPHS", "0", 1);
-  ASSERT_EQ(kiln_session_create(bundle, "cuda", &direct), KILN_OK)
+/// Three affine runs in a session created with `variable` set to `value`
+/// (the fixture's TearDown unsets it).
+void runAffineWith(kiln_bundle_t *bundle, const char *variable,
+                   const char *value) {
+  kiln_session_t *other = nullptr;
+  setenv(variable, value, 1);
+  ASSERT_EQ(kiln_session_create(bundle, "cuda", &other), KILN_OK)
       << kiln_status_message();
   for (int run = 0; run < 3; ++run)
-    runAffine(direct, run);
-  kiln_session_release(direct);
+    runAffine(other, run);
+  kiln_session_release(other);
+}
+
+TEST_P(CudaSession, RunsWithGraphsOff) {
+  runAffineWith(bundle, "KILN_CUDA_GRAPHS", "0");
 }
 
 TEST_P(CudaSession, RunsWithEachCommandWaitedFor) {
-  kiln_session_t *synced = nullptr;
-  setenv("KILN_CUDA_SYNC", "1", 1);
-  ASSERT_EQ(kiln_session_create(bundle, "cuda", &synced), KILN_OK)
-      << kiln_status_message();
-  unsetenv("KILN_CUDA_SYNC");
-  for (int run = 0; run < 3; ++run)
-    runAffine(synced, run);
-  kiln_session_release(synced);
+  runAffineWith(bundle, "KILN_CUDA_SYNC", "1");
 }
 
 TEST_P(CudaSession, RefusesAMalformedSyncSetting) {
