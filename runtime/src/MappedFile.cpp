@@ -21,14 +21,21 @@ MappedFile::~MappedFile() {
 Status MappedFile::open(const std::string &path,
                         std::unique_ptr<MappedFile> &out) {
   std::unique_ptr<MappedFile> file(new MappedFile());
-  file->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
+  // writer forever; it is refused below as not a regular file.
+  file->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (file->fd < 0)
     return ioError(path, ": cannot open: ", std::strerror(errno));
   struct stat info;
   if (fstat(file->fd, &info) != 0)
     return ioError(path, ": cannot stat: ", std::strerror(errno));
   if (!S_ISREG(info.st_mode))
-    return ioError(path, ": not a regular file");
+    return ioError(path, ": not a regular file (",
+                   S_ISDIR(info.st_mode)    ? "a directory"
+                   : S_ISFIFO(info.st_mode) ? "a FIFO"
+                   : S_ISCHR(info.st_mode)  ? "a character device"
+                                            : "a special file",
+                   ")");
   if (info.st_size == 0)
     return formatError(path, ": the file is empty, not a Kiln bundle");
   file->length = static_cast<size_t>(info.st_size);

@@ -23,6 +23,7 @@ import pty
 import shutil
 import subprocess
 import sys
+import time
 
 import numpy as np
 
@@ -449,7 +450,9 @@ def test_train_progress_line_on_a_terminal(t):
 
 
 def checkpoint_files(directory):
-    return sorted(os.listdir(directory))
+    """The directory's files but the lock a run holds (kiln-run.lock)."""
+    return sorted(name for name in os.listdir(directory)
+                  if name != "kiln-run.lock")
 
 
 def test_checkpoints_and_resume(t):
@@ -600,6 +603,156 @@ def test_checkpoint_refusals(t):
             "a refused run changed the metrics file")
 
 
+def test_outputs_checked_before_training(t):
+    """An output that cannot be written fails the run before its first
+    step, naming the flag and the cause, not after all the steps."""
+    train, data = t.path("train.kiln"), t.path("toy7.npz")
+    blocker = t.path("a-file")
+    with open(blocker, "w") as f:
+        f.write("not a directory\n")
+    missing = t.path("no-such-dir/p.safetensors")
+    for flag, path, message in [
+            ("--save-params", missing, f"--save-params {missing}: its "
+             f"directory {t.path('no-such-dir')} does not exist"),
+            ("--save-params", t.work, f"--save-params {t.work} is a "
+             "directory, not a file"),
+            ("--metrics", os.path.join(blocker, "m.jsonl"),
+             f"--metrics {blocker}/m.jsonl: {blocker} is not a directory"),
+            ("--checkpoint-dir", os.path.join(blocker, "ckpt"),
+             f"--checkpoint-dir {blocker}/ckpt: cannot create {blocker}/ckpt"),
+            ("--checkpoint-dir", "/proc/kiln-ckpt",
+             "--checkpoint-dir /proc/kiln-ckpt: cannot create")]:
+        result = t.run(train, "--data", data, "--steps", "3", flag, path)
+        t.check(result.returncode == 1 and message in result.stderr,
+                f"{flag} {path}: exit {result.returncode}, {result.stderr!r}")
+        t.check("step " not in result.stdout,
+                f"{flag} {path}: steps ran first: {result.stdout!r}")
+    # Before the inputs are even read.
+    t.expect_error([f"--outputs {missing}: its directory"], t.path("multi.kiln"),
+                   "--entry", "affine", "--inputs", t.path("absent.npz"),
+                   "--outputs", missing)
+
+
+def test_checkpoint_directory_is_locked(t):
+    """A second run given a directory a running one uses is refused at
+    once, naming the first; the lock goes with its process, even killed."""
+    directory = t.path("ckpt-locked")
+    first = subprocess.Popen(
+        [t.kiln_run, t.path("train.kiln"), "--data", t.path("toy7.npz"),
+         "--steps", "1000000000", "--checkpoint-dir", directory,
+         "--checkpoint-every", "1000000", "--log-every", "1000000"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lock = os.path.join(directory, "kiln-run.lock")
+    for _ in range(600):
+        if os.path.exists(lock) and os.path.getsize(lock) > 0:
+            break
+        time.sleep(0.05)
+    try:
+        t.expect_error([f"--checkpoint-dir {directory} is in use by another "
+                        f"run (kiln-run process {first.pid} on "],
+                       t.path("train.kiln"), "--data", t.path("toy7.npz"),
+                       "--steps", "2", "--checkpoint-dir", directory,
+                       "--resume")
+    finally:
+        first.kill()
+        first.wait()
+    # Killed before its first checkpoint: nothing to resume, and a fresh
+    # run takes the directory.
+    t.train("train.kiln", "--checkpoint-dir", directory, steps=2)
+    t.check(os.path.exists(os.path.join(directory, "step-2.json")),
+            "no checkpoint after the lock was freed")
+
+
+def test_stale_temporaries_are_removed(t):
+    directory = t.path("ckpt-stale")
+    t.train("train.kiln", "--checkpoint-dir", directory, steps=2)
+    stale = ["step-4.safetensors.tmp.999999.0", "step-4.json.tmp.12.3",
+             "latest.tmp.7.0"]
+    kept = ["notes.txt", "step-4.json.tmp.x.0", "other.tmp.1.2"]
+    for name in stale + kept:
+        with open(os.path.join(directory, name), "w") as f:
+            f.write("partial")
+    result = t.train("train.kiln", "--checkpoint-dir", directory, "--resume",
+                     steps=4)
+    t.check("kiln-run: note: removed 3 temporary files that an interrupted "
+            f"run left in {directory}" in result.stderr,
+            f"note on stale files: {result.stderr!r}")
+    left = set(os.listdir(directory))
+    t.check(not left & set(stale), f"stale files left: {left & set(stale)}")
+    t.check(set(kept) <= left, f"other files removed: {set(kept) - left}")
+
+
+def test_keep_checkpoints(t):
+    directory = t.path("ckpt-keep")
+    t.train("train.kiln", "--checkpoint-dir", directory, "--checkpoint-every",
+            "1", "--keep-checkpoints", "2", steps=3)
+    t.check(checkpoint_files(directory) ==
+            ["latest", "step-2.json", "step-2.safetensors", "step-3.json",
+             "step-3.safetensors"],
+            f"kept checkpoints {checkpoint_files(directory)}")
+    t.train("train.kiln", "--checkpoint-dir", directory, "--checkpoint-every",
+            "2", "--keep-checkpoints", "1", "--resume", steps=6)
+    t.check(checkpoint_files(directory) ==
+            ["latest", "step-6.json", "step-6.safetensors"],
+            f"kept after resuming {checkpoint_files(directory)}")
+    t.expect_error(["--keep-checkpoints needs --checkpoint-dir DIR"],
+                   t.path("train.kiln"), "--data", t.path("toy7.npz"),
+                   "--steps", "2", "--keep-checkpoints", "2")
+    t.expect_error(["--keep-checkpoints takes a positive count, not '0'"],
+                   t.path("train.kiln"), "--keep-checkpoints", "0")
+
+
+def test_nonfinite_losses(t):
+    """Sample 4 is NaN: the second batch ([3, 4, 5], unshuffled) has a NaN
+    loss. Reported once as a warning; --halt-on-nonfinite stops at it with
+    the checkpoints of the steps before."""
+    values = (2.0 ** np.arange(7)).astype(np.float32)
+    values[4] = np.nan
+    data = t.save("toy7-nan.npz", x=values)
+    result = t.expect_ok(t.path("train.kiln"), "--data", data, "--steps", "4",
+                         "--no-shuffle")
+    warnings = [line for line in result.stderr.splitlines()
+                if line.startswith("kiln-run: warning:")]
+    t.check(warnings == ["kiln-run: warning: step 2: the loss is nan (the "
+                         "first such step); the parameters may no longer be "
+                         "finite; --halt-on-nonfinite stops a run there"],
+            f"non-finite warning: {result.stderr!r}")
+    directory = t.path("ckpt-nan")
+    t.expect_error([f"step 2: the loss is nan; stopped by --halt-on-nonfinite "
+                    f"(the checkpoints in {directory} are those of earlier "
+                    "steps)"],
+                   t.path("train.kiln"), "--data", data, "--steps", "4",
+                   "--no-shuffle", "--checkpoint-dir", directory,
+                   "--checkpoint-every", "1", "--halt-on-nonfinite",
+                   "--save-params", t.path("nan.safetensors"))
+    t.check(checkpoint_files(directory) ==
+            ["latest", "step-1.json", "step-1.safetensors"],
+            f"checkpoints after the halt {checkpoint_files(directory)}")
+    t.check(not os.path.exists(t.path("nan.safetensors")),
+            "a halted run wrote --save-params")
+    values[4] = np.inf
+    data = t.save("toy7-inf.npz", x=values)
+    t.expect_error(["step 2: the loss is inf; stopped by --halt-on-nonfinite"],
+                   t.path("train.kiln"), "--data", data, "--steps", "4",
+                   "--no-shuffle", "--halt-on-nonfinite")
+    t.expect_error(["--halt-on-nonfinite is for training"],
+                   t.path("train.kiln"), "--halt-on-nonfinite")
+
+
+def test_data_and_bundle_files(t):
+    """--data refuses an array no input takes, as --inputs does; a FIFO
+    given as the bundle is refused, not waited on."""
+    data = t.save("toy7-extra.npz",
+                  x=(2.0 ** np.arange(7)).astype(np.float32),
+                  labels=np.zeros(7, np.int64))
+    t.expect_error([f"{data}: array 'labels' is not an input of entry point "
+                    "'train_step' (its inputs: x)"],
+                   t.path("train.kiln"), "--data", data, "--steps", "1")
+    fifo = t.path("bundle.fifo")
+    os.mkfifo(fifo)
+    t.expect_error([f"{fifo}: not a regular file (a FIFO)"], fifo, "--info")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--kiln-run", required=True)
@@ -630,7 +783,10 @@ def main():
              test_train_without_lr_output, test_train_grad_accum,
              test_train_progress_line_on_a_terminal,
              test_checkpoints_and_resume, test_resume_after_a_kill,
-             test_checkpoint_refusals]
+             test_checkpoint_refusals, test_outputs_checked_before_training,
+             test_checkpoint_directory_is_locked,
+             test_stale_temporaries_are_removed, test_keep_checkpoints,
+             test_nonfinite_losses, test_data_and_bundle_files]
     return run_tests(t, tests, "kiln-run tests")
 
 

@@ -6,12 +6,17 @@
 #include "Json.h"
 #include "Parameters.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
 
 namespace kiln::run {
 
@@ -20,21 +25,72 @@ namespace {
 constexpr const char *kFormat = "kiln-run checkpoint";
 constexpr int64_t kFormatVersion = 1;
 constexpr const char *kLatest = "latest";
+constexpr const char *kLockFile = "kiln-run.lock";
 
 std::string stepName(int64_t step) { return "step-" + std::to_string(step); }
+
+/// The end of the run of decimal digits in `text` starting at `begin`.
+size_t skipDigits(const std::string &text, size_t begin) {
+  while (begin < text.size() && text[begin] >= '0' && text[begin] <= '9')
+    ++begin;
+  return begin;
+}
+
+/// Whether `name` is "step-N.json" or "step-N.safetensors"; sets `step`.
+bool isStepFile(const std::string &name, int64_t &step, bool &sidecar) {
+  if (name.rfind("step-", 0) != 0)
+    return false;
+  size_t digits = skipDigits(name, 5);
+  std::string suffix = name.substr(digits);
+  if (digits == 5 || digits - 5 > 18 ||
+      (suffix != ".json" && suffix != ".safetensors"))
+    return false;
+  step = std::strtoll(name.c_str() + 5, nullptr, 10);
+  sidecar = suffix == ".json";
+  return true;
+}
 
 /// Whether `name` is one of the files a checkpoint directory holds:
 /// "latest", "step-N.json" or "step-N.safetensors".
 bool isCheckpointFile(const std::string &name) {
-  if (name == kLatest)
-    return true;
-  if (name.rfind("step-", 0) != 0)
+  int64_t step = 0;
+  bool sidecar = false;
+  return name == kLatest || isStepFile(name, step, sidecar);
+}
+
+/// Whether `name` is a temporary file writeFileAtomically makes for a
+/// checkpoint file: "NAME.tmp.PID.COUNT".
+bool isCheckpointTemporary(const std::string &name) {
+  size_t mark = name.find(".tmp.");
+  if (mark == std::string::npos || !isCheckpointFile(name.substr(0, mark)))
     return false;
-  size_t digits = 5;
-  while (digits < name.size() && name[digits] >= '0' && name[digits] <= '9')
-    ++digits;
-  std::string suffix = name.substr(digits);
-  return digits > 5 && (suffix == ".json" || suffix == ".safetensors");
+  size_t pid = mark + 5, dot = skipDigits(name, pid);
+  if (dot == pid || dot >= name.size() || name[dot] != '.')
+    return false;
+  size_t count = dot + 1, end = skipDigits(name, count);
+  return end > count && end == name.size();
+}
+
+/// The names of the entries of `dir`.
+bool listDirectory(const std::string &dir, std::vector<std::string> &names) {
+  DIR *stream = ::opendir(dir.c_str());
+  if (!stream) {
+    printError("--checkpoint-dir " + dir +
+               ": cannot list: " + std::strerror(errno));
+    return false;
+  }
+  while (dirent *entry = ::readdir(stream))
+    names.push_back(entry->d_name);
+  ::closedir(stream);
+  std::sort(names.begin(), names.end());
+  return true;
+}
+
+bool removeFile(const std::string &path) {
+  if (::unlink(path.c_str()) == 0 || errno == ENOENT)
+    return true;
+  printError(path + ": cannot remove: " + std::strerror(errno));
+  return false;
 }
 
 /// Creates `dir` and any missing parents.
@@ -231,29 +287,105 @@ std::string hex64(uint64_t value) {
   return text;
 }
 
-bool prepareCheckpointDirectory(const std::string &dir) {
+CheckpointLock::~CheckpointLock() {
+  if (fd >= 0)
+    ::close(fd);
+}
+
+bool CheckpointLock::acquire(const std::string &dir) {
   if (!makeDirectories(dir))
     return false;
-  DIR *stream = ::opendir(dir.c_str());
-  if (!stream) {
-    printError("--checkpoint-dir " + dir +
-               ": cannot list: " + std::strerror(errno));
+  std::string path = dir + "/" + kLockFile;
+  fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    printError("--checkpoint-dir " + dir + ": cannot create " + path + ": " +
+               std::strerror(errno));
     return false;
   }
-  std::string found;
-  while (dirent *entry = ::readdir(stream)) {
-    if (isCheckpointFile(entry->d_name)) {
-      found = entry->d_name;
-      break;
-    }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int error = errno;
+    std::string owner;
+    readWholeFile(path, owner);
+    while (!owner.empty() && owner.back() == '\n')
+      owner.pop_back();
+    if (error == EWOULDBLOCK)
+      printError("--checkpoint-dir " + dir + " is in use by another run (" +
+                 (owner.empty() ? std::string("its lock file ") + path
+                                : owner) +
+                 "); wait for it to end, or choose another directory");
+    else
+      printError("--checkpoint-dir " + dir + ": cannot lock " + path + ": " +
+                 std::strerror(error));
+    return false;
   }
-  ::closedir(stream);
-  if (!found.empty()) {
+  char host[256] = "unknown host";
+  ::gethostname(host, sizeof(host) - 1);
+  std::string owner = "kiln-run process " + std::to_string(::getpid()) +
+                      " on " + host + "\n";
+  if (::ftruncate(fd, 0) != 0 ||
+      ::pwrite(fd, owner.data(), owner.size(), 0) !=
+          static_cast<ssize_t>(owner.size())) {
+    printError("--checkpoint-dir " + dir + ": cannot write " + path + ": " +
+               std::strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+bool removeStaleTemporaries(const std::string &dir) {
+  std::vector<std::string> names;
+  if (!listDirectory(dir, names))
+    return false;
+  size_t removed = 0;
+  for (const std::string &name : names) {
+    if (!isCheckpointTemporary(name))
+      continue;
+    if (!removeFile(dir + "/" + name))
+      return false;
+    ++removed;
+  }
+  if (removed > 0)
+    printNote("removed " + std::to_string(removed) + " temporary file" +
+              (removed == 1 ? "" : "s") + " that an interrupted run left in " +
+              dir);
+  return true;
+}
+
+bool checkNoCheckpoints(const std::string &dir) {
+  std::vector<std::string> names;
+  if (!listDirectory(dir, names))
+    return false;
+  for (const std::string &name : names) {
+    if (!isCheckpointFile(name))
+      continue;
     printError("--checkpoint-dir " + dir + " already holds checkpoints (" +
-               dir + "/" + found +
+               dir + "/" + name +
                "); continue them with --resume, or choose another directory");
     return false;
   }
+  return true;
+}
+
+bool rotateCheckpoints(const std::string &dir, int64_t step, int64_t keep) {
+  std::vector<std::string> names;
+  if (!listDirectory(dir, names))
+    return false;
+  std::vector<int64_t> steps;
+  for (const std::string &name : names) {
+    int64_t found = 0;
+    bool sidecar = false;
+    if (isStepFile(name, found, sidecar) && found <= step)
+      steps.push_back(found);
+  }
+  std::sort(steps.begin(), steps.end());
+  steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+  if (static_cast<int64_t>(steps.size()) <= keep)
+    return true;
+  steps.resize(steps.size() - static_cast<size_t>(keep));
+  for (int64_t old : steps)
+    if (!removeFile(dir + "/" + stepName(old) + ".json") ||
+        !removeFile(dir + "/" + stepName(old) + ".safetensors"))
+      return false;
   return true;
 }
 

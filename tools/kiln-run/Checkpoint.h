@@ -8,6 +8,7 @@
 // written to a temporary file, flushed to disk and renamed into place, the
 // parameters before the sidecar and the sidecar before `latest`, so a run
 // killed at any moment leaves `latest` naming a complete checkpoint.
+// `kiln-run.lock`, locked while a run uses the directory, names that run.
 // docs/runtime.md describes the layout.
 //
 //===----------------------------------------------------------------------===//
@@ -58,10 +59,38 @@ uint64_t fnv1a64(const std::string &bytes);
 /// "0x0123456789abcdef".
 std::string hex64(uint64_t value);
 
-/// Makes `dir` ready for a run that does not resume: creates it (and its
-/// parents) if missing; refuses a directory that already holds checkpoints,
-/// so that no earlier run's files are overwritten.
-bool prepareCheckpointDirectory(const std::string &dir);
+/// The lock a run holds on its checkpoint directory: an flock on
+/// `dir`/kiln-run.lock, which the kernel drops when the process ends, however
+/// it ends, so a killed run leaves no stale lock.
+class CheckpointLock {
+public:
+  CheckpointLock() = default;
+  CheckpointLock(const CheckpointLock &) = delete;
+  CheckpointLock &operator=(const CheckpointLock &) = delete;
+  ~CheckpointLock();
+
+  /// Creates `dir` (and its parents) if missing and locks it; a directory
+  /// another run holds is refused, naming that run's process and host.
+  bool acquire(const std::string &dir);
+
+private:
+  int fd = -1;
+};
+
+/// Removes the temporary files (`step-N.json.tmp.PID.K` and the like) that a
+/// run killed while writing a checkpoint left in `dir`; call it holding the
+/// directory's lock, so that no running writer owns them. Prints how many it
+/// removed.
+bool removeStaleTemporaries(const std::string &dir);
+
+/// Refuses a directory that already holds checkpoints, for a run that does
+/// not resume, so that no earlier run's files are overwritten.
+bool checkNoCheckpoints(const std::string &dir);
+
+/// Removes the checkpoints of `dir` older than the `keep` newest up to
+/// `step` (the one `latest` names), the sidecar before its parameter file,
+/// so that `latest` always names a complete checkpoint.
+bool rotateCheckpoints(const std::string &dir, int64_t step, int64_t keep);
 
 /// Writes step-N.safetensors (`parameters`), step-N.json (from `info`, whose
 /// parameter file fields it fills) and then `latest`, each atomically.

@@ -25,19 +25,31 @@ void setProgressLineOpen(bool open) { progressLineOpen = open; }
 
 bool isProgressLineOpen() { return progressLineOpen; }
 
-void printError(const std::string &message) {
+namespace {
+void printDiagnostic(const char *kind, const std::string &message) {
   if (progressLineOpen) {
     std::fputs("\n", stdout);
     std::fflush(stdout);
     progressLineOpen = false;
   }
   if (rankInfo.world_size > 1)
-    std::fprintf(stderr, "kiln-run: error: rank %d: %s\n", rankInfo.rank,
+    std::fprintf(stderr, "kiln-run: %s: rank %d: %s\n", kind, rankInfo.rank,
                  message.c_str());
   else
-    std::fprintf(stderr, "kiln-run: error: %s\n", message.c_str());
+    std::fprintf(stderr, "kiln-run: %s: %s\n", kind, message.c_str());
   std::fflush(stderr);
 }
+} // namespace
+
+void printError(const std::string &message) {
+  printDiagnostic("error", message);
+}
+
+void printWarning(const std::string &message) {
+  printDiagnostic("warning", message);
+}
+
+void printNote(const std::string &message) { printDiagnostic("note", message); }
 
 bool failed(kiln_status_t status, const std::string &context) {
   std::string message = kiln_status_message();

@@ -41,6 +41,8 @@ struct Options {
   std::string metrics;
   std::string checkpointDir;
   long checkpointEvery = 0; // 0: only at the end
+  long keepCheckpoints = 0; // 0: keep every checkpoint
+  bool haltOnNonfinite = false;
   bool resume = false;
   bool compress = false;
   /// A target name, or "auto": the CUDA target where it can run, else the
@@ -58,6 +60,11 @@ struct Options {
 /// while a progress line is drawn; under a launcher with several ranks
 /// "kiln-run: error: rank R: MESSAGE".
 void printError(const std::string &message);
+
+/// The same for "kiln-run: warning: MESSAGE" and "kiln-run: note: MESSAGE",
+/// which do not stop the run.
+void printWarning(const std::string &message);
+void printNote(const std::string &message);
 
 /// This process's place among the ranks (kiln_distributed_init); a single
 /// rank until setDistributedInfo.

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
+#include <sys/stat.h>
 #include <sstream>
 #include <unistd.h>
 
@@ -383,6 +384,38 @@ bool writeFileAtomically(const std::string &path, const std::string &bytes) {
     printError(path + ": cannot flush its directory: " + std::strerror(errno));
     return false;
   }
+  return true;
+}
+
+bool checkWritable(const std::string &flag, const std::string &path) {
+  struct stat status;
+  if (::stat(path.c_str(), &status) == 0 && S_ISDIR(status.st_mode)) {
+    printError(flag + " " + path + " is a directory, not a file");
+    return false;
+  }
+  size_t slash = path.find_last_of('/');
+  std::string directory = slash == std::string::npos ? "."
+                          : slash == 0               ? "/"
+                                                     : path.substr(0, slash);
+  if (::stat(directory.c_str(), &status) != 0) {
+    printError(flag + " " + path + ": its directory " + directory +
+               (errno == ENOENT ? std::string(" does not exist")
+                                : ": " + std::string(std::strerror(errno))));
+    return false;
+  }
+  if (!S_ISDIR(status.st_mode)) {
+    printError(flag + " " + path + ": " + directory + " is not a directory");
+    return false;
+  }
+  std::string probe;
+  int fd = createTemporary(path, probe);
+  if (fd < 0) {
+    printError(flag + " " + path + ": cannot create files in " + directory +
+               ": " + std::strerror(errno));
+    return false;
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
   return true;
 }
 

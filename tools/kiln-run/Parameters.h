@@ -56,6 +56,12 @@ bool saveParameters(const Options &options, const kiln_bundle_t *bundle,
 /// old content or all of `bytes`, whenever the process or machine stops.
 bool writeFileAtomically(const std::string &path, const std::string &bytes);
 
+/// Checks, before any work that writing it at the end would lose, that the
+/// file `path` given by `flag` can be written: it is not a directory, its
+/// directory exists, and a file can be created there (a probe file is
+/// created and removed). An error names the flag, the path and the cause.
+bool checkWritable(const std::string &flag, const std::string &path);
+
 /// Reads the whole file at `path`.
 bool readWholeFile(const std::string &path, std::string &bytes);
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -95,6 +96,18 @@ bool readDataset(const Options &options, const kiln_bundle_t *bundle,
       return false;
     }
     dataset.arrays.push_back(std::move(*found));
+    arrays.erase(found);
+  }
+  // As --inputs: an array no input takes is a mistake (a misspelt name),
+  // not something to skip.
+  if (!arrays.empty()) {
+    std::string inputs;
+    for (const NamedArray &array : dataset.arrays)
+      inputs += (inputs.empty() ? "" : ", ") + array.name;
+    printError(options.data + ": array '" + arrays.front().name +
+               "' is not an input of entry point '" + entry.name +
+               "' (its inputs: " + inputs + ")");
+    return false;
   }
   return true;
 }
@@ -514,7 +527,8 @@ public:
       : options(options), bundle(bundle), progress(options) {}
 
   bool run() {
-    if (!checkDataParallel() || !prepareEntries() || !prepareBatch())
+    if (!checkDataParallel() || !prepareEntries() || !prepareBatch() ||
+        !checkOutputs())
       return false;
     std::string target;
     // Before the session: a CUDA session of a data-parallel bundle is itself
@@ -558,6 +572,9 @@ public:
         if (!metrics.append(report))
           return false;
       }
+      // Before the checkpoint: a halted run keeps the last finite one.
+      if (!checkFinite(report))
+        return false;
       if (checkpointDue(report.step) && !checkpoint(report.step))
         return false;
     }
@@ -571,6 +588,61 @@ public:
 
 private:
   bool isRoot() const { return ranks.rank == 0; }
+
+  /// Everything the run writes is checked (and the checkpoint directory
+  /// created and locked) before the first step, so that no run is lost to
+  /// an output it finds unwritable at its end. Rank 0 writes them all.
+  bool checkOutputs() {
+    if (!isRoot())
+      return true;
+    if (!options.saveParams.empty() &&
+        !checkWritable("--save-params", options.saveParams))
+      return false;
+    if (!options.metrics.empty() &&
+        !checkWritable("--metrics", options.metrics))
+      return false;
+    if (options.checkpointDir.empty())
+      return true;
+    return checkpointLock.acquire(options.checkpointDir) &&
+           removeStaleTemporaries(options.checkpointDir);
+  }
+
+  /// Reports the first step whose loss (or gradient norm) is not finite;
+  /// with --halt-on-nonfinite, stops the run there, before its checkpoint.
+  /// Under an fp16 loss scale an infinite gradient norm is an overflow the
+  /// step skipped, not a fault. The values are the same on every rank.
+  bool checkFinite(const StepReport &report) {
+    bool gradFinite = !report.hasGradNorm || report.hasLossScale ||
+                      std::isfinite(report.gradNorm);
+    if (std::isfinite(report.loss) && gradFinite)
+      return true;
+    std::string what = !std::isfinite(report.loss)
+                           ? "the loss is " + describeFloat(report.loss)
+                           : "the gradient norm is " +
+                                 describeFloat(report.gradNorm);
+    if (options.haltOnNonfinite) {
+      if (isRoot()) {
+        metrics.sync();
+        printError("step " + std::to_string(report.step) + ": " + what +
+                   "; stopped by --halt-on-nonfinite" +
+                   (options.checkpointDir.empty()
+                        ? std::string()
+                        : " (the checkpoints in " + options.checkpointDir +
+                              " are those of earlier steps)"));
+      }
+      return false;
+    }
+    if (!reportedNonfinite && isRoot())
+      printWarning("step " + std::to_string(report.step) + ": " + what +
+                   " (the first such step); the parameters may no longer be "
+                   "finite; --halt-on-nonfinite stops a run there");
+    reportedNonfinite = true;
+    return true;
+  }
+
+  static std::string describeFloat(float value) {
+    return std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf";
+  }
 
   /// Every rank must run the same bundle on the same data with the same
   /// flags, or their all-reduces would pair unrelated values (or hang): the
@@ -800,7 +872,10 @@ private:
       return false;
     return !isRoot() ||
            (metrics.sync() &&
-            writeCheckpoint(options.checkpointDir, info, parameters));
+            writeCheckpoint(options.checkpointDir, info, parameters) &&
+            (options.keepCheckpoints == 0 ||
+             rotateCheckpoints(options.checkpointDir, step,
+                               options.keepCheckpoints)));
   }
 
   /// A fresh run checks the directory; --resume loads its latest checkpoint
@@ -809,7 +884,7 @@ private:
     if (options.checkpointDir.empty())
       return true;
     if (!options.resume)
-      return !isRoot() || prepareCheckpointDirectory(options.checkpointDir);
+      return !isRoot() || checkNoCheckpoints(options.checkpointDir);
     CheckpointInfo saved;
     std::string sidecar, parameters;
     std::vector<NamedArray> arrays;
@@ -902,6 +977,9 @@ private:
   std::unique_ptr<BatchLoader> loader;
   MetricsFile metrics;
   ProgressReporter progress;
+  /// Held by rank 0 from checkOutputs to the end of the run.
+  CheckpointLock checkpointLock;
+  bool reportedNonfinite = false;
   const kiln_distributed_info_t &ranks = distributedInfo();
 };
 

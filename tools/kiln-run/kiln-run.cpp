@@ -93,6 +93,19 @@ train_step, each on the next batch, and its loss is the mean of the K losses.
   --resume          continue from the latest checkpoint in --checkpoint-dir
                     up to --steps N in all, exactly as an uninterrupted run;
                     refused for a checkpoint of another bundle or data order
+  --keep-checkpoints K
+                    keep only the K newest checkpoints, removing older ones
+                    as new ones are written (default: keep all)
+  --halt-on-nonfinite
+                    stop with an error at the first step whose loss or
+                    gradient norm is NaN or infinite, before its checkpoint,
+                    so the checkpoints hold only finite steps; without it
+                    the first such step is reported as a warning
+
+Every output (--save-params, --metrics, --checkpoint-dir, --outputs) is
+checked writable before the first step. A run locks its --checkpoint-dir
+(D/kiln-run.lock): a second run given the same directory is refused while the
+first runs; temporary files an interrupted run left there are removed.
 
 Data parallelism: started by an MPI launcher (mpirun -np W kiln-run ..., or
 srun), each of the W ranks trains on its shard of the data (the same seeded
@@ -151,6 +164,8 @@ bool *switchFor(Options &options, const std::string &flag) {
     return &options.dropLast;
   if (flag == "--resume")
     return &options.resume;
+  if (flag == "--halt-on-nonfinite")
+    return &options.haltOnNonfinite;
   return nullptr;
 }
 
@@ -191,6 +206,8 @@ long *countFor(Options &options, const std::string &flag, bool &allowZero) {
     return &options.seed;
   if (flag == "--checkpoint-every")
     return &options.checkpointEvery;
+  if (flag == "--keep-checkpoints")
+    return &options.keepCheckpoints;
   if (flag == "--collective-timeout")
     return &options.collectiveTimeout;
   return nullptr;
@@ -259,6 +276,8 @@ bool checkTrainingArguments(const Options &options) {
                        {!options.checkpointDir.empty(), "--checkpoint-dir"},
                        {options.checkpointEvery > 0, "--checkpoint-every"},
                        {options.resume, "--resume"},
+                       {options.keepCheckpoints > 0, "--keep-checkpoints"},
+                       {options.haltOnNonfinite, "--halt-on-nonfinite"},
                        {options.dropLast, "--drop-last"}};
   for (const auto &training : trainingFlags) {
     if (training.given && options.data.empty()) {
@@ -268,8 +287,11 @@ bool checkTrainingArguments(const Options &options) {
     }
   }
   if (options.checkpointDir.empty() &&
-      (options.checkpointEvery > 0 || options.resume)) {
-    printError(std::string(options.resume ? "--resume" : "--checkpoint-every") +
+      (options.checkpointEvery > 0 || options.resume ||
+       options.keepCheckpoints > 0)) {
+    printError(std::string(options.resume                ? "--resume"
+                           : options.keepCheckpoints > 0 ? "--keep-checkpoints"
+                                                         : "--checkpoint-every") +
                " needs --checkpoint-dir DIR");
     return false;
   }
@@ -439,15 +461,29 @@ bool printInfo(const Options &options, const kiln_bundle_t *bundle) {
     return false;
   std::printf("parameters: %zu, %s\n", info.parameter_count,
               describeBytes(info.parameter_bytes).c_str());
-  // Those whose stored value the code relies on, which take no other.
-  std::string fixed;
+  // Those training updates, and those whose stored value the code relies
+  // on, which take no other.
+  std::string trained, fixed;
+  size_t trainedCount = 0;
+  uint64_t trainedBytes = 0;
   for (size_t i = 0; i < info.parameter_count; ++i) {
     kiln_parameter_info_t parameter;
     if (kiln_status_t status = kiln_bundle_get_parameter(bundle, i, &parameter))
       return failed(status);
     if (parameter.fixed)
       fixed += (fixed.empty() ? "" : ", ") + std::string(parameter.tensor.name);
+    if (parameter.trainable) {
+      trained +=
+          (trained.empty() ? "" : ", ") + std::string(parameter.tensor.name);
+      ++trainedCount;
+      trainedBytes += parameter.tensor.byte_size;
+    }
   }
+  size_t trainStep = 0;
+  if (trainedCount > 0 &&
+      kiln_bundle_find_entry_point(bundle, "train_step", &trainStep) == KILN_OK)
+    std::printf("trained parameters: %zu, %s: %s\n", trainedCount,
+                describeBytes(trainedBytes).c_str(), trained.c_str());
   if (!fixed.empty())
     std::printf("fixed parameters (compiled into the code): %s\n",
                 fixed.c_str());
@@ -508,7 +544,10 @@ bool runEntryPoint(const Options &options, const kiln_bundle_t *bundle) {
   size_t index = 0;
   kiln_entry_point_info_t entry;
   std::vector<NamedArray> inputArrays, outputArrays;
-  if (!selectEntryPoint(options, bundle, index, entry) ||
+  if (!checkWritable("--outputs", options.outputs) ||
+      (!options.saveParams.empty() &&
+       !checkWritable("--save-params", options.saveParams)) ||
+      !selectEntryPoint(options, bundle, index, entry) ||
       !readInputs(options, entry, inputArrays) ||
       !allocateOutputs(bundle, index, entry, outputArrays))
     return false;
