@@ -404,6 +404,18 @@ LabelWeights weighLabels(Builder &b, Value labels, Value classWeight,
   return w;
 }
 
+/// `perElement` where the element counts, 0 where its label is ignored:
+/// selected, not multiplied by a zero weight, so that neither the value nor
+/// (through kiln.select's gradient) the gradient of an ignored element is
+/// NaN when the mean divides by a total weight of 0 (a batch whose every
+/// label is ignored, whose loss is NaN as in PyTorch).
+Value keepCounted(Builder &b, const LabelWeights &w, Value perElement) {
+  if (!w.counted)
+    return perElement;
+  return b.select(w.counted, perElement,
+                  b.splat(b.typeOf(perElement), 0));
+}
+
 /// scores[n, label, d...] ([N, D...]) with gather_elements on [N, 1, D...].
 Value pickLabels(Builder &b, Value scores, Value safeLabels) {
   auto labelType = b.typeOf(safeLabels);
@@ -447,7 +459,8 @@ struct DecomposeNllLoss : OpRewritePattern<NllLossOp> {
                     b.typeOf(op.getInput()).getElementType());
     Value picked = pickLabels(b, op.getInput(), w.safeLabels);
     Value loss = b.unary<NegOp>(b.binary<MulOp>(picked, w.weight));
-    r.replaceOp(op, reduceLoss(b, loss, w.weight, op.getReduction()));
+    r.replaceOp(op, reduceLoss(b, keepCounted(b, w, loss), w.weight,
+                               op.getReduction()));
     return success();
   }
 };
@@ -500,7 +513,8 @@ struct DecomposeCrossEntropy : OpRewritePattern<CrossEntropyOp> {
           b.binary<MulOp>(loss, b.splat(valueType, 1 - smoothing)),
           b.binary<MulOp>(smooth, b.splat(valueType, smoothing)));
     }
-    r.replaceOp(op, reduceLoss(b, loss, w.weight, op.getReduction()));
+    r.replaceOp(op, reduceLoss(b, keepCounted(b, w, loss), w.weight,
+                               op.getReduction()));
     return success();
   }
   bool keep;
@@ -541,7 +555,9 @@ struct DecomposeCrossEntropyGrad : OpRewritePattern<CrossEntropyGradOp> {
     Value hit = b.compare(ComparePredicate::eq, classes, perRow(w.safeLabels));
     Value target = b.select(hit, b.splat(scoreType, 1), b.splat(scoreType, 0));
     double smoothing = op.getLabelSmoothing().convertToDouble();
-    Value nll = b.binary<MulOp>(grad, w.weight);
+    // A batch whose every label is ignored divides by a zero total weight:
+    // as PyTorch, its ignored elements get no gradient (not 0 * inf).
+    Value nll = keepCounted(b, w, b.binary<MulOp>(grad, w.weight));
     if (smoothing > 0)
       nll = b.binary<MulOp>(nll, b.splat(rowType, 1 - smoothing));
     Value dx = b.binary<MulOp>(perRow(nll), b.binary<SubOp>(p, target));

@@ -363,7 +363,8 @@ func.func @nll_loss_mean(%logp: tensor<8x10xf32>, %labels: tensor<8xi64>) -> ten
 // CHECK: %[[G:.*]] = kiln.gather_elements %[[P]], %[[I]] {axis = 1 : i64} : tensor<2x5x6xf32>, tensor<2x1x6xi64>
 // CHECK: %[[PICKED:.*]] = kiln.reshape %[[G]] : tensor<2x1x6xf32> to tensor<2x6xf32>
 // CHECK: %[[PW:.*]] = kiln.mul %[[PICKED]], %[[W]] : tensor<2x6xf32>
-// CHECK: %[[Y:.*]] = kiln.neg %[[PW]] : tensor<2x6xf32>
+// CHECK: %[[L:.*]] = kiln.neg %[[PW]] : tensor<2x6xf32>
+// CHECK: %[[Y:.*]] = kiln.select %[[COUNTED]], %[[L]], %[[FZERO]] : tensor<2x6xi1>, tensor<2x6xf32>
 // CHECK-NOT: kiln.reduce_sum
 // CHECK: return %[[Y]] : tensor<2x6xf32>
 func.func @nll_loss_none(%logp: tensor<2x5x6xf32>, %labels: tensor<2x6xi64>, %w: tensor<5xf32>) -> tensor<2x6xf32> {
@@ -392,7 +393,8 @@ func.func @nll_loss_sum(%logp: tensor<8x10xf32>, %labels: tensor<8xi32>) -> tens
 // CHECK: %[[W:.*]] = kiln.select %[[COUNTED]], %[[WG]], %{{.*}} : tensor<8xi1>, tensor<8xf32>
 // CHECK: %[[PW:.*]] = kiln.mul %{{.*}}, %[[W]] : tensor<8xf32>
 // CHECK: %[[L:.*]] = kiln.neg %[[PW]] : tensor<8xf32>
-// CHECK: %[[SUM:.*]] = kiln.reduce_sum %[[L]] {dimensions = array<i64: 0>} : tensor<8xf32>
+// CHECK: %[[LC:.*]] = kiln.select %[[COUNTED]], %[[L]], %{{.*}} : tensor<8xi1>, tensor<8xf32>
+// CHECK: %[[SUM:.*]] = kiln.reduce_sum %[[LC]] {dimensions = array<i64: 0>} : tensor<8xf32>
 // CHECK: %[[WSUM:.*]] = kiln.reduce_sum %[[W]] {dimensions = array<i64: 0>} : tensor<8xf32>
 // CHECK: %[[Y:.*]] = kiln.div %[[SUM]], %[[WSUM]] : tensor<f32>
 // CHECK: return %[[Y]] : tensor<f32>
@@ -484,7 +486,8 @@ func.func @nll_loss_of_log_softmax(%x: tensor<8x10xf32>, %labels: tensor<8xi64>)
 // CHECK: %[[A:.*]] = kiln.mul %[[WNLL]], %[[ONE_MINUS_S]] : tensor<2x3xf32>
 // CHECK: %[[B:.*]] = kiln.mul %[[SMOOTH0]], %[[S]] : tensor<2x3xf32>
 // CHECK: %[[LOSS:.*]] = kiln.add %[[A]], %[[B]] : tensor<2x3xf32>
-// CHECK: %[[SUM:.*]] = kiln.reduce_sum %[[LOSS]] {dimensions = array<i64: 0, 1>} : tensor<2x3xf32>
+// CHECK: %[[LOSSC:.*]] = kiln.select %[[COUNTED]], %[[LOSS]], %{{.*}} : tensor<2x3xi1>, tensor<2x3xf32>
+// CHECK: %[[SUM:.*]] = kiln.reduce_sum %[[LOSSC]] {dimensions = array<i64: 0, 1>} : tensor<2x3xf32>
 // CHECK: %[[WSUM:.*]] = kiln.reduce_sum %[[W]] {dimensions = array<i64: 0, 1>} : tensor<2x3xf32>
 // CHECK: %[[Y:.*]] = kiln.div %[[SUM]], %[[WSUM]] : tensor<f32>
 // CHECK: return %[[Y]] : tensor<f32>
@@ -507,7 +510,8 @@ func.func @cross_entropy_smoothing(%logits: tensor<2x5x3xf32>, %labels: tensor<2
 // CHECK: %[[CSUM:.*]] = kiln.reduce_sum %[[L]] {dimensions = array<i64: 1>} : tensor<4x3xf32>
 // CHECK: %[[NEGSUM:.*]] = kiln.sub %[[LSEC]], %[[CSUM]] : tensor<4xf32>
 // CHECK: kiln.div %[[NEGSUM]], %[[C]] : tensor<4xf32>
-// CHECK: %[[Y:.*]] = kiln.add %{{.*}}, %{{.*}} : tensor<4xf32>
+// CHECK: %[[LOSS:.*]] = kiln.add %{{.*}}, %{{.*}} : tensor<4xf32>
+// CHECK-NEXT: %[[Y:.*]] = kiln.select %{{.*}}, %[[LOSS]], %{{.*}} : tensor<4xi1>, tensor<4xf32>
 // CHECK-NEXT: return %[[Y]] : tensor<4xf32>
 func.func @cross_entropy_smoothing_none(%logits: tensor<4x3xf32>, %labels: tensor<4xi64>) -> tensor<4xf32> {
   %y = kiln.cross_entropy %logits, %labels {reduction = #kiln.reduction<none>, ignore_index = -1 : i64, label_smoothing = 0.2 : f64}
@@ -526,7 +530,8 @@ func.func @cross_entropy_weight_argument(%logits: tensor<8x10xf32>, %labels: ten
 }
 
 // The gradient, mean over the counted elements: (p - onehot(label)) times
-// grad / count on each counted row, p = exp(logits - lse) with lse built as
+// grad / count on each counted row, selected (0 on ignored rows even when
+// every row is ignored and grad / count is infinite), p = exp(logits - lse) with lse built as
 // the forward's (CSE computes it once for both).
 // CHECK-LABEL: func.func @cross_entropy_grad(
 // CHECK-SAME: %[[L:.*]]: tensor<8x10xf32>, %[[T:.*]]: tensor<8xi64>, %[[G:.*]]: tensor<f32>
@@ -550,7 +555,8 @@ func.func @cross_entropy_weight_argument(%logits: tensor<8x10xf32>, %labels: ten
 // CHECK: %[[HIT:.*]] = kiln.compare <eq>, %[[CLASS]], %[[SAFEB]] : tensor<8x10xi64>
 // CHECK: %[[TARGET:.*]] = kiln.select %[[HIT]], %[[ONES]], %[[ZEROS]] : tensor<8x10xi1>, tensor<8x10xf32>
 // CHECK: %[[COEF:.*]] = kiln.mul %[[RB]], %[[W]] : tensor<8xf32>
-// CHECK: %[[COEFR:.*]] = kiln.reshape %[[COEF]] : tensor<8xf32> to tensor<8x1xf32>
+// CHECK: %[[COEFC:.*]] = kiln.select %[[COUNTED]], %[[COEF]], %{{.*}} : tensor<8xi1>, tensor<8xf32>
+// CHECK: %[[COEFR:.*]] = kiln.reshape %[[COEFC]] : tensor<8xf32> to tensor<8x1xf32>
 // CHECK: %[[COEFB:.*]] = kiln.broadcast %[[COEFR]] : tensor<8x1xf32> to tensor<8x10xf32>
 // CHECK: %[[DIFF:.*]] = kiln.sub %[[P]], %[[TARGET]] : tensor<8x10xf32>
 // CHECK: %[[DX:.*]] = kiln.mul %[[COEFB]], %[[DIFF]] : tensor<8x10xf32>
@@ -576,7 +582,8 @@ func.func @cross_entropy_grad(%logits: tensor<8x10xf32>, %labels: tensor<8xi64>,
 // CHECK: %[[P:.*]] = kiln.exp %[[LOGP]] : tensor<2x5x3xf32>
 // CHECK: kiln.iota {dimension = 1 : i64} : tensor<2x5x3xi32>
 // CHECK: %[[GW:.*]] = kiln.mul %[[G]], %[[W]] : tensor<2x3xf32>
-// CHECK: %[[NLLC:.*]] = kiln.mul %[[GW]], %[[ONE_MINUS_S]] : tensor<2x3xf32>
+// CHECK: %[[GWC:.*]] = kiln.select %[[COUNTED]], %[[GW]], %{{.*}} : tensor<2x3xi1>, tensor<2x3xf32>
+// CHECK: %[[NLLC:.*]] = kiln.mul %[[GWC]], %[[ONE_MINUS_S]] : tensor<2x3xf32>
 // CHECK: %[[NLLCR:.*]] = kiln.reshape %[[NLLC]] : tensor<2x3xf32> to tensor<2x1x3xf32>
 // CHECK: %[[NLLCB:.*]] = kiln.broadcast %[[NLLCR]] : tensor<2x1x3xf32> to tensor<2x5x3xf32>
 // CHECK: %[[DIFF:.*]] = kiln.sub %[[P]], %{{.*}} : tensor<2x5x3xf32>
