@@ -378,7 +378,7 @@ llvm::Error kiln::writeBundle(const CompiledModel &model, StringRef path,
       return error;
     uint32_t index;
     // A fixed parameter's value is part of the code: always stored.
-    if (options.externalWeights && param.trainable && !param.fixed) {
+    if (options.externalWeights && !param.optimizerState && !param.fixed) {
       index = writer.addParameter(spec, bundle::Parameter::EXTERNAL,
                                   param.trainable);
     } else if (isAllZeros(param.value)) {

@@ -264,6 +264,13 @@ kiln::compileModel(ModuleOp module, const CompileOptions &options) {
   CompiledModel model;
   model.metadata = module->getAttr("kiln.metadata");
   llvm::StringMap<unsigned> paramIndex;
+  // After kiln-autodiff, the parameters that get a gradient are marked
+  // kiln.trained; the others (buffers, frozen ones) are not trainable.
+  // Without it (inference, ONNX training_info) every parameter but the
+  // optimizer state and the exporter's buffers is.
+  bool differentiated = llvm::any_of(module.getOps<ParamOp>(), [](ParamOp p) {
+    return p->hasAttr("kiln.trained");
+  });
   for (auto param : module.getOps<ParamOp>()) {
     auto value = dyn_cast_or_null<DenseElementsAttr>(param.getInitialValueAttr());
     if (!value)
@@ -273,7 +280,11 @@ kiln::compileModel(ModuleOp module, const CompileOptions &options) {
     auto shardRanks = param->getAttrOfType<IntegerAttr>("kiln.shard_ranks");
     model.params.push_back({param.getSymName().str(),
                             cast<RankedTensorType>(param.getType()), value,
-                            !param->hasAttr("kiln.optimizer_state"),
+                            !param->hasAttr("kiln.optimizer_state") &&
+                                (differentiated
+                                     ? param->hasAttr("kiln.trained")
+                                     : !param->hasAttr("kiln.buffer")),
+                            param->hasAttr("kiln.optimizer_state"),
                             shardRanks ? shardRanks.getInt() : 0});
   }
   model.entries = collectSignatures(module);

@@ -76,10 +76,13 @@ struct KilnAutodiffPass : kiln::impl::KilnAutodiffBase<KilnAutodiffPass> {
     for (Operation &op : block.without_terminator()) {
       ops.push_back(&op);
       auto read = dyn_cast<GetParamOp>(op);
-      if (read && (freeze.empty() || !frozen.match(read.getName()))) {
-        params[read.getNameAttr().getAttr()].push_back(read.getResult());
-        reads.push_back(read.getResult());
-      }
+      if (!read || (!freeze.empty() && frozen.match(read.getName())))
+        continue;
+      auto param = module.lookupSymbol<ParamOp>(read.getNameAttr().getAttr());
+      if (param && param->hasAttr("kiln.buffer"))
+        continue;
+      params[read.getNameAttr().getAttr()].push_back(read.getResult());
+      reads.push_back(read.getResult());
     }
 
     OpBuilder b(ret);
@@ -114,6 +117,8 @@ struct KilnAutodiffPass : kiln::impl::KilnAutodiffBase<KilnAutodiffPass> {
           total = total ? AddOp::create(b, loc, total, g).getResult() : g;
       if (!total)
         continue;
+      if (auto param = module.lookupSymbol<ParamOp>(name))
+        param->setAttr("kiln.trained", b.getUnitAttr());
       results.push_back(total);
       names.push_back((name.getValue() + ".grad").str());
     }

@@ -24,8 +24,9 @@ void kilnc::printMemoryReport(const kiln::CompiledModel &model,
                               raw_ostream &os) {
   int64_t trainable = 0, state = 0, trainableCount = 0, stateCount = 0;
   for (const kiln::CompiledParam &param : model.params) {
-    (param.trainable ? trainable : state) += kiln::tensorBytes(param.type);
-    ++(param.trainable ? trainableCount : stateCount);
+    bool weight = !param.optimizerState;
+    (weight ? trainable : state) += kiln::tensorBytes(param.type);
+    ++(weight ? trainableCount : stateCount);
   }
   int64_t arena = 0;
   os << "memory report (bytes)\n";

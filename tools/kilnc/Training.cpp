@@ -2,12 +2,15 @@
 
 #include "Training.h"
 
+#include "kiln/KilnOps.h"
 #include "kiln/Transforms/Passes.h"
 
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/WithColor.h"
 
 #include <cmath>
 
@@ -63,6 +66,13 @@ cl::opt<std::string> freeze(
     cl::desc("Parameters whose name matches this regular expression get no "
              "gradient"),
     cl::value_desc("regex"), cl::init(""), cl::cat(category()));
+
+cl::opt<std::string> trainable(
+    "trainable",
+    cl::desc("Train only these initializers: names separated by commas, or "
+             "@FILE for a file of names, one per line (model.named_parameters()"
+             "'s names); every other one stays as it is, as a buffer"),
+    cl::value_desc("names|@file"), cl::init(""), cl::cat(category()));
 
 cl::opt<std::string> optimizer(
     "optimizer",
@@ -268,12 +278,74 @@ Error kilnc::checkTrainingFlags(bool gradients, bool lossScaling) {
           llvm::is_contained(option->Categories, &category()) &&
           !llvm::is_contained({"loss-output", "loss", "loss-on", "labels",
                                "loss-class-axis", "ignore-index",
-                               "label-smoothing", "freeze", "train-config"},
+                               "label-smoothing", "freeze", "trainable",
+                               "train-config"},
                               option->ArgStr))
         return error("--" + option->ArgStr +
                      " sets up a training step: it needs --optimizer");
-    if (!gradients && (!loss.empty() || freeze.getNumOccurrences()))
-      return error("--loss and --freeze need --optimizer or --gradients");
+    if (!gradients && (!loss.empty() || freeze.getNumOccurrences() ||
+                       trainable.getNumOccurrences()))
+      return error(
+          "--loss, --freeze and --trainable need --optimizer or --gradients");
+  }
+  return Error::success();
+}
+
+Expected<std::vector<std::string>> kilnc::trainableNames() {
+  std::vector<std::string> names;
+  if (trainable.empty())
+    return names;
+  std::string text = trainable;
+  StringRef source = "--trainable";
+  std::unique_ptr<MemoryBuffer> file;
+  char separator = ',';
+  if (StringRef(text).starts_with("@")) {
+    auto buffer = MemoryBuffer::getFile(text.substr(1));
+    if (!buffer)
+      return createStringError(inconvertibleErrorCode(),
+                               "--trainable=" + text + ": " +
+                                   buffer.getError().message());
+    file = std::move(*buffer);
+    text = file->getBuffer().str();
+    separator = '\n';
+  }
+  SmallVector<StringRef> parts;
+  StringRef(text).split(parts, separator);
+  for (StringRef part : parts) {
+    part = part.trim();
+    if (part.empty() || part.starts_with("#"))
+      continue;
+    names.push_back(part.str());
+  }
+  if (names.empty())
+    return createStringError(inconvertibleErrorCode(),
+                             source + "=" + trainable + " names no tensor");
+  return names;
+}
+
+Error kilnc::markTrainable(mlir::ModuleOp module,
+                           ArrayRef<std::string> names) {
+  if (names.empty())
+    return Error::success();
+  llvm::StringSet<> listed;
+  for (const std::string &name : names) {
+    auto param = module.lookupSymbol<kiln::ParamOp>(name);
+    if (!param || !isa<mlir::FloatType>(
+                      cast<mlir::ShapedType>(param.getType()).getElementType()))
+      return createStringError(inconvertibleErrorCode(),
+                               "--trainable names '" + name +
+                                   "', which is not a float initializer of "
+                                   "the model");
+    listed.insert(name);
+  }
+  // The user's list decides, over what the exporter recorded.
+  for (auto param : module.getOps<kiln::ParamOp>()) {
+    if (listed.contains(param.getSymName()))
+      param->removeAttr("kiln.buffer");
+    else
+      param->setAttr("kiln.buffer",
+                     mlir::StringAttr::get(module.getContext(),
+                                           "not in --trainable"));
   }
   return Error::success();
 }
@@ -335,4 +407,46 @@ void kilnc::addTrainingPasses(mlir::PassManager &pm, bool lossScaling) {
     step.lossScaleGrowthInterval = lossScaleGrowthInterval;
   }
   pm.addPass(kiln::createKilnTrainStep(step));
+}
+
+void kilnc::noteTrainedParameters(mlir::ModuleOp module, StringRef inputFile,
+                                  bool trainableGiven) {
+  int64_t trainedCount = 0, trainedValues = 0;
+  std::vector<std::string> fixed;
+  for (auto param : module.getOps<kiln::ParamOp>()) {
+    auto type = cast<mlir::ShapedType>(param.getType());
+    if (!isa<mlir::FloatType>(type.getElementType()) ||
+        param->hasAttr("kiln.optimizer_state"))
+      continue;
+    if (param->hasAttr("kiln.trained")) {
+      ++trainedCount;
+      trainedValues += type.getNumElements();
+      continue;
+    }
+    std::string why = "no gradient reaches it";
+    if (auto role = param->getAttrOfType<mlir::StringAttr>("kiln.buffer"))
+      why = trainableGiven ? role.getValue().str()
+                           : "recorded as " + role.getValue().lower();
+    fixed.push_back(param.getSymName().str() + " (" + why + ")");
+  }
+  std::string text;
+  raw_string_ostream os(text);
+  os << inputFile << ": training " << trainedCount << " tensor"
+     << (trainedCount == 1 ? "" : "s") << " (" << trainedValues << " values)";
+  if (!fixed.empty()) {
+    constexpr size_t kListed = 8;
+    os << "; " << fixed.size() << " float initializer"
+       << (fixed.size() == 1 ? " stays" : "s stay") << " as given: ";
+    for (size_t i = 0; i < fixed.size() && i < kListed; ++i)
+      os << (i ? ", " : "") << fixed[i];
+    if (fixed.size() > kListed)
+      os << " and " << fixed.size() - kListed << " more (kiln-run --info "
+         << "lists them)";
+  }
+  if (!trainableGiven && !module->hasAttr("kiln.initializer_roles"))
+    os << "; the model does not record which initializers are buffers "
+          "(PyTorch's dynamo exporter does), so every float initializer the "
+          "loss depends on trains: keep buffers as they are with "
+          "--trainable or --freeze (docs/kilnc.md, \"What trains\")";
+  WithColor::note(errs(), "kilnc") << os.str() << "\n";
 }

@@ -9,6 +9,7 @@
 #ifndef KILNC_TRAINING_H
 #define KILNC_TRAINING_H
 
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Error.h"
@@ -38,6 +39,24 @@ llvm::Error checkTrainingFlags(bool gradients, bool lossScaling);
 /// and, when a step was asked for, the training entry points, with dynamic
 /// loss scaling when `lossScaling`.
 void addTrainingPasses(mlir::PassManager &pm, bool lossScaling);
+
+/// For --trainable: marks every float initializer of `module` not among
+/// `names` a buffer (kiln.buffer), which kiln-autodiff gives no gradient,
+/// and clears the mark on those named; a name that is not a float
+/// initializer is an error. No names: nothing changes.
+llvm::Error markTrainable(mlir::ModuleOp module,
+                          llvm::ArrayRef<std::string> names);
+
+/// The names --trainable gives (from the flag, or from the file it names
+/// with @FILE); none when the flag is not given.
+llvm::Expected<std::vector<std::string>> trainableNames();
+
+/// Prints, once per compilation, which float initializers the training
+/// step trains and which it leaves alone (and why), as a note on stderr;
+/// for a model that records no parameter roles, how to keep its buffers
+/// fixed.
+void noteTrainedParameters(mlir::ModuleOp module, llvm::StringRef inputFile,
+                           bool trainableGiven);
 
 } // namespace kilnc
 

@@ -288,7 +288,7 @@ int main(int argc, char **argv) {
 
   // The imported model, with the training passes run when a step or
   // gradients were asked for.
-  bool notedRemarks = false;
+  bool notedRemarks = false, notedTrained = false;
   auto prepare =
       [&](const kiln::ImportOptions &importOptions)
       -> Expected<mlir::OwningOpRef<mlir::ModuleOp>> {
@@ -314,6 +314,11 @@ int main(int argc, char **argv) {
       return createStringError(inconvertibleErrorCode(),
                                "--gradients needs --inference");
     if (gradients || training) {
+      Expected<std::vector<std::string>> trainable = kilnc::trainableNames();
+      if (!trainable)
+        return trainable.takeError();
+      if (Error error = kilnc::markTrainable(**module, *trainable))
+        return std::move(error);
       mlir::PassManager pm(&context);
       kilnc::addTrainingPasses(pm, amp == Amp::FP16);
       std::string diagnostic, remark;
@@ -340,6 +345,10 @@ int main(int argc, char **argv) {
                             : std::string())
             << "; docs/kilnc.md, \"Training steps\", says which attention "
                "fuses\n";
+      }
+      if (!notedTrained) {
+        notedTrained = true;
+        kilnc::noteTrainedParameters(**module, inputFile, !trainable->empty());
       }
       // A training bundle holds forward_grad only when asked for.
       if (!gradients)

@@ -65,8 +65,12 @@ struct CompiledParam {
   std::string name;
   mlir::RankedTensorType type;
   mlir::DenseElementsAttr value;
-  /// False for optimizer state.
+  /// Whether training updates it: false for optimizer state, buffers and
+  /// parameters that get no gradient.
   bool trainable = true;
+  /// Optimizer state (kiln.optimizer_state), which --external-weights
+  /// never leaves out: the model's own tensors are the external ones.
+  bool optimizerState = false;
   /// Optimizer state sharded over this many ranks (kilnc --shard-optimizer):
   /// each rank holds its own shard. 0: the same on every rank.
   int64_t shardRanks = 0;

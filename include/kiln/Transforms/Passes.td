@@ -82,7 +82,10 @@ def KilnAutodiff : Pass<"kiln-autodiff", "mlir::ModuleOp"> {
     are) accumulate their gradients; only ops between a trainable parameter
     and the loss are differentiated. A float parameter with no differentiable
     path to the loss (a mask, running statistics) is a buffer: it gets no
-    gradient result, so no optimizer updates it. Run kiln-decompose first: softmax,
+    gradient result, so no optimizer updates it. So is a parameter marked
+    `kiln.buffer` (the importer marks those PyTorch's exporter records as
+    buffers or constants; kilnc --trainable those it does not name). Each
+    parameter that gets a gradient is marked `kiln.trained`. Run kiln-decompose first: softmax,
     normalizations and losses are differentiated through their
     decompositions; kiln.attention (kiln-decompose with keep-attention
     leaves it) has its own rule.

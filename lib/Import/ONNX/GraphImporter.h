@@ -56,6 +56,11 @@ private:
   /// constant (the initialization graph's); otherwise float initializers and
   /// those named in `mutableNames` become kiln.param symbols.
   llvm::Error importInitializers(GraphScope &scope, bool asConstants);
+  /// Reads the roles PyTorch's dynamo exporter records for initializers
+  /// (the value_info metadata kind PARAMETER, BUFFER or CONSTANT_TENSOR)
+  /// into `initializerRoles`; importInitializers marks the float parameters
+  /// that are not PARAMETERs `kiln.buffer`.
+  void readInitializerRoles(const onnx::GraphProto &graph);
   /// Builds the function `name` from the nodes of `scopes`' graphs, in
   /// order. Its arguments are the graphs' inputs that are not initializers
   /// (the first graph's dropped when unused, if there are several graphs);
@@ -104,6 +109,8 @@ private:
   GraphScope mainScope, algorithmScope;
   /// Initializers a TrainingInfoProto assigns (update_binding keys).
   llvm::StringSet<> mutableNames;
+  /// Initializer name -> the role the exporter recorded for it.
+  llvm::StringMap<std::string> initializerRoles;
   /// --bind-input values by input name.
   llvm::StringMap<mlir::DenseElementsAttr> boundValues;
 

@@ -19,6 +19,7 @@
 #include "llvm/Support/Path.h"
 
 #include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/unknown_field_set.h>
 
 using namespace mlir;
 using namespace kiln;
@@ -269,6 +270,53 @@ GraphImporter::graphValueType(const onnx::ValueInfoProto &info, bool isInput) {
   return RankedTensorType::get(shape, element);
 }
 
+namespace {
+
+/// The key under which PyTorch's dynamo exporter records, for each
+/// initializer, its role in the exported program: PARAMETER, BUFFER or
+/// CONSTANT_TENSOR.
+constexpr const char *kTorchInputKind =
+    "pkg.torch.export.graph_signature.InputSpec.kind";
+
+/// The `metadata_props` of a ValueInfoProto (field 4, ONNX 1.16 and IR
+/// version 10). The ONNX library Kiln builds against may predate the field,
+/// so it is read from the message's unknown fields when the library does
+/// not know it: the wire format is the same.
+llvm::StringMap<std::string> valueMetadata(const onnx::ValueInfoProto &info) {
+  llvm::StringMap<std::string> props;
+  const google::protobuf::UnknownFieldSet &unknown = info.unknown_fields();
+  for (int i = 0; i < unknown.field_count(); ++i) {
+    const google::protobuf::UnknownField &field = unknown.field(i);
+    if (field.number() != 4 ||
+        field.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED)
+      continue;
+    onnx::StringStringEntryProto entry;
+    if (entry.ParseFromString(field.length_delimited()))
+      props[entry.key()] = entry.value();
+  }
+  return props;
+}
+
+} // namespace
+
+void GraphImporter::readInitializerRoles(const onnx::GraphProto &graph) {
+  auto read = [&](const onnx::ValueInfoProto &info) {
+    llvm::StringMap<std::string> props = valueMetadata(info);
+    auto kind = props.find(kTorchInputKind);
+    if (kind != props.end())
+      initializerRoles[info.name()] = kind->getValue();
+  };
+  for (const onnx::ValueInfoProto &info : graph.value_info())
+    read(info);
+  // keep_initializers_as_inputs=True lists them, tags and all, as inputs.
+  for (const onnx::ValueInfoProto &info : graph.input())
+    read(info);
+  // kilnc tells a model that records the roles from one that does not,
+  // whose every float initializer on a path to the loss trains.
+  if (!initializerRoles.empty())
+    module->setAttr("kiln.initializer_roles", UnitAttr::get(&context));
+}
+
 llvm::Error GraphImporter::importInitializers(GraphScope &scope,
                                               bool asConstants) {
   OpBuilder::InsertionGuard guard(builder);
@@ -300,6 +348,12 @@ llvm::Error GraphImporter::importInitializers(GraphScope &scope,
                                  builder.getStringAttr(tensor.name()),
                                  TypeAttr::get(value->getType()),
                                  mlir::cast<ElementsAttr>(*value));
+    // A tensor the exporter records as anything but a module parameter (a
+    // buffer: a mask, RoPE tables, running statistics; or a constant) is
+    // one that PyTorch never trains.
+    auto role = initializerRoles.find(tensor.name());
+    if (role != initializerRoles.end() && role->getValue() != "PARAMETER")
+      param->setAttr("kiln.buffer", builder.getStringAttr(role->getValue()));
     scope.params[tensor.name()] = param;
   }
   return llvm::Error::success();
@@ -545,6 +599,7 @@ Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
   mainScope.graph = &model.graph();
   if (llvm::Error error = checkTrainingInfo())
     return std::move(error);
+  readInitializerRoles(model.graph());
   if (llvm::Error error = importInitializers(mainScope, /*asConstants=*/false))
     return std::move(error);
   if (algorithmScope.graph)

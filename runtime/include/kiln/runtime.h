@@ -183,7 +183,10 @@ typedef struct kiln_target_info_t {
 
 typedef struct kiln_parameter_info_t {
   kiln_tensor_info_t tensor;
-  /* Nonzero when training updates the parameter. */
+  /* Nonzero when the training step updates the parameter from its gradient:
+   * a weight it trains. Zero for optimizer state, for buffers (tensors the
+   * exporter records as buffers or constants, or that kilnc --trainable
+   * leaves out) and for parameters no gradient reaches (kilnc --freeze). */
   int trainable;
   /* Nonzero for optimizer state sharded over this many ranks (kilnc
    * --shard-optimizer): each rank's session holds its own shard, and a
