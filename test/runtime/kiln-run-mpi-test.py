@@ -183,9 +183,10 @@ def test_rank_zero_alone_reports(t):
             f"first line {lines[:1]}")
     t.check([r["step"] for r in read_metrics(t.path("report.jsonl"))] ==
             [1, 2, 3, 4], "metrics records are not one per step")
+    # Rank 0 alone writes them, and holds the directory's lock.
     t.check(sorted(os.listdir(directory)) ==
-            ["latest", "step-2.json", "step-2.safetensors", "step-4.json",
-             "step-4.safetensors"],
+            ["kiln-run.lock", "latest", "step-2.json", "step-2.safetensors",
+             "step-4.json", "step-4.safetensors"],
             f"checkpoint files {sorted(os.listdir(directory))}")
 
 
