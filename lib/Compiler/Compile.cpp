@@ -287,6 +287,15 @@ kiln::compileModel(ModuleOp module, const CompileOptions &options) {
                             param->hasAttr("kiln.optimizer_state"),
                             shardRanks ? shardRanks.getInt() : 0});
   }
+  // Every entry point counts the indices out of range it is given, which
+  // the runtime reports (kiln-check-indices); the counts are outputs, so
+  // they come before the signatures are read.
+  {
+    PassManager checks(module.getContext());
+    checks.addPass(kiln::createKilnCheckIndices());
+    if (failed(checks.run(module)))
+      return makeError("kiln-check-indices failed");
+  }
   model.entries = collectSignatures(module);
 
   if (!options.cpuTarget && !options.cudaTarget)

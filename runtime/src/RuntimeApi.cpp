@@ -11,6 +11,7 @@
 #include "BackendLoader.h"
 #include "Collectives.h"
 #include "CudaImages.h"
+#include "IndexChecks.h"
 #include "Session.h"
 #include "kiln/runtime/BundleReader.h"
 #include "kiln/runtime/Manifest.h"
@@ -31,6 +32,8 @@ struct kiln_bundle_t {
 
 struct kiln_session_t {
   std::unique_ptr<Backend> session;
+  /// The index counts each entry point returns, read after every run.
+  IndexChecks indexChecks;
 };
 
 constexpr bool sameValue(int a, int b) { return a == b; }
@@ -461,7 +464,8 @@ kiln_status_t kiln_session_create(const kiln_bundle_t *bundle,
     std::unique_ptr<Backend> session;
     KILN_RETURN_IF_ERROR(createSession(
         bundle->reader, target_name ? target_name : "cpu", session));
-    *out_session = new kiln_session_t{std::move(session)};
+    *out_session = new kiln_session_t{std::move(session),
+                                      IndexChecks(manifestOf(bundle))};
     return Status();
   });
 }
@@ -475,8 +479,10 @@ kiln_status_t kiln_session_run(kiln_session_t *session, const char *entry_point,
   KILN_REQUIRE(session);
   KILN_REQUIRE(entry_point);
   return guarded([&]() -> Status {
-    return session->session->run(entry_point, inputs, input_count, outputs,
-                                 output_count);
+    KILN_RETURN_IF_ERROR(session->session->run(entry_point, inputs,
+                                               input_count, outputs,
+                                               output_count));
+    return session->indexChecks.check(entry_point, outputs, output_count);
   });
 }
 
@@ -498,7 +504,9 @@ kiln_status_t kiln_session_run_staged(kiln_session_t *session,
   KILN_REQUIRE(session);
   KILN_REQUIRE(entry_point);
   return guarded([&]() -> Status {
-    return session->session->runStaged(entry_point, outputs, output_count);
+    KILN_RETURN_IF_ERROR(
+        session->session->runStaged(entry_point, outputs, output_count));
+    return session->indexChecks.check(entry_point, outputs, output_count);
   });
 }
 

@@ -556,6 +556,7 @@ public:
     Clock::time_point start = Clock::now();
     for (long step = firstStep; step < options.steps; ++step) {
       StepReport report;
+      currentStep = step + 1;
       Clock::time_point stepStart = Clock::now();
       if (!runStep(report))
         return false;
@@ -800,7 +801,8 @@ private:
     if (kiln_status_t status = kiln_session_run_staged(
             session.get(), entry.info.name, entry.outputTensors.data(),
             entry.outputTensors.size()))
-      return failed(status, options.data);
+      return failed(status,
+                    options.data + ": step " + std::to_string(currentStep));
     // On the CPU the run is synchronous and the outputs are host memory the
     // run wrote: reading the loss costs no further wait. With several ranks
     // the step itself (kilnc --data-parallel) returns the mean loss over all
@@ -980,6 +982,8 @@ private:
   /// Held by rank 0 from checkOutputs to the end of the run.
   CheckpointLock checkpointLock;
   bool reportedNonfinite = false;
+  /// The step running, from 1, for errors.
+  long currentStep = 0;
   const kiln_distributed_info_t &ranks = distributedInfo();
 };
 

@@ -560,6 +560,14 @@ bool runEntryPoint(const Options &options, const kiln_bundle_t *bundle) {
     return false;
   if (!saveParameters(options, bundle, session.get()))
     return false;
+  // The index counts (kiln.index_check|...) were checked by the run; they
+  // are not the model's outputs.
+  outputArrays.erase(std::remove_if(outputArrays.begin(), outputArrays.end(),
+                                    [](const NamedArray &array) {
+                                      return array.name.rfind(
+                                                 "kiln.index_check|", 0) == 0;
+                                    }),
+                     outputArrays.end());
   Status status =
       kiln::runtime::writeNpz(options.outputs, outputArrays, options.compress);
   if (!status.ok()) {

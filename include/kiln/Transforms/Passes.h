@@ -19,6 +19,11 @@
 
 namespace kiln {
 
+/// The name prefix of the results kiln-check-indices adds:
+/// "kiln.index_check|INPUT|RANGE". The runtime reads the same prefix
+/// (runtime/src/IndexChecks.h); the bundle format documents it.
+inline constexpr const char *kIndexCheckPrefix = "kiln.index_check|";
+
 #define GEN_PASS_DECL
 #include "kiln/Transforms/Passes.h.inc"
 

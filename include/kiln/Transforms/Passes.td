@@ -69,6 +69,28 @@ def KilnFuseAttention : Pass<"kiln-fuse-attention", "mlir::ModuleOp"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def KilnCheckIndices : Pass<"kiln-check-indices", "mlir::ModuleOp"> {
+  let summary = "Counts the out-of-range indices an entry point is given";
+  let description = [{
+    Lowered, a gather or a loss clamps an index into range, so a token id
+    past the vocabulary or a class label past the classes trains silently on
+    the wrong row. For every function with a body, each index operand that
+    is one of its arguments (through casts and reshapes) gets a count, in
+    the same run, of its elements outside the range they may take:
+    - the indices of `kiln.gather` from a parameter (an embedding table):
+      `[0, n)`, as `torch.nn.Embedding`; from other data: `[-n, n)`, as
+      ONNX's Gather, where a negative index counts from the end;
+    - the labels of `kiln.cross_entropy`, `kiln.cross_entropy_grad` and
+      `kiln.nll_loss`: `[0, C)` or `ignore_index`.
+    Each count is an f32 scalar result appended to the function, named
+    `kiln.index_check|INPUT|RANGE` (INPUT the argument's `kiln.name`, RANGE
+    the allowed values in words): the runtime fails a run whose count is not
+    zero, naming the input (docs/runtime.md). Indices the graph computes
+    itself are not counted.
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def KilnAutodiff : Pass<"kiln-autodiff", "mlir::ModuleOp"> {
   let summary = "Builds the gradient function of a scalar loss (reverse mode)";
   let description = [{

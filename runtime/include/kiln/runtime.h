@@ -319,6 +319,13 @@ KILN_API void kiln_session_release(kiln_session_t *session);
  * shape and byte size. A missing, extra, duplicated, mistyped or misshaped
  * tensor fails with KILN_STATUS_INVALID_ARGUMENT naming it, before anything
  * runs. Outputs must not overlap inputs. A run allocates nothing.
+ * An entry point that indexes with an input (token ids into an embedding,
+ * class labels of a loss) also returns, as an output named
+ * "kiln.index_check|INPUT|RANGE", how many of that input's values were out
+ * of range; when one is not zero the run fails with
+ * KILN_STATUS_INVALID_ARGUMENT naming the input and its range. The run has
+ * happened then, with those indices clamped into range: its outputs, and a
+ * training step's update of the parameters, are not to be used.
  * The compiled kernels are multithreaded themselves (their parallel loops and
  * BLAS calls use all cores; OMP_NUM_THREADS and OPENBLAS_NUM_THREADS limit
  * them); the commands of one run execute in order on the calling thread.
