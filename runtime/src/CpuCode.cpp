@@ -12,8 +12,11 @@
 #include <elf.h>
 #include <fcntl.h>
 #include <mutex>
+#include <string>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
+#include <vector>
 
 namespace kiln::runtime {
 
@@ -92,6 +95,140 @@ void chooseOpenBlasKernels() {
 #endif
 }
 
+/// OpenBLAS (0.3.21, Debian 12's) gives each of its threads a work buffer
+/// of this many bytes, mapped when the thread starts or first multiplies,
+/// and when the mapping fails it retries forever at full CPU instead of
+/// failing (fixed in later releases). Its threads' stacks come on top.
+constexpr uint64_t kOpenBlasBuffer = 128ull << 20;
+constexpr uint64_t kThreadStack = 8ull << 20;
+/// What loading the code maps besides: the libraries it links (OpenBLAS,
+/// libgfortran, the OpenMP runtime), about 50 MiB here, with room to spare.
+constexpr uint64_t kLibraries = 64ull << 20;
+
+/// The threads OpenBLAS starts, as it decides: OPENBLAS_NUM_THREADS,
+/// GOTO_NUM_THREADS, OMP_NUM_THREADS, else every core.
+uint64_t openBlasThreads() {
+  for (const char *name :
+       {"OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"}) {
+    const char *value = std::getenv(name);
+    if (value && std::atoi(value) > 0)
+      return static_cast<uint64_t>(std::atoi(value));
+  }
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  return cores > 0 ? static_cast<uint64_t>(cores) : 1;
+}
+
+/// Whether the ELF shared object `image` (checked by checkElf) names a BLAS
+/// library (libopenblas, libblas) among the libraries it needs.
+bool linksBlas(ByteSpan image) {
+  auto read = [&](uint64_t offset, void *out, size_t size) {
+    if (offset > image.size || size > image.size - offset)
+      return false;
+    std::memcpy(out, image.data + offset, size);
+    return true;
+  };
+  Elf64_Ehdr header;
+  if (!read(0, &header, sizeof(header)))
+    return false;
+  std::vector<Elf64_Phdr> segments(header.e_phnum);
+  for (size_t i = 0; i < segments.size(); ++i)
+    if (!read(header.e_phoff + i * sizeof(Elf64_Phdr), &segments[i],
+              sizeof(Elf64_Phdr)))
+      return false;
+  // File offset of a virtual address, through the loadable segments.
+  auto fileOffset = [&](uint64_t address, uint64_t &offset) {
+    for (const Elf64_Phdr &segment : segments)
+      if (segment.p_type == PT_LOAD && address >= segment.p_vaddr &&
+          address - segment.p_vaddr < segment.p_filesz) {
+        offset = segment.p_offset + (address - segment.p_vaddr);
+        return true;
+      }
+    return false;
+  };
+  for (const Elf64_Phdr &segment : segments) {
+    if (segment.p_type != PT_DYNAMIC)
+      continue;
+    std::vector<uint64_t> needed;
+    uint64_t strtab = 0;
+    for (uint64_t at = segment.p_offset;
+         at + sizeof(Elf64_Dyn) <= segment.p_offset + segment.p_filesz;
+         at += sizeof(Elf64_Dyn)) {
+      Elf64_Dyn entry;
+      if (!read(at, &entry, sizeof(entry)) || entry.d_tag == DT_NULL)
+        break;
+      if (entry.d_tag == DT_NEEDED)
+        needed.push_back(entry.d_un.d_val);
+      else if (entry.d_tag == DT_STRTAB)
+        strtab = entry.d_un.d_ptr;
+    }
+    uint64_t strings = 0;
+    if (!fileOffset(strtab, strings))
+      return false;
+    for (uint64_t name : needed) {
+      if (strings + name >= image.size)
+        continue;
+      const char *text = reinterpret_cast<const char *>(image.data) +
+                         strings + name;
+      size_t length = strnlen(text, image.size - strings - name);
+      if (std::string(text, length).find("blas") != std::string::npos)
+        return true;
+    }
+  }
+  return false;
+}
+
+/// Under an address-space or data limit (ulimit -v, ulimit -d), makes sure
+/// the BLAS library's buffers will fit before it is loaded and first used,
+/// since it would spin, not fail, where they do not: reserves their bytes
+/// (mapped, never touched) and releases them. Without a limit the mapping
+/// always succeeds and costs nothing.
+Status checkRoomForBlas(const std::string &what) {
+  struct rlimit space, data;
+  bool limited = (getrlimit(RLIMIT_AS, &space) == 0 &&
+                  space.rlim_cur != RLIM_INFINITY) ||
+                 (getrlimit(RLIMIT_DATA, &data) == 0 &&
+                  data.rlim_cur != RLIM_INFINITY);
+  if (!limited)
+    return Status();
+  // A library loaded already has its threads' buffers: only the calling
+  // thread's is still to come.
+  void *loaded = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_NOLOAD);
+  uint64_t threads = openBlasThreads();
+  uint64_t bytes = loaded ? kOpenBlasBuffer
+                          : threads * kOpenBlasBuffer +
+                                (threads - 1) * kThreadStack + kLibraries;
+  if (loaded)
+    dlclose(loaded);
+  void *room = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (room == MAP_FAILED)
+    return outOfMemory(
+        what, ": out of memory: loading it and the BLAS library's buffers "
+        "for its ", threads, " thread(s) need ", bytes >> 20,
+        " MiB, which the process's memory limit (ulimit -v or -d) does not "
+        "leave; raise the limit, or use fewer threads (OPENBLAS_NUM_THREADS; "
+        "128 MiB each)");
+  munmap(room, bytes);
+  return Status();
+}
+
+/// Has the BLAS library, when the code links one, map the calling thread's
+/// buffer now, while checkRoomForBlas's room is free, rather than in the
+/// first step's first product: one product big enough to take the
+/// buffered path.
+void warmUpBlas(void *handle) {
+  using Sgemm = void (*)(int, int, int, int, int, int, float, const float *,
+                         int, const float *, int, float, float *, int);
+  auto sgemm = reinterpret_cast<Sgemm>(dlsym(handle, "cblas_sgemm"));
+  if (!sgemm)
+    return;
+  constexpr int n = 512;
+  std::vector<float> a(n * n, 0.0f), c(n * n);
+  // CblasRowMajor = 101, CblasNoTrans = 111.
+  sgemm(101, 111, 111, n, n, n, 1.0f, a.data(), n, a.data(), n, 0.0f,
+        c.data(), n);
+}
+
 /// Loads the image from an anonymous in-memory file.
 Status loadFromMemfd(ByteSpan image, void *&handle) {
   int fd = memfd_create("kiln-cpu-code", MFD_CLOEXEC);
@@ -132,6 +269,8 @@ Status CpuCode::load(ByteSpan image, const std::string &what,
   std::unique_ptr<CpuCode> code(new CpuCode());
   code->name = what;
   chooseOpenBlasKernels();
+  if (linksBlas(image))
+    KILN_RETURN_IF_ERROR(checkRoomForBlas(what));
   Status viaMemfd = loadFromMemfd(image, code->handle);
   if (!viaMemfd.ok()) {
     Status viaFile = loadFromTempFile(image, code->handle);
@@ -140,6 +279,7 @@ Status CpuCode::load(ByteSpan image, const std::string &what,
                     strCat(what, ": ", viaMemfd.message(),
                            "; from a temporary file: ", viaFile.message()));
   }
+  warmUpBlas(code->handle);
   out = std::move(code);
   return Status();
 }

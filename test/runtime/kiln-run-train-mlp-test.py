@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -209,6 +210,42 @@ def test_grad_accum(t, data):
                  [(micro[2 * s] + micro[2 * s + 1]) / 2 for s in range(3)])
 
 
+def test_memory_limits(t):
+    """Under an address-space limit (ulimit -v) too small for the step, the
+    run ends with an out-of-memory error, never spinning or aborting:
+    OpenBLAS 0.3.21 retries a failed buffer allocation forever, so the
+    runtime checks the room for its buffers before loading it. Limits from
+    far too small to enough; each run must end within the timeout with exit
+    status 0 or 1, and 1 only with "out of memory" on stderr."""
+    def limit(megabytes):
+        def apply():
+            resource.setrlimit(resource.RLIMIT_AS,
+                               (megabytes << 20, megabytes << 20))
+        return apply
+    outcomes = {}
+    for megabytes in (64, 128, 256, 384, 512, 768, 4096):
+        try:
+            result = subprocess.run(
+                [t.args.kiln_run, t.path("adamw.kiln"), "--data",
+                 t.path("train.npz"), "--steps", "2"],
+                capture_output=True, text=True, timeout=60,
+                preexec_fn=limit(megabytes),
+                env=dict(os.environ, OPENBLAS_NUM_THREADS="2"))
+        except subprocess.TimeoutExpired:
+            t.check(False, f"ulimit -v {megabytes} MiB: still running after "
+                           "60 s")
+            continue
+        outcomes[megabytes] = result.returncode
+        t.check(result.returncode in (0, 1),
+                f"ulimit -v {megabytes} MiB: exit {result.returncode}: "
+                f"{result.stderr[-300:]!r}")
+        if result.returncode == 1:
+            t.check("out of memory" in result.stderr,
+                    f"ulimit -v {megabytes} MiB: {result.stderr!r}")
+    t.check(outcomes.get(64) == 1 and outcomes.get(4096) == 0,
+            f"outcomes by limit {outcomes}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--kilnc", required=True)
@@ -232,6 +269,7 @@ def main():
     test_resume_is_bit_identical(t, "adamw.kiln", 6, [3, 5])
     test_another_bundle_is_refused(t)
     test_grad_accum(t, data)
+    test_memory_limits(t)
     return report(t, "all MLP training checks passed")
 
 

@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <system_error>
 #include <vector>
 
 using namespace kiln::run;
@@ -614,7 +615,7 @@ bool initDistributed(const Options &options) {
 
 } // namespace
 
-int main(int argc, char **argv) {
+static int runMain(int argc, char **argv) {
   Options options;
   if (!parseArguments(argc, argv, options))
     return 1;
@@ -634,4 +635,23 @@ int main(int argc, char **argv) {
   if (kiln_status_t status = kiln_distributed_finalize())
     return failed(status), 1;
   return 0;
+}
+
+int main(int argc, char **argv) {
+  // Allocations outside the C API (data sets, batches, checkpoints' bytes)
+  // that do not fit end the run with a message, not an abort.
+  try {
+    return runMain(argc, argv);
+  } catch (const std::bad_alloc &) {
+    printError("out of memory (raise the memory limit, or train with a "
+               "smaller data set or batch)");
+  } catch (const std::system_error &error) {
+    // A thread (the batch loader's) that could not start: under a memory
+    // limit, its stack did not fit.
+    printError(std::string("cannot start a thread: ") + error.what() +
+               " (out of memory or of processes; raise the limit)");
+  }
+  std::fflush(stdout);
+  kiln_distributed_abort(1);
+  return 1;
 }
