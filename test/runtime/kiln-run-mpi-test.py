@@ -21,7 +21,9 @@ left waiting in a collective gives up at --collective-timeout. Exits 77
 import argparse
 import json
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -293,6 +295,51 @@ def test_a_waiting_rank_times_out(t):
             f"the timeout message is missing: {result.stderr!r}")
 
 
+def test_a_killed_rank_is_named(t):
+    """Rank 1 is killed (SIGKILL) mid-run; the launcher ends rank 0, which
+    says so and names rank 1 and its process, instead of stopping without
+    a word of its own. The ranks differ only in --log-every, which tells
+    their processes apart here."""
+    command = (t.mpirun + ["-np", "1"] +
+               t.kiln_args("train-dp2.kiln", "toy8.npz", 10**9,
+                           "--log-every", "1000000000",
+                           "--collective-timeout", "0") +
+               [":", "-np", "1"] +
+               t.kiln_args("train-dp2.kiln", "toy8.npz", 10**9,
+                           "--log-every", "999999999",
+                           "--collective-timeout", "0"))
+    job = subprocess.Popen(command, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
+    victim = None
+    for _ in range(400):
+        # Rank 1's kiln-run, not mpirun, whose command line holds it too.
+        pattern = "^" + re.escape(t.kiln_run) + " .*log-every 999999999"
+        found = subprocess.run(["pgrep", "-f", pattern], capture_output=True,
+                               text=True).stdout.split()
+        if found:
+            victim = int(found[0])
+            break
+        time.sleep(0.05)
+    try:
+        t.check(victim is not None, "rank 1 never started")
+        if victim is None:
+            return
+        time.sleep(1.0)  # past the start, into the steps
+        os.kill(victim, signal.SIGKILL)
+        _, stderr = job.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        t.check(False, "the job went on after rank 1 was killed")
+        return
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.wait()
+    t.check(job.returncode != 0, "the job with a killed rank exited 0")
+    t.check(f"kiln-run: error: rank 0: the launcher ended this rank (SIGTERM): "
+            f"rank 1 (process {victim} on " in stderr,
+            f"rank 0 does not name rank 1 (process {victim}): {stderr!r}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--kiln-run", required=True)
@@ -325,7 +372,7 @@ def main():
              test_shards_match_distributed_sampler,
              test_rank_zero_alone_reports, test_resume_at_the_same_world_size,
              test_refusals, test_a_failing_rank_ends_the_job,
-             test_a_waiting_rank_times_out]
+             test_a_waiting_rank_times_out, test_a_killed_rank_is_named]
     return run_tests(t, tests, "kiln-run MPI tests")
 
 

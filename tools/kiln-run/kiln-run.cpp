@@ -9,6 +9,7 @@
 
 #include "Driver.h"
 #include "Parameters.h"
+#include "RankFailure.h"
 #include "Train.h"
 
 #include "kiln/runtime.h"
@@ -114,7 +115,9 @@ order on every rank, truncated to a multiple of W; rank r takes samples r,
 r+W, r+2W, ... of it) with a bundle compiled with kilnc --data-parallel, whose
 steps average the gradients, loss and metrics over the ranks. Rank 0 alone
 prints, writes --metrics, checkpoints and --save-params; a checkpoint resumes
-only at the same number of ranks. A rank that fails ends every rank.
+only at the same number of ranks. A rank that fails ends every rank; a rank
+the launcher ends because another died names the ranks of its host that are
+gone.
   --collective-timeout S
                     give up, and end every rank with an error, when one
                     collective waits more than S seconds for the other ranks
@@ -610,7 +613,7 @@ bool initDistributed(const Options &options) {
                "--info and single entry points as one process");
     return false;
   }
-  return true;
+  return watchForFailedRanks();
 }
 
 } // namespace
