@@ -445,8 +445,10 @@ void kilnc::noteTrainedParameters(mlir::ModuleOp module, StringRef inputFile,
   }
   if (!trainableGiven && !module->hasAttr("kiln.initializer_roles"))
     os << "; the model does not record which initializers are buffers "
-          "(PyTorch's dynamo exporter does), so every float initializer the "
-          "loss depends on trains: keep buffers as they are with "
-          "--trainable or --freeze (docs/kilnc.md, \"What trains\")";
+          "(PyTorch's dynamo exporter records them at opset 18 and up, and "
+          "converting to an older opset drops the record), so every float "
+          "initializer the loss depends on trains: keep buffers as they are "
+          "with --trainable=@FILE of model.named_parameters()'s names, or "
+          "--freeze (docs/kilnc.md, \"What trains\")";
   WithColor::note(errs(), "kilnc") << os.str() << "\n";
 }
