@@ -264,13 +264,12 @@ kiln::compileModel(ModuleOp module, const CompileOptions &options) {
   CompiledModel model;
   model.metadata = module->getAttr("kiln.metadata");
   llvm::StringMap<unsigned> paramIndex;
-  // After kiln-autodiff, the parameters that get a gradient are marked
-  // kiln.trained; the others (buffers, frozen ones) are not trainable.
-  // Without it (inference, ONNX training_info) every parameter but the
-  // optimizer state and the exporter's buffers is.
-  bool differentiated = llvm::any_of(module.getOps<ParamOp>(), [](ParamOp p) {
-    return p->hasAttr("kiln.trained");
-  });
+  // After kiln-autodiff (which marks the module kiln.differentiated), the
+  // parameters that get a gradient are marked kiln.trained; the others
+  // (buffers, frozen ones) are not trainable. Without it (inference, ONNX
+  // training_info) every parameter but the optimizer state and the
+  // exporter's buffers is.
+  bool differentiated = module->hasAttr("kiln.differentiated");
   for (auto param : module.getOps<ParamOp>()) {
     auto value = dyn_cast_or_null<DenseElementsAttr>(param.getInitialValueAttr());
     if (!value)

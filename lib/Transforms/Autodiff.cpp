@@ -122,6 +122,9 @@ struct KilnAutodiffPass : kiln::impl::KilnAutodiffBase<KilnAutodiffPass> {
       results.push_back(total);
       names.push_back((name.getValue() + ".grad").str());
     }
+    // Even when nothing trains (--freeze of everything), the bundle then
+    // knows that what is not marked kiln.trained does not train.
+    module->setAttr("kiln.differentiated", b.getUnitAttr());
     ret->setOperands(results);
     grad.setType(FunctionType::get(grad.getContext(), grad.getArgumentTypes(),
                                    ValueRange(results).getTypes()));

@@ -12,7 +12,7 @@
 #include "kiln/KilnOps.h"
 #include "kiln/Transforms/Passes.h"
 
-#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 
 namespace kiln {
@@ -61,14 +61,18 @@ std::string argumentName(func::FuncOp function, BlockArgument argument) {
 SmallVector<IndexCheck> collectChecks(func::FuncOp function) {
   Block &entry = function.getBody().front();
   SmallVector<IndexCheck> checks;
-  llvm::SmallPtrSet<Value, 8> seen;
+  // One count per input and range: two reshapes of one input (an export
+  // may hold such copies) index with the same values, and two outputs of
+  // one name would make the bundle invalid.
+  llvm::StringSet<> seen;
   auto add = [&](Value indices, IndexCheck check) {
     BlockArgument argument = entryArgument(indices, entry);
-    if (!argument || !seen.insert(indices).second)
+    if (!argument)
       return;
     check.value = indices;
     check.input = argumentName(function, argument);
-    checks.push_back(std::move(check));
+    if (seen.insert(check.input + "|" + check.range).second)
+      checks.push_back(std::move(check));
   };
   auto labels = [&](Value labelValues, Value scores,
                     std::optional<int64_t> ignore) {

@@ -5,6 +5,7 @@
 #include "MappedFile.h"
 #include "kiln/collectives.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include <elf.h>
 #include <fcntl.h>
 #include <mutex>
+#include <sched.h>
 #include <string>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -106,20 +108,27 @@ constexpr uint64_t kThreadStack = 8ull << 20;
 constexpr uint64_t kLibraries = 64ull << 20;
 
 /// The threads OpenBLAS starts, as it decides: OPENBLAS_NUM_THREADS,
-/// GOTO_NUM_THREADS, OMP_NUM_THREADS, else every core.
+/// GOTO_NUM_THREADS or OMP_NUM_THREADS, at most the CPUs this process may
+/// run on (mpirun's binding or a batch system's cpuset limits them), which
+/// is also the default.
 uint64_t openBlasThreads() {
+  cpu_set_t allowed;
+  long cpus = sched_getaffinity(0, sizeof(allowed), &allowed) == 0
+                  ? CPU_COUNT(&allowed)
+                  : sysconf(_SC_NPROCESSORS_ONLN);
+  uint64_t limit = cpus > 0 ? static_cast<uint64_t>(cpus) : 1;
   for (const char *name :
        {"OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"}) {
     const char *value = std::getenv(name);
     if (value && std::atoi(value) > 0)
-      return static_cast<uint64_t>(std::atoi(value));
+      return std::min(limit, static_cast<uint64_t>(std::atoi(value)));
   }
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  return cores > 0 ? static_cast<uint64_t>(cores) : 1;
+  return limit;
 }
 
 /// Whether the ELF shared object `image` (checked by checkElf) names a BLAS
-/// library (libopenblas, libblas) among the libraries it needs.
+/// library (libopenblas, libblas) among the libraries it needs. The image
+/// may be corrupt: every read is bounds-checked and the walk is bounded.
 bool linksBlas(ByteSpan image) {
   auto read = [&](uint64_t offset, void *out, size_t size) {
     if (offset > image.size || size > image.size - offset)
@@ -128,7 +137,8 @@ bool linksBlas(ByteSpan image) {
     return true;
   };
   Elf64_Ehdr header;
-  if (!read(0, &header, sizeof(header)))
+  if (!read(0, &header, sizeof(header)) ||
+      header.e_phentsize != sizeof(Elf64_Phdr))
     return false;
   std::vector<Elf64_Phdr> segments(header.e_phnum);
   for (size_t i = 0; i < segments.size(); ++i)
@@ -145,34 +155,43 @@ bool linksBlas(ByteSpan image) {
       }
     return false;
   };
-  for (const Elf64_Phdr &segment : segments) {
-    if (segment.p_type != PT_DYNAMIC)
+  auto dynamic = std::find_if(segments.begin(), segments.end(),
+                              [](const Elf64_Phdr &segment) {
+                                return segment.p_type == PT_DYNAMIC;
+                              });
+  if (dynamic == segments.end())
+    return false;
+  // A linker writes a few dozen entries; a corrupt count stops here.
+  constexpr uint64_t kMaxEntries = 4096;
+  std::vector<uint64_t> needed;
+  uint64_t strtab = 0, strsz = 0;
+  for (uint64_t i = 0; i < kMaxEntries &&
+                       (i + 1) * sizeof(Elf64_Dyn) <= dynamic->p_filesz;
+       ++i) {
+    Elf64_Dyn entry;
+    if (!read(dynamic->p_offset + i * sizeof(Elf64_Dyn), &entry,
+              sizeof(entry)) ||
+        entry.d_tag == DT_NULL)
+      break;
+    if (entry.d_tag == DT_NEEDED)
+      needed.push_back(entry.d_un.d_val);
+    else if (entry.d_tag == DT_STRTAB)
+      strtab = entry.d_un.d_ptr;
+    else if (entry.d_tag == DT_STRSZ)
+      strsz = entry.d_un.d_val;
+  }
+  uint64_t strings = 0;
+  if (!fileOffset(strtab, strings) || strings >= image.size)
+    return false;
+  uint64_t table = std::min<uint64_t>(strsz, image.size - strings);
+  for (uint64_t name : needed) {
+    if (name >= table)
       continue;
-    std::vector<uint64_t> needed;
-    uint64_t strtab = 0;
-    for (uint64_t at = segment.p_offset;
-         at + sizeof(Elf64_Dyn) <= segment.p_offset + segment.p_filesz;
-         at += sizeof(Elf64_Dyn)) {
-      Elf64_Dyn entry;
-      if (!read(at, &entry, sizeof(entry)) || entry.d_tag == DT_NULL)
-        break;
-      if (entry.d_tag == DT_NEEDED)
-        needed.push_back(entry.d_un.d_val);
-      else if (entry.d_tag == DT_STRTAB)
-        strtab = entry.d_un.d_ptr;
-    }
-    uint64_t strings = 0;
-    if (!fileOffset(strtab, strings))
-      return false;
-    for (uint64_t name : needed) {
-      if (strings + name >= image.size)
-        continue;
-      const char *text = reinterpret_cast<const char *>(image.data) +
-                         strings + name;
-      size_t length = strnlen(text, image.size - strings - name);
-      if (std::string(text, length).find("blas") != std::string::npos)
-        return true;
-    }
+    const char *text =
+        reinterpret_cast<const char *>(image.data + strings) + name;
+    size_t length = strnlen(text, std::min<uint64_t>(table - name, 4096));
+    if (std::string(text, length).find("blas") != std::string::npos)
+      return true;
   }
   return false;
 }

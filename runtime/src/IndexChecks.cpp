@@ -12,10 +12,10 @@ IndexChecks::IndexChecks(const bundle::Manifest &manifest) {
       const std::string &name = output.name();
       if (name.rfind(kIndexCheckPrefix, 0) != 0)
         continue;
-      // "kiln.index_check|INPUT|RANGE"; an input name may hold '|', the
-      // range never does.
+      // "kiln.index_check|INPUT|RANGE"; the range may name a parameter
+      // that holds '|', so the input ends at the first one.
       std::string rest = name.substr(std::strlen(kIndexCheckPrefix));
-      size_t bar = rest.rfind('|');
+      size_t bar = rest.find('|');
       Check check{name, rest.substr(0, bar),
                   bar == std::string::npos ? "its range"
                                            : rest.substr(bar + 1)};

@@ -23,7 +23,7 @@
 namespace kiln::runtime {
 
 /// The prefix of the outputs; lib/Transforms (kIndexCheckPrefix) writes it.
-inline constexpr const char *kIndexCheckPrefix = "kiln.index_check|";
+inline constexpr const char *kIndexCheckPrefix = KILN_INDEX_CHECK_PREFIX;
 
 /// The index checks of each entry point of a bundle.
 class IndexChecks {

@@ -72,3 +72,23 @@ func.func @plain(%x: tensor<4xf32> {kiln.name = "x"}) -> (tensor<4xf32> {kiln.na
   %y = kiln.neg %x : tensor<4xf32>
   return %y : tensor<4xf32>
 }
+
+// -----
+
+// Two reshapes of one input into two lookups of one table: one count.
+
+kiln.param @table : tensor<8x2xf32>
+
+// CHECK-LABEL: func.func @twice(
+// CHECK-SAME: -> (tensor<3x2xf32> {kiln.name = "a"}, tensor<3x2xf32> {kiln.name = "b"}, tensor<f32> {kiln.name = "kiln.index_check|i|the rows [0, 8) of 'table'"})
+// CHECK-COUNT-1: kiln.reduce_sum
+// CHECK-NOT: kiln.reduce_sum
+func.func @twice(%i: tensor<1x3xi64> {kiln.name = "i"})
+    -> (tensor<3x2xf32> {kiln.name = "a"}, tensor<3x2xf32> {kiln.name = "b"}) {
+  %t = kiln.get_param @table : tensor<8x2xf32>
+  %i1 = kiln.reshape %i : tensor<1x3xi64> to tensor<3xi64>
+  %i2 = kiln.reshape %i : tensor<1x3xi64> to tensor<3xi64>
+  %a = kiln.gather %t, %i1 {axis = 0 : i64} : tensor<8x2xf32>, tensor<3xi64>
+  %b = kiln.gather %t, %i2 {axis = 0 : i64} : tensor<8x2xf32>, tensor<3xi64>
+  return %a, %b : tensor<3x2xf32>, tensor<3x2xf32>
+}

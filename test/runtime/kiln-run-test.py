@@ -627,6 +627,14 @@ def test_outputs_checked_before_training(t):
                 f"{flag} {path}: exit {result.returncode}, {result.stderr!r}")
         t.check("step " not in result.stdout,
                 f"{flag} {path}: steps ran first: {result.stdout!r}")
+    # Files inside a checkpoint directory the run creates are fine.
+    inside = t.path("ckpt-with-outputs")
+    t.train("train.kiln", "--checkpoint-dir", inside, "--metrics",
+            os.path.join(inside, "m.jsonl"), "--save-params",
+            os.path.join(inside, "final.safetensors"), steps=2)
+    t.check(os.path.exists(os.path.join(inside, "final.safetensors")) and
+            len(read_metrics(os.path.join(inside, "m.jsonl"))) == 2,
+            "outputs inside the checkpoint directory were not written")
     # Before the inputs are even read.
     t.expect_error([f"--outputs {missing}: its directory"], t.path("multi.kiln"),
                    "--entry", "affine", "--inputs", t.path("absent.npz"),

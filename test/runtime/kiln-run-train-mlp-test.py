@@ -222,7 +222,7 @@ def test_memory_limits(t):
             resource.setrlimit(resource.RLIMIT_AS,
                                (megabytes << 20, megabytes << 20))
         return apply
-    outcomes = {}
+    outcomes, messages = {}, {}
     for megabytes in (64, 128, 256, 384, 512, 768, 4096):
         try:
             result = subprocess.run(
@@ -236,6 +236,7 @@ def test_memory_limits(t):
                            "60 s")
             continue
         outcomes[megabytes] = result.returncode
+        messages[megabytes] = result.stderr
         t.check(result.returncode in (0, 1),
                 f"ulimit -v {megabytes} MiB: exit {result.returncode}: "
                 f"{result.stderr[-300:]!r}")
@@ -244,6 +245,10 @@ def test_memory_limits(t):
                     f"ulimit -v {megabytes} MiB: {result.stderr!r}")
     t.check(outcomes.get(64) == 1 and outcomes.get(4096) == 0,
             f"outcomes by limit {outcomes}")
+    # Where the BLAS library's buffers are what does not fit, the error
+    # says so (before the check, those limits spun).
+    t.check(any("the BLAS library's buffers" in m for m in messages.values()),
+            f"no limit was refused for the BLAS buffers: {messages}")
 
 
 def main():

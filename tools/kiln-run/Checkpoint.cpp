@@ -304,6 +304,15 @@ bool CheckpointLock::acquire(const std::string &dir) {
   }
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     int error = errno;
+    // A file system without locks (some FUSE, NFS or Lustre mounts): the
+    // run goes on as before there was a lock, saying so.
+    if (error == ENOLCK || error == ENOSYS || error == EOPNOTSUPP) {
+      printWarning("--checkpoint-dir " + dir + ": cannot lock " + path +
+                   " (" + std::strerror(error) +
+                   "); another run given this directory would not be "
+                   "refused");
+      return true;
+    }
     std::string owner;
     readWholeFile(path, owner);
     while (!owner.empty() && owner.back() == '\n')

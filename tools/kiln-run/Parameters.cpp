@@ -398,9 +398,10 @@ bool checkWritable(const std::string &flag, const std::string &path) {
                           : slash == 0               ? "/"
                                                      : path.substr(0, slash);
   if (::stat(directory.c_str(), &status) != 0) {
+    int error = errno;
     printError(flag + " " + path + ": its directory " + directory +
-               (errno == ENOENT ? std::string(" does not exist")
-                                : ": " + std::string(std::strerror(errno))));
+               (error == ENOENT ? std::string(" does not exist")
+                                : ": " + std::string(std::strerror(error))));
     return false;
   }
   if (!S_ISDIR(status.st_mode)) {
@@ -410,8 +411,9 @@ bool checkWritable(const std::string &flag, const std::string &path) {
   std::string probe;
   int fd = createTemporary(path, probe);
   if (fd < 0) {
+    int error = errno;
     printError(flag + " " + path + ": cannot create files in " + directory +
-               ": " + std::strerror(errno));
+               ": " + std::strerror(error));
     return false;
   }
   ::close(fd);

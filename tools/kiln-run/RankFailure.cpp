@@ -9,8 +9,8 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <memory>
 #include <unistd.h>
-#include <vector>
 
 namespace kiln::run {
 
@@ -22,9 +22,11 @@ struct RankRecord {
   char host[64];
 };
 
-/// Filled before the handler is installed and never changed after, so the
+/// Filled before the handler is installed and never changed or freed
+/// after (not even at exit, when a late signal may still come), so the
 /// handler reads it without a lock.
-std::vector<RankRecord> records;
+RankRecord *records = nullptr;
+size_t recordCount = 0;
 int myRank = 0;
 
 /// Appends `text` to `buffer` (of `size` bytes, NUL-terminated) without
@@ -75,12 +77,11 @@ bool hasEnded(int64_t pid) {
 void onTerminate(int signal) {
   char message[1024] = "kiln-run: error: rank ";
   appendNumber(message, sizeof(message), myRank);
-  append(message, sizeof(message), ": the launcher ended this rank (");
-  append(message, sizeof(message), signal == SIGTERM ? "SIGTERM" : "SIGINT");
-  append(message, sizeof(message), ")");
+  append(message, sizeof(message),
+         ": the launcher ended this rank (SIGTERM)");
   const char *host = records[static_cast<size_t>(myRank)].host;
   bool named = false;
-  for (size_t r = 0; r < records.size(); ++r) {
+  for (size_t r = 0; r < recordCount; ++r) {
     if (static_cast<int>(r) == myRank ||
         std::strncmp(records[r].host, host, sizeof(records[r].host)) != 0 ||
         !hasEnded(records[r].pid))
@@ -97,8 +98,8 @@ void onTerminate(int signal) {
   append(message, sizeof(message),
          named ? " ended first; its output above, or the launcher's, may say "
                  "why\n"
-               : "; another rank ended (on another host) or the job was "
-                 "cancelled\n");
+               : "; another rank failed or ended (its message may be above), "
+                 "or the job was cancelled\n");
   ssize_t ignored = ::write(STDERR_FILENO, message, std::strlen(message));
   (void)ignored;
   // End as the signal would have: the launcher reads the status.
@@ -115,16 +116,24 @@ bool watchForFailedRanks() {
   RankRecord mine{static_cast<int64_t>(::getpid()), {}};
   if (::gethostname(mine.host, sizeof(mine.host) - 1) != 0)
     std::strncpy(mine.host, "unknown", sizeof(mine.host) - 1);
-  records.resize(static_cast<size_t>(ranks.world_size));
+  std::unique_ptr<RankRecord[]> gathered(
+      new RankRecord[static_cast<size_t>(ranks.world_size)]);
   if (kiln_status_t status =
-          kiln_distributed_all_gather(&mine, records.data(), sizeof(mine)))
+          kiln_distributed_all_gather(&mine, gathered.get(), sizeof(mine)))
     return failed(status);
+  recordCount = static_cast<size_t>(ranks.world_size);
+  records = gathered.release();
   myRank = ranks.rank;
   struct sigaction action = {};
   action.sa_handler = onTerminate;
   sigemptyset(&action.sa_mask);
   ::sigaction(SIGTERM, &action, nullptr);
   return true;
+}
+
+void stopWatchingForFailedRanks() {
+  if (records)
+    ::signal(SIGTERM, SIG_DFL);
 }
 
 } // namespace kiln::run

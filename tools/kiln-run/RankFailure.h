@@ -18,6 +18,11 @@ namespace kiln::run {
 /// Returns false, with the error printed, when the exchange fails.
 bool watchForFailedRanks();
 
+/// Restores SIGTERM's default before this rank ends on its own (an error
+/// that ends every rank, or the end of the run), so that a signal then says
+/// nothing wrong about the others.
+void stopWatchingForFailedRanks();
+
 } // namespace kiln::run
 
 #endif // KILN_TOOLS_KILN_RUN_RANKFAILURE_H

@@ -596,16 +596,15 @@ private:
   bool checkOutputs() {
     if (!isRoot())
       return true;
-    if (!options.saveParams.empty() &&
-        !checkWritable("--save-params", options.saveParams))
+    // The directory first: the files may be meant to go into it.
+    if (!options.checkpointDir.empty() &&
+        (!checkpointLock.acquire(options.checkpointDir) ||
+         !removeStaleTemporaries(options.checkpointDir)))
       return false;
-    if (!options.metrics.empty() &&
-        !checkWritable("--metrics", options.metrics))
-      return false;
-    if (options.checkpointDir.empty())
-      return true;
-    return checkpointLock.acquire(options.checkpointDir) &&
-           removeStaleTemporaries(options.checkpointDir);
+    return (options.saveParams.empty() ||
+            checkWritable("--save-params", options.saveParams)) &&
+           (options.metrics.empty() ||
+            checkWritable("--metrics", options.metrics));
   }
 
   /// Reports the first step whose loss (or gradient norm) is not finite;

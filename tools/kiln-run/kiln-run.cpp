@@ -564,12 +564,13 @@ bool runEntryPoint(const Options &options, const kiln_bundle_t *bundle) {
     return false;
   if (!saveParameters(options, bundle, session.get()))
     return false;
-  // The index counts (kiln.index_check|...) were checked by the run; they
-  // are not the model's outputs.
+  // The index counts were checked by the run; they are not the model's
+  // outputs.
   outputArrays.erase(std::remove_if(outputArrays.begin(), outputArrays.end(),
                                     [](const NamedArray &array) {
                                       return array.name.rfind(
-                                                 "kiln.index_check|", 0) == 0;
+                                                 KILN_INDEX_CHECK_PREFIX, 0) ==
+                                             0;
                                     }),
                      outputArrays.end());
   Status status =
@@ -628,7 +629,9 @@ static int runMain(int argc, char **argv) {
   }
   if (!checkArguments(options))
     return 1;
-  if (!initDistributed(options) || !runTool(options)) {
+  bool ok = initDistributed(options) && runTool(options);
+  stopWatchingForFailedRanks();
+  if (!ok) {
     // A failing rank ends every rank, so that none waits for it in a
     // collective; a single rank just exits.
     std::fflush(stdout);
@@ -654,6 +657,7 @@ int main(int argc, char **argv) {
     printError(std::string("cannot start a thread: ") + error.what() +
                " (out of memory or of processes; raise the limit)");
   }
+  stopWatchingForFailedRanks();
   std::fflush(stdout);
   kiln_distributed_abort(1);
   return 1;

@@ -20,8 +20,9 @@
 namespace kiln {
 
 /// The name prefix of the results kiln-check-indices adds:
-/// "kiln.index_check|INPUT|RANGE". The runtime reads the same prefix
-/// (runtime/src/IndexChecks.h); the bundle format documents it.
+/// "kiln.index_check|INPUT|RANGE". The runtime's C API names the same
+/// prefix KILN_INDEX_CHECK_PREFIX (kiln/runtime.h); the bundle format
+/// documents it.
 inline constexpr const char *kIndexCheckPrefix = "kiln.index_check|";
 
 #define GEN_PASS_DECL

@@ -107,7 +107,8 @@ def KilnAutodiff : Pass<"kiln-autodiff", "mlir::ModuleOp"> {
     gradient result, so no optimizer updates it. So is a parameter marked
     `kiln.buffer` (the importer marks those PyTorch's exporter records as
     buffers or constants; kilnc --trainable those it does not name). Each
-    parameter that gets a gradient is marked `kiln.trained`. Run kiln-decompose first: softmax,
+    parameter that gets a gradient is marked `kiln.trained`, and the module
+    `kiln.differentiated`. Run kiln-decompose first: softmax,
     normalizations and losses are differentiated through their
     decompositions; kiln.attention (kiln-decompose with keep-attention
     leaves it) has its own rule.

@@ -21,6 +21,9 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/unknown_field_set.h>
 
+#include <type_traits>
+#include <utility>
+
 using namespace mlir;
 using namespace kiln;
 using namespace kiln::onnx_import;
@@ -278,12 +281,31 @@ namespace {
 constexpr const char *kTorchInputKind =
     "pkg.torch.export.graph_signature.InputSpec.kind";
 
+/// Whether the ONNX library's ValueInfoProto knows `metadata_props`.
+template <typename Info, typename = void>
+struct KnowsMetadata : std::false_type {};
+template <typename Info>
+struct KnowsMetadata<
+    Info, std::void_t<decltype(std::declval<const Info &>().metadata_props())>>
+    : std::true_type {};
+
+/// Adds the metadata_props of `info` to `props` where the library knows the
+/// field (a template, so that the call compiles where it does not).
+template <typename Info>
+void readKnownMetadata(const Info &info, llvm::StringMap<std::string> &props) {
+  if constexpr (KnowsMetadata<Info>::value) {
+    for (const auto &entry : info.metadata_props())
+      props[entry.key()] = entry.value();
+  }
+}
+
 /// The `metadata_props` of a ValueInfoProto (field 4, ONNX 1.16 and IR
 /// version 10). The ONNX library Kiln builds against may predate the field,
 /// so it is read from the message's unknown fields when the library does
 /// not know it: the wire format is the same.
 llvm::StringMap<std::string> valueMetadata(const onnx::ValueInfoProto &info) {
   llvm::StringMap<std::string> props;
+  readKnownMetadata(info, props);
   const google::protobuf::UnknownFieldSet &unknown = info.unknown_fields();
   for (int i = 0; i < unknown.field_count(); ++i) {
     const google::protobuf::UnknownField &field = unknown.field(i);

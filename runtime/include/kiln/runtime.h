@@ -312,6 +312,10 @@ KILN_API kiln_status_t kiln_session_create(const kiln_bundle_t *bundle,
  * Thread safety: no other call may use `session` at the same time. */
 KILN_API void kiln_session_release(kiln_session_t *session);
 
+/* The name prefix of the outputs that count an input's indices out of range
+ * (see kiln_session_run); they are not the model's outputs. */
+#define KILN_INDEX_CHECK_PREFIX "kiln.index_check|"
+
 /* Runs the entry point `entry_point` once: reads `inputs`, writes `outputs`,
  * and updates parameters in place where the entry point does (a training
  * step). The tensors are matched by name, in any order; every input and
@@ -320,8 +324,9 @@ KILN_API void kiln_session_release(kiln_session_t *session);
  * tensor fails with KILN_STATUS_INVALID_ARGUMENT naming it, before anything
  * runs. Outputs must not overlap inputs. A run allocates nothing.
  * An entry point that indexes with an input (token ids into an embedding,
- * class labels of a loss) also returns, as an output named
- * "kiln.index_check|INPUT|RANGE", how many of that input's values were out
+ * class labels of a loss) also returns, as an f32 output whose name starts
+ * with KILN_INDEX_CHECK_PREFIX ("kiln.index_check|INPUT|RANGE"), how many
+ * of that input's values were out
  * of range; when one is not zero the run fails with
  * KILN_STATUS_INVALID_ARGUMENT naming the input and its range. The run has
  * happened then, with those indices clamped into range: its outputs, and a
