@@ -964,6 +964,64 @@ def export_eval(module, inputs, dynamic_axes, path):
                           dynamic_axes=dynamic_axes)
 
 
+#===-----------------------------------------------------------------------===#
+# Opsets 18 to 28 (what today's exporters write). onnx 1.12's checker knows
+# opsets up to 17, so these are not checked with it.
+#===-----------------------------------------------------------------------===#
+
+@artefact("opset18-shapes", valid=False)
+def opset18_shapes():
+    # Split's num_outputs (7 = 3 + 3 + 1), a reduction's axes as an input,
+    # Pad's axes input and wrap mode (opset 19).
+    return model(
+        [node("Split", ["x"], ["a", "b", "c"], axis=1, num_outputs=3),
+         node("ReduceMean", ["x", "axis1"], ["mean"], keepdims=0),
+         node("Pad", ["x", "pads", "", "axis1"], ["padded"]),
+         node("Pad", ["x", "wrap_pads", "", "axis1"], ["wrapped"], mode="wrap")],
+        [value("x", [2, 7])],
+        [value("a", [2, 3]), value("b", [2, 3]), value("c", [2, 1]),
+         value("mean", [2]), value("padded", [2, 10]),
+         value("wrapped", [2, 17])],
+        [ints("axis1", [1]), ints("pads", [1, 2]), ints("wrap_pads", [8, 2])],
+        opset=19)
+
+
+@artefact("opset18-axes-attribute", valid=False)
+def opset18_axes_attribute():
+    # ReduceMean took its axes as an attribute until opset 17; at 18 such an
+    # attribute would be ignored (and every axis reduced).
+    return model([node("ReduceMean", ["x"], ["mean"], axes=[1])],
+                 [value("x", [2, 3])], [value("mean", [2, 1])], opset=18)
+
+
+@artefact("opset29", valid=False)
+def opset29():
+    return model([node("Relu", ["x"], ["y"])], [value("x", [2])],
+                 [value("y", [2])], opset=29)
+
+
+@artefact("opset23-llama-block", valid=False)
+def opset23_llama_block():
+    # What torch.onnx.export(..., opset_version=23) writes for nn.RMSNorm,
+    # RoPE and F.scaled_dot_product_attention(is_causal=True) with grouped
+    # key/value heads: RMSNormalization, RotaryEmbedding and Attention on
+    # [batch, heads, sequence, head size].
+    return model(
+        [node("RMSNormalization", ["x", "gain"], ["normed"], axis=-1,
+              epsilon=1e-6),
+         node("RotaryEmbedding", ["q", "cos", "sin", "positions"], ["q_rot"]),
+         node("Attention", ["q_rot", "k", "v"], ["y"], is_causal=1),
+         node("Attention", ["q", "k", "v", "keep"], ["y_masked"])],
+        [value("x", [2, 4, 8]), value("q", [2, 4, 4, 8]),
+         value("k", [2, 2, 4, 8]), value("v", [2, 2, 4, 8]),
+         value("positions", [2, 4], INT64),
+         value("keep", [4, 4], TensorProto.BOOL)],
+        [value("normed", [2, 4, 8]), value("y", [2, 4, 4, 8]),
+         value("y_masked", [2, 4, 4, 8])],
+        [floats("gain", [8]), floats("cos", [16, 4]), floats("sin", [16, 4])],
+        opset=23)
+
+
 def main(argv):
     if argv[1:] == ["--list"]:
         print("\n".join(sorted(ARTEFACTS)))

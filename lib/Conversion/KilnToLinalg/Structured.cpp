@@ -142,6 +142,11 @@ struct LowerConcat : OpRewritePattern<ConcatOp> {
     int64_t axis = op.getAxis();
     for (Value input : op.getInputs()) {
       auto in = rankedType(input);
+      // An empty part adds nothing (and a slice at the end is out of bounds).
+      if (in.getNumElements() == 0) {
+        offset += in.getDimSize(axis);
+        continue;
+      }
       SmallVector<OpFoldResult> offsets(out.getRank(), r.getIndexAttr(0));
       SmallVector<OpFoldResult> sizes, strides(out.getRank(), r.getIndexAttr(1));
       offsets[axis] = r.getIndexAttr(offset);
@@ -164,6 +169,13 @@ struct LowerSplit : OpRewritePattern<SplitOp> {
     SmallVector<Value> results;
     for (Value result : op.getResults()) {
       auto type = rankedType(result);
+      // An empty piece is no slice of the input (one at its end would be
+      // out of bounds).
+      if (type.getNumElements() == 0) {
+        results.push_back(emptyTensor(r, op.getLoc(), type));
+        offset += type.getDimSize(axis);
+        continue;
+      }
       SmallVector<OpFoldResult> offsets(type.getRank(), r.getIndexAttr(0));
       SmallVector<OpFoldResult> sizes, strides(type.getRank(), r.getIndexAttr(1));
       offsets[axis] = r.getIndexAttr(offset);

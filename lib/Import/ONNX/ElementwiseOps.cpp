@@ -128,8 +128,9 @@ LogicalResult importMod(NodeContext &n) {
   if (failed(broadcastInputs(n, 2, operands)))
     return failure();
   bool fmod = n.getInt("fmod", 0) != 0;
-  if (!fmod && isa<FloatType>(n.inputType(0).getElementType()))
-    return n.fail("fmod must be 1 for floating-point inputs");
+  // Floored remainders of floats are defined since opset 28.
+  if (!fmod && n.opset < 28 && isa<FloatType>(n.inputType(0).getElementType()))
+    return n.fail("fmod must be 1 for floating-point inputs before opset 28");
   SmallVector<NamedAttribute> attrs;
   if (fmod)
     attrs.push_back(n.unit("fmod"));
@@ -330,6 +331,59 @@ LogicalResult importGelu(NodeContext &n) {
       {n.named("approximate", GeluApproximationAttr::get(n.ctx, kind))}));
 }
 
+/// x * sigmoid(alpha * x): Swish (opset 24) and the gate of SwiGLU (28).
+FailureOr<Value> swish(NodeContext &n, Value x, double alpha) {
+  Value scaled = x;
+  if (alpha != 1.0) {
+    FailureOr<Value> s = n.create<MulOp>(ValueRange{
+        x, n.splat(cast<RankedTensorType>(x.getType()), alpha)});
+    if (failed(s))
+      return failure();
+    scaled = *s;
+  }
+  FailureOr<Value> gate = n.create<SigmoidOp>(scaled);
+  if (failed(gate))
+    return failure();
+  return n.create<MulOp>(ValueRange{x, *gate});
+}
+
+LogicalResult importSwish(NodeContext &n) {
+  if (n.opset < 24)
+    return n.fail("Swish is an operator of opset 24 and later");
+  if (failed(n.expectInputs(1, 1)))
+    return failure();
+  return n.setResult(swish(n, n.input(0), n.getFloat("alpha", 1.0)));
+}
+
+/// SwiGLU (opset 28): Swish(A) * B, A and B of one shape.
+LogicalResult importSwiGLU(NodeContext &n) {
+  if (n.opset < 28)
+    return n.fail("SwiGLU is an operator of opset 28 and later");
+  if (failed(n.expectInputs(2, 2)))
+    return failure();
+  if (n.inputType(0) != n.inputType(1))
+    return n.fail("A and B must have the same type and shape");
+  FailureOr<Value> gate = swish(n, n.input(0), n.getFloat("alpha", 1.0));
+  if (failed(gate))
+    return failure();
+  return n.setResult(n.create<MulOp>(ValueRange{*gate, n.input(1)}));
+}
+
+/// Mish (opset 18): x * tanh(softplus(x)).
+LogicalResult importMish(NodeContext &n) {
+  if (n.opset < 18)
+    return n.fail("Mish is an operator of opset 18 and later");
+  if (failed(n.expectInputs(1, 1)))
+    return failure();
+  FailureOr<Value> soft = n.create<SoftplusOp>(n.input(0));
+  if (failed(soft))
+    return failure();
+  FailureOr<Value> gate = n.create<TanhOp>(*soft);
+  if (failed(gate))
+    return failure();
+  return n.setResult(n.create<MulOp>(ValueRange{n.input(0), *gate}));
+}
+
 } // namespace
 
 void kiln::onnx_import::registerElementwiseOps(OpImporterTable &t) {
@@ -365,6 +419,9 @@ void kiln::onnx_import::registerElementwiseOps(OpImporterTable &t) {
   t["IsNaN"] = importUnary<IsNanOp>;
   t["IsInf"] = importIsInf;
   t["Gelu"] = importGelu;
+  t["Swish"] = importSwish;
+  t["SwiGLU"] = importSwiGLU;
+  t["Mish"] = importMish;
   t["LeakyRelu"] = [](NodeContext &n) {
     return importUnaryWithAttrs<LeakyReluOp>(n, {{"alpha", 0.01}});
   };

@@ -33,7 +33,7 @@ namespace {
 
 constexpr int64_t kMinOpset = 7;
 /// The newest default-domain opset whose semantics the importer knows.
-constexpr int64_t kMaxOpset = 17;
+constexpr int64_t kMaxOpset = 28;
 
 const OpImporterTable &opImporters() {
   static const OpImporterTable table = [] {
@@ -43,6 +43,7 @@ const OpImporterTable &opImporters() {
     registerNNOps(t);
     registerReductionOps(t);
     registerEinsumOp(t);
+    registerAttentionOps(t);
     return t;
   }();
   return table;

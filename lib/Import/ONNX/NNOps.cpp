@@ -391,7 +391,7 @@ LogicalResult importDropout(NodeContext &n) {
   return success();
 }
 
-/// Resize (opsets 10 to 13) and Upsample (7 to 9).
+/// Resize (opsets 10 to 19) and Upsample (7 to 9).
 LogicalResult importResize(NodeContext &n) {
   bool upsample = n.node.op_type() == "Upsample";
   if (failed(n.expectInputs(1, 4)))
@@ -417,6 +417,39 @@ LogicalResult importResize(NodeContext &n) {
       scales = *s;
     }
   }
+  // Since opset 18 `axes` names the dimensions scales and sizes give; the
+  // others keep their size.
+  SmallVector<int64_t> axes;
+  if (n.opset >= 18 && n.attr("axes")) {
+    SmallVector<int64_t> given = n.getInts("axes").value_or(SmallVector<int64_t>{});
+    for (int64_t axis : given) {
+      FailureOr<int64_t> a = n.normalizeAxis(axis, rank);
+      if (failed(a))
+        return failure();
+      if (llvm::is_contained(axes, *a))
+        return n.fail("axis " + Twine(axis) + " is given twice");
+      axes.push_back(*a);
+    }
+    SmallVector<int64_t> allSizes(type.getShape());
+    SmallVector<double> allScales(rank, 1.0);
+    if (!sizes.empty() && sizes.size() != axes.size())
+      return n.fail("sizes needs one entry per axis");
+    if (sizes.empty() && scales.size() != axes.size())
+      return n.fail("scales needs one entry per axis");
+    for (auto [i, d] : llvm::enumerate(axes)) {
+      if (!sizes.empty())
+        allSizes[d] = sizes[i];
+      else
+        allScales[d] = scales[i];
+    }
+    if (!sizes.empty())
+      sizes = std::move(allSizes);
+    else
+      scales = std::move(allScales);
+  } else {
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  }
   if (!sizes.empty()) {
     if (static_cast<int64_t>(sizes.size()) != rank)
       return n.fail("sizes needs one entry per dimension");
@@ -427,6 +460,26 @@ LogicalResult importResize(NodeContext &n) {
       scales.push_back(type.getDimSize(d) == 0
                            ? 1.0
                            : static_cast<double>(sizes[d]) / type.getDimSize(d));
+    }
+    // keep_aspect_ratio_policy (opset 18): one scale for every axis, the
+    // smallest (not_larger) or the largest (not_smaller) of the sizes'.
+    std::string policy =
+        n.opset >= 18 ? n.getString("keep_aspect_ratio_policy", "stretch")
+                      : "stretch";
+    if (policy == "not_larger" || policy == "not_smaller") {
+      double scale = scales[axes.front()];
+      for (int64_t d : axes)
+        scale = policy == "not_larger" ? std::min(scale, scales[d])
+                                       : std::max(scale, scales[d]);
+      for (int64_t d : axes) {
+        scales[d] = scale;
+        // Rounded half up, as the operator's definition does.
+        sizes[d] = static_cast<int64_t>(
+            std::floor(scale * static_cast<double>(type.getDimSize(d)) + 0.5));
+      }
+    } else if (policy != "stretch") {
+      return n.fail("keep_aspect_ratio_policy '" + policy +
+                    "' is not stretch, not_larger or not_smaller");
     }
   } else {
     if (static_cast<int64_t>(scales.size()) != rank)
@@ -453,6 +506,12 @@ LogicalResult importResize(NodeContext &n) {
     resizeMode = ResizeMode::cubic;
   else
     return n.fail("mode '" + mode + "' is not supported");
+  // antialias (opset 18) widens the linear and cubic filters where they
+  // shrink a dimension; elsewhere it changes nothing.
+  if (n.opset >= 18 && n.getInt("antialias", 0) != 0 &&
+      resizeMode != ResizeMode::nearest &&
+      llvm::any_of(scales, [](double s) { return s < 1.0; }))
+    return n.fail("antialias when downscaling is not supported yet");
   // Before opset 11 coordinates are asymmetric and nearest rounds down.
   bool legacy = upsample || n.opset < 11;
   std::string coordinate =

@@ -220,6 +220,8 @@ void registerShapeOps(OpImporterTable &table);
 void registerNNOps(OpImporterTable &table);
 void registerReductionOps(OpImporterTable &table);
 void registerEinsumOp(OpImporterTable &table);
+/// Attention and RotaryEmbedding (opset 23).
+void registerAttentionOps(OpImporterTable &table);
 /// The ai.onnx.preview.training operators (Gradient, Adam, Adagrad,
 /// Momentum).
 void registerTrainingOps(OpImporterTable &table);

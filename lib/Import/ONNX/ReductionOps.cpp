@@ -24,6 +24,10 @@ FailureOr<std::optional<SmallVector<int64_t>>> reductionDims(NodeContext &n,
   int64_t rank = n.inputType(0).getRank();
   SmallVector<int64_t> axes;
   if (axesInput) {
+    // An attribute the op no longer has would be ignored: refuse it.
+    if (n.attr("axes"))
+      return n.fail("axes is an input at opset " + Twine(n.opset) +
+                    ", not an attribute");
     if (n.hasInput(1)) {
       FailureOr<SmallVector<int64_t>> a = n.constInts(1, "axes");
       if (failed(a))
@@ -56,11 +60,12 @@ enum class Post { None, Log };
 /// ReduceX ops; `prep`/`post` compose ReduceL1, ReduceSumSquare, ReduceLogSum.
 template <typename OpTy, Prep prep = Prep::None, Post post = Post::None>
 LogicalResult importReduce(NodeContext &n) {
-  if (failed(n.expectInputs(1, 2)))
+  // ReduceSum takes axes as an input since opset 13, the others since 18.
+  bool plainSum = std::is_same_v<OpTy, ReduceSumOp> && prep == Prep::None &&
+                  post == Post::None;
+  bool axesInput = n.opset >= 18 || (plainSum && n.opset >= 13);
+  if (failed(n.expectInputs(1, axesInput ? 2 : 1)))
     return failure();
-  // ReduceSum takes axes as an input since opset 13 (the others since 18).
-  bool axesInput = std::is_same_v<OpTy, ReduceSumOp> &&
-                   prep == Prep::None && post == Post::None && n.opset >= 13;
   FailureOr<std::optional<SmallVector<int64_t>>> dims =
       reductionDims(n, axesInput);
   if (failed(dims))
@@ -315,6 +320,162 @@ LogicalResult importInstanceNormalization(NodeContext &n) {
   return n.setResult(n.create<AddOp>(ValueRange{*scaled, *bias}));
 }
 
+/// The type stage one of RMSNormalization and GroupNormalization computes
+/// in: f32 for 16-bit inputs with stash_type 1 (the default), else the
+/// input's.
+FailureOr<Type> stashType(NodeContext &n, Type element) {
+  int64_t stash = n.getInt("stash_type", 1);
+  if (stash == 1)
+    return isa<Float16Type, BFloat16Type>(element) ? n.b.getF32Type() : element;
+  if (stash == 11)
+    return element;
+  return n.fail("stash_type " + Twine(stash) + " is not supported yet");
+}
+
+/// RMSNormalization (opset 23): x / sqrt(mean(x^2) + epsilon) * scale over
+/// the dimensions from `axis`, written as PyTorch's RMSNorm writes it out
+/// (the reciprocal square root times x), so that it is the same chain of
+/// ops a model that spells RMSNorm out gets.
+LogicalResult importRMSNormalization(NodeContext &n) {
+  if (n.opset < 23)
+    return n.fail("RMSNormalization is an operator of opset 23 and later");
+  if (failed(n.expectInputs(2, 2)))
+    return failure();
+  auto type = n.inputType(0);
+  FailureOr<int64_t> axis = n.normalizeAxis(n.getInt("axis", -1), type.getRank());
+  FailureOr<Type> stash = stashType(n, type.getElementType());
+  if (failed(axis) || failed(stash))
+    return failure();
+  FailureOr<Value> x = n.cast(n.input(0), *stash);
+  if (failed(x))
+    return failure();
+  SmallVector<int64_t> dims;
+  for (int64_t d = *axis; d < type.getRank(); ++d)
+    dims.push_back(d);
+  FailureOr<Value> squares = n.create<MulOp>(ValueRange{*x, *x});
+  if (failed(squares))
+    return failure();
+  FailureOr<Value> meanSquare = reduce<ReduceMeanOp>(n, *squares, dims, true);
+  if (failed(meanSquare))
+    return failure();
+  auto statType = cast<RankedTensorType>(meanSquare->getType());
+  FailureOr<Value> shifted = n.create<AddOp>(
+      ValueRange{*meanSquare, n.splat(statType, n.getFloat("epsilon", 1e-5))});
+  if (failed(shifted))
+    return failure();
+  FailureOr<Value> inverse = n.create<RsqrtOp>(*shifted);
+  if (failed(inverse))
+    return failure();
+  FailureOr<Value> inverseB = n.broadcastTo(*inverse, type.getShape());
+  if (failed(inverseB))
+    return failure();
+  FailureOr<Value> normalized = n.create<MulOp>(ValueRange{*x, *inverseB});
+  if (failed(normalized))
+    return failure();
+  normalized = n.cast(*normalized, type.getElementType());
+  if (failed(normalized))
+    return failure();
+  FailureOr<Value> scale = n.broadcastTo(n.input(1), type.getShape());
+  if (failed(scale))
+    return failure();
+  return n.setResult(n.create<MulOp>(ValueRange{*normalized, *scale}));
+}
+
+/// GroupNormalization (opsets 18 and 21): each group of channels
+/// ([N, G, C/G * spatial]) normalized as InstanceNormalization normalizes
+/// a channel, then the per-channel scale and bias. At opset 18 scale and bias
+/// hold one value a group, since 21 one a channel.
+LogicalResult importGroupNormalization(NodeContext &n) {
+  if (n.opset < 18)
+    return n.fail("GroupNormalization is an operator of opset 18 and later");
+  if (failed(n.expectInputs(3, 3)))
+    return failure();
+  auto type = n.inputType(0);
+  if (type.getRank() < 2)
+    return n.fail("input needs rank 2 or more");
+  int64_t groups = n.getInt("num_groups", 0);
+  int64_t N = type.getDimSize(0), C = type.getDimSize(1);
+  if (groups < 1 || C % groups != 0)
+    return n.fail("num_groups " + Twine(groups) + " does not divide the " +
+                  Twine(C) + " channels");
+  FailureOr<Type> stash = n.opset >= 21
+                              ? stashType(n, type.getElementType())
+                              : FailureOr<Type>(type.getElementType());
+  if (failed(stash))
+    return failure();
+  int64_t perGroup = type.getNumElements() / std::max<int64_t>(N * groups, 1);
+  FailureOr<Value> x = n.cast(n.input(0), *stash);
+  if (failed(x))
+    return failure();
+  FailureOr<Value> rows = n.reshape(*x, {N, groups, perGroup});
+  if (failed(rows))
+    return failure();
+  Value mean, variance;
+  if (failed(meanAndVariance(n, *rows, {2}, mean, variance)))
+    return failure();
+  auto statType = cast<RankedTensorType>(variance.getType());
+  FailureOr<Value> shifted = n.create<AddOp>(ValueRange{
+      variance, n.splat(statType, n.getFloat("epsilon", 1e-5))});
+  if (failed(shifted))
+    return failure();
+  FailureOr<Value> invStd = n.create<RsqrtOp>(*shifted);
+  if (failed(invStd))
+    return failure();
+  auto rowShape = cast<RankedTensorType>(rows->getType()).getShape();
+  FailureOr<Value> meanB = n.broadcastTo(mean, rowShape);
+  FailureOr<Value> invStdB = n.broadcastTo(*invStd, rowShape);
+  if (failed(meanB) || failed(invStdB))
+    return failure();
+  FailureOr<Value> centered = n.create<SubOp>(ValueRange{*rows, *meanB});
+  if (failed(centered))
+    return failure();
+  FailureOr<Value> normalized =
+      n.create<MulOp>(ValueRange{*centered, *invStdB});
+  if (failed(normalized))
+    return failure();
+  normalized = n.reshape(*normalized, type.getShape());
+  if (failed(normalized))
+    return failure();
+  normalized = n.cast(*normalized, type.getElementType());
+  if (failed(normalized))
+    return failure();
+  SmallVector<int64_t> channelShape(type.getRank(), 1);
+  channelShape[1] = C;
+  int64_t expected = n.opset >= 21 ? C : groups;
+  auto perChannel = [&](unsigned input) -> FailureOr<Value> {
+    Value v = n.input(input);
+    auto vType = n.inputType(input);
+    if (vType.getRank() != 1 || vType.getDimSize(0) != expected)
+      return n.fail(Twine(input == 1 ? "scale" : "bias") + " must have " +
+                    Twine(expected) +
+                    (n.opset >= 21 ? " values (one a channel)"
+                                   : " values (one a group)"));
+    if (n.opset < 21) {
+      FailureOr<Value> column = n.reshape(v, {groups, 1});
+      if (failed(column))
+        return failure();
+      FailureOr<Value> spread = n.broadcastTo(*column, {groups, C / groups});
+      if (failed(spread))
+        return failure();
+      v = *spread;
+    }
+    FailureOr<Value> shaped = n.reshape(v, channelShape);
+    if (failed(shaped))
+      return failure();
+    return n.broadcastTo(*shaped, type.getShape());
+  };
+  FailureOr<Value> scale = perChannel(1);
+  if (failed(scale))
+    return failure();
+  FailureOr<Value> bias = perChannel(2);
+  if (failed(bias))
+    return failure();
+  FailureOr<Value> scaled = n.create<MulOp>(ValueRange{*normalized, *scale});
+  if (failed(scaled))
+    return failure();
+  return n.setResult(n.create<AddOp>(ValueRange{*scaled, *bias}));
+}
+
 FailureOr<Reduction> lossReduction(NodeContext &n) {
   std::string reduction = n.getString("reduction", "mean");
   if (reduction == "mean")
@@ -375,6 +536,8 @@ void kiln::onnx_import::registerReductionOps(OpImporterTable &t) {
   t["LayerNormalization"] = importLayerNormalization;
   t["BatchNormalization"] = importBatchNormalization;
   t["InstanceNormalization"] = importInstanceNormalization;
+  t["RMSNormalization"] = importRMSNormalization;
+  t["GroupNormalization"] = importGroupNormalization;
   t["SoftmaxCrossEntropyLoss"] = importLoss<CrossEntropyOp>;
   t["NegativeLogLikelihoodLoss"] = importLoss<NllLossOp>;
 }

@@ -250,8 +250,24 @@ LogicalResult importSplit(NodeContext &n) {
     sizes = *split;
   }
   int64_t pieces = n.numOutputs();
+  int64_t dim = type.getDimSize(*axis);
+  // Since opset 18, num_outputs splits into parts of ceil(dim / parts), the
+  // last one smaller where the dimension does not divide.
+  if (n.opset >= 18 && n.attr("num_outputs")) {
+    int64_t parts = n.getInt("num_outputs", 0);
+    if (!sizes.empty())
+      return n.fail("split and num_outputs are both given");
+    if (parts != pieces)
+      return n.fail("num_outputs is " + Twine(parts) + " but the node has " +
+                    Twine(pieces) + " outputs");
+    int64_t part = pieces < 1 ? 0 : (dim + pieces - 1) / pieces;
+    if (pieces < 1 || dim - part * (pieces - 1) < 0)
+      return n.fail("dimension " + Twine(dim) + " does not split into " +
+                    Twine(pieces) + " parts of " + Twine(part));
+    sizes.assign(pieces, part);
+    sizes.back() = dim - part * (pieces - 1);
+  }
   if (sizes.empty()) {
-    int64_t dim = type.getDimSize(*axis);
     if (pieces < 1 || dim % pieces != 0)
       return n.fail("dimension " + Twine(dim) + " does not split evenly into " +
                     Twine(pieces) + " outputs");
@@ -375,8 +391,55 @@ LogicalResult importSlice(NodeContext &n) {
   return n.setResult(sliceAlong(n, n.input(0), starts, ends, axes, steps));
 }
 
+/// Wrap-around padding along every dimension (Pad's `wrap`, opset 19), as
+/// slices of `x` concatenated around it: the data is a torus, so a pad wider
+/// than the dimension repeats it whole.
+FailureOr<Value> wrapPad(NodeContext &n, Value x, ArrayRef<int64_t> low,
+                         ArrayRef<int64_t> high) {
+  for (int64_t d = 0, rank = low.size(); d < rank; ++d) {
+    int64_t before = low[d], after = high[d];
+    if (before == 0 && after == 0)
+      continue;
+    auto type = cast<RankedTensorType>(x.getType());
+    int64_t size = type.getDimSize(d);
+    if (size == 0)
+      return n.fail("wrap padding of the empty dimension " + Twine(d));
+    auto piece = [&](int64_t start, int64_t limit) {
+      SmallVector<int64_t> starts(type.getRank(), 0),
+          limits(type.getShape()), strides(type.getRank(), 1);
+      starts[d] = start;
+      limits[d] = limit;
+      return n.create<SliceOp>(x, {n.array("start", starts),
+                                   n.array("limit", limits),
+                                   n.array("stride", strides)});
+    };
+    SmallVector<Value> parts;
+    // The `before` elements that precede x on the torus, then x, then the
+    // `after` that follow it.
+    if (before % size) {
+      FailureOr<Value> head = piece(size - before % size, size);
+      if (failed(head))
+        return failure();
+      parts.push_back(*head);
+    }
+    parts.append(before / size + 1 + after / size, x);
+    if (after % size) {
+      FailureOr<Value> tail = piece(0, after % size);
+      if (failed(tail))
+        return failure();
+      parts.push_back(*tail);
+    }
+    FailureOr<Value> joined = n.create<ConcatOp>(parts, {n.i64("axis", d)});
+    if (failed(joined))
+      return failure();
+    x = *joined;
+  }
+  return x;
+}
+
 LogicalResult importPad(NodeContext &n) {
-  if (failed(n.expectInputs(1, 3)))
+  // Since opset 18 an optional fourth input names the axes pads refer to.
+  if (failed(n.expectInputs(1, n.opset >= 18 ? 4 : 3)))
     return failure();
   auto type = n.inputType(0);
   int64_t rank = type.getRank();
@@ -399,17 +462,41 @@ LogicalResult importPad(NodeContext &n) {
       value = v->front();
     }
   }
+  if (n.hasInput(3)) {
+    FailureOr<SmallVector<int64_t>> axes = n.constInts(3, "axes");
+    if (failed(axes))
+      return failure();
+    if (pads.size() != 2 * axes->size())
+      return n.fail("pads has " + Twine(pads.size()) + " entries for " +
+                    Twine(axes->size()) + " axes");
+    SmallVector<int64_t> full(2 * rank, 0);
+    SmallVector<bool> seen(rank, false);
+    for (auto [i, axis] : llvm::enumerate(*axes)) {
+      FailureOr<int64_t> a = n.normalizeAxis(axis, rank);
+      if (failed(a))
+        return failure();
+      if (seen[*a])
+        return n.fail("axis " + Twine(axis) + " is given twice");
+      seen[*a] = true;
+      full[*a] = pads[i];
+      full[rank + *a] = pads[axes->size() + i];
+    }
+    pads = std::move(full);
+  }
   if (static_cast<int64_t>(pads.size()) != 2 * rank)
     return n.fail("pads has " + Twine(pads.size()) + " entries for rank " +
                   Twine(rank));
   std::string mode = n.getString("mode", "constant");
-  PadMode padMode;
+  PadMode padMode = PadMode::constant;
+  bool wrap = false;
   if (mode == "constant")
     padMode = PadMode::constant;
   else if (mode == "reflect")
     padMode = PadMode::reflect;
   else if (mode == "edge")
     padMode = PadMode::edge;
+  else if (mode == "wrap" && n.opset >= 19)
+    wrap = true;
   else
     return n.fail("pad mode '" + mode + "' is not supported");
   // Negative pads crop: slice them off first.
@@ -434,6 +521,8 @@ LogicalResult importPad(NodeContext &n) {
       return failure();
     x = *cropped;
   }
+  if (wrap)
+    return n.setResult(wrapPad(n, x, low, high));
   return n.setResult(n.create<PadOp>(x, {n.array("low", low), n.array("high", high),
                              n.named("mode", PadModeAttr::get(n.ctx, padMode)),
                              n.f64("value", value)}));
@@ -791,7 +880,15 @@ LogicalResult importDepthSpace(NodeContext &n, bool toSpace) {
     if (H % bs != 0 || W % bs != 0)
       return n.fail("spatial dimensions do not divide by blocksize");
     first = {N, C, H / bs, bs, W / bs, bs};
-    perm = {0, 3, 5, 1, 2, 4};
+    // SpaceToDepth orders the blocks DCR (as it did before `mode`, opset 28)
+    // or CRD, as DepthToSpace reads them.
+    std::string mode = n.opset >= 28 ? n.getString("mode", "DCR") : "DCR";
+    if (mode == "CRD")
+      perm = {0, 1, 3, 5, 2, 4};
+    else if (mode == "DCR")
+      perm = {0, 3, 5, 1, 2, 4};
+    else
+      return n.fail("mode '" + mode + "' is not DCR or CRD");
     last = {N, C * bs * bs, H / bs, W / bs};
   }
   FailureOr<Value> shaped = n.reshape(n.input(0), first);
