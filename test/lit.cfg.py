@@ -19,6 +19,21 @@ config.substitutions.append(("%onnx_testdata", config.onnx_testdata_dir))
 # Python test helpers (ONNX model builders) live next to the tests.
 config.environment["PYTHONPATH"] = os.path.join(config.kiln_src_root, "test", "lib")
 
+# Today's PyTorch from PyPI, in the virtual environment scripts/pypi-venv.sh
+# makes (the README's test command makes it): the tests that export with it
+# need it, and say they are unsupported where it is missing.
+pypi_venv = os.environ.get("KILN_PYPI_VENV") or os.path.join(
+    os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
+    "kiln", "pypi-venv")
+pypi_python = os.path.join(pypi_venv, "bin", "python")
+if os.path.exists(os.path.join(pypi_venv, ".kiln-packages")) and \
+        os.access(pypi_python, os.X_OK):
+    config.available_features.add("pypi-torch")
+    config.substitutions.append(("%pypi_python", pypi_python))
+else:
+    lit_config.note("no PyPI PyTorch environment at %s (scripts/pypi-venv.sh "
+                    "makes it): the tests that need it are unsupported" % pypi_venv)
+
 if config.kiln_fuzzers:
     config.available_features.add("fuzzer")
 if os.path.isdir(config.onnx_testdata_dir):

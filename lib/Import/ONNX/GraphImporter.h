@@ -70,6 +70,11 @@ private:
                  llvm::ArrayRef<const onnx::ValueInfoProto *> outputs,
                  llvm::StringRef graphKind);
   llvm::Error importNode(const onnx::NodeProto &node, unsigned index);
+  /// SplitToSequence, SequenceConstruct, SequenceAt, SequenceLength and
+  /// ConcatFromSequence, over sequences known when importing.
+  llvm::Error importSequenceNode(
+      const onnx::NodeProto &node, unsigned index,
+      llvm::function_ref<llvm::Error(const llvm::Twine &)> nodeError);
   mlir::Location nodeLocation(const onnx::NodeProto &node, unsigned index);
   /// Reads a parameter at the top of the entry block, in first-use order.
   mlir::Value readParam(ParamOp param);
@@ -117,6 +122,10 @@ private:
   // The function being imported.
   /// ONNX value name -> kiln value.
   llvm::StringMap<mlir::Value> values;
+  /// ONNX sequence name -> its tensors. Sequences exist only while
+  /// importing: the exporters' SplitToSequence / SequenceAt pairs (how the
+  /// dynamo exporter writes torch.split unoptimized) become the tensors.
+  llvm::StringMap<llvm::SmallVector<mlir::Value>> sequences;
   /// The parameters its graphs see, read on first use.
   llvm::StringMap<ParamOp> params;
   mlir::Block *entryBlock = nullptr;

@@ -470,6 +470,11 @@ llvm::Error GraphImporter::importNode(const onnx::NodeProto &node,
                      Twine(kMinOpset) + "; opset " + Twine(opset) +
                      " semantics differ");
   }
+  static const llvm::StringSet<> sequenceOps = {
+      "SplitToSequence", "SequenceConstruct", "SequenceAt", "SequenceLength",
+      "ConcatFromSequence"};
+  if (table == &opImporters() && sequenceOps.contains(node.op_type()))
+    return importSequenceNode(node, index, nodeError);
   auto found = table->find(node.op_type());
   if (found == table->end()) {
     for (const onnx::FunctionProto &function : model.functions())
@@ -485,6 +490,10 @@ llvm::Error GraphImporter::importNode(const onnx::NodeProto &node,
       continue;
     }
     Value value = lookupValue(name);
+    if (!value && sequences.count(name))
+      return nodeError("input '" + name + "' is a sequence; Kiln takes "
+                       "sequences only in SequenceAt, SequenceLength and "
+                       "ConcatFromSequence");
     if (!value)
       return nodeError("input '" + name + "' is not defined before use");
     inputs.push_back(value);
@@ -519,6 +528,116 @@ llvm::Error GraphImporter::importNode(const onnx::NodeProto &node,
                        "') is not supported");
     values[name] = outputs[i];
   }
+  return llvm::Error::success();
+}
+
+llvm::Error GraphImporter::importSequenceNode(
+    const onnx::NodeProto &node, unsigned index,
+    function_ref<llvm::Error(const Twine &)> nodeError) {
+  StringRef op = node.op_type();
+  if (node.output_size() != 1 || node.output(0).empty())
+    return nodeError("expected one output");
+  const std::string &outputName = node.output(0);
+  if (values.count(outputName) || params.count(outputName) ||
+      sequences.count(outputName))
+    return nodeError("output '" + outputName +
+                     "' is already defined (ONNX graphs are in SSA form)");
+  // The sequence input of SequenceAt, SequenceLength, ConcatFromSequence.
+  auto sequenceInput = [&]() -> Expected<ArrayRef<Value>> {
+    if (node.input_size() < 1 || !sequences.count(node.input(0)))
+      return nodeError("input 0 must be a sequence made by SplitToSequence "
+                       "or SequenceConstruct");
+    return ArrayRef<Value>(sequences[node.input(0)]);
+  };
+  // The tensors a NodeContext sees: the inputs from `first` on.
+  SmallVector<Value> inputs;
+  for (int i = op == "SequenceAt" ? 1 : 0; i < node.input_size(); ++i) {
+    if (op != "SplitToSequence" && op != "SequenceConstruct" &&
+        op != "SequenceAt")
+      break;
+    const std::string &name = node.input(i);
+    Value value = name.empty() ? Value() : lookupValue(name);
+    if (!name.empty() && !value)
+      return nodeError("input '" + name + "' is not defined before use");
+    inputs.push_back(value);
+  }
+  SmallVector<Value> outputs(1, nullptr);
+  std::string error;
+  NodeContext ctx(node, opset, builder, nodeLocation(node, index), inputs,
+                  outputs, error, baseDir, module);
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+    if (diag.getSeverity() == DiagnosticSeverity::Error && error.empty())
+      error = diag.str();
+    return success();
+  });
+  auto failure = [&]() {
+    return nodeError(error.empty() ? "cannot be imported" : error);
+  };
+
+  if (op == "SplitToSequence") {
+    FailureOr<SmallVector<Value>> pieces = splitToSequence(ctx);
+    if (mlir::failed(pieces))
+      return failure();
+    sequences[outputName] = std::move(*pieces);
+    return llvm::Error::success();
+  }
+  if (op == "SequenceConstruct") {
+    if (inputs.empty() || llvm::is_contained(inputs, Value()))
+      return nodeError("SequenceConstruct needs one or more tensors");
+    sequences[outputName].assign(inputs.begin(), inputs.end());
+    return llvm::Error::success();
+  }
+  Expected<ArrayRef<Value>> sequence = sequenceInput();
+  if (!sequence)
+    return sequence.takeError();
+  int64_t length = sequence->size();
+  if (op == "SequenceLength") {
+    values[outputName] = ctx.constant(DenseElementsAttr::get(
+        RankedTensorType::get({}, builder.getI64Type()), length));
+    return llvm::Error::success();
+  }
+  if (op == "SequenceAt") {
+    if (inputs.size() != 1 || !inputs[0])
+      return nodeError("SequenceAt needs a position");
+    mlir::FailureOr<SmallVector<int64_t>> position =
+        ctx.constInts(0, "position");
+    if (mlir::failed(position))
+      return failure();
+    if (position->size() != 1)
+      return nodeError("position must be a scalar");
+    int64_t at = position->front() < 0 ? position->front() + length
+                                       : position->front();
+    if (at < 0 || at >= length)
+      return nodeError("position " + Twine(position->front()) +
+                       " is out of range for a sequence of " + Twine(length));
+    values[outputName] = (*sequence)[at];
+    return llvm::Error::success();
+  }
+  // ConcatFromSequence: a Concat, or with new_axis a stack.
+  auto first = cast<RankedTensorType>(sequence->front().getType());
+  bool newAxis = ctx.getInt("new_axis", 0) != 0;
+  int64_t rank = first.getRank() + (newAxis ? 1 : 0);
+  mlir::FailureOr<int64_t> axis = ctx.normalizeAxis(ctx.getInt("axis", 0), rank);
+  if (mlir::failed(axis))
+    return failure();
+  SmallVector<Value> parts;
+  for (Value part : *sequence) {
+    if (newAxis) {
+      auto type = cast<RankedTensorType>(part.getType());
+      SmallVector<int64_t> shape(type.getShape());
+      shape.insert(shape.begin() + *axis, 1);
+      mlir::FailureOr<Value> stacked = ctx.reshape(part, shape);
+      if (mlir::failed(stacked))
+        return failure();
+      part = *stacked;
+    }
+    parts.push_back(part);
+  }
+  mlir::FailureOr<Value> joined =
+      ctx.create<ConcatOp>(parts, {ctx.i64("axis", *axis)});
+  if (mlir::failed(joined))
+    return failure();
+  values[outputName] = *joined;
   return llvm::Error::success();
 }
 

@@ -220,6 +220,9 @@ void registerShapeOps(OpImporterTable &table);
 void registerNNOps(OpImporterTable &table);
 void registerReductionOps(OpImporterTable &table);
 void registerEinsumOp(OpImporterTable &table);
+/// The tensors SplitToSequence splits its input into.
+mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+splitToSequence(NodeContext &n);
 /// Attention and RotaryEmbedding (opset 23).
 void registerAttentionOps(OpImporterTable &table);
 /// The ai.onnx.preview.training operators (Gradient, Adam, Adagrad,

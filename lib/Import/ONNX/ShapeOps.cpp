@@ -903,6 +903,64 @@ LogicalResult importDepthSpace(NodeContext &n, bool toSpace) {
 
 } // namespace
 
+FailureOr<SmallVector<Value>> kiln::onnx_import::splitToSequence(NodeContext &n) {
+  if (failed(n.expectInputs(1, 2)))
+    return failure();
+  auto type = n.inputType(0);
+  FailureOr<int64_t> axis = n.normalizeAxis(n.getInt("axis", 0), type.getRank());
+  if (failed(axis))
+    return failure();
+  int64_t dim = type.getDimSize(*axis);
+  SmallVector<int64_t> sizes;
+  bool squeeze = false;
+  if (!n.hasInput(1)) {
+    // Pieces of one, squeezed unless keepdims.
+    sizes.assign(dim, 1);
+    squeeze = n.getInt("keepdims", 1) == 0;
+  } else {
+    FailureOr<SmallVector<int64_t>> split = n.constInts(1, "split");
+    if (failed(split))
+      return failure();
+    if (n.inputType(1).getRank() == 0) {
+      int64_t part = split->front();
+      if (part < 1)
+        return n.fail("split must be positive");
+      for (int64_t at = 0; at < dim; at += part)
+        sizes.push_back(std::min(part, dim - at));
+    } else {
+      sizes = *split;
+      int64_t total = 0;
+      for (int64_t size : sizes) {
+        if (size < 0)
+          return n.fail("split sizes must not be negative");
+        total += size;
+      }
+      if (total != dim)
+        return n.fail("split sizes add up to " + Twine(total) +
+                      ", not the dimension's " + Twine(dim));
+    }
+  }
+  if (sizes.empty())
+    return n.fail("splitting an empty dimension gives an empty sequence, "
+                  "which is not supported");
+  FailureOr<Operation *> op = n.createOp<SplitOp>(
+      n.input(0), {n.i64("axis", *axis), n.array("sizes", sizes)});
+  if (failed(op))
+    return failure();
+  SmallVector<Value> pieces((*op)->getResults());
+  if (squeeze) {
+    SmallVector<int64_t> shape(type.getShape());
+    shape.erase(shape.begin() + *axis);
+    for (Value &piece : pieces) {
+      FailureOr<Value> squeezed = n.reshape(piece, shape);
+      if (failed(squeezed))
+        return failure();
+      piece = *squeezed;
+    }
+  }
+  return pieces;
+}
+
 void kiln::onnx_import::registerShapeOps(OpImporterTable &t) {
   t["Shape"] = importShape;
   t["Size"] = importSize;

@@ -1,0 +1,162 @@
+"""Training parity with today's PyTorch: models exported by PyPI's PyTorch
+2.x with its default (dynamo) exporter, trained by torch.optim.AdamW.
+
+    pypi_models.py prepare MODEL DIR --opset N [--steps S] [--batch B]
+        [--lr LR] [--weight-decay W]
+
+writes DIR/MODEL.onnx (the model followed by its mean cross-entropy loss,
+output 'loss', exported with torch.onnx.export(dynamo=True,
+opset_version=N, optimize=False)), DIR/MODEL-train.npz (S batches of B
+samples, in order, named as the graph's inputs) and the loss of every
+AdamW step to DIR/MODEL-losses.txt, as compare_training.py check reads
+them. MODEL is:
+
+- llama: token embedding, RMSNorm (nn.RMSNorm), rotary position embedding
+  from cos/sin buffers, grouped-query causal attention
+  (F.scaled_dot_product_attention with is_causal and enable_gqa), a SwiGLU
+  feed-forward, an untied output layer;
+- gpt2: learned positions, LayerNorm, causal attention through a float
+  mask buffer added to the scores (as nanoGPT without flash writes it),
+  GELU (tanh) MLP, output layer tied to the embedding.
+
+Both register buffers that PyTorch does not train (the RoPE tables, the
+mask): the exporter records them as buffers, and Kiln must keep them fixed.
+Run with the python of scripts/pypi-venv.sh (PyTorch 2.x, onnxscript).
+"""
+import argparse
+import math
+import os
+import sys
+import warnings
+
+import numpy as np
+
+VOCAB, SEQ, DIM, HEADS, KV_HEADS = 64, 16, 64, 4, 2
+
+
+def build(name):
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    class Llama(nn.Module):
+        def __init__(self):
+            super().__init__()
+            head = DIM // HEADS
+            self.embed = nn.Embedding(VOCAB, DIM)
+            self.norm1 = nn.RMSNorm(DIM, eps=1e-5)
+            self.q = nn.Linear(DIM, DIM, bias=False)
+            self.kv = nn.Linear(DIM, 2 * KV_HEADS * head, bias=False)
+            self.o = nn.Linear(DIM, DIM, bias=False)
+            self.norm2 = nn.RMSNorm(DIM, eps=1e-5)
+            self.gate = nn.Linear(DIM, 2 * DIM, bias=False)
+            self.up = nn.Linear(DIM, 2 * DIM, bias=False)
+            self.down = nn.Linear(2 * DIM, DIM, bias=False)
+            self.norm3 = nn.RMSNorm(DIM, eps=1e-5)
+            self.head = nn.Linear(DIM, VOCAB, bias=False)
+            inv = 1.0 / (10000 ** (torch.arange(0, head, 2).float() / head))
+            angles = torch.outer(torch.arange(SEQ).float(), inv)
+            self.register_buffer("rope_cos", torch.cat([angles.cos()] * 2, -1))
+            self.register_buffer("rope_sin", torch.cat([angles.sin()] * 2, -1))
+
+        def rope(self, x):
+            half = x.shape[-1] // 2
+            rotated = torch.cat([-x[..., half:], x[..., :half]], -1)
+            return x * self.rope_cos + rotated * self.rope_sin
+
+        def forward(self, ids, labels):
+            b, s = ids.shape
+            head = DIM // HEADS
+            h = self.embed(ids)
+            x = self.norm1(h)
+            q = self.q(x).view(b, s, HEADS, head).transpose(1, 2)
+            k, v = self.kv(x).view(b, s, 2, KV_HEADS, head).unbind(2)
+            k, v = k.transpose(1, 2), v.transpose(1, 2)
+            a = F.scaled_dot_product_attention(self.rope(q), self.rope(k), v,
+                                               is_causal=True, enable_gqa=True)
+            h = h + self.o(a.transpose(1, 2).reshape(b, s, DIM))
+            x = self.norm2(h)
+            h = h + self.down(F.silu(self.gate(x)) * self.up(x))
+            logits = self.head(self.norm3(h))
+            return F.cross_entropy(logits.reshape(-1, VOCAB), labels.reshape(-1))
+
+    class GPT2(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(VOCAB, DIM)
+            self.pos = nn.Embedding(SEQ, DIM)
+            self.ln1 = nn.LayerNorm(DIM)
+            self.qkv = nn.Linear(DIM, 3 * DIM)
+            self.proj = nn.Linear(DIM, DIM)
+            self.ln2 = nn.LayerNorm(DIM)
+            self.fc = nn.Linear(DIM, 4 * DIM)
+            self.out = nn.Linear(4 * DIM, DIM)
+            self.lnf = nn.LayerNorm(DIM)
+            causal = torch.full((SEQ, SEQ), float("-inf")).triu(1)
+            self.register_buffer("mask", causal)
+
+        def forward(self, ids, labels):
+            b, s = ids.shape
+            head = DIM // HEADS
+            h = self.embed(ids) + self.pos.weight[:s]
+            q, k, v = self.qkv(self.ln1(h)).split(DIM, -1)
+            q, k, v = (t.view(b, s, HEADS, head).transpose(1, 2) for t in (q, k, v))
+            scores = q @ k.transpose(-2, -1) / math.sqrt(head) + self.mask[:s, :s]
+            a = torch.softmax(scores, -1) @ v
+            h = h + self.proj(a.transpose(1, 2).reshape(b, s, DIM))
+            h = h + self.out(F.gelu(self.fc(self.ln2(h)), approximate="tanh"))
+            logits = self.lnf(h) @ self.embed.weight.t()
+            return F.cross_entropy(logits.reshape(-1, VOCAB), labels.reshape(-1))
+
+    torch.manual_seed(0)
+    return {"llama": Llama, "gpt2": GPT2}[name]()
+
+
+def prepare(args):
+    import torch
+    model = build(args.model)
+    generator = np.random.default_rng(1)
+    ids = generator.integers(0, VOCAB, (args.steps, args.batch, SEQ))
+    labels = np.roll(ids, -1, axis=2)
+    os.makedirs(args.dir, exist_ok=True)
+    onnx_path = os.path.join(args.dir, args.model + ".onnx")
+    example = (torch.from_numpy(ids[0]), torch.from_numpy(labels[0]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, example, onnx_path, dynamo=True,
+                          opset_version=args.opset, optimize=False,
+                          input_names=["ids", "labels"], output_names=["loss"],
+                          verbose=False)
+    np.savez(os.path.join(args.dir, args.model + "-train.npz"),
+             ids=ids.reshape(-1, SEQ), labels=labels.reshape(-1, SEQ))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr,
+                                  weight_decay=args.weight_decay)
+    losses = []
+    for step in range(args.steps):
+        optimizer.zero_grad()
+        loss = model(torch.from_numpy(ids[step]), torch.from_numpy(labels[step]))
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    with open(os.path.join(args.dir, args.model + "-losses.txt"), "w") as f:
+        f.write("".join("%.9g\n" % loss for loss in losses))
+    return 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("prepare")
+    p.add_argument("model", choices=["llama", "gpt2"])
+    p.add_argument("dir")
+    p.add_argument("--opset", type=int, required=True)
+    p.add_argument("--steps", type=int, default=8)
+    p.add_argument("--batch", type=int, default=4)
+    p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--weight-decay", type=float, default=0.01)
+    args = parser.parse_args()
+    return prepare(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
