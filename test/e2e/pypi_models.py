@@ -2,13 +2,14 @@
 2.x with its default (dynamo) exporter, trained by torch.optim.AdamW.
 
     pypi_models.py prepare MODEL DIR --opset N [--steps S] [--batch B]
-        [--lr LR] [--weight-decay W]
+        [--lr LR] [--weight-decay W] [--optimize]
 
 writes DIR/MODEL.onnx (the model followed by its mean cross-entropy loss,
 output 'loss', exported with torch.onnx.export(dynamo=True,
-opset_version=N, optimize=False)), DIR/MODEL-train.npz (S batches of B
-samples, in order, named as the graph's inputs) and the loss of every
-AdamW step to DIR/MODEL-losses.txt, as compare_training.py check reads
+opset_version=N, optimize=False; True with --optimize)),
+DIR/MODEL-train.npz (S batches of B samples, in order, named as the graph's
+inputs) and the loss of every AdamW step to DIR/MODEL-losses.txt, as
+compare_training.py check reads
 them. MODEL is:
 
 - llama: token embedding, RMSNorm (nn.RMSNorm), rotary position embedding
@@ -124,7 +125,7 @@ def prepare(args):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(model, example, onnx_path, dynamo=True,
-                          opset_version=args.opset, optimize=False,
+                          opset_version=args.opset, optimize=args.optimize,
                           input_names=["ids", "labels"], output_names=["loss"],
                           verbose=False)
     np.savez(os.path.join(args.dir, args.model + "-train.npz"),
@@ -154,6 +155,8 @@ def main():
     p.add_argument("--batch", type=int, default=4)
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--weight-decay", type=float, default=0.01)
+    p.add_argument("--optimize", action="store_true",
+                   help="export with optimize=True (what not to train)")
     args = parser.parse_args()
     return prepare(args)
 

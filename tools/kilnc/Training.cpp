@@ -412,13 +412,16 @@ void kilnc::addTrainingPasses(mlir::PassManager &pm, bool lossScaling) {
 void kilnc::noteTrainedParameters(mlir::ModuleOp module, StringRef inputFile,
                                   bool trainableGiven) {
   int64_t trainedCount = 0, trainedValues = 0;
-  std::vector<std::string> fixed;
+  std::vector<std::string> fixed, folded;
   for (auto param : module.getOps<kiln::ParamOp>()) {
     auto type = cast<mlir::ShapedType>(param.getType());
     if (!isa<mlir::FloatType>(type.getElementType()) ||
         param->hasAttr("kiln.optimizer_state"))
       continue;
     if (param->hasAttr("kiln.trained")) {
+      if (auto from = param->getAttrOfType<mlir::StringAttr>("kiln.folded_from"))
+        folded.push_back(param.getSymName().str() + " from " +
+                         from.getValue().str());
       ++trainedCount;
       trainedValues += type.getNumElements();
       continue;
@@ -451,4 +454,21 @@ void kilnc::noteTrainedParameters(mlir::ModuleOp module, StringRef inputFile,
           "with --trainable=@FILE of model.named_parameters()'s names, or "
           "--freeze (docs/kilnc.md, \"What trains\")";
   WithColor::note(errs(), "kilnc") << os.str() << "\n";
+  if (!folded.empty()) {
+    std::string warning;
+    raw_string_ostream ws(warning);
+    ws << inputFile << ": " << folded.size() << " trained initializer"
+       << (folded.size() == 1 ? " was" : "s were")
+       << " computed by the exporter's optimizer from other tensors (";
+    for (size_t i = 0; i < folded.size() && i < 4; ++i)
+      ws << (i ? "; " : "") << folded[i];
+    if (folded.size() > 4)
+      ws << "; and " << folded.size() - 4 << " more";
+    ws << "): Kiln trains the folded copies, which lose the parameters' "
+          "names, come apart where a weight is used twice (tied weights), "
+          "and train buffers folded so; export for training with "
+          "torch.onnx.export(..., optimize=False) (docs/kilnc.md, \"What "
+          "trains\")";
+    WithColor::warning(errs(), "kilnc") << ws.str() << "\n";
+  }
 }

@@ -116,6 +116,8 @@ private:
   llvm::StringSet<> mutableNames;
   /// Initializer name -> the role the exporter recorded for it.
   llvm::StringMap<std::string> initializerRoles;
+  /// Initializer name -> what the exporter's optimizer folded into it.
+  llvm::StringMap<std::string> foldedFrom;
   /// --bind-input values by input name.
   llvm::StringMap<mlir::DenseElementsAttr> boundValues;
 

@@ -281,6 +281,10 @@ namespace {
 /// CONSTANT_TENSOR.
 constexpr const char *kTorchInputKind =
     "pkg.torch.export.graph_signature.InputSpec.kind";
+/// What onnxscript's optimizer (torch.onnx.export's optimize=True) records
+/// of an initializer it computed: the tensors it folded, as a Python list.
+constexpr const char *kOnnxscriptFoldedFrom =
+    "pkg.onnxscript.optimizer.folded_from";
 
 /// Whether the ONNX library's ValueInfoProto knows `metadata_props`.
 template <typename Info, typename = void>
@@ -328,6 +332,9 @@ void GraphImporter::readInitializerRoles(const onnx::GraphProto &graph) {
     auto kind = props.find(kTorchInputKind);
     if (kind != props.end())
       initializerRoles[info.name()] = kind->getValue();
+    auto folded = props.find(kOnnxscriptFoldedFrom);
+    if (folded != props.end())
+      foldedFrom[info.name()] = folded->getValue();
   };
   for (const onnx::ValueInfoProto &info : graph.value_info())
     read(info);
@@ -377,6 +384,13 @@ llvm::Error GraphImporter::importInitializers(GraphScope &scope,
     auto role = initializerRoles.find(tensor.name());
     if (role != initializerRoles.end() && role->getValue() != "PARAMETER")
       param->setAttr("kiln.buffer", builder.getStringAttr(role->getValue()));
+    // A tensor the exporter's optimizer computed from others (optimize=True
+    // folds a weight's transpose, or a slice of a buffer, into a new
+    // initializer): kilnc warns when one trains.
+    auto folded = foldedFrom.find(tensor.name());
+    if (folded != foldedFrom.end())
+      param->setAttr("kiln.folded_from",
+                     builder.getStringAttr(folded->getValue()));
     scope.params[tensor.name()] = param;
   }
   return llvm::Error::success();
