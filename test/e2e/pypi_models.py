@@ -20,7 +20,15 @@ them. MODEL is:
   mask buffer added to the scores (as nanoGPT without flash writes it),
   GELU (tanh) MLP, output layer tied to the embedding.
 
-Both register buffers that PyTorch does not train (the RoPE tables, the
+- vit: a ViT-style image classifier (patch convolution, class token,
+  non-causal SDPA, GELU), IMAGE x IMAGE images;
+- resnet: two residual blocks with training-mode BatchNorm, exported with
+  the TorchScript exporter in training mode (the dynamo exporter writes
+  training-mode batch norm as the inference form); its parameter names go
+  to DIR/MODEL-params.txt for kilnc --trainable (that exporter records no
+  roles).
+
+The first two register buffers that PyTorch does not train (the RoPE tables, the
 mask): the exporter records them as buffers, and Kiln must keep them fixed.
 Run with the python of scripts/pypi-venv.sh (PyTorch 2.x, onnxscript).
 """
@@ -33,6 +41,7 @@ import warnings
 import numpy as np
 
 VOCAB, SEQ, DIM, HEADS, KV_HEADS = 64, 16, 64, 4, 2
+IMAGE, IMAGE_CLASSES = 16, 10
 
 
 def build(name):
@@ -109,33 +118,110 @@ def build(name):
             logits = self.lnf(h) @ self.embed.weight.t()
             return F.cross_entropy(logits.reshape(-1, VOCAB), labels.reshape(-1))
 
+    class ViT(nn.Module):
+        """Patches by a strided convolution, a class token, learned
+        positions, a pre-norm encoder block (non-causal SDPA, GELU MLP), a
+        linear head on the class token; IMAGE_CLASSES classes."""
+
+        def __init__(self):
+            super().__init__()
+            self.patch = nn.Conv2d(3, DIM, 4, stride=4)
+            self.cls = nn.Parameter(torch.zeros(1, 1, DIM))
+            self.pos = nn.Parameter(torch.randn(1, 17, DIM) * 0.02)
+            self.ln1 = nn.LayerNorm(DIM)
+            self.qkv = nn.Linear(DIM, 3 * DIM)
+            self.proj = nn.Linear(DIM, DIM)
+            self.ln2 = nn.LayerNorm(DIM)
+            self.fc = nn.Linear(DIM, 2 * DIM)
+            self.out = nn.Linear(2 * DIM, DIM)
+            self.head = nn.Linear(DIM, IMAGE_CLASSES)
+
+        def forward(self, images, labels):
+            b = images.shape[0]
+            head = DIM // HEADS
+            x = self.patch(images).flatten(2).transpose(1, 2)
+            h = torch.cat([self.cls.expand(b, 1, DIM), x], 1) + self.pos
+            s = h.shape[1]
+            q, k, v = self.qkv(self.ln1(h)).chunk(3, -1)
+            q, k, v = (t.reshape(b, s, HEADS, head).transpose(1, 2) for t in (q, k, v))
+            a = F.scaled_dot_product_attention(q, k, v)
+            h = h + self.proj(a.transpose(1, 2).reshape(b, s, DIM))
+            h = h + self.out(F.gelu(self.fc(self.ln2(h))))
+            return F.cross_entropy(self.head(h[:, 0]), labels)
+
+    class ResNet(nn.Module):
+        """Two residual blocks of 3x3 convolutions and training-mode batch
+        norm, global average pooling, a linear head."""
+
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Conv2d(3, 16, 3, padding=1, bias=False)
+            self.bn0 = nn.BatchNorm2d(16)
+            self.blocks = nn.ModuleList()
+            for stride in (1, 2):
+                self.blocks.append(nn.ModuleDict({
+                    "conv1": nn.Conv2d(16, 16, 3, stride=stride, padding=1, bias=False),
+                    "bn1": nn.BatchNorm2d(16),
+                    "conv2": nn.Conv2d(16, 16, 3, padding=1, bias=False),
+                    "bn2": nn.BatchNorm2d(16),
+                    "down": nn.Conv2d(16, 16, 1, stride=stride, bias=False),
+                }))
+            self.head = nn.Linear(16, IMAGE_CLASSES)
+
+        def forward(self, images, labels):
+            h = F.relu(self.bn0(self.stem(images)))
+            for block in self.blocks:
+                y = F.relu(block["bn1"](block["conv1"](h)))
+                h = F.relu(block["bn2"](block["conv2"](y)) + block["down"](h))
+            return F.cross_entropy(self.head(h.mean((2, 3))), labels)
+
     torch.manual_seed(0)
-    return {"llama": Llama, "gpt2": GPT2}[name]()
+    return {"llama": Llama, "gpt2": GPT2, "vit": ViT, "resnet": ResNet}[name]()
 
 
 def prepare(args):
     import torch
     model = build(args.model)
     generator = np.random.default_rng(1)
-    ids = generator.integers(0, VOCAB, (args.steps, args.batch, SEQ))
-    labels = np.roll(ids, -1, axis=2)
+    if args.model in ("vit", "resnet"):
+        first = "images"
+        inputs = generator.standard_normal(
+            (args.steps, args.batch, 3, IMAGE, IMAGE)).astype(np.float32)
+        labels = generator.integers(0, IMAGE_CLASSES, (args.steps, args.batch))
+    else:
+        first = "ids"
+        inputs = generator.integers(0, VOCAB, (args.steps, args.batch, SEQ))
+        labels = np.roll(inputs, -1, axis=2)
     os.makedirs(args.dir, exist_ok=True)
     onnx_path = os.path.join(args.dir, args.model + ".onnx")
-    example = (torch.from_numpy(ids[0]), torch.from_numpy(labels[0]))
+    example = (torch.from_numpy(inputs[0]), torch.from_numpy(labels[0]))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(model, example, onnx_path, dynamo=True,
-                          opset_version=args.opset, optimize=args.optimize,
-                          input_names=["ids", "labels"], output_names=["loss"],
-                          verbose=False)
+        if args.model == "resnet":
+            # The dynamo exporter writes training-mode batch norm as the
+            # inference form: training exports take the TorchScript one.
+            torch.onnx.export(model, example, onnx_path, dynamo=False,
+                              opset_version=args.opset,
+                              training=torch.onnx.TrainingMode.TRAINING,
+                              do_constant_folding=False,
+                              input_names=[first, "labels"], output_names=["loss"])
+        else:
+            torch.onnx.export(model, example, onnx_path, dynamo=True,
+                              opset_version=args.opset, optimize=args.optimize,
+                              input_names=[first, "labels"], output_names=["loss"],
+                              verbose=False)
+    model.train()
+    with open(os.path.join(args.dir, args.model + "-params.txt"), "w") as f:
+        f.writelines(name + "\n" for name, _ in model.named_parameters())
     np.savez(os.path.join(args.dir, args.model + "-train.npz"),
-             ids=ids.reshape(-1, SEQ), labels=labels.reshape(-1, SEQ))
+             **{first: inputs.reshape(-1, *inputs.shape[2:]),
+                "labels": labels.reshape(-1, *labels.shape[2:])})
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr,
                                   weight_decay=args.weight_decay)
     losses = []
     for step in range(args.steps):
         optimizer.zero_grad()
-        loss = model(torch.from_numpy(ids[step]), torch.from_numpy(labels[step]))
+        loss = model(torch.from_numpy(inputs[step]), torch.from_numpy(labels[step]))
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
@@ -148,7 +234,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("prepare")
-    p.add_argument("model", choices=["llama", "gpt2"])
+    p.add_argument("model", choices=["llama", "gpt2", "vit", "resnet"])
     p.add_argument("dir")
     p.add_argument("--opset", type=int, required=True)
     p.add_argument("--steps", type=int, default=8)
