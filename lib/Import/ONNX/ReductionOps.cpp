@@ -270,18 +270,13 @@ LogicalResult importBatchNormalization(NodeContext &n) {
   return success();
 }
 
-LogicalResult importInstanceNormalization(NodeContext &n) {
-  if (failed(n.expectInputs(3, 3)))
-    return failure();
-  auto type = n.inputType(0);
-  if (type.getRank() < 3)
-    return n.fail("input needs rank 3 or more");
-  double epsilon = n.getFloat("epsilon", 1e-5);
-  SmallVector<int64_t> dims;
-  for (int64_t d = 2; d < type.getRank(); ++d)
-    dims.push_back(d);
+/// (x - mean) / sqrt(variance + epsilon) over `dims` (biased variance), as
+/// InstanceNormalization and GroupNormalization normalize.
+FailureOr<Value> standardize(NodeContext &n, Value x, ArrayRef<int64_t> dims,
+                             double epsilon) {
+  auto type = cast<RankedTensorType>(x.getType());
   Value mean, variance;
-  if (failed(meanAndVariance(n, n.input(0), dims, mean, variance)))
+  if (failed(meanAndVariance(n, x, dims, mean, variance)))
     return failure();
   auto statType = cast<RankedTensorType>(variance.getType());
   FailureOr<Value> shifted =
@@ -295,11 +290,23 @@ LogicalResult importInstanceNormalization(NodeContext &n) {
   FailureOr<Value> invStdB = n.broadcastTo(*invStd, type.getShape());
   if (failed(invStdB))
     return failure();
-  FailureOr<Value> centered = n.create<SubOp>(ValueRange{n.input(0), *meanB});
+  FailureOr<Value> centered = n.create<SubOp>(ValueRange{x, *meanB});
   if (failed(centered))
     return failure();
+  return n.create<MulOp>(ValueRange{*centered, *invStdB});
+}
+
+LogicalResult importInstanceNormalization(NodeContext &n) {
+  if (failed(n.expectInputs(3, 3)))
+    return failure();
+  auto type = n.inputType(0);
+  if (type.getRank() < 3)
+    return n.fail("input needs rank 3 or more");
+  SmallVector<int64_t> dims;
+  for (int64_t d = 2; d < type.getRank(); ++d)
+    dims.push_back(d);
   FailureOr<Value> normalized =
-      n.create<MulOp>(ValueRange{*centered, *invStdB});
+      standardize(n, n.input(0), dims, n.getFloat("epsilon", 1e-5));
   if (failed(normalized))
     return failure();
   SmallVector<int64_t> channelShape(type.getRank(), 1);
@@ -410,27 +417,8 @@ LogicalResult importGroupNormalization(NodeContext &n) {
   FailureOr<Value> rows = n.reshape(*x, {N, groups, perGroup});
   if (failed(rows))
     return failure();
-  Value mean, variance;
-  if (failed(meanAndVariance(n, *rows, {2}, mean, variance)))
-    return failure();
-  auto statType = cast<RankedTensorType>(variance.getType());
-  FailureOr<Value> shifted = n.create<AddOp>(ValueRange{
-      variance, n.splat(statType, n.getFloat("epsilon", 1e-5))});
-  if (failed(shifted))
-    return failure();
-  FailureOr<Value> invStd = n.create<RsqrtOp>(*shifted);
-  if (failed(invStd))
-    return failure();
-  auto rowShape = cast<RankedTensorType>(rows->getType()).getShape();
-  FailureOr<Value> meanB = n.broadcastTo(mean, rowShape);
-  FailureOr<Value> invStdB = n.broadcastTo(*invStd, rowShape);
-  if (failed(meanB) || failed(invStdB))
-    return failure();
-  FailureOr<Value> centered = n.create<SubOp>(ValueRange{*rows, *meanB});
-  if (failed(centered))
-    return failure();
   FailureOr<Value> normalized =
-      n.create<MulOp>(ValueRange{*centered, *invStdB});
+      standardize(n, *rows, {2}, n.getFloat("epsilon", 1e-5));
   if (failed(normalized))
     return failure();
   normalized = n.reshape(*normalized, type.getShape());
