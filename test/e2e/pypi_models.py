@@ -20,6 +20,8 @@ them. MODEL is:
   mask buffer added to the scores (as nanoGPT without flash writes it),
   GELU (tanh) MLP, output layer tied to the embedding.
 
+- bert: one post-norm encoder layer over rows padded at the end, the
+  padding a boolean attn_mask of SDPA, labels -100 where padded;
 - vit: a ViT-style image classifier (patch convolution, class token,
   non-causal SDPA, GELU), IMAGE x IMAGE images;
 - resnet: two residual blocks with training-mode BatchNorm, exported with
@@ -118,6 +120,38 @@ def build(name):
             logits = self.lnf(h) @ self.embed.weight.t()
             return F.cross_entropy(logits.reshape(-1, VOCAB), labels.reshape(-1))
 
+    class BERT(nn.Module):
+        """One post-norm encoder layer over padded rows: the padding mask
+        goes to F.scaled_dot_product_attention as a boolean attn_mask
+        (opset 23: Attention's boolean mask), GELU MLP, a token
+        prediction head whose labels ignore the padding (-100)."""
+
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(VOCAB, DIM)
+            self.pos = nn.Embedding(SEQ, DIM)
+            self.ln0 = nn.LayerNorm(DIM)
+            self.qkv = nn.Linear(DIM, 3 * DIM)
+            self.proj = nn.Linear(DIM, DIM)
+            self.ln1 = nn.LayerNorm(DIM)
+            self.fc = nn.Linear(DIM, 2 * DIM)
+            self.out = nn.Linear(2 * DIM, DIM)
+            self.ln2 = nn.LayerNorm(DIM)
+            self.head = nn.Linear(DIM, VOCAB)
+
+        def forward(self, ids, attention_mask, labels):
+            b, s = ids.shape
+            head = DIM // HEADS
+            h = self.ln0(self.embed(ids) + self.pos.weight[:s])
+            keep = attention_mask.bool()[:, None, None, :]
+            q, k, v = self.qkv(h).chunk(3, -1)
+            q, k, v = (t.reshape(b, s, HEADS, head).transpose(1, 2) for t in (q, k, v))
+            a = F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+            h = self.ln1(h + self.proj(a.transpose(1, 2).reshape(b, s, DIM)))
+            h = self.ln2(h + self.out(F.gelu(self.fc(h))))
+            return F.cross_entropy(self.head(h).reshape(-1, VOCAB),
+                                   labels.reshape(-1), ignore_index=-100)
+
     class ViT(nn.Module):
         """Patches by a strided convolution, a class token, learned
         positions, a pre-norm encoder block (non-causal SDPA, GELU MLP), a
@@ -176,7 +210,8 @@ def build(name):
             return F.cross_entropy(self.head(h.mean((2, 3))), labels)
 
     torch.manual_seed(0)
-    return {"llama": Llama, "gpt2": GPT2, "vit": ViT, "resnet": ResNet}[name]()
+    return {"llama": Llama, "gpt2": GPT2, "bert": BERT, "vit": ViT,
+            "resnet": ResNet}[name]()
 
 
 def prepare(args):
@@ -192,9 +227,19 @@ def prepare(args):
         first = "ids"
         inputs = generator.integers(0, VOCAB, (args.steps, args.batch, SEQ))
         labels = np.roll(inputs, -1, axis=2)
+    extra = {}
+    if args.model == "bert":
+        # Row r of each batch keeps its first SEQ - 3 r tokens (at least 1).
+        lengths = np.maximum(SEQ - 3 * np.arange(args.batch), 1)
+        mask = (np.arange(SEQ)[None, :] < lengths[:, None]).astype(np.int64)
+        extra["attention_mask"] = np.broadcast_to(mask, inputs.shape).copy()
+        labels = np.where(extra["attention_mask"] == 1, labels, -100)
     os.makedirs(args.dir, exist_ok=True)
     onnx_path = os.path.join(args.dir, args.model + ".onnx")
-    example = (torch.from_numpy(inputs[0]), torch.from_numpy(labels[0]))
+    example = (torch.from_numpy(inputs[0]),
+               *(torch.from_numpy(v[0]) for v in extra.values()),
+               torch.from_numpy(labels[0]))
+    names = [first, *extra, "labels"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if args.model == "resnet":
@@ -204,24 +249,27 @@ def prepare(args):
                               opset_version=args.opset,
                               training=torch.onnx.TrainingMode.TRAINING,
                               do_constant_folding=False,
-                              input_names=[first, "labels"], output_names=["loss"])
+                              input_names=names, output_names=["loss"])
         else:
             torch.onnx.export(model, example, onnx_path, dynamo=True,
                               opset_version=args.opset, optimize=args.optimize,
-                              input_names=[first, "labels"], output_names=["loss"],
+                              input_names=names, output_names=["loss"],
                               verbose=False)
     model.train()
     with open(os.path.join(args.dir, args.model + "-params.txt"), "w") as f:
         f.writelines(name + "\n" for name, _ in model.named_parameters())
     np.savez(os.path.join(args.dir, args.model + "-train.npz"),
-             **{first: inputs.reshape(-1, *inputs.shape[2:]),
-                "labels": labels.reshape(-1, *labels.shape[2:])})
+             **{name: value.reshape(-1, *value.shape[2:])
+                for name, value in [(first, inputs), *extra.items(),
+                                    ("labels", labels)]})
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr,
                                   weight_decay=args.weight_decay)
     losses = []
     for step in range(args.steps):
         optimizer.zero_grad()
-        loss = model(torch.from_numpy(inputs[step]), torch.from_numpy(labels[step]))
+        loss = model(torch.from_numpy(inputs[step]),
+                     *(torch.from_numpy(v[step]) for v in extra.values()),
+                     torch.from_numpy(labels[step]))
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
@@ -234,7 +282,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("prepare")
-    p.add_argument("model", choices=["llama", "gpt2", "vit", "resnet"])
+    p.add_argument("model", choices=["llama", "gpt2", "bert", "vit", "resnet"])
     p.add_argument("dir")
     p.add_argument("--opset", type=int, required=True)
     p.add_argument("--steps", type=int, default=8)
