@@ -222,10 +222,12 @@ bool kiln::isCausalMask(Value mask, int64_t queries, int64_t keys,
   const std::vector<double> *values = known.of(mask);
   if (!values)
     return false;
-  // -inf after the diagonal, 0 on and before it, in every batch.
+  // -inf (or a fill that absorbs any score) after the diagonal, 0 on and
+  // before it, in every batch.
   for (int64_t index = 0, n = values->size(); index < n; ++index) {
     double v = (*values)[index];
-    if (isAfterDiagonal(index, queries, keys) ? v != -INFINITY : v != 0)
+    if (isAfterDiagonal(index, queries, keys) ? !(v <= kMaskedFillAtMost)
+                                              : v != 0)
       return false;
   }
   fixed.append(known.params.begin(), known.params.end());

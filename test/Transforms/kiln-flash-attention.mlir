@@ -35,6 +35,33 @@ func.func @causal(%q: tensor<1x2x2x16xf32>, %k: tensor<1x2x2x16xf32>,
 
 // -----
 
+// So is one that adds the lowest float after the diagonal, as Hugging Face's
+// models write their causal mask (torch.finfo.min): it absorbs any score of
+// a row that keeps its diagonal, as -inf does. A value that does not absorb
+// every score (-1e4) is not causal (and a mask of that shape the kernels
+// do not read: it stays).
+// CHECK-LABEL: func.func @causal_lowest(
+// CHECK: kiln.flash_attention %{{.*}}, %{{.*}}, %{{.*}} {causal, scale = 2.500000e-01 : f64}
+// CHECK-LABEL: func.func @not_causal_finite(
+// CHECK-NOT: causal
+// CHECK: kiln.attention %{{.*}}, %{{.*}}, %{{.*}} mask %{{.*}} : tensor<2x2xf32> {scale = 2.500000e-01 : f64}
+func.func @causal_lowest(%q: tensor<1x2x2x16xf32>, %k: tensor<1x2x2x16xf32>,
+                         %v: tensor<1x2x2x16xf32>) -> tensor<1x2x2x16xf32> {
+  %mask = kiln.constant dense<[[0.0, -3.40282347E+38], [0.0, 0.0]]> : tensor<2x2xf32>
+  %o = kiln.attention %q, %k, %v mask %mask : tensor<2x2xf32> {scale = 0.25 : f64}
+      : tensor<1x2x2x16xf32>, tensor<1x2x2x16xf32>, tensor<1x2x2x16xf32>
+  return %o : tensor<1x2x2x16xf32>
+}
+func.func @not_causal_finite(%q: tensor<1x2x2x16xf32>, %k: tensor<1x2x2x16xf32>,
+                             %v: tensor<1x2x2x16xf32>) -> tensor<1x2x2x16xf32> {
+  %mask = kiln.constant dense<[[0.0, -1.0e4], [0.0, 0.0]]> : tensor<2x2xf32>
+  %o = kiln.attention %q, %k, %v mask %mask : tensor<2x2xf32> {scale = 0.25 : f64}
+      : tensor<1x2x2x16xf32>, tensor<1x2x2x16xf32>, tensor<1x2x2x16xf32>
+  return %o : tensor<1x2x2x16xf32>
+}
+
+// -----
+
 // So is a select of 0 and -inf on a constant condition that gives the causal
 // mask (kiln-fuse-attention's from a causal where(), unfolded when large);
 // one that keeps a key above the diagonal is read.

@@ -23,8 +23,11 @@ inline bool isAfterDiagonal(int64_t index, int64_t queries, int64_t keys) {
 }
 
 /// Whether `mask` keeps exactly the keys up to each query's position (0
-/// for key <= query, -inf after) in every batch, over square scores: causal
-/// attention, which needs no mask reads. Its values must be known when
+/// for key <= query; after it -inf, or a value at most kMaskedFillAtMost,
+/// as the lowest float Hugging Face's models add, which absorbs any score
+/// of a row that keeps its diagonal: the same zero probability and no
+/// gradient) in every batch, over square scores: causal attention, which
+/// needs no mask reads. Its values must be known when
 /// compiling: constants and parameters that no entry point updates (a
 /// model's mask buffer), through kiln.compare, kiln.select, kiln.cast and
 /// kiln.slice. The parameters they come from are appended to `fixed`; a
