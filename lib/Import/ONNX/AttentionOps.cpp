@@ -99,12 +99,22 @@ LogicalResult importAttention(NodeContext &n) {
   // softmax_precision only widens the softmax of 16-bit inputs; Kiln's
   // softmax of those computes in f32 already (kiln-amp), and f32 inputs
   // are what the attention op takes.
+  // 16-bit inputs compute in f32 (kiln.attention's type) and the result is
+  // rounded back; the CUDA target's --amp decides what its kernels read.
   Value q = n.input(0), k = n.input(1), v = n.input(2);
   auto qType = n.inputType(0);
-  if (!qType.getElementType().isF32() || !n.inputType(1).getElementType().isF32() ||
-      !n.inputType(2).getElementType().isF32())
-    return n.fail("Attention of other types than f32 is not supported yet "
-                  "(train in f32 and use kilnc --amp)");
+  Type resultElement = n.inputType(2).getElementType();
+  for (unsigned i = 0; i < 3; ++i)
+    if (!isa<Float32Type, Float16Type, BFloat16Type>(
+            n.inputType(i).getElementType()))
+      return n.fail("Q, K and V must be f32, f16 or bf16");
+  Type f32Type = n.b.getF32Type();
+  for (Value *operand : {&q, &k, &v}) {
+    FailureOr<Value> wide = n.cast(*operand, f32Type);
+    if (failed(wide))
+      return failure();
+    *operand = *wide;
+  }
   int64_t rank = qType.getRank();
   if (rank != 3 && rank != 4)
     return n.fail("Q must have rank 3 or 4");
@@ -173,8 +183,13 @@ LogicalResult importAttention(NodeContext &n) {
         return failure();
       mask = *additive;
       finite = true;
+    } else if (isa<Float16Type, BFloat16Type>(type.getElementType())) {
+      FailureOr<Value> wide = n.cast(mask, f32);
+      if (failed(wide))
+        return failure();
+      mask = *wide;
     } else if (!type.getElementType().isF32()) {
-      return n.fail("attn_mask must be a boolean or f32 tensor");
+      return n.fail("attn_mask must be a boolean or floating-point tensor");
     }
     type = cast<RankedTensorType>(mask.getType());
     int64_t maskKeys = type.getDimSize(type.getRank() - 1);
@@ -264,6 +279,9 @@ LogicalResult importAttention(NodeContext &n) {
     if (failed(out))
       return failure();
   }
+  out = n.cast(*out, resultElement);
+  if (failed(out))
+    return failure();
   if (rank == 4)
     return n.setResult(out);
   // [B, H, S, Dv] -> [B, S, H*Dv].

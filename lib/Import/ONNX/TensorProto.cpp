@@ -2,6 +2,8 @@
 
 #include "NodeContext.h"
 
+#include <iterator>
+
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -41,6 +43,14 @@ StringRef kiln::onnx_import::onnxTypeName(int32_t onnxType) {
   if (onnx::TensorProto::DataType_IsValid(onnxType))
     return onnx::TensorProto::DataType_Name(
         static_cast<onnx::TensorProto::DataType>(onnxType));
+  // The types of ONNX releases newer than the library Kiln builds against
+  // (1.14 and later), named as onnx.proto names them.
+  static const char *const newer[] = {
+      "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ",
+      "UINT4",        "INT4",           "FLOAT4E2M1", "FLOAT8E8M0",
+      "UINT2",        "INT2",           "FLOAT6E2M3", "FLOAT6E3M2"};
+  if (onnxType >= 17 && onnxType < 17 + static_cast<int32_t>(std::size(newer)))
+    return newer[onnxType - 17];
   return "unknown";
 }
 
