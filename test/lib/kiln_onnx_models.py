@@ -994,6 +994,30 @@ def opset18_axes_attribute():
                  [value("x", [2, 3])], [value("mean", [2, 1])], opset=18)
 
 
+@artefact("opset18-sequences", valid=False)
+def opset18_sequences():
+    # What the dynamo exporter writes for torch.split unoptimized: a
+    # SplitToSequence read back with SequenceAt; also SequenceLength and
+    # ConcatFromSequence stacking (new_axis) the pieces.
+    return model(
+        [node("SplitToSequence", ["x", "two"], ["seq"], axis=1),
+         node("SequenceAt", ["seq", "one"], ["second"]),
+         node("SequenceLength", ["seq"], ["length"]),
+         node("ConcatFromSequence", ["seq"], ["stacked"], axis=0, new_axis=1)],
+        [value("x", [3, 4])],
+        [value("second", [3, 2]), value("length", [], INT64),
+         value("stacked", [2, 3, 2])],
+        [ints("two", 2), ints("one", 1)], opset=18)
+
+
+@artefact("opset18-sequence-misused", valid=False)
+def opset18_sequence_misused():
+    return model(
+        [node("SplitToSequence", ["x"], ["seq"], axis=1),
+         node("Relu", ["seq"], ["y"])],
+        [value("x", [3, 4])], [value("y", [3, 1])], opset=18)
+
+
 @artefact("opset29", valid=False)
 def opset29():
     return model([node("Relu", ["x"], ["y"])], [value("x", [2])],

@@ -70,6 +70,20 @@ private:
                  llvm::ArrayRef<const onnx::ValueInfoProto *> outputs,
                  llvm::StringRef graphKind);
   llvm::Error importNode(const onnx::NodeProto &node, unsigned index);
+  /// Appends the values of the node's inputs from `first` on (null for an
+  /// absent optional one); an error names an undefined input or a sequence.
+  llvm::Error
+  nodeInputs(const onnx::NodeProto &node, int first,
+             llvm::SmallVectorImpl<mlir::Value> &inputs,
+             llvm::function_ref<llvm::Error(const llvm::Twine &)> nodeError);
+  /// Runs `body` on a NodeContext of the node, its diagnostics and failure
+  /// becoming the node's error.
+  llvm::Error runNodeImporter(
+      const onnx::NodeProto &node, unsigned index, int64_t nodeOpset,
+      llvm::SmallVectorImpl<mlir::Value> &inputs,
+      llvm::SmallVectorImpl<mlir::Value> &outputs,
+      llvm::function_ref<mlir::LogicalResult(NodeContext &)> body,
+      llvm::function_ref<llvm::Error(const llvm::Twine &)> nodeError);
   /// SplitToSequence, SequenceConstruct, SequenceAt, SequenceLength and
   /// ConcatFromSequence, over sequences known when importing.
   llvm::Error importSequenceNode(

@@ -453,6 +453,52 @@ Location GraphImporter::nodeLocation(const onnx::NodeProto &node,
                       FileLineColLoc::get(&context, displayName, index, 0));
 }
 
+llvm::Error GraphImporter::nodeInputs(
+    const onnx::NodeProto &node, int first, SmallVectorImpl<Value> &inputs,
+    function_ref<llvm::Error(const Twine &)> nodeError) {
+  for (int i = first; i < node.input_size(); ++i) {
+    const std::string &name = node.input(i);
+    if (name.empty()) {
+      inputs.push_back(nullptr);
+      continue;
+    }
+    Value value = lookupValue(name);
+    if (!value && sequences.count(name))
+      return nodeError("input '" + name + "' is a sequence; Kiln takes "
+                       "sequences only in SequenceAt, SequenceLength and "
+                       "ConcatFromSequence");
+    if (!value)
+      return nodeError("input '" + name + "' is not defined before use");
+    inputs.push_back(value);
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error GraphImporter::runNodeImporter(
+    const onnx::NodeProto &node, unsigned index, int64_t nodeOpset,
+    SmallVectorImpl<Value> &inputs, SmallVectorImpl<Value> &outputs,
+    function_ref<LogicalResult(NodeContext &)> body,
+    function_ref<llvm::Error(const Twine &)> nodeError) {
+  std::string error;
+  NodeContext ctx(node, nodeOpset, builder, nodeLocation(node, index), inputs,
+                  outputs, error, baseDir, module);
+  auto lookup = [this](StringRef name) { return lookupValue(name); };
+  ctx.lookupValue = lookup;
+  LogicalResult result = failure();
+  {
+    // Diagnostics of op inference and verification become the node's error.
+    ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+      if (diag.getSeverity() == DiagnosticSeverity::Error && error.empty())
+        error = diag.str();
+      return success();
+    });
+    result = body(ctx);
+  }
+  if (failed(result))
+    return nodeError(error.empty() ? "cannot be imported" : error);
+  return llvm::Error::success();
+}
+
 llvm::Error GraphImporter::importNode(const onnx::NodeProto &node,
                                       unsigned index) {
   auto nodeError = [&](const Twine &reason) {
@@ -498,43 +544,16 @@ llvm::Error GraphImporter::importNode(const onnx::NodeProto &node,
   }
 
   SmallVector<Value> inputs;
-  for (const std::string &name : node.input()) {
-    if (name.empty()) {
-      inputs.push_back(nullptr);
-      continue;
-    }
-    Value value = lookupValue(name);
-    if (!value && sequences.count(name))
-      return nodeError("input '" + name + "' is a sequence; Kiln takes "
-                       "sequences only in SequenceAt, SequenceLength and "
-                       "ConcatFromSequence");
-    if (!value)
-      return nodeError("input '" + name + "' is not defined before use");
-    inputs.push_back(value);
-  }
-
+  if (llvm::Error error = nodeInputs(node, 0, inputs, nodeError))
+    return error;
   SmallVector<Value> outputs(node.output_size(), nullptr);
-  std::string error;
-  NodeContext ctx(node, nodeOpset, builder, nodeLocation(node, index), inputs,
-                  outputs, error, baseDir, module);
-  auto lookup = [this](StringRef name) { return lookupValue(name); };
-  ctx.lookupValue = lookup;
-  LogicalResult result = failure();
-  {
-    // Diagnostics of op inference and verification become the node's error.
-    ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
-      if (diag.getSeverity() == DiagnosticSeverity::Error && error.empty())
-        error = diag.str();
-      return success();
-    });
-    result = found->second(ctx);
-  }
-  if (failed(result))
-    return nodeError(error.empty() ? "cannot be imported" : error);
+  if (llvm::Error error = runNodeImporter(node, index, nodeOpset, inputs,
+                                         outputs, found->second, nodeError))
+    return error;
   for (auto [i, name] : llvm::enumerate(node.output())) {
     if (name.empty())
       continue;
-    if (values.count(name) || params.count(name))
+    if (values.count(name) || params.count(name) || sequences.count(name))
       return nodeError("output '" + name +
                        "' is already defined (ONNX graphs are in SSA form)");
     if (!outputs[i])
@@ -556,103 +575,86 @@ llvm::Error GraphImporter::importSequenceNode(
       sequences.count(outputName))
     return nodeError("output '" + outputName +
                      "' is already defined (ONNX graphs are in SSA form)");
-  // The sequence input of SequenceAt, SequenceLength, ConcatFromSequence.
-  auto sequenceInput = [&]() -> Expected<ArrayRef<Value>> {
+  // SplitToSequence and SequenceConstruct take tensors; SequenceAt,
+  // SequenceLength and ConcatFromSequence a sequence first (SequenceAt a
+  // position after it).
+  bool makesSequence = op == "SplitToSequence" || op == "SequenceConstruct";
+  ArrayRef<Value> sequence;
+  if (!makesSequence) {
     if (node.input_size() < 1 || !sequences.count(node.input(0)))
       return nodeError("input 0 must be a sequence made by SplitToSequence "
                        "or SequenceConstruct");
-    return ArrayRef<Value>(sequences[node.input(0)]);
-  };
-  // The tensors a NodeContext sees: the inputs from `first` on.
+    sequence = sequences[node.input(0)];
+  }
   SmallVector<Value> inputs;
-  for (int i = op == "SequenceAt" ? 1 : 0; i < node.input_size(); ++i) {
-    if (op != "SplitToSequence" && op != "SequenceConstruct" &&
-        op != "SequenceAt")
-      break;
-    const std::string &name = node.input(i);
-    Value value = name.empty() ? Value() : lookupValue(name);
-    if (!name.empty() && !value)
-      return nodeError("input '" + name + "' is not defined before use");
-    inputs.push_back(value);
-  }
+  int first = makesSequence ? 0 : op == "SequenceAt" ? 1 : node.input_size();
+  if (llvm::Error error = nodeInputs(node, first, inputs, nodeError))
+    return error;
   SmallVector<Value> outputs(1, nullptr);
-  std::string error;
-  NodeContext ctx(node, opset, builder, nodeLocation(node, index), inputs,
-                  outputs, error, baseDir, module);
-  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
-    if (diag.getSeverity() == DiagnosticSeverity::Error && error.empty())
-      error = diag.str();
-    return success();
-  });
-  auto failure = [&]() {
-    return nodeError(error.empty() ? "cannot be imported" : error);
-  };
-
-  if (op == "SplitToSequence") {
-    FailureOr<SmallVector<Value>> pieces = splitToSequence(ctx);
-    if (mlir::failed(pieces))
-      return failure();
-    sequences[outputName] = std::move(*pieces);
-    return llvm::Error::success();
-  }
-  if (op == "SequenceConstruct") {
-    if (inputs.empty() || llvm::is_contained(inputs, Value()))
-      return nodeError("SequenceConstruct needs one or more tensors");
-    sequences[outputName].assign(inputs.begin(), inputs.end());
-    return llvm::Error::success();
-  }
-  Expected<ArrayRef<Value>> sequence = sequenceInput();
-  if (!sequence)
-    return sequence.takeError();
-  int64_t length = sequence->size();
-  if (op == "SequenceLength") {
-    values[outputName] = ctx.constant(DenseElementsAttr::get(
-        RankedTensorType::get({}, builder.getI64Type()), length));
-    return llvm::Error::success();
-  }
-  if (op == "SequenceAt") {
-    if (inputs.size() != 1 || !inputs[0])
-      return nodeError("SequenceAt needs a position");
-    mlir::FailureOr<SmallVector<int64_t>> position =
-        ctx.constInts(0, "position");
-    if (mlir::failed(position))
-      return failure();
-    if (position->size() != 1)
-      return nodeError("position must be a scalar");
-    int64_t at = position->front() < 0 ? position->front() + length
-                                       : position->front();
-    if (at < 0 || at >= length)
-      return nodeError("position " + Twine(position->front()) +
-                       " is out of range for a sequence of " + Twine(length));
-    values[outputName] = (*sequence)[at];
-    return llvm::Error::success();
-  }
-  // ConcatFromSequence: a Concat, or with new_axis a stack.
-  auto first = cast<RankedTensorType>(sequence->front().getType());
-  bool newAxis = ctx.getInt("new_axis", 0) != 0;
-  int64_t rank = first.getRank() + (newAxis ? 1 : 0);
-  mlir::FailureOr<int64_t> axis = ctx.normalizeAxis(ctx.getInt("axis", 0), rank);
-  if (mlir::failed(axis))
-    return failure();
-  SmallVector<Value> parts;
-  for (Value part : *sequence) {
-    if (newAxis) {
-      auto type = cast<RankedTensorType>(part.getType());
-      SmallVector<int64_t> shape(type.getShape());
-      shape.insert(shape.begin() + *axis, 1);
-      mlir::FailureOr<Value> stacked = ctx.reshape(part, shape);
-      if (mlir::failed(stacked))
-        return failure();
-      part = *stacked;
+  auto body = [&](NodeContext &ctx) -> LogicalResult {
+    if (op == "SplitToSequence") {
+      FailureOr<SmallVector<Value>> pieces = splitToSequence(ctx);
+      if (mlir::failed(pieces))
+        return mlir::failure();
+      sequences[outputName] = std::move(*pieces);
+      return mlir::success();
     }
-    parts.push_back(part);
-  }
-  mlir::FailureOr<Value> joined =
-      ctx.create<ConcatOp>(parts, {ctx.i64("axis", *axis)});
-  if (mlir::failed(joined))
-    return failure();
-  values[outputName] = *joined;
-  return llvm::Error::success();
+    if (op == "SequenceConstruct") {
+      if (inputs.empty() || llvm::is_contained(inputs, Value()))
+        return ctx.fail("SequenceConstruct needs one or more tensors");
+      sequences[outputName].assign(inputs.begin(), inputs.end());
+      return mlir::success();
+    }
+    int64_t length = sequence.size();
+    if (op == "SequenceLength") {
+      values[outputName] = ctx.constant(DenseElementsAttr::get(
+          RankedTensorType::get({}, builder.getI64Type()), length));
+      return mlir::success();
+    }
+    if (op == "SequenceAt") {
+      if (inputs.size() != 1 || !inputs[0])
+        return ctx.fail("SequenceAt needs a position");
+      FailureOr<SmallVector<int64_t>> position = ctx.constInts(0, "position");
+      if (mlir::failed(position))
+        return mlir::failure();
+      if (position->size() != 1)
+        return ctx.fail("position must be a scalar");
+      int64_t at = position->front() < 0 ? position->front() + length
+                                         : position->front();
+      if (at < 0 || at >= length)
+        return ctx.fail("position " + Twine(position->front()) +
+                        " is out of range for a sequence of " + Twine(length));
+      values[outputName] = sequence[at];
+      return mlir::success();
+    }
+    // ConcatFromSequence: a Concat, or with new_axis a stack.
+    auto firstType = cast<RankedTensorType>(sequence.front().getType());
+    bool newAxis = ctx.getInt("new_axis", 0) != 0;
+    int64_t rank = firstType.getRank() + (newAxis ? 1 : 0);
+    FailureOr<int64_t> axis = ctx.normalizeAxis(ctx.getInt("axis", 0), rank);
+    if (mlir::failed(axis))
+      return mlir::failure();
+    SmallVector<Value> parts;
+    for (Value part : sequence) {
+      if (newAxis) {
+        SmallVector<int64_t> shape(
+            cast<RankedTensorType>(part.getType()).getShape());
+        shape.insert(shape.begin() + *axis, 1);
+        FailureOr<Value> stacked = ctx.reshape(part, shape);
+        if (mlir::failed(stacked))
+          return mlir::failure();
+        part = *stacked;
+      }
+      parts.push_back(part);
+    }
+    FailureOr<Value> joined =
+        ctx.create<ConcatOp>(parts, {ctx.i64("axis", *axis)});
+    if (mlir::failed(joined))
+      return mlir::failure();
+    values[outputName] = *joined;
+    return mlir::success();
+  };
+  return runNodeImporter(node, index, opset, inputs, outputs, body, nodeError);
 }
 
 Expected<func::FuncOp>
