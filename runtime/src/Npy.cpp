@@ -30,6 +30,11 @@ constexpr DtypeEntry kDtypes[] = {
     {KILN_ELEMENT_TYPE_F16, 'f', 2},  {KILN_ELEMENT_TYPE_I64, 'i', 8},
     {KILN_ELEMENT_TYPE_I32, 'i', 4},  {KILN_ELEMENT_TYPE_I8, 'i', 1},
     {KILN_ELEMENT_TYPE_BOOL, 'b', 1},
+    // NumPy has no bf16; ml_dtypes' bfloat16 arrays (what PyTorch's and
+    // ONNX's Python packages give) save as the 2-byte void type, and Kiln
+    // writes its bf16 arrays so, to be read back with
+    // `.view(ml_dtypes.bfloat16)`.
+    {KILN_ELEMENT_TYPE_BF16, 'V', 2},
 };
 
 /// Maps a descr such as "<f4" or "|b1" to an element type.
@@ -50,7 +55,8 @@ Status parseDescr(const std::string &descr, kiln_element_type_t &type) {
     }
   }
   return unsupported("dtype '", descr,
-                     "' is not supported (supported: f4 f8 f2 i8 i4 i1 b1)");
+                     "' is not supported (supported: f4 f8 f2 i8 i4 i1 b1, and V2 "
+                     "for bf16)");
 }
 
 /// Parses the Python dict literal of an .npy header:
@@ -232,6 +238,8 @@ const char *npyDescr(kiln_element_type_t type) {
     return "<f8";
   case KILN_ELEMENT_TYPE_F16:
     return "<f2";
+  case KILN_ELEMENT_TYPE_BF16:
+    return "<V2";
   case KILN_ELEMENT_TYPE_I64:
     return "<i8";
   case KILN_ELEMENT_TYPE_I32:
@@ -240,9 +248,8 @@ const char *npyDescr(kiln_element_type_t type) {
     return "|i1";
   case KILN_ELEMENT_TYPE_BOOL:
     return "|b1";
-  default:
-    return nullptr;
   }
+  return nullptr; // Not a type of the enumeration.
 }
 
 bool npyByteSize(kiln_element_type_t type, const std::vector<int64_t> &shape,

@@ -1046,6 +1046,62 @@ def opset23_llama_block():
         opset=23)
 
 
+
+@artefact("opset24-attention-cache", valid=False)
+def opset24_attention_cache():
+    # Attention's inference features: a causal step over a key/value cache
+    # (past and present), softcap with the scores exposed
+    # (qk_matmul_output), and a sliding window over a cache the caller
+    # keeps, whose lengths nonpad_kv_seqlen gives.
+    return model(
+        [node("Attention", ["q", "k", "v", "", "past_k", "past_v"],
+              ["y_cached", "present_k", "present_v"], is_causal=1),
+         node("Attention", ["q", "k", "v"], ["y_capped", "", "", "scores"],
+              softcap=30.0, qk_matmul_output_mode=0),
+         node("Attention", ["q", "k", "v", "", "", "", "lengths"],
+              ["y_window"], is_causal=1, left_window_size=1)],
+        [value("q", [2, 4, 2, 8]), value("k", [2, 2, 2, 8]),
+         value("v", [2, 2, 2, 8]), value("past_k", [2, 2, 3, 8]),
+         value("past_v", [2, 2, 3, 8]), value("lengths", [2], INT64)],
+        [value("y_cached", [2, 4, 2, 8]), value("present_k", [2, 2, 5, 8]),
+         value("present_v", [2, 2, 5, 8]), value("y_capped", [2, 4, 2, 8]),
+         value("scores", [2, 4, 2, 2]), value("y_window", [2, 4, 2, 8])],
+        [], opset=24)
+
+
+@artefact("attention-half-cache", valid=False)
+def attention_half_cache():
+    # A past_key without its past_value.
+    return model(
+        [node("Attention", ["q", "k", "v", "", "past_k"], ["y"],
+              name="half_cache")],
+        [value("q", [1, 2, 2, 4]), value("k", [1, 2, 2, 4]),
+         value("v", [1, 2, 2, 4]), value("past_k", [1, 2, 3, 4])],
+        [value("y", [1, 2, 2, 4])], opset=23)
+
+
+@artefact("attention-cache-and-nonpad", valid=False)
+def attention_cache_and_nonpad():
+    # A key/value cache Attention keeps and one the caller keeps, together.
+    return model(
+        [node("Attention", ["q", "k", "v", "", "past_k", "past_v", "lengths"],
+              ["y"], name="two_caches")],
+        [value("q", [1, 2, 2, 4]), value("k", [1, 2, 2, 4]),
+         value("v", [1, 2, 2, 4]), value("past_k", [1, 2, 3, 4]),
+         value("past_v", [1, 2, 3, 4]), value("lengths", [1], INT64)],
+        [value("y", [1, 2, 2, 4])], opset=24)
+
+
+@artefact("bf16-io")
+def bf16_io():
+    # A bf16 input and output: y = bf16(2 * f32(x)).
+    return model(
+        [node("Cast", ["x"], ["wide"], to=TensorProto.FLOAT),
+         node("Add", ["wide", "wide"], ["twice"]),
+         node("Cast", ["twice"], ["y"], to=TensorProto.BFLOAT16)],
+        [value("x", [3], TensorProto.BFLOAT16)],
+        [value("y", [3], TensorProto.BFLOAT16)])
+
 def main(argv):
     if argv[1:] == ["--list"]:
         print("\n".join(sorted(ARTEFACTS)))

@@ -96,7 +96,34 @@ TEST_F(NpyTest, HeadersMatchNumpy) {
   ASSERT_TRUE(encodeNpyHeader(KILN_ELEMENT_TYPE_BOOL, {}, header).ok());
   EXPECT_NE(header.find("'descr': '|b1'"), std::string::npos);
   EXPECT_NE(header.find("'shape': (), }"), std::string::npos);
-  EXPECT_FALSE(encodeNpyHeader(KILN_ELEMENT_TYPE_BF16, {2}, header).ok());
+  // bf16 as ml_dtypes' bfloat16 saves it.
+  ASSERT_TRUE(encodeNpyHeader(KILN_ELEMENT_TYPE_BF16, {2}, header).ok());
+  EXPECT_NE(header.find("'descr': '<V2'"), std::string::npos);
+}
+
+TEST_F(NpyTest, ReadsBf16AsTheTwoByteVoidType) {
+  // np.save of an ml_dtypes.bfloat16 array writes '<V2'; np.load of it
+  // reports '|V2'.
+  for (const char *descr : {"<V2", "|V2"}) {
+    SCOPED_TRACE(descr);
+    std::string bytes = numpyStyleNpy(std::string("{'descr': '") + descr +
+                                      "', 'fortran_order': False, "
+                                      "'shape': (2,), }");
+    bytes.resize(bytes.size() - 24); // The header alone.
+    // 1.0 and -2.5 in bf16.
+    bytes += std::string("\x80\x3f\x20\xc0", 4);
+    writeBytes("b.npy", bytes);
+    NpyArray array;
+    Status status = readNpyFile(dir + "/b.npy", array);
+    ASSERT_TRUE(status.ok()) << status.message();
+    EXPECT_EQ(array.elementType, KILN_ELEMENT_TYPE_BF16);
+    EXPECT_EQ(array.shape, (std::vector<int64_t>{2}));
+  }
+  // Other void types are not bf16.
+  writeBytes("v4.npy", numpyStyleNpy("{'descr': '<V4', 'fortran_order': "
+                                     "False, 'shape': (2, 3), }"));
+  NpyArray array;
+  EXPECT_FALSE(readNpyFile(dir + "/v4.npy", array).ok());
 }
 
 TEST_F(NpyTest, LongHeadersUseVersion2) {
@@ -147,7 +174,8 @@ TEST_F(NpyTest, RefusesWhatItCannotRepresent) {
       {"{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }",
        "big-endian dtype '>f4' is not supported"},
       {"{'descr': '<u2', 'fortran_order': False, 'shape': (2, 3), }",
-       "dtype '<u2' is not supported (supported: f4 f8 f2 i8 i4 i1 b1)"},
+       "dtype '<u2' is not supported (supported: f4 f8 f2 i8 i4 i1 b1, and V2 "
+       "for bf16)"},
       {"{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2, 3), }",
        "structured dtypes are not supported"},
       {"{'descr': '<f4', 'shape': (2, 3), }",

@@ -6,11 +6,11 @@
 // grouped-query key and value heads are repeated to the query's, a boolean
 // mask becomes the additive one (-inf where it drops) and is_causal a
 // constant -inf above the diagonal, which the CUDA target recognises as
-// causal. RotaryEmbedding becomes the slices, products and concatenations
-// a model writes out for RoPE. What the operator defines only for
-// inference (the key/value cache, nonpad_kv_seqlen, sliding windows) or
-// that Kiln does not compute (softcap, the qk_matmul_output output) is
-// refused with the reason.
+// causal. The key/value cache (past and present), nonpad_kv_seqlen and the
+// sliding window shift and extend that bias as the operator defines them;
+// softcap and the qk_matmul_output output, which kiln.attention does not
+// compute, write the chain out instead. RotaryEmbedding becomes the slices,
+// products and concatenations a model writes out for RoPE.
 //
 //===----------------------------------------------------------------------===//
 
@@ -78,29 +78,141 @@ FailureOr<Value> repeatHeads(NodeContext &n, Value x, int64_t times) {
   return n.reshape(*repeated, {B, H * times, S, D});
 }
 
+/// Which keys a query sees under is_causal and a sliding window, with the
+/// query block `offset` keys into the sequence: query i sees key j iff
+/// j <= i + offset (causal) and -right <= i + offset - j <= left (the
+/// window; a side of -1 is unbounded), as the operator aligns them
+/// bottom-right.
+struct Frontier {
+  bool causal = false;
+  int64_t left = -1, right = -1;
+
+  bool any() const { return causal || left >= 0 || right >= 0; }
+  bool allows(int64_t distance) const {
+    return (!causal || distance >= 0) && (left < 0 || distance <= left) &&
+           (right < 0 || -distance <= right);
+  }
+};
+
+FailureOr<Value> compare(NodeContext &n, Value lhs, Value rhs,
+                         ComparePredicate predicate) {
+  SmallVector<Value> operands{lhs, rhs};
+  if (failed(n.broadcastAll(operands)))
+    return failure();
+  return n.create<CompareOp>(
+      operands,
+      {n.named("predicate", ComparePredicateAttr::get(n.ctx, predicate))});
+}
+
+FailureOr<Value> both(NodeContext &n, Value lhs, Value rhs) {
+  if (!lhs)
+    return rhs;
+  SmallVector<Value> operands{lhs, rhs};
+  if (failed(n.broadcastAll(operands)))
+    return failure();
+  return n.create<AndOp>(operands);
+}
+
+/// 0 where `allowed`, `drop` elsewhere, in f32.
+FailureOr<Value> additive(NodeContext &n, Value allowed,
+                          double drop = -INFINITY) {
+  auto type = cast<RankedTensorType>(allowed.getType()).clone(n.b.getF32Type());
+  return n.create<SelectOp>(
+      ValueRange{allowed, n.splat(type, 0.0), n.splat(type, drop)}, {},
+      {type});
+}
+
+FailureOr<Value> sum(NodeContext &n, Value lhs, Value rhs) {
+  if (!lhs)
+    return rhs;
+  SmallVector<Value> terms{lhs, rhs};
+  if (failed(n.broadcastAll(terms)))
+    return failure();
+  return n.create<AddOp>(terms);
+}
+
+/// The [B, 1, Sq, T] bias of the key/value lengths `nonpad` ([B], i64) of a
+/// cache the caller keeps: keys at or after a batch's length are dropped,
+/// and the frontier's offset is that length less the queries.
+FailureOr<Value> nonpadBias(NodeContext &n, Value nonpad, int64_t queries,
+                            int64_t keys, const Frontier &frontier) {
+  auto nonpadType = cast<RankedTensorType>(nonpad.getType());
+  if (nonpadType.getRank() != 1 || !nonpadType.getElementType().isInteger(64))
+    return n.fail("nonpad_kv_seqlen must be a 1-D int64 tensor");
+  int64_t batch = nonpadType.getDimSize(0);
+  Type i64 = n.b.getI64Type();
+  FailureOr<Value> lengths = n.reshape(nonpad, {batch, 1, 1, 1});
+  FailureOr<Value> key =
+      n.create<IotaOp>(ValueRange{}, {n.i64("dimension", 3)},
+                       {RankedTensorType::get({1, 1, 1, keys}, i64)});
+  if (failed(lengths) || failed(key))
+    return failure();
+  FailureOr<Value> allowed =
+      compare(n, *key, *lengths, ComparePredicate::lt);
+  if (failed(allowed))
+    return failure();
+  if (frontier.any()) {
+    // distance = i + (length - Sq) - j.
+    FailureOr<Value> query = n.create<IotaOp>(
+        ValueRange{}, {n.i64("dimension", 2), n.f64("start", -queries)},
+        {RankedTensorType::get({1, 1, queries, 1}, i64)});
+    FailureOr<Value> position =
+        succeeded(query) ? sum(n, *query, *lengths) : FailureOr<Value>();
+    if (failed(position))
+      return failure();
+    SmallVector<Value> terms{*position, *key};
+    if (failed(n.broadcastAll(terms)))
+      return failure();
+    FailureOr<Value> distance = n.create<SubOp>(terms);
+    if (failed(distance))
+      return failure();
+    auto distanceType = cast<RankedTensorType>(distance->getType());
+    auto bound = [&](int64_t value, ComparePredicate predicate) {
+      return compare(n, *distance, n.splat(distanceType, value), predicate);
+    };
+    SmallVector<FailureOr<Value>> conditions;
+    if (frontier.causal)
+      conditions.push_back(bound(0, ComparePredicate::ge));
+    if (frontier.left >= 0)
+      conditions.push_back(bound(frontier.left, ComparePredicate::le));
+    if (frontier.right >= 0)
+      conditions.push_back(bound(-frontier.right, ComparePredicate::ge));
+    for (FailureOr<Value> condition : conditions) {
+      if (failed(condition))
+        return failure();
+      allowed = both(n, *allowed, *condition);
+      if (failed(allowed))
+        return failure();
+    }
+  }
+  return additive(n, *allowed);
+}
+
 LogicalResult importAttention(NodeContext &n) {
   if (n.opset < 23)
     return n.fail("Attention is an operator of opset 23 and later");
   if (failed(n.expectInputs(3, n.opset >= 24 ? 7 : 6)))
     return failure();
-  if (n.hasInput(4) || n.hasInput(5) || n.wantsOutput(1) || n.wantsOutput(2))
-    return n.fail("the key/value cache (past_key, past_value, present_key, "
-                  "present_value) is not supported yet: it serves inference");
-  if (n.hasInput(6))
-    return n.fail("nonpad_kv_seqlen is not supported yet");
-  if (n.wantsOutput(3))
-    return n.fail("the qk_matmul_output output is not supported yet");
-  if (n.getFloat("softcap", 0.0) != 0.0)
-    return n.fail("softcap is not supported yet");
-  if (n.getInt("left_window_size", -1) != -1 ||
-      n.getInt("right_window_size", -1) != -1)
-    return n.fail("sliding-window attention (left_window_size, "
-                  "right_window_size) is not supported yet");
-  // softmax_precision only widens the softmax of 16-bit inputs; Kiln's
-  // softmax of those computes in f32 already (kiln-amp), and f32 inputs
-  // are what the attention op takes.
-  // 16-bit inputs compute in f32 (kiln.attention's type) and the result is
-  // rounded back; the CUDA target's --amp decides what its kernels read.
+  if (n.hasInput(4) != n.hasInput(5))
+    return n.fail("past_key and past_value must be given together");
+  if (n.hasInput(6) && n.hasInput(4))
+    return n.fail("nonpad_kv_seqlen cannot be combined with past_key and "
+                  "past_value");
+  Frontier frontier;
+  frontier.causal = n.getInt("is_causal", 0) != 0;
+  frontier.left = n.getInt("left_window_size", -1);
+  frontier.right = n.getInt("right_window_size", -1);
+  if (frontier.left < -1 || frontier.right < -1)
+    return n.fail("left_window_size and right_window_size must be -1 or at "
+                  "least 0");
+  double softcap = n.getFloat("softcap", 0.0);
+  int64_t qkMode = n.getInt("qk_matmul_output_mode", 0);
+  if (qkMode < 0 || qkMode > 3)
+    return n.fail("qk_matmul_output_mode " + Twine(qkMode) +
+                  " is not one of 0, 1, 2 and 3");
+  // softmax_precision only widens the softmax of 16-bit inputs; Kiln
+  // computes attention in f32 (kiln.attention's type) and rounds the
+  // results back; the CUDA target's --amp decides what its kernels read.
   Value q = n.input(0), k = n.input(1), v = n.input(2);
   auto qType = n.inputType(0);
   Type resultElement = n.inputType(2).getElementType();
@@ -136,6 +248,42 @@ LogicalResult importAttention(NodeContext &n) {
     k = *k4;
     v = *v4;
   }
+  // The key/value cache: the past is put before this step's keys and
+  // values, and the whole is the present.
+  int64_t past = 0;
+  if (n.hasInput(4)) {
+    for (unsigned i : {4u, 5u})
+      if (n.inputType(i).getRank() != 4)
+        return n.fail("past_key and past_value must have rank 4");
+    past = n.inputType(4).getDimSize(2);
+    for (auto [current, index] : {std::pair{&k, 4u}, std::pair{&v, 5u}}) {
+      FailureOr<Value> old = n.cast(n.input(index), f32Type);
+      if (failed(old))
+        return failure();
+      auto oldType = cast<RankedTensorType>(old->getType());
+      auto newType = cast<RankedTensorType>(current->getType());
+      if (oldType.getDimSize(0) != newType.getDimSize(0) ||
+          oldType.getDimSize(1) != newType.getDimSize(1) ||
+          oldType.getDimSize(3) != newType.getDimSize(3))
+        return n.fail(Twine(index == 4 ? "past_key" : "past_value") +
+                      " does not match the batch, heads and head size of " +
+                      (index == 4 ? "K" : "V"));
+      FailureOr<Value> joined =
+          n.create<ConcatOp>(ValueRange{*old, *current}, {n.i64("axis", 2)});
+      if (failed(joined))
+        return failure();
+      *current = *joined;
+    }
+  }
+  for (auto [value, index] : {std::pair{k, 1u}, std::pair{v, 2u}}) {
+    if (!n.wantsOutput(index))
+      continue;
+    FailureOr<Value> present = n.cast(value, n.inputType(index).getElementType());
+    if (failed(present))
+      return failure();
+    n.setOutput(index, *present);
+  }
+
   auto q4Type = cast<RankedTensorType>(q.getType());
   auto k4Type = cast<RankedTensorType>(k.getType());
   auto v4Type = cast<RankedTensorType>(v.getType());
@@ -158,31 +306,32 @@ LogicalResult importAttention(NodeContext &n) {
   if (failed(vRepeated))
     return failure();
 
-  // The mask, as kiln.attention's masked_fill reads it: 0 where a key is
-  // kept, the lowest float where it is dropped (the boolean mask's false,
-  // a float mask's -inf), anything else added to the score. Shorter than
-  // the keys, it is padded with drops; is_causal adds -inf above the
-  // diagonal (query i attends key j iff j <= i: there is no cache to
-  // offset it). Without a mask that is a constant the CUDA target takes
-  // as causal.
+  // The additive bias of the scores: 0 where a key is kept, -inf where it
+  // is dropped (the boolean mask's false, a float mask's -inf, keys after a
+  // mask shorter than them, the causal and window frontiers, the padding
+  // after nonpad_kv_seqlen), anything else added to the score.
   auto f32 = n.b.getF32Type();
   const double lowest = -std::numeric_limits<float>::max();
-  Value mask;
-  bool finite = false;
+  // softcap and the qk_matmul_output output write the chain out.
+  bool expanded = softcap > 0.0 || n.wantsOutput(3);
+  Value bias;
+  // Whether a row may drop every key: the operator defines it as 0, where
+  // a softmax of -inf alone would be NaN.
+  bool rowsMayEmpty = false;
+  // Whether the bias drops with the lowest float rather than -inf, as the
+  // fused path below wants it.
+  bool dropsFinite = false;
   if (n.hasInput(3)) {
-    mask = n.input(3);
+    Value mask = n.input(3);
     auto type = n.inputType(3);
     if (type.getRank() < 1)
       return n.fail("attn_mask must have rank 1 or more");
     if (type.getElementType().isInteger(1)) {
-      FailureOr<Value> additive = n.create<SelectOp>(
-          ValueRange{mask, n.splat(type.clone(f32), 0.0),
-                     n.splat(type.clone(f32), lowest)},
-          {}, {type.clone(f32)});
-      if (failed(additive))
+      FailureOr<Value> added = additive(n, mask, expanded ? -INFINITY : lowest);
+      if (failed(added))
         return failure();
-      mask = *additive;
-      finite = true;
+      mask = *added;
+      dropsFinite = !expanded;
     } else if (isa<Float16Type, BFloat16Type>(type.getElementType())) {
       FailureOr<Value> wide = n.cast(mask, f32);
       if (failed(wide))
@@ -202,90 +351,180 @@ LogicalResult importAttention(NodeContext &n) {
       FailureOr<Value> padded = n.create<PadOp>(
           mask, {n.array("low", low), n.array("high", high),
                  n.named("mode", PadModeAttr::get(n.ctx, PadMode::constant)),
-                 n.f64("value", lowest)});
+                 n.f64("value", dropsFinite ? lowest : -INFINITY)});
       if (failed(padded))
         return failure();
       mask = *padded;
     }
+    bias = mask;
+    rowsMayEmpty = true;
   }
-  if (n.getInt("is_causal", 0)) {
-    auto causalType = RankedTensorType::get({queries, keys}, f32);
+  if (n.hasInput(6)) {
+    FailureOr<Value> padding =
+        nonpadBias(n, n.input(6), queries, keys, frontier);
+    if (failed(padding))
+      return failure();
+    FailureOr<Value> total = sum(n, bias, *padding);
+    if (failed(total))
+      return failure();
+    bias = *total;
+    rowsMayEmpty = true;
+    dropsFinite = false;
+  } else if (frontier.any()) {
+    // A constant: without a cache (past 0) the causal one is what the CUDA
+    // target takes as causal.
+    auto frontierType = RankedTensorType::get({queries, keys}, f32);
     SmallVector<float> values(queries * keys, 0.0f);
-    for (int64_t i = 0; i < queries; ++i)
-      for (int64_t j = i + 1; j < keys; ++j)
-        values[i * keys + j] = -INFINITY;
-    Value causal = n.constant(
-        DenseElementsAttr::get(causalType, ArrayRef<float>(values)));
-    if (mask) {
-      SmallVector<Value> terms{mask, causal};
-      if (failed(n.broadcastAll(terms)))
-        return failure();
-      FailureOr<Value> sum = n.create<AddOp>(terms);
-      if (failed(sum))
-        return failure();
-      mask = *sum;
-    } else {
-      mask = causal;
+    for (int64_t i = 0; i < queries; ++i) {
+      bool kept = false;
+      for (int64_t j = 0; j < keys; ++j) {
+        if (frontier.allows(i + past - j))
+          kept = true;
+        else
+          values[i * keys + j] = -INFINITY;
+      }
+      rowsMayEmpty |= !kept;
     }
-  }
-  // A given mask may drop every key of a row: such a row is 0, as the
-  // operator (and PyTorch's scaled_dot_product_attention) define it, where
-  // a softmax of -inf alone would be NaN. So drops are the lowest float
-  // (finite: the row's softmax is uniform, and masked_fill gives its
-  // scores no gradient), and rows whose every score is dropped are zeroed.
-  Value keptRows;
-  if (n.hasInput(3)) {
-    auto type = cast<RankedTensorType>(mask.getType());
-    if (!finite) {
-      FailureOr<Value> bounded =
-          n.create<MaxOp>(ValueRange{mask, n.splat(type, lowest)});
-      if (failed(bounded))
-        return failure();
-      mask = *bounded;
-    }
-    FailureOr<Value> best = n.create<ReduceMaxOp>(
-        mask, {n.array("dimensions", {type.getRank() - 1}), n.unit("keepdims")});
-    if (failed(best))
+    Value constant = n.constant(
+        DenseElementsAttr::get(frontierType, ArrayRef<float>(values)));
+    FailureOr<Value> total = sum(n, bias, constant);
+    if (failed(total))
       return failure();
-    auto bestType = cast<RankedTensorType>(best->getType());
-    FailureOr<Value> kept = n.create<CompareOp>(
-        ValueRange{*best, n.splat(bestType, kMaskedFillAtMost)},
-        {n.named("predicate", ComparePredicateAttr::get(n.ctx,
-                                                         ComparePredicate::gt))});
-    if (failed(kept))
-      return failure();
-    keptRows = *kept;
+    bias = *total;
+    dropsFinite = false;
   }
 
   double scale = 1.0 / std::sqrt(static_cast<double>(headSize));
   if (n.attr("scale"))
     scale = n.getFloat("scale", scale);
-  SmallVector<Value> operands{q, *kRepeated, *vRepeated};
-  if (mask)
-    operands.push_back(mask);
-  SmallVector<NamedAttribute> attrs{n.f64("scale", scale)};
-  if (keptRows)
-    attrs.push_back(n.unit("masked_fill"));
-  FailureOr<Value> out = n.create<AttentionOp>(operands, attrs);
-  if (failed(out))
-    return failure();
-  if (keptRows) {
-    // [..., Sq, 1] -> [B, H, Sq, Dv].
-    auto outType = cast<RankedTensorType>(out->getType());
-    SmallVector<Value> picked{keptRows, *out, n.splat(outType, 0.0)};
-    if (failed(n.broadcastAll(picked)))
+  Value out;
+  if (!expanded) {
+    // kiln.attention, as kiln-fuse-attention forms it: where rows may drop
+    // every key, drops are the lowest float (finite: the row's softmax is
+    // uniform, and masked_fill gives its scores no gradient) and the rows
+    // whose every score is dropped are zeroed.
+    Value keptRows;
+    if (rowsMayEmpty) {
+      auto type = cast<RankedTensorType>(bias.getType());
+      if (!dropsFinite) {
+        FailureOr<Value> bounded =
+            n.create<MaxOp>(ValueRange{bias, n.splat(type, lowest)});
+        if (failed(bounded))
+          return failure();
+        bias = *bounded;
+      }
+      FailureOr<Value> best = n.create<ReduceMaxOp>(
+          bias,
+          {n.array("dimensions", {type.getRank() - 1}), n.unit("keepdims")});
+      if (failed(best))
+        return failure();
+      auto bestType = cast<RankedTensorType>(best->getType());
+      FailureOr<Value> kept =
+          compare(n, *best, n.splat(bestType, kMaskedFillAtMost),
+                  ComparePredicate::gt);
+      if (failed(kept))
+        return failure();
+      keptRows = *kept;
+    }
+    SmallVector<Value> operands{q, *kRepeated, *vRepeated};
+    if (bias)
+      operands.push_back(bias);
+    SmallVector<NamedAttribute> attrs{n.f64("scale", scale)};
+    if (keptRows)
+      attrs.push_back(n.unit("masked_fill"));
+    FailureOr<Value> result = n.create<AttentionOp>(operands, attrs);
+    if (failed(result))
       return failure();
-    out = n.create<SelectOp>(picked, {}, {outType});
-    if (failed(out))
+    if (keptRows) {
+      // [..., Sq, 1] -> [B, H, Sq, Dv].
+      auto outType = cast<RankedTensorType>(result->getType());
+      SmallVector<Value> picked{keptRows, *result, n.splat(outType, 0.0)};
+      if (failed(n.broadcastAll(picked)))
+        return failure();
+      result = n.create<SelectOp>(picked, {}, {outType});
+      if (failed(result))
+        return failure();
+    }
+    out = *result;
+  } else {
+    // Written out, for what kiln.attention does not compute: the scores
+    // capped as softcap * tanh(scores / softcap) before the bias is added,
+    // and the scores or probabilities as the qk_matmul_output output
+    // (modes 0 and 1: the scaled, capped scores; 2: with the bias added;
+    // 3: the probabilities).
+    auto scoresType =
+        RankedTensorType::get({batch, qHeads, queries, keys}, f32);
+    FailureOr<Value> scores = n.create<MatmulOp>(
+        ValueRange{q, *kRepeated}, {n.unit("transpose_rhs")});
+    if (succeeded(scores))
+      scores = n.create<MulOp>(
+          ValueRange{*scores, n.splat(scoresType, scale)});
+    if (succeeded(scores) && softcap > 0.0) {
+      scores = n.create<MulOp>(
+          ValueRange{*scores, n.splat(scoresType, 1.0 / softcap)});
+      if (succeeded(scores))
+        scores = n.create<TanhOp>(*scores);
+      if (succeeded(scores))
+        scores = n.create<MulOp>(
+            ValueRange{*scores, n.splat(scoresType, softcap)});
+    }
+    if (failed(scores))
       return failure();
+    Value qkOutput = *scores;
+    if (bias) {
+      scores = sum(n, *scores, bias);
+      if (failed(scores))
+        return failure();
+    }
+    if (qkMode == 2)
+      qkOutput = *scores;
+    FailureOr<Value> probabilities =
+        n.create<SoftmaxOp>(*scores, {n.i64("axis", 3)});
+    if (failed(probabilities))
+      return failure();
+    if (rowsMayEmpty) {
+      // Rows whose bias drops every key are 0, decided on the bias (not on
+      // the scores, which may be NaN there).
+      auto biasType = cast<RankedTensorType>(bias.getType());
+      FailureOr<Value> best = n.create<ReduceMaxOp>(
+          bias, {n.array("dimensions", {biasType.getRank() - 1}),
+                 n.unit("keepdims")});
+      if (failed(best))
+        return failure();
+      auto bestType = cast<RankedTensorType>(best->getType());
+      FailureOr<Value> kept = compare(n, *best, n.splat(bestType, -INFINITY),
+                                      ComparePredicate::gt);
+      if (failed(kept))
+        return failure();
+      SmallVector<Value> picked{*kept, *probabilities,
+                                n.splat(scoresType, 0.0)};
+      if (failed(n.broadcastAll(picked)))
+        return failure();
+      probabilities = n.create<SelectOp>(picked, {}, {scoresType});
+      if (failed(probabilities))
+        return failure();
+    }
+    if (qkMode == 3)
+      qkOutput = *probabilities;
+    if (n.wantsOutput(3)) {
+      FailureOr<Value> exposed = n.cast(qkOutput, qType.getElementType());
+      if (failed(exposed))
+        return failure();
+      n.setOutput(3, *exposed);
+    }
+    FailureOr<Value> result =
+        n.create<MatmulOp>(ValueRange{*probabilities, *vRepeated});
+    if (failed(result))
+      return failure();
+    out = *result;
   }
-  out = n.cast(*out, resultElement);
-  if (failed(out))
+  FailureOr<Value> rounded = n.cast(out, resultElement);
+  if (failed(rounded))
     return failure();
   if (rank == 4)
-    return n.setResult(out);
+    return n.setResult(rounded);
   // [B, H, S, Dv] -> [B, S, H*Dv].
-  FailureOr<Value> merged = transpose(n, *out, {0, 2, 1, 3});
+  FailureOr<Value> merged = transpose(n, *rounded, {0, 2, 1, 3});
   if (failed(merged))
     return failure();
   return n.setResult(n.reshape(

@@ -35,8 +35,8 @@ struct NamedArray {
   NpyArray array;
 };
 
-/// The .npy dtype of `type` ("<f4", "|b1", ...); nullptr for a type .npy
-/// cannot hold (bf16).
+/// The .npy dtype of `type` ("<f4", "|b1", ...; bf16 is "<V2", as
+/// ml_dtypes' bfloat16 saves); nullptr for a type .npy cannot hold.
 const char *npyDescr(kiln_element_type_t type);
 
 /// Bytes of an array of `type` and `shape`; false for a negative dimension,
