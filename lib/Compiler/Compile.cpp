@@ -154,6 +154,9 @@ void buildBufferPipeline(PassManager &pm, bool forCpu,
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // Its constants' globals in an order (and with names) of their own, not
+  // the run's: the same model gives the same bundle.
+  pm.addPass(kiln::createKilnOrderGlobals());
   // kiln-attention-kernel's loops, for kiln-gpu-outline-kernels. The
   // copies of slices computed in place (kiln-compute-into-slices) copy a
   // view onto an equal one: CSE makes them one, and canonicalization drops

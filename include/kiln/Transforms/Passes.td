@@ -288,6 +288,19 @@ def KilnExternalizeParams : Pass<"kiln-externalize-params", "mlir::ModuleOp"> {
   }];
 }
 
+def KilnOrderGlobals : Pass<"kiln-order-globals", "mlir::ModuleOp"> {
+  let summary = "Orders and names bufferized constants by their contents";
+  let description = [{
+    One-shot bufferization makes each constant tensor a `memref.global`,
+    named from its type and a counter, in the order it visits the functions,
+    which changes from run to run. This pass sorts the module's private
+    globals by type, then by their bytes, merges equal ones, names them
+    `__constant_0`, `__constant_1`, ... in that order and puts them at the
+    top of the module, so that the same model always gives the same bundle.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def KilnUpdateInPlace : Pass<"kiln-update-in-place", "mlir::ModuleOp"> {
   let summary = "Writes parameter updates straight into the parameter's storage";
   let description = [{
