@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Compiler/Compile.h"
+#include "kiln/Compiler/Pipelines.h"
 #include "kiln/Target/Support.h"
 
 #include "kiln/KilnOps.h"
@@ -24,169 +25,6 @@ using llvm::Expected;
 using kiln::makeError;
 
 namespace {
-
-/// Which count a CountKernelsPass records.
-enum class Stage { KilnOps, BeforeFusion, AfterFusion };
-
-/// Records, per function, how many kernels the IR holds at one point of the
-/// pipeline: kiln ops, linalg ops (and kiln-attention-kernel's loops), or
-/// (after bufferization) linalg ops, calls, copies and those loops, each of
-/// which the compiled code runs as one loop nest or call.
-struct CountKernelsPass
-    : PassWrapper<CountKernelsPass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CountKernelsPass)
-  CountKernelsPass(Stage stage, llvm::StringMap<kiln::KernelCounts> &counts)
-      : stage(stage), counts(counts) {}
-  StringRef getArgument() const override { return "kiln-count-kernels"; }
-  void runOnOperation() override {
-    for (auto function : getOperation().getOps<func::FuncOp>()) {
-      int64_t n = 0;
-      function.walk([&](Operation *op) {
-        if (stage == Stage::KilnOps)
-          n += op->getDialect() &&
-               op->getDialect()->getNamespace() == "kiln" &&
-               !isa<kiln::ConstantOp, kiln::GetParamOp>(op);
-        else if (stage == Stage::BeforeFusion)
-          n += isa<linalg::LinalgOp, scf::ForallOp>(op);
-        else
-          n += isa<linalg::LinalgOp, func::CallOp, memref::CopyOp,
-                   scf::ParallelOp>(op);
-      });
-      kiln::KernelCounts &c = counts[function.getName()];
-      (stage == Stage::KilnOps        ? c.kilnOps
-       : stage == Stage::BeforeFusion ? c.beforeFusion
-                                      : c.afterFusion) = n;
-    }
-  }
-  Stage stage;
-  llvm::StringMap<kiln::KernelCounts> &counts;
-};
-
-/// The passes on tensors. For the CUDA target (`forCuda`) layer norms
-/// become the row kernels' op (kiln-fused-layer-norm), and attention the
-/// tensor-core kernels' op (kiln-flash-attention) or loops over the rows
-/// (kiln-attention-kernel), before the rest of the composite ops are
-/// expanded.
-void buildTensorPipeline(PassManager &pm, const kiln::CompileOptions &options,
-                         bool forCuda,
-                         llvm::StringMap<kiln::KernelCounts> &counts) {
-  pm.addPass(kiln::createKilnExternalizeParams());
-  using Attention = kiln::CompileOptions::CudaAttention;
-  if (forCuda) {
-    // Layer norms go to the runtime's row kernels whatever the attention.
-    kiln::KilnDecomposeOptions keep;
-    keep.keepAttention = options.cudaAttention != Attention::Expanded;
-    keep.keepLayerNorm = true;
-    pm.addPass(kiln::createKilnDecompose(keep));
-    pm.addPass(createCanonicalizerPass());
-    pm.addPass(kiln::createKilnFusedLayerNorm());
-  }
-  if (forCuda && options.cudaAttention != Attention::Expanded) {
-    std::string amp;
-    if (options.cudaPrecision != kiln::Precision::F32)
-      amp = options.cudaPrecision == kiln::Precision::BF16 ? "bf16" : "f16";
-    if (options.cudaAttention == Attention::Flash && !amp.empty()) {
-      kiln::KilnFlashAttentionOptions flash;
-      flash.amp = amp;
-      pm.addPass(kiln::createKilnFlashAttention(flash));
-    }
-    kiln::KilnAttentionKernelOptions kernel;
-    kernel.amp = amp;
-    pm.addPass(kiln::createKilnAttentionKernel(kernel));
-  }
-  pm.addPass(kiln::createKilnDecompose());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(std::make_unique<CountKernelsPass>(Stage::KilnOps, counts));
-  pm.addPass(kiln::createConvertKilnToLinalg());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
-  pm.addPass(std::make_unique<CountKernelsPass>(Stage::BeforeFusion, counts));
-  pm.addPass(kiln::createKilnMatmulAccumulate());
-  if (options.rematerialize)
-    pm.addPass(kiln::createKilnRematerialize());
-  kiln::KilnFuseElementwiseOptions fuse;
-  fuse.transposes = forCuda;
-  fuse.cheapBroadcasts = forCuda;
-  pm.addPass(kiln::createKilnFuseElementwise(fuse));
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(kiln::createKilnSplitSharedFills());
-}
-
-/// Bufferizes and plans memory. For the CPU target (`forCpu`) products
-/// become CBLAS calls and collectives calls into the runtime; otherwise both
-/// stay for the target to lower itself, and linear layers' biases move into
-/// their products (kiln-gemm-bias).
-void buildBufferPipeline(PassManager &pm, bool forCpu,
-                         kiln::Precision precision) {
-  // cuBLASLt adds a linear layer's bias as it stores the product and sums
-  // its gradient as it multiplies the weight's; long sums into few outputs
-  // get more threads.
-  if (!forCpu) {
-    pm.addPass(kiln::createKilnGemmBias());
-    pm.addPass(kiln::createKilnGemmBiasGrad());
-    pm.addPass(kiln::createKilnSplitReductions());
-    pm.addPass(createCanonicalizerPass());
-    pm.addPass(kiln::createKilnMergeSiblingReductions());
-    // A tensor both merged reductions read is one input again.
-    pm.addPass(createCanonicalizerPass());
-  }
-  if (precision != kiln::Precision::F32) {
-    kiln::KilnAutoMixedPrecisionOptions amp;
-    amp.type = precision == kiln::Precision::BF16 ? "bf16" : "f16";
-    pm.addPass(kiln::createKilnAutoMixedPrecision(amp));
-    pm.addPass(createCanonicalizerPass());
-    pm.addPass(createCSEPass());
-    // CSE merged the zero inits kiln-split-shared-fills had split.
-    pm.addPass(kiln::createKilnSplitSharedFills());
-  }
-  // A value computed only to be inserted into a larger tensor (a
-  // concatenation: the gradients of q, k and v into the qkv projection's)
-  // is computed into its slice of that tensor, with no copy after.
-  // Products' matrices whose rows are not a multiple of 16 bytes long
-  // (GPT-2's logits) are stored with padded rows, which cuBLASLt's fastest
-  // kernels need.
-  if (!forCpu) {
-    pm.addPass(kiln::createKilnComputeIntoSlices());
-    pm.addPass(kiln::createKilnPadMatrixRows());
-  }
-  bufferization::OneShotBufferizePassOptions bufferize;
-  bufferize.bufferizeFunctionBoundaries = true;
-  bufferize.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-  // Its constants' globals in an order (and with names) of their own, not
-  // the run's: the same model gives the same bundle.
-  pm.addPass(kiln::createKilnOrderGlobals());
-  // kiln-attention-kernel's loops, for kiln-gpu-outline-kernels. The
-  // copies of slices computed in place (kiln-compute-into-slices) copy a
-  // view onto an equal one: CSE makes them one, and canonicalization drops
-  // the copy.
-  if (!forCpu) {
-    pm.addPass(createForallToParallelLoopPass());
-    pm.addPass(createCSEPass());
-  }
-  bufferization::BufferResultsToOutParamsPassOptions outParams;
-  // Results are computed into their own buffers and copied out at the end:
-  // an output that updates a parameter in place may only be written once
-  // every read of the old value is done.
-  outParams.hoistStaticAllocs = false;
-  outParams.modifyPublicFunctions = true;
-  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
-  pm.addPass(createCanonicalizerPass());
-  if (forCpu)
-    pm.addPass(kiln::createKilnLowerGemmToBlas());
-  pm.addPass(kiln::createKilnUpdateInPlace());
-  kiln::KilnPlanMemoryOptions plan;
-  // Bytes freed by one kernel go, where the arena has room, to no kernel
-  // soon after it, so that the two can run in one launch
-  // (kiln-gpu-merge-launches).
-  if (!forCpu)
-    plan.reuseDistance = 256;
-  pm.addPass(kiln::createKilnPlanMemory(plan));
-  // After planning, which sees each collective as a use of its buffers.
-  if (forCpu)
-    pm.addPass(kiln::createKilnLowerCollectives());
-}
 
 /// Records the signature of every entry function before bufferization
 /// rewrites it.
@@ -294,7 +132,7 @@ kiln::compileModel(ModuleOp module, const CompileOptions &options) {
   // they come before the signatures are read.
   {
     PassManager checks(module.getContext());
-    checks.addPass(kiln::createKilnCheckIndices());
+    buildIndexChecks(checks);
     if (failed(checks.run(module)))
       return makeError("kiln-check-indices failed");
   }
@@ -323,24 +161,17 @@ kiln::compileModel(ModuleOp module, const CompileOptions &options) {
   {
     auto pm = makePassManager();
     buildTensorPipeline(*pm, options, /*forCuda=*/!cpu || options.emulateCuda,
-                        counts);
+                        &counts);
     if (llvm::Error error = kiln::runPasses(*pm, module, "compiling the model"))
       return std::move(error);
   }
   ModuleOp first = cpu ? module : (cudaModule ? *cudaModule : module);
   {
     auto pm = makePassManager();
-    buildBufferPipeline(*pm, /*forCpu=*/cpu && !options.emulateCuda,
+    buildBufferPipeline(*pm, options, /*forCpu=*/cpu && !options.emulateCuda,
                         cpu && !options.emulateCuda ? Precision::F32
-                                                    : options.cudaPrecision);
-    if (options.emulateCuda) {
-      pm->addPass(kiln::createKilnGPUOutlineKernels());
-      pm->addPass(kiln::createKilnGPUMergeLaunches());
-      pm->addPass(kiln::createKilnGPUEmulate());
-      pm->addPass(kiln::createKilnLowerGemmToBlas());
-      pm->addPass(kiln::createKilnLowerCollectives());
-    }
-    pm->addPass(std::make_unique<CountKernelsPass>(Stage::AfterFusion, counts));
+                                                    : options.cudaPrecision,
+                        &counts);
     if (llvm::Error error = kiln::runPasses(*pm, first, "compiling the model"))
       return std::move(error);
   }
@@ -375,8 +206,9 @@ kiln::compileModel(ModuleOp module, const CompileOptions &options) {
     if (cudaModule) {
       auto pm = makePassManager();
       llvm::StringMap<KernelCounts> cudaCounts;
-      buildTensorPipeline(*pm, options, /*forCuda=*/true, cudaCounts);
-      buildBufferPipeline(*pm, /*forCpu=*/false, options.cudaPrecision);
+      buildTensorPipeline(*pm, options, /*forCuda=*/true, &cudaCounts);
+      buildBufferPipeline(*pm, options, /*forCpu=*/false,
+                          options.cudaPrecision);
       if (llvm::Error error =
               kiln::runPasses(*pm, target, "compiling the model for CUDA"))
         return std::move(error);

@@ -818,6 +818,8 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
     if (failed(buildEvalStep(module, grad, step)))
       return signalPassFailure();
     recordMetadata(module);
+    if (!keepGradFunction)
+      grad.erase();
   }
 };
 

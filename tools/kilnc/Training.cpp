@@ -3,7 +3,6 @@
 #include "Training.h"
 
 #include "kiln/KilnOps.h"
-#include "kiln/Transforms/Passes.h"
 
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringSet.h"
@@ -350,63 +349,41 @@ Error kilnc::markTrainable(mlir::ModuleOp module,
   return Error::success();
 }
 
-void kilnc::addTrainingPasses(mlir::PassManager &pm, bool lossScaling) {
-  std::string lossName = lossOutput;
-  if (!loss.empty()) {
-    kiln::KilnAddLossOptions add;
-    add.kind = loss;
-    add.on = lossOn;
-    add.labels = labels;
-    add.name = lossName = "loss";
-    add.classAxis = lossClassAxis;
-    add.ignoreIndex = ignoreIndex;
-    add.labelSmoothing = labelSmoothing;
-    pm.addPass(kiln::createKilnAddLoss(add));
-  }
-  // GELU as one op keeps only its input for the backward pass. Attention,
-  // layer norms and cross-entropy keep their own ops through autodiff, whose
-  // rules recompute the probabilities (the statistics) instead of keeping
-  // the intermediates; compiling the bundle decomposes them afterwards.
-  pm.addPass(kiln::createKilnFuseGelu());
-  pm.addPass(kiln::createKilnFuseAttention());
-  kiln::KilnDecomposeOptions decompose;
-  decompose.keepAttention = true;
-  decompose.keepLayerNorm = true;
-  decompose.keepCrossEntropy = true;
-  pm.addPass(kiln::createKilnDecompose(decompose));
-  // Folded first, so autodiff differentiates the simplified graph (matrix
-  // products with their transposes absorbed, constants folded).
-  pm.addPass(mlir::createCanonicalizerPass());
-  kiln::KilnAutodiffOptions autodiff;
-  autodiff.loss = lossName;
-  autodiff.freeze = freeze;
-  pm.addPass(kiln::createKilnAutodiff(autodiff));
-  if (optimizer.empty())
-    return;
-  kiln::KilnTrainStepOptions step;
-  step.optimizer = optimizer;
-  step.lr = learningRate;
-  step.momentum = momentum;
-  step.nesterov = nesterov;
-  step.weightDecay = weightDecay;
-  step.beta1 = beta1;
-  step.beta2 = beta2;
-  step.eps = epsilon;
-  step.lrDecay = lrDecay;
-  step.initialAccumulator = initialAccumulator;
-  step.schedule = schedule;
-  step.warmupSteps = warmupSteps;
-  step.totalSteps = totalSteps;
-  step.gradClip = gradClip;
-  step.gradAccum = gradAccum;
-  step.dataParallel = dataParallel;
-  step.bucketBytes = bucketBytes;
-  step.shardOptimizer = shardOptimizer;
+kiln::TrainingOptions kilnc::trainingOptions(bool lossScaling,
+                                             bool gradients) {
+  kiln::TrainingOptions options;
+  options.loss = loss;
+  options.lossOn = lossOn;
+  options.labels = labels;
+  options.lossOutput = lossOutput;
+  options.lossClassAxis = lossClassAxis;
+  options.ignoreIndex = ignoreIndex;
+  options.labelSmoothing = labelSmoothing;
+  options.freeze = freeze;
+  options.optimizer = optimizer;
+  options.keepGradients = gradients && !optimizer.empty();
+  options.lr = learningRate;
+  options.momentum = momentum;
+  options.nesterov = nesterov;
+  options.weightDecay = weightDecay;
+  options.beta1 = beta1;
+  options.beta2 = beta2;
+  options.eps = epsilon;
+  options.lrDecay = lrDecay;
+  options.initialAccumulator = initialAccumulator;
+  options.schedule = schedule;
+  options.warmupSteps = warmupSteps;
+  options.totalSteps = totalSteps;
+  options.gradClip = gradClip;
+  options.gradAccum = gradAccum;
+  options.dataParallel = dataParallel;
+  options.bucketBytes = bucketBytes;
+  options.shardOptimizer = shardOptimizer;
   if (lossScaling) {
-    step.lossScale = lossScaleInit;
-    step.lossScaleGrowthInterval = lossScaleGrowthInterval;
+    options.lossScale = lossScaleInit;
+    options.lossScaleGrowthInterval = lossScaleGrowthInterval;
   }
-  pm.addPass(kiln::createKilnTrainStep(step));
+  return options;
 }
 
 void kilnc::noteTrainedParameters(mlir::ModuleOp module, StringRef inputFile,

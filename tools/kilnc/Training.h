@@ -9,6 +9,7 @@
 #ifndef KILNC_TRAINING_H
 #define KILNC_TRAINING_H
 
+#include "kiln/Compiler/Pipelines.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/CommandLine.h"
@@ -35,10 +36,11 @@ bool shardedOptimizer();
 /// `lossScaling` whether the step scales its loss (--amp=fp16).
 llvm::Error checkTrainingFlags(bool gradients, bool lossScaling);
 
-/// Adds the passes from the imported model to `forward_grad` (gradients)
-/// and, when a step was asked for, the training entry points, with dynamic
-/// loss scaling when `lossScaling`.
-void addTrainingPasses(mlir::PassManager &pm, bool lossScaling);
+/// The training pipeline's options from the flags: the passes from the
+/// imported model to `forward_grad` (gradients) and, when a step was asked
+/// for, the training entry points, with dynamic loss scaling when
+/// `lossScaling`; `gradients` keeps forward_grad beside a step.
+kiln::TrainingOptions trainingOptions(bool lossScaling, bool gradients);
 
 /// For --trainable: marks every float initializer of `module` not among
 /// `names` a buffer (kiln.buffer), which kiln-autodiff gives no gradient,

@@ -11,6 +11,7 @@
 
 #include "kiln/Bundle/EmitBundle.h"
 #include "kiln/Compiler/Compile.h"
+#include "kiln/Compiler/Pipelines.h"
 #include "kiln/Import/ONNX.h"
 #include "kiln/InitAll.h"
 #include "kiln/Transforms/Passes.h"
@@ -39,14 +40,28 @@ cl::opt<std::string> outputFile("o", cl::desc("Output file ('-' for stdout)"),
                                 cl::value_desc("file"), cl::init("-"),
                                 cl::cat(kilncCategory));
 
-enum class EmitKind { Kiln, Bundle };
+enum class EmitKind { Kiln, Imported, Lowered, Bundle };
 cl::opt<EmitKind> emit(
     "emit", cl::desc("What to produce"), cl::init(EmitKind::Kiln),
     cl::values(clEnumValN(EmitKind::Kiln, "kiln",
-                          "the imported model as kiln dialect IR (default)"),
+                          "the imported model as kiln dialect IR, with the "
+                          "training pipeline run when a step or gradients "
+                          "are asked for (default)"),
+               clEnumValN(EmitKind::Imported, "imported",
+                          "the imported model as the training pipeline "
+                          "takes it (--trainable applied)"),
+               clEnumValN(EmitKind::Lowered, "lowered",
+                          "the IR the target's code generator takes, after "
+                          "the compile pipeline (one target)"),
                clEnumValN(EmitKind::Bundle, "bundle",
                           "a compiled .kiln bundle (needs -o FILE)")),
     cl::cat(kilncCategory));
+
+cl::opt<bool> dumpPipeline(
+    "dump-pipeline",
+    cl::desc("Print the kiln-opt command that runs this compile's passes on "
+             "the IR of --emit=imported, and stop"),
+    cl::init(false), cl::cat(kilncCategory));
 
 cl::list<std::string>
     dims("dim",
@@ -207,6 +222,9 @@ int main(int argc, char **argv) {
   bool training = kilnc::trainingRequested();
   bool bundle = emit == EmitKind::Bundle ||
                 ((inference || training) && emit.getNumOccurrences() == 0);
+  // Whether the model is compiled for a target (a bundle, or the IR its
+  // code generator takes).
+  bool compiles = bundle || emit == EmitKind::Lowered;
   std::optional<int64_t> maxBatchFor = kilnc::maxBatchFor();
   if (!reports.empty() && !bundle)
     return fail("--report needs a bundle (--inference or a training spec)");
@@ -216,7 +234,10 @@ int main(int argc, char **argv) {
   if (maxBatchFor && !reports.empty())
     return fail("--max-batch-for compiles nothing to report on; leave out "
                 "--report");
-  if (bundle && !maxBatchFor && outputFile == "-")
+  if (dumpPipeline && maxBatchFor)
+    return fail("--max-batch-for compiles at many batch sizes; leave out "
+                "--dump-pipeline");
+  if (bundle && !maxBatchFor && !dumpPipeline && outputFile == "-")
     return fail("a bundle is binary: name the output file with -o FILE.kiln");
   kiln::CompileOptions compileOptions;
   compileOptions.cpuTarget = compileOptions.cudaTarget = false;
@@ -304,13 +325,14 @@ int main(int argc, char **argv) {
           inputFile + ": the model defines its training step (ONNX "
                       "training_info); --optimizer, --loss and the flags "
                       "that configure them do not apply to it");
-    if (bundle && !inference && !training && !ownStep)
+    if (compiles && !inference && !training && !ownStep)
       return createStringError(
           inconvertibleErrorCode(),
-          "--emit=bundle needs --inference, a training spec "
-          "(--optimizer=sgd|adam|adamw|adagrad) or a model with "
-          "training_info");
-    if (gradients && !bundle)
+          std::string(bundle ? "--emit=bundle" : "--emit=lowered") +
+              " needs --inference, a training spec "
+              "(--optimizer=sgd|adam|adamw|adagrad) or a model with "
+              "training_info");
+    if (gradients && !inference)
       return createStringError(inconvertibleErrorCode(),
                                "--gradients needs --inference");
     if (gradients || training) {
@@ -319,8 +341,11 @@ int main(int argc, char **argv) {
         return trainable.takeError();
       if (Error error = kilnc::markTrainable(**module, *trainable))
         return std::move(error);
+      if (emit == EmitKind::Imported)
+        return std::move(*module);
       mlir::PassManager pm(&context);
-      kilnc::addTrainingPasses(pm, amp == Amp::FP16);
+      kiln::buildTrainingPipeline(
+          pm, kilnc::trainingOptions(amp == Amp::FP16, gradients));
       std::string diagnostic, remark;
       unsigned remarks = 0;
       mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
@@ -350,10 +375,6 @@ int main(int argc, char **argv) {
         notedTrained = true;
         kilnc::noteTrainedParameters(**module, inputFile, !trainable->empty());
       }
-      // A training bundle holds forward_grad only when asked for.
-      if (!gradients)
-        if (mlir::Operation *grad = (*module)->lookupSymbol("forward_grad"))
-          grad->erase();
     }
     return std::move(*module);
   };
@@ -378,6 +399,49 @@ int main(int argc, char **argv) {
   if (std::optional<int64_t> budget = kilnc::memoryBudget())
     if (auto error = kilnc::fitMemoryBudget(**module, *budget, compileOptions))
       return fail(inputFile + ": " + toString(std::move(error)));
+  // The targets compiled for, one compile pipeline each.
+  SmallVector<kiln::CompileOptions> perTarget;
+  if (compiles) {
+    if (compileOptions.cpuTarget) {
+      perTarget.push_back(compileOptions);
+      perTarget.back().cudaTarget = false;
+    }
+    if (compileOptions.cudaTarget) {
+      perTarget.push_back(compileOptions);
+      perTarget.back().cpuTarget = false;
+    }
+  }
+  if (dumpPipeline) {
+    // Single quotes for the shell.
+    auto quoted = [](const std::string &text) {
+      std::string out = "'";
+      for (char c : text)
+        out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      return out + "'";
+    };
+    outs() << "# On the IR of: kilnc " << inputFile
+           << " <the same flags> --emit=imported -o model.mlir\n";
+    std::string train;
+    if (gradients || training)
+      train = " --kiln-train-pipeline=" +
+              quoted(kiln::printTrainingOptions(
+                  kilnc::trainingOptions(amp == Amp::FP16, gradients)));
+    if (perTarget.empty())
+      outs() << "kiln-opt model.mlir" << train << "\n";
+    for (const kiln::CompileOptions &one : perTarget)
+      outs() << "kiln-opt model.mlir" << train << " --kiln-compile-pipeline="
+             << quoted(kiln::printCompileOptions(one)) << "\n";
+    return 0;
+  }
+  if (emit == EmitKind::Lowered) {
+    if (perTarget.size() != 1)
+      return fail("--emit=lowered prints one target's IR: name one with "
+                  "--target=cpu or --target=cuda");
+    compileOptions.planOnly = true;
+    auto compiled = kiln::compileModel(**module, compileOptions);
+    if (!compiled)
+      return fail(inputFile + ": " + toString(compiled.takeError()));
+  }
   if (bundle) {
     auto compiled = kiln::compileModel(**module, compileOptions);
     if (!compiled)

@@ -233,6 +233,9 @@ def KilnTrainStep : Pass<"kiln-train-step", "mlir::ModuleOp"> {
   let options = [
     Option<"function", "function", "std::string", "\"forward\"",
            "The function whose gradient function to use">,
+    Option<"keepGradFunction", "keep-grad-function", "bool", "true",
+           "Keep the gradient function as an entry point (false: erase it "
+           "once the step is built)">,
     Option<"optimizer", "optimizer", "std::string", "\"sgd\"",
            "sgd, adam, adamw or adagrad">,
     Option<"lr", "lr", "double", "0.01", "Learning rate">,
