@@ -10,7 +10,11 @@
 #include "kiln/Target/Support.h"
 
 #include "kiln/KilnOps.h"
+#include "kiln/Conversion/Passes.h"
+#include "kiln/Target/CPU/Passes.h"
+#include "kiln/Target/CUDA/Passes.h"
 #include "kiln/Transforms/Passes.h"
+#include "kiln/Transforms/Training/Passes.h"
 
 #include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"

@@ -4,9 +4,13 @@
 
 #include "kiln/KilnDialect.h"
 #include "kiln/Transforms/Attention.h"
-#include "kiln/Transforms/Collectives.h"
-#include "kiln/Transforms/LayerNorm.h"
+#include "kiln/Transforms/Training/Collectives.h"
+#include "kiln/Target/CUDA/LayerNorm.h"
+#include "kiln/Conversion/Passes.h"
+#include "kiln/Target/CPU/Passes.h"
+#include "kiln/Target/CUDA/Passes.h"
 #include "kiln/Transforms/Passes.h"
+#include "kiln/Transforms/Training/Passes.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
@@ -27,4 +31,8 @@ void kiln::registerAllDialects(mlir::DialectRegistry &registry) {
 void kiln::registerAllPasses() {
   mlir::registerAllPasses();
   registerKilnPasses();
+  registerKilnTrainingPasses();
+  registerKilnConversionPasses();
+  registerKilnCPUPasses();
+  registerKilnCUDAPasses();
 }

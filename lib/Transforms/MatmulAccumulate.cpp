@@ -12,7 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Transforms/Gemm.h"
+#include "kiln/Transforms/Utils/Gemm.h"
 #include "kiln/Transforms/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"

@@ -13,7 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Transforms/Buffers.h"
+#include "kiln/Transforms/Utils/Buffers.h"
 #include "kiln/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -1,14 +1,14 @@
 //===- KilnToLinalg.cpp - the convert-kiln-to-linalg pass -----------------===//
 
 #include "LoweringUtils.h"
-#include "kiln/Transforms/Passes.h"
+#include "kiln/Conversion/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_CONVERTKILNTOLINALG
-#include "kiln/Transforms/Passes.h.inc"
+#include "kiln/Conversion/Passes.h.inc"
 } // namespace kiln
 
 using namespace mlir;

@@ -3,7 +3,7 @@
 #include "kiln/Target/CPU.h"
 #include "kiln/Target/Support.h"
 
-#include "kiln/Transforms/Passes.h"
+#include "kiln/Target/CPU/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -15,9 +15,9 @@
 #include "kiln/Target/Support.h"
 
 #include "kiln/KilnOps.h"
-#include "kiln/Transforms/Buffers.h"
-#include "kiln/Transforms/Gemm.h"
-#include "kiln/Transforms/Passes.h"
+#include "kiln/Transforms/Utils/Buffers.h"
+#include "kiln/Transforms/Utils/Gemm.h"
+#include "kiln/Target/CUDA/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"

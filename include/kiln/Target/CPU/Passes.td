@@ -1,0 +1,48 @@
+//===- Passes.td - the CPU target's passes -----------------*- tablegen -*-===//
+//
+// The passes only the CPU target runs (lib/Target/CPU/Transforms/).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_TARGET_CPU_PASSES_TD
+#define KILN_TARGET_CPU_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def KilnOutlineKernels : Pass<"kiln-outline-kernels", "mlir::ModuleOp"> {
+  let summary = "Moves each kernel into a private function of its own";
+  let description = [{
+    Runs on bufferized, memory-planned IR, as the CPU target's first step to
+    loops. In every function with a body, each op of the entry block that is
+    a linalg op or a `memref.copy` (a kernel) becomes a call of a new private
+    function `<function>_kernel<N>` (N counts from 0 per function) marked
+    `passthrough = ["noinline"]`, whose body is the kernel. The function's
+    arguments are the kernel's operands and the values its regions use from
+    outside, in that order; constants among them are cloned into the body
+    instead. A kernel that would need an argument other than a statically
+    shaped memref with the identity layout or a scalar (the bare-pointer
+    calling convention entry functions use) stays where it is. LLVM's
+    optimizer and scheduler grow faster than linearly with a function's
+    size: many small functions compile much faster than one training step
+    with hundreds of kernels.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
+def KilnLowerGemmToBlas : Pass<"kiln-lower-gemm-to-blas", "mlir::ModuleOp"> {
+  let summary = "Calls BLAS for f32 and f64 matrix products on buffers";
+  let description = [{
+    Rewrites the bufferized matrix products that convert-kiln-to-linalg marks
+    with `kiln.matmul` into calls of `cblas_sgemm` / `cblas_dgemm`, one per
+    batch element, passing the transposes as BLAS flags. A product whose
+    output was just zero-filled overwrites it (beta = 0, and the fill goes);
+    any other accumulates into it (beta = 1), as the contraction does.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+#endif // KILN_TARGET_CPU_PASSES_TD

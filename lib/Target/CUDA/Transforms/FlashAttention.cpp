@@ -1,0 +1,194 @@
+//===- FlashAttention.cpp - attention for the tensor-core kernels ---------===//
+//
+// kiln.attention becomes kiln.flash_attention, and the kiln.attention_grad
+// of its result kiln.flash_attention_grad, where the CUDA target's
+// tensor-core kernels can compute them: 16-bit [B, H, S, D] operands with a
+// head size they have, and a mask they can read (or a causal one they need
+// not read). The forward's statistics go to the gradient, which then needs
+// no pass over the keys to find each row's maximum and sum.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/KilnDialect.h"
+#include "kiln/KilnOps.h"
+#include "kiln/Transforms/Attention.h"
+#include "kiln/Transforms/Utils/LibraryOpBufferization.h"
+#include "kiln/Transforms/Utils/NarrowType.h"
+#include "kiln/Target/CUDA/Passes.h"
+
+#include "mlir/IR/Matchers.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNFLASHATTENTION
+#include "kiln/Target/CUDA/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+/// The kernels' grid has a block row per head (CUDA's limit on grid.y);
+/// the runtime takes at most 2^30 queries or keys.
+constexpr int64_t kMaxHeads = 65535;
+constexpr int64_t kMaxRows = int64_t(1) << 30;
+
+/// How the kernels take one attention: whether it is causal (and the
+/// parameters that tells from, isCausalMask's `fixed`), and the shape of
+/// its mask as [B or 1, H or 1, Sq or 1, Sk] (empty: no mask read).
+struct Plan {
+  bool causal = false;
+  SmallVector<Operation *> fixed;
+  SmallVector<int64_t, 4> maskShape;
+};
+
+std::optional<Plan> planFor(Value query, Value key, Value value, Value mask) {
+  auto q = cast<RankedTensorType>(query.getType());
+  auto k = cast<RankedTensorType>(key.getType());
+  auto v = cast<RankedTensorType>(value.getType());
+  if (!q.getElementType().isF32() || q.getRank() != 4 || k.getRank() != 4 ||
+      v.getRank() != 4 || k.getElementType() != q.getElementType() ||
+      v.getElementType() != q.getElementType())
+    return std::nullopt;
+  int64_t b = q.getDimSize(0), h = q.getDimSize(1), sq = q.getDimSize(2),
+          d = q.getDimSize(3), sk = k.getDimSize(2);
+  if (b < 1 || h < 1 || sq < 1 || sk < 1 || (d != 16 && d != 32 && d != 64 && d != 128) || v.getDimSize(3) != d ||
+      b * h > kMaxHeads || sq > kMaxRows || sk > kMaxRows)
+    return std::nullopt;
+  Plan plan;
+  if (!mask)
+    return plan;
+  if (isCausalMask(mask, sq, sk, plan.fixed)) {
+    plan.causal = true;
+    return plan;
+  }
+  auto m = cast<RankedTensorType>(mask.getType());
+  // The kernels read a row of the mask's keys contiguously, from a buffer
+  // the runtime knows: a constant (a global) is no such buffer, and the
+  // loops read it in their kernels instead.
+  if (!m.getElementType().isF32() || m.getRank() < 1 ||
+      m.getDimSize(m.getRank() - 1) != sk || matchPattern(mask, m_Constant()))
+    return std::nullopt;
+  plan.maskShape.assign(4 - m.getRank(), 1);
+  llvm::append_range(plan.maskShape, m.getShape());
+  return plan;
+}
+
+struct KilnFlashAttentionPass
+    : kiln::impl::KilnFlashAttentionBase<KilnFlashAttentionPass> {
+  using KilnFlashAttentionBase::KilnFlashAttentionBase;
+
+  void runOnOperation() override {
+    FloatType narrow = narrowFloatType(&getContext(), amp);
+    if (!narrow) {
+      getOperation().emitError("kiln-flash-attention: amp must be bf16 or "
+                               "f16, not '")
+          << amp << "'";
+      return signalPassFailure();
+    }
+    SmallVector<AttentionOp> attentions;
+    getOperation().walk([&](AttentionOp op) { attentions.push_back(op); });
+    for (AttentionOp attention : attentions)
+      rewrite(attention, narrow);
+  }
+
+  void rewrite(AttentionOp attention, FloatType narrow) {
+    std::optional<Plan> plan =
+        planFor(attention.getQuery(), attention.getKey(),
+                attention.getValue(), attention.getMask());
+    if (!plan)
+      return;
+    fixParameters(plan->fixed);
+    OpBuilder b(attention);
+    Location loc = attention.getLoc();
+    auto rounded = [&](Value v) -> Value {
+      auto type = cast<RankedTensorType>(v.getType());
+      return CastOp::create(b, loc, type.clone(narrow), v);
+    };
+    Value q = rounded(attention.getQuery()), k = rounded(attention.getKey()),
+          v = rounded(attention.getValue());
+    Value mask;
+    if (!plan->maskShape.empty()) {
+      mask = attention.getMask();
+      auto type = cast<RankedTensorType>(mask.getType());
+      if (type.getShape() != ArrayRef(plan->maskShape))
+        mask = ReshapeOp::create(b, loc, type.clone(plan->maskShape), mask);
+    }
+    auto queryType = cast<RankedTensorType>(attention.getQuery().getType());
+    auto keyType = cast<RankedTensorType>(attention.getKey().getType());
+    // Two statistics per query row: the softmax's shift and its sum.
+    SmallVector<int64_t> statsShape(queryType.getShape().drop_back());
+    statsShape.push_back(2);
+    auto statsType = queryType.clone(statsShape);
+    FloatAttr scale = attention.getScaleAttr();
+    UnitAttr causal = plan->causal ? b.getUnitAttr() : nullptr;
+    auto flash = FlashAttentionOp::create(
+        b, loc, TypeRange{queryType, statsType}, q, k, v, mask, ValueRange{},
+        scale, causal);
+    Value out = flash.getResults()[0], stats = flash.getResults()[1];
+
+    // Its gradients, where they come after it in its block (as autodiff
+    // puts them); any other stays for the loops, which need no statistics.
+    SmallVector<AttentionGradOp> grads;
+    for (Operation *user : attention->getUsers())
+      if (auto grad = dyn_cast<AttentionGradOp>(user))
+        if (grad.getOut() == attention.getResult() &&
+            grad.getQuery() == attention.getQuery() &&
+            grad.getKey() == attention.getKey() &&
+            grad.getValue() == attention.getValue() &&
+            grad.getMask() == attention.getMask() &&
+            grad.getScale() == attention.getScale() &&
+            grad->getBlock() == attention->getBlock() &&
+            attention->isBeforeInBlock(grad) && !llvm::is_contained(grads, grad))
+          grads.push_back(grad);
+    for (AttentionGradOp grad : grads) {
+      b.setInsertionPoint(grad);
+      auto flashGrad = FlashAttentionGradOp::create(
+          b, grad.getLoc(),
+          TypeRange{queryType, keyType, keyType,
+                    queryType.clone(queryType.getShape().drop_back())},
+          q, k, v, out, grad.getGrad(), stats, mask, ValueRange{}, scale,
+          causal, mask ? grad.getMaskedFillAttr() : nullptr,
+          grad.getCausalFillAttr());
+      grad.replaceAllUsesWith(flashGrad.getResults().take_front(3));
+      grad.erase();
+    }
+    attention.replaceAllUsesWith(out);
+    attention.erase();
+  }
+};
+
+} // namespace
+
+namespace kiln {
+
+/// The buffer forms LibraryOpBufferization builds.
+void createBufferForm(OpBuilder &b, Location loc, FlashAttentionOp op,
+                      llvm::function_ref<Value(Value)> mapped,
+                      ValueRange outputs) {
+  FlashAttentionOp::create(b, loc, TypeRange{}, mapped(op.getQuery()),
+                           mapped(op.getKey()), mapped(op.getValue()),
+                           mapped(op.getMask()), outputs, op.getScaleAttr(),
+                           op.getCausalAttr());
+}
+
+void createBufferForm(OpBuilder &b, Location loc, FlashAttentionGradOp op,
+                      llvm::function_ref<Value(Value)> mapped,
+                      ValueRange outputs) {
+  FlashAttentionGradOp::create(
+      b, loc, TypeRange{}, mapped(op.getQuery()), mapped(op.getKey()),
+      mapped(op.getValue()), mapped(op.getOut()), mapped(op.getGrad()),
+      mapped(op.getStats()), mapped(op.getMask()), outputs, op.getScaleAttr(),
+      op.getCausalAttr(), op.getMaskedFillAttr(), op.getCausalFillAttr());
+}
+
+} // namespace kiln
+
+void kiln::registerFlashAttentionBufferization(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *context, KilnDialect *) {
+    FlashAttentionOp::attachInterface<
+        LibraryOpBufferization<FlashAttentionOp>>(*context);
+    FlashAttentionGradOp::attachInterface<
+        LibraryOpBufferization<FlashAttentionGradOp>>(*context);
+  });
+}
