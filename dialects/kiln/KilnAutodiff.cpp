@@ -43,8 +43,8 @@ kiln::buildGradients(OpBuilder &b, Location loc, ArrayRef<Operation *> ops,
                           : &*std::prev(b.getInsertionPoint());
   auto markBackward = [&] {
     Block::iterator end = b.getInsertionPoint();
-    Block::iterator it = before ? std::next(Block::iterator(before))
-                               : block->begin();
+    Block::iterator it =
+        before ? std::next(Block::iterator(before)) : block->begin();
     for (; it != end; ++it)
       it->setLoc(withPhase(it->getLoc(), StepPhase::Backward));
   };
@@ -66,8 +66,8 @@ kiln::buildGradients(OpBuilder &b, Location loc, ArrayRef<Operation *> ops,
       resultGrads.push_back(g);
       reached |= static_cast<bool>(g);
     }
-    bool needsGrad = llvm::any_of(
-        op->getOperands(), [&](Value v) { return active.contains(v); });
+    bool needsGrad = llvm::any_of(op->getOperands(),
+                                  [&](Value v) { return active.contains(v); });
     if (!reached || !needsGrad)
       continue;
     auto rule = dyn_cast<DifferentiableOpInterface>(op);
@@ -96,7 +96,8 @@ static constexpr llvm::StringLiteral kOptimizerMark = "kiln.optimizer";
 Location kiln::withPhase(Location loc, StepPhase phase) {
   if (phase == StepPhase::Forward || phaseOf(loc) == phase)
     return loc;
-  StringRef mark = phase == StepPhase::Backward ? kBackwardMark : kOptimizerMark;
+  StringRef mark =
+      phase == StepPhase::Backward ? kBackwardMark : kOptimizerMark;
   return FusedLoc::get({loc}, StringAttr::get(loc.getContext(), mark),
                        loc.getContext());
 }

@@ -229,7 +229,7 @@ KILN_FOLD_UNARY_FLOAT(FloorOp, std::floor(x))
 KILN_FOLD_UNARY_FLOAT(CeilOp, std::ceil(x))
 KILN_FOLD_UNARY_FLOAT(RoundOp, std::nearbyint(x))
 KILN_FOLD_UNARY_FLOAT(HardSwishOp,
-                      x * std::max(0.0, std::min(1.0, x / 6.0 + 0.5)))
+                      x *std::max(0.0, std::min(1.0, x / 6.0 + 0.5)))
 KILN_FOLD_UNARY_FLOAT(GeluOp,
                       getApproximate() == GeluApproximation::tanh
                           ? 0.5 * x *
@@ -241,17 +241,18 @@ KILN_FOLD_UNARY_FLOAT(LeakyReluOp,
 KILN_FOLD_UNARY_FLOAT(EluOp,
                       x > 0 ? x
                             : getAlpha().convertToDouble() * (std::exp(x) - 1))
-KILN_FOLD_UNARY_FLOAT(CeluOp, std::max(0.0, x) +
-                                  std::min(0.0, getAlpha().convertToDouble() *
-                                                    (std::exp(x / getAlpha().convertToDouble()) - 1)))
-KILN_FOLD_UNARY_FLOAT(SeluOp,
-                      getGamma().convertToDouble() *
-                          (x > 0 ? x
-                                 : getAlpha().convertToDouble() *
-                                       (std::exp(x) - 1)))
+KILN_FOLD_UNARY_FLOAT(
+    CeluOp,
+    std::max(0.0, x) +
+        std::min(0.0, getAlpha().convertToDouble() *
+                          (std::exp(x / getAlpha().convertToDouble()) - 1)))
+KILN_FOLD_UNARY_FLOAT(
+    SeluOp, getGamma().convertToDouble() *
+                (x > 0 ? x : getAlpha().convertToDouble() * (std::exp(x) - 1)))
 KILN_FOLD_UNARY_FLOAT(HardSigmoidOp,
-                      std::max(0.0, std::min(1.0, getAlpha().convertToDouble() * x +
-                                                      getBeta().convertToDouble())))
+                      std::max(0.0,
+                               std::min(1.0, getAlpha().convertToDouble() * x +
+                                                 getBeta().convertToDouble())))
 KILN_FOLD_UNARY_FLOAT(ThresholdedReluOp,
                       x > getAlpha().convertToDouble() ? x : 0.0)
 #undef KILN_FOLD_UNARY_FLOAT
@@ -624,9 +625,9 @@ OpFoldResult ConcatOp::fold(FoldAdaptor adaptor) {
     int64_t p = partOf[index[axis]];
     int64_t linear = base[p];
     for (size_t d = 0; d < index.size(); ++d)
-      linear += (static_cast<int64_t>(d) == axis ? offsetIn[index[axis]]
-                                                 : index[d]) *
-                partStrides[p][d];
+      linear +=
+          (static_cast<int64_t>(d) == axis ? offsetIn[index[axis]] : index[d]) *
+          partStrides[p][d];
     return linear;
   };
   // Join the parts into one flat source, then pick from it.
@@ -684,8 +685,7 @@ OpFoldResult GatherOp::fold(FoldAdaptor adaptor) {
     if (pick < 0 || pick >= inShape[axis])
       return {};
   }
-  SmallVector<int64_t> indexStrides =
-      stridesOf(indices.getType().getShape());
+  SmallVector<int64_t> indexStrides = stridesOf(indices.getType().getShape());
   int64_t indexRank = indices.getType().getRank();
   return permuteElements(dense, getType(), [&](ArrayRef<int64_t> index) {
     int64_t which = 0;

@@ -79,16 +79,14 @@ LogicalResult ParamOp::verify() {
   return success();
 }
 
-LogicalResult
-GetParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+LogicalResult GetParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   auto param =
       symbolTable.lookupNearestSymbolFrom<ParamOp>(*this, getNameAttr());
   if (!param)
     return emitOpError("'") << getName() << "' is not a kiln.param";
   if (param.getType() != getType())
     return emitOpError("result type ")
-           << getType() << " does not match parameter type "
-           << param.getType();
+           << getType() << " does not match parameter type " << param.getType();
   return success();
 }
 
@@ -96,8 +94,7 @@ GetParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 // Elementwise.
 //===----------------------------------------------------------------------===//
 
-static LogicalResult inferBoolLike(Value input,
-                                   SmallVectorImpl<Type> &inferred,
+static LogicalResult inferBoolLike(Value input, SmallVectorImpl<Type> &inferred,
                                    std::optional<Location> loc) {
   auto type = rankedTypeOf(input);
   if (!type)
@@ -106,13 +103,15 @@ static LogicalResult inferBoolLike(Value input,
   return success();
 }
 
-LogicalResult IsNanOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult IsNanOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &inferred) {
   return inferBoolLike(adaptor.getInput(), inferred, loc);
 }
 
-LogicalResult IsInfOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult IsInfOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &inferred) {
   return inferBoolLike(adaptor.getInput(), inferred, loc);
@@ -192,7 +191,8 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &inferred) {
   auto type = rankedTypeOf(adaptor.getInput());
@@ -227,7 +227,8 @@ LogicalResult ReverseOp::verify() {
                          "dimension");
 }
 
-LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &inferred) {
   auto inputs = adaptor.getInputs();
@@ -259,7 +260,8 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   return success();
 }
 
-LogicalResult SplitOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult SplitOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &inferred) {
   auto type = rankedTypeOf(adaptor.getInput());
@@ -284,7 +286,8 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
   return success();
 }
 
-LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult PadOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
                                       Adaptor adaptor,
                                       SmallVectorImpl<Type> &inferred) {
   auto type = rankedTypeOf(adaptor.getInput());
@@ -311,7 +314,8 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc
   return success();
 }
 
-LogicalResult TileOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult TileOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &inferred) {
   auto type = rankedTypeOf(adaptor.getInput());
@@ -336,7 +340,8 @@ LogicalResult IotaOp::verify() {
   return success();
 }
 
-LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &inferred) {
   auto type = rankedTypeOf(adaptor.getInput());
@@ -353,9 +358,10 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   return success();
 }
 
-LogicalResult GatherElementsOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &inferred) {
+LogicalResult
+GatherElementsOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                   Adaptor adaptor,
+                                   SmallVectorImpl<Type> &inferred) {
   auto type = rankedTypeOf(adaptor.getInput());
   auto indices = rankedTypeOf(adaptor.getIndices());
   if (!type || !indices)
@@ -462,10 +468,9 @@ LogicalResult TopKOp::inferReturnTypes(MLIRContext *context,
 }
 
 template <typename ArgOpAdaptor>
-static LogicalResult inferArgReduce(MLIRContext *context,
-                                    std::optional<Location> loc,
-                                    ArgOpAdaptor adaptor,
-                                    SmallVectorImpl<Type> &inferred) {
+static LogicalResult
+inferArgReduce(MLIRContext *context, std::optional<Location> loc,
+               ArgOpAdaptor adaptor, SmallVectorImpl<Type> &inferred) {
   auto type = rankedTypeOf(adaptor.getInput());
   if (!type)
     return failInference(loc, "expected a statically shaped tensor operand");
@@ -523,10 +528,9 @@ static LogicalResult inferReduce(std::optional<Location> loc,
 }
 
 #define KILN_REDUCE_INFERENCE(OP)                                              \
-  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
-                                     std::optional<Location> loc,              \
-                                     Adaptor adaptor,                          \
-                                     SmallVectorImpl<Type> &inferred) {        \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *, std::optional<Location> loc, Adaptor adaptor,             \
+      SmallVectorImpl<Type> &inferred) {                                       \
     return inferReduce(loc, adaptor, inferred);                                \
   }
 KILN_REDUCE_INFERENCE(ReduceSumOp)
@@ -542,7 +546,8 @@ KILN_REDUCE_INFERENCE(ReduceLogSumExpOp)
 // Neural network operations.
 //===----------------------------------------------------------------------===//
 
-LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &inferred) {
   auto lhs = rankedTypeOf(adaptor.getLhs());
@@ -610,9 +615,8 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
 }
 
 LogicalResult AllReduceMeanOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location>, ValueRange operands,
-    DictionaryAttr, OpaqueProperties, RegionRange,
-    SmallVectorImpl<Type> &inferred) {
+    MLIRContext *, std::optional<Location>, ValueRange operands, DictionaryAttr,
+    OpaqueProperties, RegionRange, SmallVectorImpl<Type> &inferred) {
   // The tensor form returns one result per operand; the buffer form none.
   for (Value operand : operands)
     if (isa<TensorType>(operand.getType()))
@@ -639,8 +643,7 @@ LogicalResult AllReduceMeanOp::verify() {
 /// buffer), one of them `ranks` shards of the other's size: the input of a
 /// scatter or a local shard, the output of a gather.
 static LogicalResult verifySharding(Operation *op, Value input, Value output,
-                                    Value result, int64_t ranks,
-                                    bool gathers) {
+                                    Value result, int64_t ranks, bool gathers) {
   if (!output == !result)
     return op->emitOpError(
         "takes a tensor and returns one, or takes two buffers");
@@ -664,18 +667,18 @@ static LogicalResult verifySharding(Operation *op, Value input, Value output,
 }
 
 LogicalResult ReduceScatterMeanOp::verify() {
-  return verifySharding(*this, getInput(), getOutput(), getResult(),
-                        getRanks(), /*gathers=*/false);
+  return verifySharding(*this, getInput(), getOutput(), getResult(), getRanks(),
+                        /*gathers=*/false);
 }
 
 LogicalResult AllGatherOp::verify() {
-  return verifySharding(*this, getInput(), getOutput(), getResult(),
-                        getRanks(), /*gathers=*/true);
+  return verifySharding(*this, getInput(), getOutput(), getResult(), getRanks(),
+                        /*gathers=*/true);
 }
 
 LogicalResult LocalShardOp::verify() {
-  return verifySharding(*this, getInput(), getOutput(), getResult(),
-                        getRanks(), /*gathers=*/false);
+  return verifySharding(*this, getInput(), getOutput(), getResult(), getRanks(),
+                        /*gathers=*/false);
 }
 
 /// The checks of an attention's optional `mask` against its `query` and
@@ -713,7 +716,8 @@ static LogicalResult verifyAttentionMask(Operation *op, Value query, Value key,
 /// as many queries as keys.
 static LogicalResult verifyFills(Operation *op, bool maskedFill,
                                  bool causalFill, Value mask, Value query,
-                                 Value key, bool causalFillNeedsNoMask = false) {
+                                 Value key,
+                                 bool causalFillNeedsNoMask = false) {
   if (maskedFill && !mask)
     return op->emitOpError("is masked_fill without a mask");
   if (!causalFill)
@@ -723,7 +727,8 @@ static LogicalResult verifyFills(Operation *op, bool maskedFill,
   auto q = cast<ShapedType>(query.getType());
   auto k = cast<ShapedType>(key.getType());
   if (q.getRank() < 2 || k.getRank() < 2)
-    return op->emitOpError("is causal_fill over a query or key of rank below 2");
+    return op->emitOpError(
+        "is causal_fill over a query or key of rank below 2");
   int64_t queries = q.getDimSize(q.getRank() - 2),
           keys = k.getDimSize(k.getRank() - 2);
   if (queries != keys)
@@ -769,9 +774,9 @@ static LogicalResult verifyLibraryOpForm(Operation *op, bool tensors,
       return op->emitOpError("takes buffers with the identity layout, not ")
              << buffer;
   }
-  bool counts = tensors ? op->getNumResults() == produced && outputs.empty()
-                        : op->getNumResults() == 0 &&
-                              outputs.size() == produced;
+  bool counts = tensors
+                    ? op->getNumResults() == produced && outputs.empty()
+                    : op->getNumResults() == 0 && outputs.size() == produced;
   if (!counts)
     return op->emitOpError("has ")
            << produced
@@ -804,14 +809,14 @@ verifyFlash(Operation *op, Value query, Value key, Value value, Value mask,
     return op->emitOpError("needs at least one batch, head, query and key");
   if (d != 16 && d != 32 && d != 64 && d != 128)
     return op->emitOpError("head size ") << d << " is not 16, 32, 64 or 128";
-  SmallVector<int64_t> rows{b, h, sq, d}, keys{b, h, sk, d},
-      stats{b, h, sq, 2}, delta{b, h, sq};
+  SmallVector<int64_t> rows{b, h, sq, d}, keys{b, h, sk, d}, stats{b, h, sq, 2},
+      delta{b, h, sq};
   if (k.getShape() != ArrayRef(keys) || v.getShape() != ArrayRef(keys))
     return op->emitOpError("key and value must be [")
            << b << ", " << h << ", Sk, " << d << "] like the query";
   if (causal && sq != sk)
-    return op->emitOpError("is causal over ") << sq << " queries and " << sk
-                                              << " keys (they must match)";
+    return op->emitOpError("is causal over ")
+           << sq << " queries and " << sk << " keys (they must match)";
   bool tensors = isa<TensorType>(q);
   auto check = [&](Value value, StringRef name) -> LogicalResult {
     ShapedType type = shapeOf(value);
@@ -837,7 +842,7 @@ verifyFlash(Operation *op, Value query, Value key, Value value, Value mask,
         (m.getDimSize(2) != 1 && m.getDimSize(2) != sq) ||
         m.getDimSize(3) != sk)
       return op->emitOpError(
-          "mask must be f32 [B or 1, H or 1, Sq or 1, Sk], not ")
+                 "mask must be f32 [B or 1, H or 1, Sq or 1, Sk], not ")
              << m;
   }
   if (failed(verifyLibraryOpForm(op, tensors, outputs, produced.size())))
@@ -894,15 +899,17 @@ verifyFusedLayerNorm(Operation *op, Value input,
     auto type = cast<ShapedType>(value.getType());
     Type element = type.getElementType();
     bool only16 = name == "rounded_input_grad" || name == "copy";
-    bool elementOk = (element.isF32() && !only16) ||
-                     ((narrow || only16) &&
-                      isa<BFloat16Type, Float16Type>(element));
+    bool elementOk =
+        (element.isF32() && !only16) ||
+        ((narrow || only16) && isa<BFloat16Type, Float16Type>(element));
     if (!elementOk || type.getShape() != ArrayRef(shapeFor(name)))
       return op->emitOpError(name)
              << " must be "
-             << (only16 ? "bf16 or f16" : narrow ? "f32, bf16 or f16" : "f32")
-             << " of shape [" << llvm::interleaved(shapeFor(name))
-             << "], not " << type;
+             << (only16   ? "bf16 or f16"
+                 : narrow ? "f32, bf16 or f16"
+                          : "f32")
+             << " of shape [" << llvm::interleaved(shapeFor(name)) << "], not "
+             << type;
     return success();
   };
   for (auto [value, name] : operands)
@@ -946,8 +953,8 @@ LogicalResult FusedLayerNormOp::verify() {
 
 LogicalResult FusedLayerNormGradOp::verify() {
   // Four results, or five with the input's gradient rounded too.
-  SmallVector<StringRef, 5> produced = {"input_grad", "scale_grad",
-                                        "bias_grad", "partials"};
+  SmallVector<StringRef, 5> produced = {"input_grad", "scale_grad", "bias_grad",
+                                        "partials"};
   size_t count = hasBufferSemantics() ? getOutputs().size() : getNumResults();
   if (count == 5)
     produced.push_back("rounded_input_grad");
@@ -1002,7 +1009,8 @@ static int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride,
   return out;
 }
 
-LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &inferred) {
   auto input = rankedTypeOf(adaptor.getInput());
@@ -1039,9 +1047,10 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
   return success();
 }
 
-LogicalResult ConvTransposeOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &inferred) {
+LogicalResult
+ConvTransposeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                  Adaptor adaptor,
+                                  SmallVectorImpl<Type> &inferred) {
   auto input = rankedTypeOf(adaptor.getInput());
   auto filter = rankedTypeOf(adaptor.getFilter());
   if (!input || !filter)
@@ -1056,8 +1065,8 @@ LogicalResult ConvTransposeOp::inferReturnTypes(
     return failure();
   ArrayRef<int64_t> outputPadding = adaptor.getOutputPadding();
   if (static_cast<int64_t>(outputPadding.size()) != spatial)
-    return failInference(loc, "output_padding needs " + Twine(spatial) +
-                                  " entries");
+    return failInference(loc,
+                         "output_padding needs " + Twine(spatial) + " entries");
   if (groups < 1 || input.getDimSize(1) % groups != 0)
     return failInference(loc, "groups " + Twine(groups) +
                                   " does not divide the channels");
@@ -1073,8 +1082,8 @@ LogicalResult ConvTransposeOp::inferReturnTypes(
                   (window.kernel[i] - 1) * window.dilations[i] + 1 -
                   window.padding[i] - window.padding[i + spatial];
     if (out < 1)
-      return failInference(loc, "output size of spatial dimension " +
-                                    Twine(i) + " is not positive");
+      return failInference(loc, "output size of spatial dimension " + Twine(i) +
+                                    " is not positive");
     shape.push_back(out);
   }
   inferred.push_back(input.clone(shape));
@@ -1207,9 +1216,10 @@ LogicalResult BatchNormOp::verify() {
       SmallVector<Value>{getScale(), getBias(), getMean(), getVariance()});
 }
 
-LogicalResult BatchNormTrainOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &inferred) {
+LogicalResult
+BatchNormTrainOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                   Adaptor adaptor,
+                                   SmallVectorImpl<Type> &inferred) {
   auto input = rankedTypeOf(adaptor.getInput());
   if (!input)
     return failInference(loc, "expected a statically shaped tensor operand");
@@ -1221,7 +1231,8 @@ LogicalResult BatchNormTrainOp::inferReturnTypes(
         type.getDimSize(0) != input.getDimSize(1) ||
         type.getElementType() != input.getElementType())
       return failInference(loc, "scale and bias must be tensor<" +
-                                    Twine(input.getDimSize(1)) + "x...> of "
+                                    Twine(input.getDimSize(1)) +
+                                    "x...> of "
                                     "the input element type");
   }
   auto channels = input.clone(ArrayRef<int64_t>{input.getDimSize(1)});
@@ -1231,7 +1242,8 @@ LogicalResult BatchNormTrainOp::inferReturnTypes(
   return success();
 }
 
-LogicalResult DropoutOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult DropoutOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &inferred) {
   auto input = rankedTypeOf(adaptor.getInput());
@@ -1277,9 +1289,10 @@ static LogicalResult inferLoss(std::optional<Location> loc, Value scores,
   return success();
 }
 
-LogicalResult CrossEntropyOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &inferred) {
+LogicalResult
+CrossEntropyOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                 Adaptor adaptor,
+                                 SmallVectorImpl<Type> &inferred) {
   double smoothing = adaptor.getLabelSmoothing().convertToDouble();
   if (!(smoothing >= 0.0 && smoothing <= 1.0))
     return failInference(loc, "label_smoothing must be in [0, 1]");
@@ -1301,7 +1314,8 @@ LogicalResult CrossEntropyGradOp::verify() {
   return success();
 }
 
-LogicalResult NllLossOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult NllLossOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &inferred) {
   return inferLoss(loc, adaptor.getInput(), adaptor.getLabels(),

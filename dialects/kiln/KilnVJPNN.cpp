@@ -313,11 +313,9 @@ LogicalResult rule(AttentionOp op, RuleBuilder &k, ArrayRef<Value> grads,
   // and its result.
   Value g = grads[0], q = op.getQuery(), key = op.getKey(),
         value = op.getValue(), mask = op.getMask();
-  auto grad = AttentionGradOp::create(k.b, k.loc, q, key, value,
-                                      op.getResult(), g, mask,
-                                      op.getScaleAttr(),
-                                      op.getMaskedFillAttr(),
-                                      op.getCausalFillAttr());
+  auto grad = AttentionGradOp::create(
+      k.b, k.loc, q, key, value, op.getResult(), g, mask, op.getScaleAttr(),
+      op.getMaskedFillAttr(), op.getCausalFillAttr());
   out.append({grad.getQueryGrad(), grad.getKeyGrad(), grad.getValueGrad()});
   if (!mask)
     return success();
@@ -346,9 +344,9 @@ LogicalResult rule(LayerNormOp op, RuleBuilder &k, ArrayRef<Value> grads,
   // One kiln.layer_norm_grad, which recomputes the statistics from the
   // input (its semantics and kiln-decompose's expansion are in KilnOps.td):
   // the forward keeps only its input.
-  auto grad = LayerNormGradOp::create(k.b, k.loc, op.getInput(), op.getScale(),
-                                      grads[0], op.getAxisAttr(),
-                                      op.getEpsilonAttr());
+  auto grad =
+      LayerNormGradOp::create(k.b, k.loc, op.getInput(), op.getScale(),
+                              grads[0], op.getAxisAttr(), op.getEpsilonAttr());
   out.append({grad.getInputGrad(), grad.getScaleGrad()});
   if (op.getBias())
     out.push_back(grad.getBiasGrad());

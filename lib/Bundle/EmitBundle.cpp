@@ -306,14 +306,14 @@ llvm::Error fillCudaProgram(bundle::Program &program,
       continue;
     }
     if (auto *attention = std::get_if<kiln::CudaAttention>(&command)) {
-      if (llvm::Error error = fillAttention(*stored->mutable_attention(),
-                                            *attention, buffers))
+      if (llvm::Error error =
+              fillAttention(*stored->mutable_attention(), *attention, buffers))
         return error;
       continue;
     }
     if (auto *layerNorm = std::get_if<kiln::CudaLayerNorm>(&command)) {
-      if (llvm::Error error = fillLayerNorm(*stored->mutable_layer_norm(),
-                                            *layerNorm, buffers))
+      if (llvm::Error error =
+              fillLayerNorm(*stored->mutable_layer_norm(), *layerNorm, buffers))
         return error;
       continue;
     }
@@ -382,8 +382,8 @@ llvm::Error kiln::writeBundle(const CompiledModel &model, StringRef path,
       index = writer.addParameter(spec, bundle::Parameter::EXTERNAL,
                                   param.trainable);
     } else if (isAllZeros(param.value)) {
-      index = writer.addParameter(spec, bundle::Parameter::ZEROS,
-                                  param.trainable);
+      index =
+          writer.addParameter(spec, bundle::Parameter::ZEROS, param.trainable);
     } else {
       std::string bytes = parameterBytes(param.value);
       index = writer.addParameter(spec, bytes.data(), bytes.size(),
@@ -437,10 +437,10 @@ llvm::Error kiln::writeBundle(const CompiledModel &model, StringRef path,
       point->set_arena_bytes(0);
     }
     if (model.cuda) {
-      auto program = llvm::find_if(model.cuda->programs,
-                                   [&](const CudaProgram &p) {
-                                     return p.entry == entry.name;
-                                   });
+      auto program =
+          llvm::find_if(model.cuda->programs, [&](const CudaProgram &p) {
+            return p.entry == entry.name;
+          });
       if (program == model.cuda->programs.end())
         return makeError("entry point '" + entry.name +
                          "' has no CUDA program");

@@ -9,8 +9,8 @@
 #include "kiln/Compiler/Pipelines.h"
 #include "kiln/Target/Support.h"
 
-#include "kiln/KilnOps.h"
 #include "kiln/Conversion/Passes.h"
+#include "kiln/KilnOps.h"
 #include "kiln/Target/CPU/Passes.h"
 #include "kiln/Target/CUDA/Passes.h"
 #include "kiln/Transforms/Passes.h"
@@ -25,8 +25,8 @@
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
-using llvm::Expected;
 using kiln::makeError;
+using llvm::Expected;
 
 namespace {
 
@@ -90,7 +90,8 @@ llvm::Error collectArguments(ModuleOp module,
                        "' has an unexpected signature after bufferization");
     if (auto bytes = function->getAttrOfType<IntegerAttr>("kiln.arena_bytes"))
       entry.arenaBytes = bytes.getInt();
-    if (auto peak = function->getAttrOfType<DictionaryAttr>("kiln.arena_peak")) {
+    if (auto peak =
+            function->getAttrOfType<DictionaryAttr>("kiln.arena_peak")) {
       auto read = [&](StringRef key) {
         auto value = peak.getAs<IntegerAttr>(key);
         return value ? value.getInt() : 0;
@@ -116,20 +117,21 @@ kiln::compileModel(ModuleOp module, const CompileOptions &options) {
   // exporter's buffers is.
   bool differentiated = module->hasAttr("kiln.differentiated");
   for (auto param : module.getOps<ParamOp>()) {
-    auto value = dyn_cast_or_null<DenseElementsAttr>(param.getInitialValueAttr());
+    auto value =
+        dyn_cast_or_null<DenseElementsAttr>(param.getInitialValueAttr());
     if (!value)
       return makeError("parameter '" + param.getSymName() +
                        "' has no initial value");
     paramIndex[param.getSymName()] = model.params.size();
     auto shardRanks = param->getAttrOfType<IntegerAttr>("kiln.shard_ranks");
-    model.params.push_back({param.getSymName().str(),
-                            cast<RankedTensorType>(param.getType()), value,
-                            !param->hasAttr("kiln.optimizer_state") &&
-                                (differentiated
-                                     ? param->hasAttr("kiln.trained")
-                                     : !param->hasAttr("kiln.buffer")),
-                            param->hasAttr("kiln.optimizer_state"),
-                            shardRanks ? shardRanks.getInt() : 0});
+    model.params.push_back(
+        {param.getSymName().str(), cast<RankedTensorType>(param.getType()),
+         value,
+         !param->hasAttr("kiln.optimizer_state") &&
+             (differentiated ? param->hasAttr("kiln.trained")
+                             : !param->hasAttr("kiln.buffer")),
+         param->hasAttr("kiln.optimizer_state"),
+         shardRanks ? shardRanks.getInt() : 0});
   }
   // Every entry point counts the indices out of range it is given, which
   // the runtime reports (kiln-check-indices); the counts are outputs, so

@@ -9,8 +9,8 @@
 
 #include "kiln/Compiler/Pipelines.h"
 
-#include "kiln/KilnOps.h"
 #include "kiln/Conversion/Passes.h"
+#include "kiln/KilnOps.h"
 #include "kiln/Target/CPU/Passes.h"
 #include "kiln/Target/CUDA/Passes.h"
 #include "kiln/Transforms/Passes.h"
@@ -54,8 +54,7 @@ struct CountKernelsPass
       int64_t n = 0;
       function.walk([&](Operation *op) {
         if (stage == Stage::KilnOps)
-          n += op->getDialect() &&
-               op->getDialect()->getNamespace() == "kiln" &&
+          n += op->getDialect() && op->getDialect()->getNamespace() == "kiln" &&
                !isa<kiln::ConstantOp, kiln::GetParamOp>(op);
         else if (stage == Stage::BeforeFusion)
           n += isa<linalg::LinalgOp, scf::ForallOp>(op);
@@ -382,7 +381,8 @@ splitOptions(StringRef text) {
   while (!text.empty()) {
     size_t equals = text.find('=');
     size_t space = text.find(' ');
-    if (equals == StringRef::npos || (space != StringRef::npos && space < equals))
+    if (equals == StringRef::npos ||
+        (space != StringRef::npos && space < equals))
       return optionError("expected key=value, not '" +
                          text.take_until([](char c) { return c == ' '; }) +
                          "'");
@@ -445,8 +445,7 @@ Expected<T> parseFields(StringRef text, llvm::ArrayRef<Field<T>> fields) {
       std::string known;
       for (const Field<T> &f : fields)
         known += (known.empty() ? "" : ", ") + std::string(f.key);
-      return optionError("unknown option '" + key + "' (known: " + known +
-                         ")");
+      return optionError("unknown option '" + key + "' (known: " + known + ")");
     }
     if (!seen.insert(key).second)
       return optionError("option '" + key + "' is given twice");
@@ -466,8 +465,7 @@ std::string kiln::printTrainingOptions(const TrainingOptions &options) {
   return printFields<TrainingOptions>(options, kTrainingFields);
 }
 
-Expected<kiln::TrainingOptions>
-kiln::parseTrainingOptions(StringRef text) {
+Expected<kiln::TrainingOptions> kiln::parseTrainingOptions(StringRef text) {
   return parseFields<TrainingOptions>(text, kTrainingFields);
 }
 

@@ -2,14 +2,14 @@
 
 #include "kiln/InitAll.h"
 
-#include "kiln/KilnDialect.h"
-#include "kiln/Transforms/Attention.h"
-#include "kiln/Transforms/Training/Collectives.h"
-#include "kiln/Target/CUDA/LayerNorm.h"
 #include "kiln/Conversion/Passes.h"
+#include "kiln/KilnDialect.h"
 #include "kiln/Target/CPU/Passes.h"
+#include "kiln/Target/CUDA/LayerNorm.h"
 #include "kiln/Target/CUDA/Passes.h"
+#include "kiln/Transforms/Attention.h"
 #include "kiln/Transforms/Passes.h"
+#include "kiln/Transforms/Training/Collectives.h"
 #include "kiln/Transforms/Training/Passes.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"

@@ -52,8 +52,7 @@ BlockArgument entryArgument(Value value, Block &entry) {
 std::string argumentName(func::FuncOp function, BlockArgument argument) {
   auto name = function.getArgAttrOfType<StringAttr>(argument.getArgNumber(),
                                                     "kiln.name");
-  return name ? name.str()
-              : "input" + std::to_string(argument.getArgNumber());
+  return name ? name.str() : "input" + std::to_string(argument.getArgNumber());
 }
 
 /// The checks of `function`: the indices of every gather and the labels of
@@ -90,10 +89,9 @@ SmallVector<IndexCheck> collectChecks(func::FuncOp function) {
       // torch.nn.Embedding does, rows [0, size); other data as ONNX's
       // Gather, where -size..-1 count from the end.
       if (auto table = gather.getInput().getDefiningOp<GetParamOp>())
-        add(gather.getIndices(),
-            {Value(), "", 0, size, std::nullopt,
-             llvm::formatv("the rows [0, {0}) of '{1}'", size,
-                           table.getName())});
+        add(gather.getIndices(), {Value(), "", 0, size, std::nullopt,
+                                  llvm::formatv("the rows [0, {0}) of '{1}'",
+                                                size, table.getName())});
       else
         add(gather.getIndices(),
             {Value(), "", -size, size, std::nullopt,

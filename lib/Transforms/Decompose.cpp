@@ -34,7 +34,8 @@ struct Builder {
       return ConstantOp::create(r, loc, DenseElementsAttr::get(type, v));
     }
     if (element.isInteger(1))
-      return ConstantOp::create(r, loc, DenseElementsAttr::get(type, value != 0));
+      return ConstantOp::create(r, loc,
+                                DenseElementsAttr::get(type, value != 0));
     return ConstantOp::create(
         r, loc,
         DenseElementsAttr::get(
@@ -56,12 +57,10 @@ struct Builder {
       return v;
     return ReshapeOp::create(r, loc, type.clone(shape), v);
   }
-  template <typename OpTy>
-  Value binary(Value a, Value b) {
+  template <typename OpTy> Value binary(Value a, Value b) {
     return OpTy::create(r, loc, a, b);
   }
-  template <typename OpTy>
-  Value unary(Value a) {
+  template <typename OpTy> Value unary(Value a) {
     return OpTy::create(r, loc, a);
   }
   template <typename OpTy>
@@ -70,8 +69,8 @@ struct Builder {
                         keepdims ? r.getUnitAttr() : nullptr);
   }
   Value compare(ComparePredicate p, Value a, Value b) {
-    return CompareOp::create(r, loc, ComparePredicateAttr::get(r.getContext(), p),
-                             a, b);
+    return CompareOp::create(
+        r, loc, ComparePredicateAttr::get(r.getContext(), p), a, b);
   }
   Value select(Value c, Value a, Value b) {
     return SelectOp::create(r, loc, a.getType(), c, a, b);
@@ -111,7 +110,8 @@ SmallVector<int64_t> range(int64_t begin, int64_t end) {
 
 struct DecomposeSoftmax : OpRewritePattern<SoftmaxOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(SoftmaxOp op, PatternRewriter &r) const override {
+  LogicalResult matchAndRewrite(SoftmaxOp op,
+                                PatternRewriter &r) const override {
     Builder b{r, op.getLoc()};
     SmallVector<int64_t> dims{static_cast<int64_t>(op.getAxis())};
     Value e = b.unary<ExpOp>(b.shiftByMax(op.getInput(), dims));
@@ -175,9 +175,8 @@ struct DecomposeAttentionGrad : OpRewritePattern<AttentionGradOp> {
     if (op.getMaskedFill()) {
       // The scores the mask fills get no gradient.
       Value mask = b.bcast(op.getMask(), shape);
-      Value filled =
-          b.compare(ComparePredicate::le, mask,
-                    b.splat(b.typeOf(mask), kMaskedFillAtMost));
+      Value filled = b.compare(ComparePredicate::le, mask,
+                               b.splat(b.typeOf(mask), kMaskedFillAtMost));
       ds = b.select(filled, b.splat(b.typeOf(ds), 0.0), ds);
     }
     if (op.getCausalFill()) {
@@ -210,8 +209,9 @@ struct DecomposeLogSoftmax : OpRewritePattern<LogSoftmaxOp> {
     Value shifted = b.shiftByMax(op.getInput(), dims);
     Value sum = b.reduce<ReduceSumOp>(b.unary<ExpOp>(shifted), dims, true);
     Value logSum = b.unary<LogOp>(sum);
-    r.replaceOp(op, b.binary<SubOp>(shifted,
-                                    b.bcast(logSum, b.typeOf(shifted).getShape())));
+    r.replaceOp(op,
+                b.binary<SubOp>(shifted,
+                                b.bcast(logSum, b.typeOf(shifted).getShape())));
     return success();
   }
 };
@@ -221,14 +221,16 @@ struct DecomposeReduceMean : OpRewritePattern<ReduceMeanOp> {
   LogicalResult matchAndRewrite(ReduceMeanOp op,
                                 PatternRewriter &r) const override {
     Builder b{r, op.getLoc()};
-    r.replaceOp(op, b.mean(op.getInput(), op.getDimensions(), op.getKeepdims()));
+    r.replaceOp(op,
+                b.mean(op.getInput(), op.getDimensions(), op.getKeepdims()));
     return success();
   }
 };
 
 struct DecomposeReduceL2 : OpRewritePattern<ReduceL2Op> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(ReduceL2Op op, PatternRewriter &r) const override {
+  LogicalResult matchAndRewrite(ReduceL2Op op,
+                                PatternRewriter &r) const override {
     Builder b{r, op.getLoc()};
     Value squares = b.binary<MulOp>(op.getInput(), op.getInput());
     r.replaceOp(op, b.unary<SqrtOp>(b.reduce<ReduceSumOp>(
@@ -268,8 +270,8 @@ Value normalize(Builder &b, Value x, ArrayRef<int64_t> dims, double epsilon,
   Value mean = b.mean(x, dims, true);
   Value centered = b.binary<SubOp>(x, b.bcast(mean, shape));
   Value var = b.mean(b.binary<MulOp>(centered, centered), dims, true);
-  Value invStd = b.unary<RsqrtOp>(
-      b.binary<AddOp>(var, b.splat(b.typeOf(var), epsilon)));
+  Value invStd =
+      b.unary<RsqrtOp>(b.binary<AddOp>(var, b.splat(b.typeOf(var), epsilon)));
   if (meanOut)
     *meanOut = mean;
   if (varOut)
@@ -281,7 +283,8 @@ Value normalize(Builder &b, Value x, ArrayRef<int64_t> dims, double epsilon,
 
 struct DecomposeLayerNorm : OpRewritePattern<LayerNormOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(LayerNormOp op, PatternRewriter &r) const override {
+  LogicalResult matchAndRewrite(LayerNormOp op,
+                                PatternRewriter &r) const override {
     Builder b{r, op.getLoc()};
     Value x = op.getInput();
     ArrayRef<int64_t> shape = b.typeOf(x).getShape();
@@ -314,10 +317,10 @@ struct DecomposeLayerNormGrad : OpRewritePattern<LayerNormGradOp> {
     Value meanGs = b.bcast(b.mean(gs, rows, true), shape);
     Value meanGsXhat =
         b.bcast(b.mean(b.binary<MulOp>(gs, xhat), rows, true), shape);
-    Value dx = b.binary<MulOp>(
-        b.bcast(invStd, shape),
-        b.binary<SubOp>(b.binary<SubOp>(gs, meanGs),
-                        b.binary<MulOp>(xhat, meanGsXhat)));
+    Value dx =
+        b.binary<MulOp>(b.bcast(invStd, shape),
+                        b.binary<SubOp>(b.binary<SubOp>(gs, meanGs),
+                                        b.binary<MulOp>(xhat, meanGsXhat)));
     // Over the leading dimensions; none when every dimension is normalized.
     SmallVector<int64_t> leading = range(0, op.getAxis());
     auto sumLeading = [&](Value v) {
@@ -339,7 +342,8 @@ Value perChannel(Builder &b, Value v, ArrayRef<int64_t> shape) {
 
 struct DecomposeBatchNorm : OpRewritePattern<BatchNormOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(BatchNormOp op, PatternRewriter &r) const override {
+  LogicalResult matchAndRewrite(BatchNormOp op,
+                                PatternRewriter &r) const override {
     Builder b{r, op.getLoc()};
     ArrayRef<int64_t> shape = b.typeOf(op.getInput()).getShape();
     Value var = op.getVariance();
@@ -348,8 +352,9 @@ struct DecomposeBatchNorm : OpRewritePattern<BatchNormOp> {
     Value scale = b.binary<MulOp>(invStd, op.getScale());
     Value centered =
         b.binary<SubOp>(op.getInput(), perChannel(b, op.getMean(), shape));
-    Value y = b.binary<AddOp>(b.binary<MulOp>(centered, perChannel(b, scale, shape)),
-                              perChannel(b, op.getBias(), shape));
+    Value y =
+        b.binary<AddOp>(b.binary<MulOp>(centered, perChannel(b, scale, shape)),
+                        perChannel(b, op.getBias(), shape));
     r.replaceOp(op, y);
     return success();
   }
@@ -365,12 +370,13 @@ struct DecomposeBatchNormTrain : OpRewritePattern<BatchNormTrainOp> {
     SmallVector<int64_t> dims{0};
     llvm::append_range(dims, range(2, shape.size()));
     Value mean, var;
-    Value y = normalize(b, x, dims, op.getEpsilon().convertToDouble(), &mean,
-                        &var);
+    Value y =
+        normalize(b, x, dims, op.getEpsilon().convertToDouble(), &mean, &var);
     y = b.binary<AddOp>(b.binary<MulOp>(y, perChannel(b, op.getScale(), shape)),
                         perChannel(b, op.getBias(), shape));
     int64_t channels = shape[1];
-    r.replaceOp(op, {y, b.reshape(mean, {channels}), b.reshape(var, {channels})});
+    r.replaceOp(op,
+                {y, b.reshape(mean, {channels}), b.reshape(var, {channels})});
     return success();
   }
 };
@@ -412,8 +418,7 @@ LabelWeights weighLabels(Builder &b, Value labels, Value classWeight,
 Value keepCounted(Builder &b, const LabelWeights &w, Value perElement) {
   if (!w.counted)
     return perElement;
-  return b.select(w.counted, perElement,
-                  b.splat(b.typeOf(perElement), 0));
+  return b.select(w.counted, perElement, b.splat(b.typeOf(perElement), 0));
 }
 
 /// scores[n, label, d...] ([N, D...]) with gather_elements on [N, 1, D...].
@@ -452,7 +457,8 @@ Value logSumExp(Builder &b, Value logits) {
 
 struct DecomposeNllLoss : OpRewritePattern<NllLossOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(NllLossOp op, PatternRewriter &r) const override {
+  LogicalResult matchAndRewrite(NllLossOp op,
+                                PatternRewriter &r) const override {
     Builder b{r, op.getLoc()};
     LabelWeights w =
         weighLabels(b, op.getLabels(), op.getWeight(), op.getIgnoreIndex(),
@@ -503,9 +509,9 @@ struct DecomposeCrossEntropy : OpRewritePattern<CrossEntropyOp> {
         totalWeight =
             b.bcast(b.reduce<ReduceSumOp>(classWeight, {0}, false), rows);
       }
-      Value smooth = b.binary<SubOp>(
-          b.binary<MulOp>(lse, totalWeight),
-          b.reduce<ReduceSumOp>(weighted, {1}, false));
+      Value smooth =
+          b.binary<SubOp>(b.binary<MulOp>(lse, totalWeight),
+                          b.reduce<ReduceSumOp>(weighted, {1}, false));
       smooth = b.binary<DivOp>(smooth, b.splat(valueType, classes));
       if (w.counted)
         smooth = b.select(w.counted, smooth, b.splat(valueType, 0));
@@ -541,17 +547,16 @@ struct DecomposeCrossEntropyGrad : OpRewritePattern<CrossEntropyGradOp> {
     Value grad = op.getGrad();
     if (op.getReduction() == Reduction::mean)
       grad = b.binary<DivOp>(
-          grad, b.reduce<ReduceSumOp>(w.weight, range(0, rowType.getRank()),
-                                      false));
+          grad,
+          b.reduce<ReduceSumOp>(w.weight, range(0, rowType.getRank()), false));
     grad = b.bcast(grad, rows);
     auto perRow = [&](Value v) { return b.bcast(b.reshape(v, kept), shape); };
     Value p = b.unary<ExpOp>(
         b.binary<SubOp>(logits, b.bcast(logSumExp(b, logits), shape)));
-    Value classes = IotaOp::create(r, op.getLoc(),
-                                   scoreType.clone(b.typeOf(op.getLabels())
-                                                       .getElementType()),
-                                   r.getI64IntegerAttr(1),
-                                   r.getF64FloatAttr(0), r.getF64FloatAttr(1));
+    Value classes = IotaOp::create(
+        r, op.getLoc(),
+        scoreType.clone(b.typeOf(op.getLabels()).getElementType()),
+        r.getI64IntegerAttr(1), r.getF64FloatAttr(0), r.getF64FloatAttr(1));
     Value hit = b.compare(ComparePredicate::eq, classes, perRow(w.safeLabels));
     Value target = b.select(hit, b.splat(scoreType, 1), b.splat(scoreType, 0));
     double smoothing = op.getLabelSmoothing().convertToDouble();
@@ -569,18 +574,18 @@ struct DecomposeCrossEntropyGrad : OpRewritePattern<CrossEntropyGradOp> {
       // s / C (W p - w); without class weights W = C and w = 1.
       Value spread;
       if (classWeight) {
-        Value total = b.bcast(
-            b.reshape(b.reduce<ReduceSumOp>(classWeight, {0}, false),
-                      SmallVector<int64_t>(shape.size(), 1)),
-            shape);
-        spread = b.binary<MulOp>(
-            b.binary<SubOp>(b.binary<MulOp>(total, p),
-                            perChannel(b, classWeight, shape)),
-            b.splat(scoreType, smoothing / count));
+        Value total =
+            b.bcast(b.reshape(b.reduce<ReduceSumOp>(classWeight, {0}, false),
+                              SmallVector<int64_t>(shape.size(), 1)),
+                    shape);
+        spread =
+            b.binary<MulOp>(b.binary<SubOp>(b.binary<MulOp>(total, p),
+                                            perChannel(b, classWeight, shape)),
+                            b.splat(scoreType, smoothing / count));
       } else {
-        spread = b.binary<MulOp>(
-            b.binary<SubOp>(p, b.splat(scoreType, 1.0 / count)),
-            b.splat(scoreType, smoothing));
+        spread =
+            b.binary<MulOp>(b.binary<SubOp>(p, b.splat(scoreType, 1.0 / count)),
+                            b.splat(scoreType, smoothing));
       }
       dx = b.binary<AddOp>(dx, b.binary<MulOp>(perRow(counted), spread));
     }
@@ -589,8 +594,7 @@ struct DecomposeCrossEntropyGrad : OpRewritePattern<CrossEntropyGradOp> {
   }
 };
 
-struct KilnDecomposePass
-    : kiln::impl::KilnDecomposeBase<KilnDecomposePass> {
+struct KilnDecomposePass : kiln::impl::KilnDecomposeBase<KilnDecomposePass> {
   using KilnDecomposeBase::KilnDecomposeBase;
 
   void runOnOperation() override {
@@ -608,8 +612,8 @@ struct KilnDecomposePass
 
     RewritePatternSet patterns(&getContext());
     patterns.add<DecomposeSoftmax, DecomposeLogSoftmax, DecomposeReduceMean,
-                 DecomposeReduceL2, DecomposeLogSumExp,
-                 DecomposeBatchNorm, DecomposeBatchNormTrain, DecomposeNllLoss,
+                 DecomposeReduceL2, DecomposeLogSumExp, DecomposeBatchNorm,
+                 DecomposeBatchNormTrain, DecomposeNllLoss,
                  DecomposeCrossEntropyGrad>(&getContext());
     patterns.add<DecomposeCrossEntropy>(&getContext(), keepCrossEntropy);
     if (!keepAttention)
@@ -618,8 +622,8 @@ struct KilnDecomposePass
       patterns.add<DecomposeLayerNorm, DecomposeLayerNormGrad>(&getContext());
     GreedyRewriteConfig config;
     config.enableFolding(false);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
-                                     config)))
+    if (failed(
+            applyPatternsGreedily(getOperation(), std::move(patterns), config)))
       signalPassFailure();
   }
 };

@@ -38,8 +38,8 @@ struct KilnExternalizeParamsPass
       for (auto &[name, uses] : reads) {
         unsigned index = function.getNumArguments();
         Type type = uses.front().getType();
-        if (failed(function.insertArgument(index, type,
-                                           DictionaryAttr(), function.getLoc())))
+        if (failed(function.insertArgument(index, type, DictionaryAttr(),
+                                           function.getLoc())))
           return signalPassFailure();
         function.setArgAttr(index, "kiln.param", name);
         for (GetParamOp read : uses) {

@@ -318,15 +318,15 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
     bool maskedFill = fill == Fill::Masked, causalFill = fill == Fill::Causal;
     MatmulOp scores = chain.scores;
     Location loc = op.getLoc();
-    Value query = scores.getTransposeLhs() ? swapLastTwo(r, loc, chain.lhs)
-                                           : chain.lhs;
-    Value key = scores.getTransposeRhs() ? chain.rhs
-                                         : swapLastTwo(r, loc, chain.rhs);
+    Value query =
+        scores.getTransposeLhs() ? swapLastTwo(r, loc, chain.lhs) : chain.lhs;
+    Value key =
+        scores.getTransposeRhs() ? chain.rhs : swapLastTwo(r, loc, chain.rhs);
     Value value =
         op.getTransposeRhs() ? swapLastTwo(r, loc, op.getRhs()) : op.getRhs();
-    Value mask = buildMask(r, loc, chain,
-                           cast<RankedTensorType>(scores.getType()),
-                           maskedFill || causalFill);
+    Value mask =
+        buildMask(r, loc, chain, cast<RankedTensorType>(scores.getType()),
+                  maskedFill || causalFill);
     r.replaceOpWithNewOp<AttentionOp>(op, query, key, value, mask,
                                       r.getF64FloatAttr(chain.scale),
                                       maskedFill ? r.getUnitAttr() : nullptr,

@@ -123,9 +123,10 @@ OpOperand *mergeableState(linalg::GenericOp update) {
         !update.getMatchingIndexingMap(operand).isIdentity() ||
         !state.getIndexingMapMatchingResult(state->getResult(0)).isIdentity())
       continue;
-    bool onlyReturned = llvm::all_of(operand->get().getUses(), [&](OpOperand &use) {
-      return &use == operand || isa<func::ReturnOp>(use.getOwner());
-    });
+    bool onlyReturned =
+        llvm::all_of(operand->get().getUses(), [&](OpOperand &use) {
+          return &use == operand || isa<func::ReturnOp>(use.getOwner());
+        });
     if (onlyReturned && operand->get().getNumUses() == 2)
       return operand;
   }
@@ -141,16 +142,16 @@ bool isFinishedUpdate(linalg::GenericOp op) {
   for (OpOperand &init : op.getDpsInitsMutable())
     if (!op.getMatchingIndexingMap(&init).isIdentity())
       return false;
-  return llvm::all_of(op->getUsers(),
-                      [](Operation *user) { return isa<func::ReturnOp>(user); });
+  return llvm::all_of(op->getUsers(), [](Operation *user) {
+    return isa<func::ReturnOp>(user);
+  });
 }
 
 /// Merges `first` into `second`, a later loop over the same iteration
 /// space: one loop computes both and yields first's results, then second's.
 /// With `feed`, an input of `second` that reads first's (only) result, that
 /// input takes the value the loop just computed instead of reading it back.
-linalg::GenericOp mergeLoops(linalg::GenericOp first,
-                             linalg::GenericOp second,
+linalg::GenericOp mergeLoops(linalg::GenericOp first, linalg::GenericOp second,
                              OpOperand *feed = nullptr) {
   SmallVector<Value> inputs, outputs;
   SmallVector<AffineMap> maps;
@@ -190,7 +191,8 @@ linalg::GenericOp mergeLoops(linalg::GenericOp first,
                         args[nextOutput++]);
           for (Operation &op : body->without_terminator())
             nb.clone(op, mapping);
-          for (Value v : cast<linalg::YieldOp>(body->getTerminator()).getValues())
+          for (Value v :
+               cast<linalg::YieldOp>(body->getTerminator()).getValues())
             yields.push_back(mapping.lookupOrDefault(v));
         }
         linalg::YieldOp::create(nb, loc, yields);
@@ -199,7 +201,8 @@ linalg::GenericOp mergeLoops(linalg::GenericOp first,
   for (unsigned i = 0; i < firstResults; ++i)
     first->getResult(i).replaceAllUsesWith(merged->getResult(i));
   for (unsigned i = 0; i < second->getNumResults(); ++i)
-    second->getResult(i).replaceAllUsesWith(merged->getResult(firstResults + i));
+    second->getResult(i).replaceAllUsesWith(
+        merged->getResult(firstResults + i));
   second.erase();
   first.erase();
   return merged;
@@ -230,7 +233,7 @@ void mergeUpdatesByShape(func::FuncOp function) {
       continue;
     }
     found->second = {mergeLoops(found->second.first, update),
-                      found->second.second + 1};
+                     found->second.second + 1};
   }
 }
 
@@ -268,8 +271,8 @@ struct KilnFuseElementwisePass
       getOperation().walk([&](linalg::GenericOp op) { updates.push_back(op); });
       for (linalg::GenericOp update : updates)
         if (OpOperand *operand = mergeableState(update)) {
-          mergeLoops(operand->get().getDefiningOp<linalg::GenericOp>(),
-                     update, operand);
+          mergeLoops(operand->get().getDefiningOp<linalg::GenericOp>(), update,
+                     operand);
           changed = true;
           break;
         }

@@ -62,8 +62,8 @@ void collectProduct(Value v, bool open, Product &p) {
       p.scale /= *divisor;
     }
     p.inner.push_back(op);
-    for (Value operand : isa<DivOp>(op) ? op->getOperands().take_front()
-                                        : op->getOperands())
+    for (Value operand :
+         isa<DivOp>(op) ? op->getOperands().take_front() : op->getOperands())
       collectProduct(operand, operand.hasOneUse(), p);
     return;
   }
@@ -193,8 +193,9 @@ struct KilnFuseGeluPass : kiln::impl::KilnFuseGeluBase<KilnFuseGeluPass> {
       if (x.getType() != root.getType())
         continue;
       OpBuilder b(root);
-      Value gelu = GeluOp::create(b, root.getLoc(), root.getType(), x,
-                                  GeluApproximationAttr::get(&getContext(), kind));
+      Value gelu =
+          GeluOp::create(b, root.getLoc(), root.getType(), x,
+                         GeluApproximationAttr::get(&getContext(), kind));
       root.getResult().replaceAllUsesWith(gelu);
       // The matched ops now compute nothing anyone reads.
       eraseDead(ops, erased);
@@ -202,7 +203,8 @@ struct KilnFuseGeluPass : kiln::impl::KilnFuseGeluBase<KilnFuseGeluPass> {
   }
 
   /// Erases the ops of `ops` whose results are unused, until none is left.
-  static void eraseDead(ArrayRef<Operation *> ops, DenseSet<Operation *> &erased) {
+  static void eraseDead(ArrayRef<Operation *> ops,
+                        DenseSet<Operation *> &erased) {
     bool changed = true;
     while (changed) {
       changed = false;

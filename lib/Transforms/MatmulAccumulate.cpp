@@ -12,8 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Transforms/Utils/Gemm.h"
 #include "kiln/Transforms/Passes.h"
+#include "kiln/Transforms/Utils/Gemm.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -33,7 +33,8 @@ namespace {
 /// addition, so the product can write it in place.
 bool worthAccumulatingInto(Value v) {
   Operation *def = v.getDefiningOp();
-  if (!def || !v.hasOneUse() || isa<linalg::BroadcastOp, linalg::TransposeOp>(def))
+  if (!def || !v.hasOneUse() ||
+      isa<linalg::BroadcastOp, linalg::TransposeOp>(def))
     return false;
   auto generic = dyn_cast<linalg::GenericOp>(def);
   return !generic || !generic.getBody()->without_terminator().empty();
@@ -44,7 +45,8 @@ bool worthAccumulatingInto(Value v) {
 /// the body one addf of the two inputs.
 bool isPlainAddition(linalg::GenericOp op) {
   if (!op.hasPureTensorSemantics() || op.getNumDpsInputs() != 2 ||
-      op.getNumDpsInits() != 1 || op.getNumLoops() != op.getNumParallelLoops() ||
+      op.getNumDpsInits() != 1 ||
+      op.getNumLoops() != op.getNumParallelLoops() ||
       !llvm::all_of(op.getIndexingMapsArray(),
                     [](AffineMap map) { return map.isIdentity(); }))
     return false;

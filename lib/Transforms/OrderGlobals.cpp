@@ -44,17 +44,15 @@ std::string contentKey(memref::GlobalOp global) {
   return key;
 }
 
-struct KilnOrderGlobals
-    : kiln::impl::KilnOrderGlobalsBase<KilnOrderGlobals> {
+struct KilnOrderGlobals : kiln::impl::KilnOrderGlobalsBase<KilnOrderGlobals> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<std::pair<std::string, memref::GlobalOp>> keyed;
     for (auto global : module.getOps<memref::GlobalOp>())
       if (global.isPrivate())
         keyed.push_back({contentKey(global), global});
-    llvm::sort(keyed, [](const auto &a, const auto &b) {
-      return a.first < b.first;
-    });
+    llvm::sort(keyed,
+               [](const auto &a, const auto &b) { return a.first < b.first; });
 
     SymbolTable symbols(module);
     auto rename = [&](memref::GlobalOp global, StringAttr name) {
@@ -80,11 +78,11 @@ struct KilnOrderGlobals
     MLIRContext *context = module.getContext();
     for (auto [index, global] : llvm::enumerate(kept))
       if (failed(rename(global, StringAttr::get(context, "__kiln_renaming_" +
-                                                            Twine(index)))))
+                                                             Twine(index)))))
         return signalPassFailure();
     for (auto [index, global] : llvm::enumerate(kept))
-      if (failed(rename(global,
-                        StringAttr::get(context, "__constant_" + Twine(index)))))
+      if (failed(rename(
+              global, StringAttr::get(context, "__constant_" + Twine(index)))))
         return signalPassFailure();
     Block *body = module.getBody();
     for (memref::GlobalOp global : llvm::reverse(kept))

@@ -76,7 +76,8 @@ LogicalResult lastUse(Block &block, Value value,
           !isa<func::FuncOp>(user->getParentOp()))
         producer = user->getParentOp();
       for (Value result : producer->getResults())
-        if (isa<BaseMemRefType>(result.getType()) && visited.insert(result).second)
+        if (isa<BaseMemRefType>(result.getType()) &&
+            visited.insert(result).second)
           worklist.push_back(result);
     }
   }
@@ -107,12 +108,12 @@ int64_t fit(SmallVectorImpl<std::pair<int64_t, int64_t>> &busy, int64_t size,
 /// buffer also keeps off the bytes of those alive within that many steps of
 /// it, or within half as many, a quarter, and so on: the farthest that
 /// fits in the arena placed so far. Returns the arena size.
-int64_t place(MutableArrayRef<Buffer> buffers, bool bestFit,
-              int64_t distance) {
+int64_t place(MutableArrayRef<Buffer> buffers, bool bestFit, int64_t distance) {
   SmallVector<Buffer *> order;
   for (Buffer &b : buffers)
     order.push_back(&b);
-  llvm::stable_sort(order, [](Buffer *a, Buffer *b) { return a->bytes > b->bytes; });
+  llvm::stable_sort(order,
+                    [](Buffer *a, Buffer *b) { return a->bytes > b->bytes; });
   SmallVector<Buffer *> placed;
   int64_t total = 0;
   for (Buffer *buffer : order) {
@@ -136,9 +137,10 @@ int64_t place(MutableArrayRef<Buffer> buffers, bool bestFit,
                [](const auto &x, const auto &y) { return x.first < y.first; });
     size_t tried = near.size() + 1;
     for (int64_t within = distance; within > 0 && offset < 0; within /= 2) {
-      size_t kept = llvm::partition_point(near, [&](const auto &entry) {
-                      return entry.first <= within;
-                    }) - near.begin();
+      size_t kept =
+          llvm::partition_point(
+              near, [&](const auto &entry) { return entry.first <= within; }) -
+          near.begin();
       if (kept == 0)
         break;
       if (kept == tried)
@@ -213,9 +215,8 @@ memref::AllocOp rootAllocation(Value buffer) {
 /// end): a reduce-scatter's or all-gather's input stays alive as long as
 /// its output does, and a buffer nothing touches after the collective to
 /// the end.
-void keepBuffersOfCollectives(
-    Block &block, MutableArrayRef<Buffer> buffers,
-    const DenseMap<Operation *, int64_t> &position) {
+void keepBuffersOfCollectives(Block &block, MutableArrayRef<Buffer> buffers,
+                              const DenseMap<Operation *, int64_t> &position) {
   DenseMap<Operation *, Buffer *> byAlloc;
   for (Buffer &buffer : buffers)
     byAlloc[buffer.alloc] = &buffer;
@@ -265,8 +266,7 @@ int64_t placeTighter(MutableArrayRef<Buffer> buffers, int64_t distance) {
       [](int64_t bestFit, int64_t firstFit) { return bestFit <= firstFit; });
 }
 
-struct KilnPlanMemoryPass
-    : kiln::impl::KilnPlanMemoryBase<KilnPlanMemoryPass> {
+struct KilnPlanMemoryPass : kiln::impl::KilnPlanMemoryBase<KilnPlanMemoryPass> {
   using Base::Base;
 
   void runOnOperation() override {
@@ -303,11 +303,12 @@ struct KilnPlanMemoryPass
       }
       Buffer buffer;
       buffer.alloc = alloc;
-      buffer.bytes = type.getNumElements() * elementBytes(type.getElementType());
+      buffer.bytes =
+          type.getNumElements() * elementBytes(type.getElementType());
       buffer.first = buffer.last = position[alloc];
       Operation *writer = nullptr;
-      if (failed(lastUse(block, alloc.getResult(), position, buffer.last,
-                         writer)))
+      if (failed(
+              lastUse(block, alloc.getResult(), position, buffer.last, writer)))
         return WalkResult::interrupt();
       buffer.phase = kiln::phaseOf(writer ? writer->getLoc() : alloc.getLoc());
       buffers.push_back(buffer);

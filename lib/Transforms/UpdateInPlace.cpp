@@ -13,8 +13,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Transforms/Utils/Buffers.h"
 #include "kiln/Transforms/Passes.h"
+#include "kiln/Transforms/Utils/Buffers.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -83,10 +83,9 @@ Access accessOfBuffers(Operation *op) {
     return a;
   }
   // Scalar and address arithmetic touch no memory.
-  bool usesMemory =
-      isa<CallOpInterface>(op) || op->getNumRegions() > 0 ||
-      llvm::any_of(op->getOperandTypes(),
-                   [](Type t) { return isa<BaseMemRefType>(t); });
+  bool usesMemory = isa<CallOpInterface>(op) || op->getNumRegions() > 0 ||
+                    llvm::any_of(op->getOperandTypes(),
+                                 [](Type t) { return isa<BaseMemRefType>(t); });
   if (!usesMemory)
     return a;
   // Anything else (library calls through raw pointers, loops): every buffer
@@ -140,7 +139,8 @@ struct KilnUpdateInPlacePass
           continue;
         auto copy = dyn_cast<memref::CopyOp>(*out.getUsers().begin());
         if (copy && copy.getTarget() == out &&
-            succeeded(writeInPlace(function.getBody().front(), copy, param, out)))
+            succeeded(
+                writeInPlace(function.getBody().front(), copy, param, out)))
           changed = true;
       }
     }
@@ -152,8 +152,7 @@ struct KilnUpdateInPlacePass
   LogicalResult writeInPlace(Block &block, memref::CopyOp copy, Value param,
                              Value out) {
     Value source = copy.getSource();
-    if (!source.getDefiningOp<memref::AllocOp>() ||
-        copy->getBlock() != &block)
+    if (!source.getDefiningOp<memref::AllocOp>() || copy->getBlock() != &block)
       return failure();
     SmallVector<Operation *> ops;
     SmallVector<Access> accesses;
@@ -195,7 +194,8 @@ struct KilnUpdateInPlacePass
     for (OpOperand *input : writer.getDpsInputOperands()) {
       if (rootOf(input->get()) != param)
         continue;
-      if (input->get() != param || writer.getMatchingIndexingMap(input) != initMap)
+      if (input->get() != param ||
+          writer.getMatchingIndexingMap(input) != initMap)
         return failure();
     }
     // Every other read of the old value must come first: move the writer

@@ -4,8 +4,8 @@
 
 #include "kiln/runtime/Manifest.h"
 
-#include <atomic>
 #include "MappedFile.h"
+#include <atomic>
 
 #include <cerrno>
 #include <cstdio>
@@ -127,8 +127,8 @@ uint32_t BundleWriter::addTarget(const bp::Target &target,
   bp::Target *added = manifestProto.add_targets();
   *added = target;
   added->clear_images();
-  uint32_t first = kFirstCodeSectionIndex +
-                   static_cast<uint32_t>(codeSections.size());
+  uint32_t first =
+      kFirstCodeSectionIndex + static_cast<uint32_t>(codeSections.size());
   added->set_code_section(first);
   for (Image &image : images) {
     bp::CodeImage *entry = added->add_images();

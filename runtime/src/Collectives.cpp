@@ -18,10 +18,10 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
-#include <deque>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -128,9 +128,8 @@ public:
     for (int64_t offset = 0; offset < count; offset += INT_MAX) {
       int piece = static_cast<int>(std::min<int64_t>(count - offset, INT_MAX));
       slot.requests.push_back(MPI_REQUEST_NULL);
-      int error =
-          MPI_Iallreduce(MPI_IN_PLACE, data + offset, piece, MPI_FLOAT,
-                         MPI_SUM, comm, &slot.requests.back());
+      int error = MPI_Iallreduce(MPI_IN_PLACE, data + offset, piece, MPI_FLOAT,
+                                 MPI_SUM, comm, &slot.requests.back());
       if (error != MPI_SUCCESS)
         fatal("MPI_Iallreduce of " + std::to_string(count) +
               " f32 values failed: " + mpiErrorText(error));
@@ -142,9 +141,9 @@ public:
                                     int64_t count) override {
     return beginShards("reduce-scatter", "MPI_Ireduce_scatter_block", output,
                        count, [&](int n, MPI_Request *request) {
-                         return MPI_Ireduce_scatter_block(
-                             input, output, n, MPI_FLOAT, MPI_SUM, comm,
-                             request);
+                         return MPI_Ireduce_scatter_block(input, output, n,
+                                                          MPI_FLOAT, MPI_SUM,
+                                                          comm, request);
                        });
   }
 
@@ -206,9 +205,9 @@ public:
     std::vector<MPI_Request> requests(1, MPI_REQUEST_NULL);
     {
       std::lock_guard<std::mutex> lock(mutex);
-      if (int error = MPI_Iallreduce(MPI_IN_PLACE, values,
-                                     static_cast<int>(count), MPI_DOUBLE,
-                                     mpiOp, comm, &requests[0]))
+      if (int error =
+              MPI_Iallreduce(MPI_IN_PLACE, values, static_cast<int>(count),
+                             MPI_DOUBLE, mpiOp, comm, &requests[0]))
         return failure("MPI_Iallreduce of " + std::to_string(count) +
                        " host values failed: " + mpiErrorText(error));
     }
@@ -238,7 +237,10 @@ public:
   Status allGather(const void *input, void *output, size_t bytes) override {
     // In 8-, 4- or 2-byte units where they divide the size, so that as many
     // bytes pass as a step's collectives move (2^31 - 1 f32 per rank).
-    size_t unit = bytes % 8 == 0 ? 8 : bytes % 4 == 0 ? 4 : bytes % 2 == 0 ? 2 : 1;
+    size_t unit = bytes % 8 == 0   ? 8
+                  : bytes % 4 == 0 ? 4
+                  : bytes % 2 == 0 ? 2
+                                   : 1;
     MPI_Datatype type = unit == 8   ? MPI_UINT64_T
                         : unit == 4 ? MPI_UINT32_T
                         : unit == 2 ? MPI_UINT16_T
@@ -264,9 +266,9 @@ public:
   Status finalize() override {
     std::lock_guard<std::mutex> lock(mutex);
     if (freeSlots.size() != slots.size())
-      return invalidArgument("kiln_distributed_finalize: ",
-                             slots.size() - freeSlots.size(),
-                             " collectives are still outstanding");
+      return invalidArgument(
+          "kiln_distributed_finalize: ", slots.size() - freeSlots.size(),
+          " collectives are still outstanding");
     if (int error = MPI_Comm_free(&comm))
       return failure("MPI_Comm_free failed: " + mpiErrorText(error));
     if (ownsMpi)
@@ -348,9 +350,9 @@ private:
       int done = 0;
       {
         std::lock_guard<std::mutex> lock(mutex);
-        if (int error = MPI_Testall(static_cast<int>(requests.size()),
-                                    requests.data(), &done,
-                                    MPI_STATUSES_IGNORE))
+        if (int error =
+                MPI_Testall(static_cast<int>(requests.size()), requests.data(),
+                            &done, MPI_STATUSES_IGNORE))
           return failure("MPI_Testall on " + what +
                          " failed: " + mpiErrorText(error));
       }
@@ -367,16 +369,15 @@ private:
                        "same collectives");
       }
       if (polls > 1000)
-        std::this_thread::sleep_for(std::chrono::microseconds(
-            polls > 100000 ? 1000 : 50));
+        std::this_thread::sleep_for(
+            std::chrono::microseconds(polls > 100000 ? 1000 : 50));
     }
   }
 
   /// Ends every rank: what compiled code cannot be told.
   [[noreturn]] void fatal(const std::string &message) {
-    std::string line = message.rfind("rank ", 0) == 0
-                           ? message
-                           : failure(message).message();
+    std::string line =
+        message.rfind("rank ", 0) == 0 ? message : failure(message).message();
     std::fprintf(stderr, "kiln: error: %s\n", line.c_str());
     abort(1);
     _exit(1);
@@ -421,8 +422,8 @@ Status createMpiCommunicator(double timeoutSeconds,
       return collectiveError("MPI_Init_thread failed");
     ownsMpi = 1;
     if (provided < MPI_THREAD_SERIALIZED)
-      return collectiveError("the MPI library provides thread level ",
-                             provided, ", below MPI_THREAD_SERIALIZED");
+      return collectiveError("the MPI library provides thread level ", provided,
+                             ", below MPI_THREAD_SERIALIZED");
   }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm comm = MPI_COMM_NULL, local = MPI_COMM_NULL;

@@ -155,18 +155,17 @@ bool linksBlas(ByteSpan image) {
       }
     return false;
   };
-  auto dynamic = std::find_if(segments.begin(), segments.end(),
-                              [](const Elf64_Phdr &segment) {
-                                return segment.p_type == PT_DYNAMIC;
-                              });
+  auto dynamic = std::find_if(
+      segments.begin(), segments.end(),
+      [](const Elf64_Phdr &segment) { return segment.p_type == PT_DYNAMIC; });
   if (dynamic == segments.end())
     return false;
   // A linker writes a few dozen entries; a corrupt count stops here.
   constexpr uint64_t kMaxEntries = 4096;
   std::vector<uint64_t> needed;
   uint64_t strtab = 0, strsz = 0;
-  for (uint64_t i = 0; i < kMaxEntries &&
-                       (i + 1) * sizeof(Elf64_Dyn) <= dynamic->p_filesz;
+  for (uint64_t i = 0;
+       i < kMaxEntries && (i + 1) * sizeof(Elf64_Dyn) <= dynamic->p_filesz;
        ++i) {
     Elf64_Dyn entry;
     if (!read(dynamic->p_offset + i * sizeof(Elf64_Dyn), &entry,
@@ -203,10 +202,9 @@ bool linksBlas(ByteSpan image) {
 /// always succeeds and costs nothing.
 Status checkRoomForBlas(const std::string &what) {
   struct rlimit space, data;
-  bool limited = (getrlimit(RLIMIT_AS, &space) == 0 &&
-                  space.rlim_cur != RLIM_INFINITY) ||
-                 (getrlimit(RLIMIT_DATA, &data) == 0 &&
-                  data.rlim_cur != RLIM_INFINITY);
+  bool limited =
+      (getrlimit(RLIMIT_AS, &space) == 0 && space.rlim_cur != RLIM_INFINITY) ||
+      (getrlimit(RLIMIT_DATA, &data) == 0 && data.rlim_cur != RLIM_INFINITY);
   if (!limited)
     return Status();
   // A library loaded already has its threads' buffers: only the calling
@@ -222,8 +220,10 @@ Status checkRoomForBlas(const std::string &what) {
                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (room == MAP_FAILED)
     return outOfMemory(
-        what, ": out of memory: loading it and the BLAS library's buffers "
-        "for its ", threads, " thread(s) need ", bytes >> 20,
+        what,
+        ": out of memory: loading it and the BLAS library's buffers "
+        "for its ",
+        threads, " thread(s) need ", bytes >> 20,
         " MiB, which the process's memory limit (ulimit -v or -d) does not "
         "leave; raise the limit, or use fewer threads (OPENBLAS_NUM_THREADS; "
         "128 MiB each)");
@@ -244,8 +244,8 @@ void warmUpBlas(void *handle) {
   constexpr int n = 512;
   std::vector<float> a(n * n, 0.0f), c(n * n);
   // CblasRowMajor = 101, CblasNoTrans = 111.
-  sgemm(101, 111, 111, n, n, n, 1.0f, a.data(), n, a.data(), n, 0.0f,
-        c.data(), n);
+  sgemm(101, 111, 111, n, n, n, 1.0f, a.data(), n, a.data(), n, 0.0f, c.data(),
+        n);
 }
 
 /// Loads the image from an anonymous in-memory file.

@@ -37,8 +37,9 @@ public:
     if (unset.empty())
       return Status();
     return invalidArgument(
-        bundleName, ": parameter '", manifest.parameters(unset[0]).tensor().name(),
-        "' has no value (", unset.size(),
+        bundleName, ": parameter '",
+        manifest.parameters(unset[0]).tensor().name(), "' has no value (",
+        unset.size(),
         " parameters in all): the bundle was compiled with --external-weights, "
         "so every trainable parameter must be set before the first run "
         "(kiln-run --params FILE)");

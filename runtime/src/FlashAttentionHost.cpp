@@ -59,12 +59,12 @@ struct Shape {
     if (!mask)
       return 0.0f;
     int64_t b = bh / heads, h = bh % heads;
-    int64_t at = (((maskBatch == 1 ? 0 : b) * maskHeads +
-                   (maskHeads == 1 ? 0 : h)) *
-                      maskQueries +
-                  (maskQueries == 1 ? 0 : i)) *
-                     keys +
-                 j;
+    int64_t at =
+        (((maskBatch == 1 ? 0 : b) * maskHeads + (maskHeads == 1 ? 0 : h)) *
+             maskQueries +
+         (maskQueries == 1 ? 0 : i)) *
+            keys +
+        j;
     return kiln::flash::maskInLog2(mask[at]);
   }
 };
@@ -78,9 +78,17 @@ void kiln_flash_attention_forward_host(
     float *out, float *stats, int64_t element, int64_t batch, int64_t heads,
     int64_t queries, int64_t keys, int64_t head_size, int64_t mask_batch,
     int64_t mask_heads, int64_t mask_queries, int64_t causal, double scale) {
-  Shape shape{element,    batch,      heads,        queries,
-              keys,       head_size,  mask_batch,   mask_heads,
-              mask_queries, causal != 0, static_cast<float>(scale)};
+  Shape shape{element,
+              batch,
+              heads,
+              queries,
+              keys,
+              head_size,
+              mask_batch,
+              mask_heads,
+              mask_queries,
+              causal != 0,
+              static_cast<float>(scale)};
   std::vector<float> s(keys), o(head_size);
   for (int64_t bh = 0; bh < batch * heads; ++bh)
     for (int64_t i = 0; i < queries; ++i) {
@@ -113,9 +121,17 @@ void kiln_flash_attention_backward_host(
     int64_t head_size, int64_t mask_batch, int64_t mask_heads,
     int64_t mask_queries, int64_t causal, double scale, int64_t masked_fill,
     int64_t causal_fill) {
-  Shape shape{element,    batch,      heads,        queries,
-              keys,       head_size,  mask_batch,   mask_heads,
-              mask_queries, causal != 0, static_cast<float>(scale)};
+  Shape shape{element,
+              batch,
+              heads,
+              queries,
+              keys,
+              head_size,
+              mask_batch,
+              mask_heads,
+              mask_queries,
+              causal != 0,
+              static_cast<float>(scale)};
   kiln::flash::Params filling;
   filling.maskedFill = mask && masked_fill ? 1 : 0;
   filling.causalFill = causal_fill ? 1 : 0;
@@ -141,8 +157,9 @@ void kiln_flash_attention_backward_host(
         float dp = 0;
         for (int64_t d = 0; d < head_size; ++d)
           dp += dO[d] * shape.read(value, kj + d);
-        float ds = shape.round(kiln::flash::scoreGrad(
-                  filling, shape.maskAt(mask, bh, i, j), i, j, p * (dp - centre))),
+        float ds = shape.round(
+                  kiln::flash::scoreGrad(filling, shape.maskAt(mask, bh, i, j),
+                                         i, j, p * (dp - centre))),
               pr = shape.round(p);
         for (int64_t d = 0; d < head_size; ++d) {
           dq[d] += ds * shape.read(key, kj + d);

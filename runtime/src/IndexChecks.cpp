@@ -44,8 +44,7 @@ Status IndexChecks::check(const std::string &entryName,
       long long values = static_cast<long long>(count);
       return invalidArgument(
           "entry point '", entryName, "': input '", check.input, "' holds ",
-          values, values == 1 ? " value" : " values", " outside ",
-          check.range,
+          values, values == 1 ? " value" : " values", " outside ", check.range,
           " (PyTorch would raise an index error; a run computes with such "
           "an index clamped into range, so its results are not to be used)");
     }

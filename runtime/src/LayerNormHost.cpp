@@ -109,12 +109,12 @@ void kiln_layer_norm_forward_copy_host(const float *input,
                                  copy, copy_element, row, cols, eps);
       break;
     case 2:
-      forwardRow<ln::F16Output>(input, residual, scale, bias, output, sum,
-                                copy, copy_element, row, cols, eps);
+      forwardRow<ln::F16Output>(input, residual, scale, bias, output, sum, copy,
+                                copy_element, row, cols, eps);
       break;
     default:
-      forwardRow<ln::F32Output>(input, residual, scale, bias, output, sum,
-                                copy, copy_element, row, cols, eps);
+      forwardRow<ln::F32Output>(input, residual, scale, bias, output, sum, copy,
+                                copy_element, row, cols, eps);
       break;
     }
   }

@@ -199,9 +199,8 @@ private:
         return formatError(what, " has unknown init ",
                            static_cast<int>(parameter.init()));
       }
-      if (parameter.fixed() &&
-          (parameter.init() == bp::Parameter::EXTERNAL ||
-           parameter.shard_ranks() != 0))
+      if (parameter.fixed() && (parameter.init() == bp::Parameter::EXTERNAL ||
+                                parameter.shard_ranks() != 0))
         return formatError(what, " is fixed (the code relies on its value) "
                                  "but has no stored value of its own");
       if (parameter.shard_ranks() != 0) {
@@ -209,12 +208,12 @@ private:
         // all over the same ranks.
         if (parameter.trainable() || parameter.tensor().shape_size() != 1 ||
             parameter.tensor().element_type() != bp::F32)
-          return formatError(what, ": only 1-D f32 optimizer state can be "
-                                   "sharded over the ranks (shard_ranks ",
+          return formatError(what,
+                             ": only 1-D f32 optimizer state can be "
+                             "sharded over the ranks (shard_ranks ",
                              parameter.shard_ranks(), ")");
         if (shardRanks != 0 && shardRanks != parameter.shard_ranks())
-          return formatError(what, ": sharded over ",
-                             parameter.shard_ranks(),
+          return formatError(what, ": sharded over ", parameter.shard_ranks(),
                              " ranks, another parameter over ", shardRanks);
         shardRanks = parameter.shard_ranks();
       }
@@ -302,8 +301,7 @@ private:
       return formatError("has unknown format ",
                          static_cast<int>(image.format()));
     KILN_RETURN_IF_ERROR(validateName(
-        strCat(sectionKindName(static_cast<uint32_t>(kind)), " ",
-               image.arch()),
+        strCat(sectionKindName(static_cast<uint32_t>(kind)), " ", image.arch()),
         "its architecture", seen));
     if (image.arch().empty() || hasNul(image.arch()))
       return formatError("has an empty or malformed architecture");
@@ -312,8 +310,7 @@ private:
         sections[index].kind != static_cast<uint32_t>(kind))
       return formatError("section ", index, " is not a ",
                          sectionKindName(static_cast<uint32_t>(kind)),
-                         " section of the ", sections.size(),
-                         "-section table");
+                         " section of the ", sections.size(), "-section table");
     return Status();
   }
 
@@ -356,8 +353,8 @@ private:
     std::set<std::string> programs;
     for (int p = 0; p < entry.programs_size(); ++p) {
       const bp::Program &program = entry.programs(p);
-      std::string what = strCat("program ", p, " (target '", program.target(),
-                                "')");
+      std::string what =
+          strCat("program ", p, " (target '", program.target(), "')");
       const bp::Target *target = findTarget(program.target());
       if (!target || isCpuTarget(*target))
         return formatError(what, " does not name a CUDA target");
@@ -374,8 +371,8 @@ private:
                                  .withContext(strCat(what, " command ", c)));
       if (!collectives.outstanding.empty()) {
         const auto &[request, started] = *collectives.outstanding.begin();
-        return formatError(what, ": request ", request, " (the ",
-                           started.what, " of command ", started.command,
+        return formatError(what, ": request ", request, " (the ", started.what,
+                           " of command ", started.command,
                            ") is still outstanding at the end of the program");
       }
     }
@@ -440,10 +437,9 @@ private:
       return formatError("is a CPU kernel call, but the bundle has no CPU "
                          "target");
     for (int b = 0; b < call.buffers_size(); ++b)
-      KILN_RETURN_IF_ERROR(
-          validateBuffer(call.buffers(b), buffers)
-              .withContext(
-                  strCat("(kernel '", call.symbol(), "') buffer ", b)));
+      KILN_RETURN_IF_ERROR(validateBuffer(call.buffers(b), buffers)
+                               .withContext(strCat("(kernel '", call.symbol(),
+                                                   "') buffer ", b)));
     return Status();
   }
 
@@ -528,17 +524,17 @@ private:
   Status validateShard(const bp::ShardCollective &shard, int index,
                        const Buffers &buffers, Collectives &collectives) {
     const char *what =
-        shard.kind() == bp::ShardCollective::REDUCE_SCATTER_MEAN ? "reduce-scatter"
-        : shard.kind() == bp::ShardCollective::ALL_GATHER        ? "all-gather"
-        : shard.kind() == bp::ShardCollective::LOCAL_SHARD       ? "local shard"
-                                                                 : nullptr;
+        shard.kind() == bp::ShardCollective::REDUCE_SCATTER_MEAN
+            ? "reduce-scatter"
+        : shard.kind() == bp::ShardCollective::ALL_GATHER  ? "all-gather"
+        : shard.kind() == bp::ShardCollective::LOCAL_SHARD ? "local shard"
+                                                           : nullptr;
     if (!what)
       return formatError("shard collective has unknown kind ",
                          static_cast<int>(shard.kind()));
     uint64_t count = shard.count();
     if (shard.ranks() == 0 || shard.ranks() > 65536)
-      return formatError(what, " over ", shard.ranks(),
-                         " ranks (1 to 65536)");
+      return formatError(what, " over ", shard.ranks(), " ranks (1 to 65536)");
     if (count == 0 || count > kMaxByteSize / 4 / shard.ranks())
       return formatError(what, " has count ", count,
                          " (at least 1, and all ranks' values below 2^62 "
@@ -553,10 +549,10 @@ private:
     if (input.size() != (gathers ? shardBytes : wholeBytes) ||
         output.size() != (gathers ? wholeBytes : shardBytes))
       return formatError(what, " of ", count, " f32 values per rank over ",
-                         shard.ranks(), " ranks has an input of ",
-                         input.size(), " and an output of ", output.size(),
-                         " bytes, not ", gathers ? shardBytes : wholeBytes,
-                         " and ", gathers ? wholeBytes : shardBytes);
+                         shard.ranks(), " ranks has an input of ", input.size(),
+                         " and an output of ", output.size(), " bytes, not ",
+                         gathers ? shardBytes : wholeBytes, " and ",
+                         gathers ? wholeBytes : shardBytes);
     if (overlaps(input, output))
       return formatError(what, " input and output overlap");
     KILN_RETURN_IF_ERROR(
@@ -659,9 +655,8 @@ private:
       uint64_t elementBytes = elementTypeSize(matrix.elementType);
       if (matrix.elementType != bp::F32 && matrix.elementType != bp::F16 &&
           matrix.elementType != bp::BF16)
-        return formatError("gemm matrix ", matrix.name,
-                           " has element type ", matrix.elementType,
-                           " (f32, f16 or bf16 expected)");
+        return formatError("gemm matrix ", matrix.name, " has element type ",
+                           matrix.elementType, " (f32, f16 or bf16 expected)");
       // Every product of a batch writes its own C.
       if (matrix.name[0] == 'C' && batch > 1 &&
           matrix.stride < matrix.rows * matrix.ld)
@@ -706,23 +701,23 @@ private:
     }
     if (gemm.has_bias_grad() && gemm.bias_grad().size() > 0) {
       if (batch != 1 || (gemm.has_bias() && gemm.bias().size() > 0))
-        return formatError("gemm has a bias gradient with batch ", batch,
-                           gemm.has_bias() && gemm.bias().size() > 0
-                               ? " and a bias"
-                               : "",
-                           " (only a single product without a bias has one)");
+        return formatError(
+            "gemm has a bias gradient with batch ", batch,
+            gemm.has_bias() && gemm.bias().size() > 0 ? " and a bias" : "",
+            " (only a single product without a bias has one)");
       // The epilogue's sums are not scaled: alpha must leave the product
       // unscaled too, or the two would disagree.
       if (gemm.alpha() != 1.0f)
-        return formatError("gemm has a bias gradient with alpha ",
-                           gemm.alpha(), " (only alpha 1 has one)");
+        return formatError("gemm has a bias gradient with alpha ", gemm.alpha(),
+                           " (only alpha 1 has one)");
       int64_t count = gemm.bias_grad_of_a() ? gemm.m() : gemm.n();
       uint64_t elementBytes = elementTypeSize(gemm.c_type());
       uint64_t bytes = static_cast<uint64_t>(count) * elementBytes;
       if (gemm.bias_grad().offset() % elementBytes != 0)
         return formatError("gemm bias gradient starts at byte offset ",
-                           gemm.bias_grad().offset(), ", not a multiple of its ",
-                           elementBytes, "-byte elements");
+                           gemm.bias_grad().offset(),
+                           ", not a multiple of its ", elementBytes,
+                           "-byte elements");
       if (gemm.bias_grad().size() != bytes)
         return formatError("gemm bias gradient has ", gemm.bias_grad().size(),
                            " bytes, not the ", bytes, " of ",
@@ -732,11 +727,11 @@ private:
                                .withContext("gemm bias gradient"));
       for (const Matrix &matrix : matrices)
         if (overlaps(gemm.bias_grad(), matrix.buffer))
-          return formatError("gemm bias gradient overlaps matrix ",
-                             matrix.name, ", which the product reads or "
+          return formatError("gemm bias gradient overlaps matrix ", matrix.name,
+                             ", which the product reads or "
                              "writes while the epilogue writes the gradient");
-      KILN_RETURN_IF_ERROR(checkNotReducing(
-          gemm.bias_grad(), "gemm bias gradient", collectives));
+      KILN_RETURN_IF_ERROR(checkNotReducing(gemm.bias_grad(),
+                                            "gemm bias gradient", collectives));
     }
     return Status();
   }
@@ -753,8 +748,8 @@ private:
     if (b <= 0 || h <= 0 || q <= 0 || k <= 0 || b > kMaxAttentionHeads ||
         h > kMaxAttentionHeads || b * h > kMaxAttentionHeads ||
         q > kMaxAttentionRows || k > kMaxAttentionRows)
-      return formatError("attention has batch ", b, ", heads ", h,
-                         ", queries ", q, ", keys ", k, " (each must be ",
+      return formatError("attention has batch ", b, ", heads ", h, ", queries ",
+                         q, ", keys ", k, " (each must be ",
                          "positive, queries and keys at most ",
                          kMaxAttentionRows, ", batch times heads at most ",
                          kMaxAttentionHeads, ")");
@@ -783,8 +778,7 @@ private:
         {"key", &attention.key(), k, d, narrow, false},
         {"value", &attention.value(), k, d, narrow, false},
         {"out", &attention.out(), q, d, 4, !attention.backward()}};
-    bool masked =
-        attention.has_mask() && attention.mask().buffer().size() > 0;
+    bool masked = attention.has_mask() && attention.mask().buffer().size() > 0;
     if (attention.masked_fill() && (!attention.backward() || !masked))
       return formatError("attention is masked_fill ",
                          attention.backward() ? "without a mask"
@@ -814,9 +808,8 @@ private:
                            tensor.row_stride()};
       if (std::any_of(std::begin(strides), std::end(strides),
                       [](int64_t s) { return s < 0 || s > kMaxGemmDim; }))
-        return formatError(what, " has strides ", strides[0], ", ",
-                           strides[1], ", ", strides[2], " (each 0 to ",
-                           kMaxGemmDim, ")");
+        return formatError(what, " has strides ", strides[0], ", ", strides[1],
+                           ", ", strides[2], " (each 0 to ", kMaxGemmDim, ")");
       // Elements from the first to one past the last the kernels touch.
       uint64_t span = static_cast<uint64_t>(b - 1) * strides[0] +
                       static_cast<uint64_t>(h - 1) * strides[1] +
@@ -835,8 +828,8 @@ private:
       if (t.written &&
           (strides[2] < t.columns || strides[1] < t.rows * strides[2] ||
            strides[0] < h * strides[1]))
-        return formatError(what, " is written with strides ", strides[0],
-                           ", ", strides[1], ", ", strides[2],
+        return formatError(what, " is written with strides ", strides[0], ", ",
+                           strides[1], ", ", strides[2],
                            ", so its elements would overlap");
       touched.emplace_back(what, &tensor.buffer(), t.written);
     }
@@ -904,7 +897,8 @@ private:
                          " but no output (the output type is set exactly ",
                          "when the output is)");
     // A forward's copy is its f32 output rounded to 16 bits.
-    const bool copied = !backward && isSet(layerNorm.has_copy(), layerNorm.copy());
+    const bool copied =
+        !backward && isSet(layerNorm.has_copy(), layerNorm.copy());
     const int copyType = layerNorm.copy_type();
     if (copied && (outputType != bp::F32 ||
                    (copyType != bp::BF16 && copyType != bp::F16)))

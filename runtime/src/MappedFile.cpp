@@ -82,7 +82,7 @@ Status PrivateMapping::map(int fd, uint64_t offset, uint64_t size,
 } // namespace kiln::runtime
 
 kiln::runtime::Status kiln::runtime::writeAll(int fd, ByteSpan bytes,
-                                             const std::string &what) {
+                                              const std::string &what) {
   const uint8_t *data = bytes.data;
   size_t left = bytes.size;
   while (left > 0) {

@@ -26,9 +26,12 @@ struct DtypeEntry {
 
 /// The dtypes .npy files may hold, by kind character and item size.
 constexpr DtypeEntry kDtypes[] = {
-    {KILN_ELEMENT_TYPE_F32, 'f', 4},  {KILN_ELEMENT_TYPE_F64, 'f', 8},
-    {KILN_ELEMENT_TYPE_F16, 'f', 2},  {KILN_ELEMENT_TYPE_I64, 'i', 8},
-    {KILN_ELEMENT_TYPE_I32, 'i', 4},  {KILN_ELEMENT_TYPE_I8, 'i', 1},
+    {KILN_ELEMENT_TYPE_F32, 'f', 4},
+    {KILN_ELEMENT_TYPE_F64, 'f', 8},
+    {KILN_ELEMENT_TYPE_F16, 'f', 2},
+    {KILN_ELEMENT_TYPE_I64, 'i', 8},
+    {KILN_ELEMENT_TYPE_I32, 'i', 4},
+    {KILN_ELEMENT_TYPE_I8, 'i', 1},
     {KILN_ELEMENT_TYPE_BOOL, 'b', 1},
     // NumPy has no bf16; ml_dtypes' bfloat16 arrays (what PyTorch's and
     // ONNX's Python packages give) save as the 2-byte void type, and Kiln
@@ -54,9 +57,10 @@ Status parseDescr(const std::string &descr, kiln_element_type_t &type) {
       return Status();
     }
   }
-  return unsupported("dtype '", descr,
-                     "' is not supported (supported: f4 f8 f2 i8 i4 i1 b1, and V2 "
-                     "for bf16)");
+  return unsupported(
+      "dtype '", descr,
+      "' is not supported (supported: f4 f8 f2 i8 i4 i1 b1, and V2 "
+      "for bf16)");
 }
 
 /// Parses the Python dict literal of an .npy header:

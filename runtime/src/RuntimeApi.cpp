@@ -457,15 +457,17 @@ kiln_status_t kiln_session_create(const kiln_bundle_t *bundle,
           parameter.shard_ranks() != static_cast<uint32_t>(worldSize))
         return invalidArgument(
             bundle->reader->name(), ": its optimizer state is sharded over ",
-            parameter.shard_ranks(), " ranks (kilnc --shard-optimizer), so it "
-            "runs only with ", parameter.shard_ranks(), " ranks, not ",
-            worldSize, "; launch it with mpirun -np ", parameter.shard_ranks(),
+            parameter.shard_ranks(),
+            " ranks (kilnc --shard-optimizer), so it "
+            "runs only with ",
+            parameter.shard_ranks(), " ranks, not ", worldSize,
+            "; launch it with mpirun -np ", parameter.shard_ranks(),
             " or recompile it with --shard-optimizer=", worldSize);
     std::unique_ptr<Backend> session;
     KILN_RETURN_IF_ERROR(createSession(
         bundle->reader, target_name ? target_name : "cpu", session));
-    *out_session = new kiln_session_t{std::move(session),
-                                      IndexChecks(manifestOf(bundle))};
+    *out_session =
+        new kiln_session_t{std::move(session), IndexChecks(manifestOf(bundle))};
     return Status();
   });
 }
@@ -479,9 +481,8 @@ kiln_status_t kiln_session_run(kiln_session_t *session, const char *entry_point,
   KILN_REQUIRE(session);
   KILN_REQUIRE(entry_point);
   return guarded([&]() -> Status {
-    KILN_RETURN_IF_ERROR(session->session->run(entry_point, inputs,
-                                               input_count, outputs,
-                                               output_count));
+    KILN_RETURN_IF_ERROR(session->session->run(entry_point, inputs, input_count,
+                                               outputs, output_count));
     return session->indexChecks.check(entry_point, outputs, output_count);
   });
 }
@@ -571,15 +572,14 @@ kiln_status_t kiln_distributed_all_reduce_f64(double *values, size_t count,
   if (count > 0)
     KILN_REQUIRE(values);
   return guarded([&]() -> Status {
-    if (op != KILN_REDUCE_SUM && op != KILN_REDUCE_MIN &&
-        op != KILN_REDUCE_MAX)
+    if (op != KILN_REDUCE_SUM && op != KILN_REDUCE_MIN && op != KILN_REDUCE_MAX)
       return invalidArgument("kiln_distributed_all_reduce_f64: unknown "
                              "reduction ",
                              static_cast<int>(op));
     return kiln::runtime::allReduce(values, count,
-                     op == KILN_REDUCE_SUM   ? ReduceOp::Sum
-                     : op == KILN_REDUCE_MIN ? ReduceOp::Min
-                                             : ReduceOp::Max);
+                                    op == KILN_REDUCE_SUM   ? ReduceOp::Sum
+                                    : op == KILN_REDUCE_MIN ? ReduceOp::Min
+                                                            : ReduceOp::Max);
   });
 }
 
@@ -589,8 +589,9 @@ kiln_status_t kiln_distributed_all_gather(const void *input, void *output,
     KILN_REQUIRE(input);
     KILN_REQUIRE(output);
   }
-  return guarded(
-      [&]() -> Status { return kiln::runtime::allGather(input, output, bytes); });
+  return guarded([&]() -> Status {
+    return kiln::runtime::allGather(input, output, bytes);
+  });
 }
 
 } // extern "C"

@@ -105,10 +105,9 @@ Status CpuSession::mapParameters() {
   for (int i = 0; i < manifest.parameters_size(); ++i) {
     const bp::Parameter &parameter = manifest.parameters(i);
     uint64_t offset = parameter.weights_offset();
-    parameterData.push_back(
-        parameter.init() == bp::Parameter::WEIGHTS
-            ? (base ? base + offset : nullptr)
-            : unstored.data() + (offset - unstoredStart));
+    parameterData.push_back(parameter.init() == bp::Parameter::WEIGHTS
+                                ? (base ? base + offset : nullptr)
+                                : unstored.data() + (offset - unstoredStart));
     parameterIndex[parameter.tensor().name()] = static_cast<uint32_t>(i);
   }
   external = std::make_unique<ExternalParameters>(manifest);

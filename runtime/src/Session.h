@@ -103,8 +103,8 @@ private:
   /// run() and runStaged(): checks the caller's tensors (the outputs alone
   /// when `staged`) and runs on them, or on the oldest staged inputs.
   Status runEntry(const std::string &entryName, const kiln_tensor_t *inputs,
-                  size_t inputCount, bool staged,
-                  const kiln_tensor_t *outputs, size_t outputCount);
+                  size_t inputCount, bool staged, const kiln_tensor_t *outputs,
+                  size_t outputCount);
   /// Runs `plan`'s commands on these inputs and outputs (entry order).
   void execute(EntryPlan &plan, const std::vector<void *> &inputData,
                const std::vector<void *> &outputData);

@@ -88,8 +88,7 @@ public:
 
   /// `slots` buffers: kMaxWaiting where a run is done with its slot once it
   /// took it, kMaxWaiting + 1 where the run reads its slot until it ends.
-  InputStager(const bundle::EntryPoint &entry, uint64_t alignment,
-              size_t slots)
+  InputStager(const bundle::EntryPoint &entry, uint64_t alignment, size_t slots)
       : tensors(entry), layout(entry.inputs(), 0, alignment), slots(slots) {}
 
   /// A slot that no waiting set and no run holds; InvalidArgument when

@@ -291,14 +291,16 @@ TEST(BundleReader, RejectsEachBrokenHeaderAndTableRule) {
          storeLE32(reinterpret_cast<uint8_t *>(&b[kVersion]), 4);
          refreshChecksums(b);
        },
-       StatusCode::Unsupported, "bundle format version 4; this runtime reads "
+       StatusCode::Unsupported,
+       "bundle format version 4; this runtime reads "
        "version 3"},
       {"older version",
        [](std::string &b) {
          storeLE32(reinterpret_cast<uint8_t *>(&b[kVersion]), 2);
          refreshChecksums(b);
        },
-       StatusCode::Unsupported, "bundle format version 2; this runtime reads "
+       StatusCode::Unsupported,
+       "bundle format version 2; this runtime reads "
        "version 3"},
       {"header checksum", [](std::string &b) { b[kTableOffset + 7] ^= 1; },
        StatusCode::FormatError, "header checksum mismatch"},
@@ -504,8 +506,7 @@ TEST(BundleReader, RejectsEachBrokenManifestRule) {
        "bytes or above 2^62"},
       {"unknown parameter init",
        [](bp::Manifest &m) {
-         m.mutable_parameters(2)->set_init(
-             static_cast<bp::Parameter::Init>(7));
+         m.mutable_parameters(2)->set_init(static_cast<bp::Parameter::Init>(7));
        },
        "parameter 2 'acc' has unknown init 7"},
       {"fixed parameter without a stored value",
@@ -705,9 +706,7 @@ TEST(BundleReader, RejectsEachBrokenAttentionRule) {
        [](bp::Manifest &m) { attention(m, 0).set_element_type(bp::F32); },
        "attention has element type 1 (bf16 or f16 expected)"},
       {"causal over unequal sides",
-       [](bp::Manifest &m) {
-         attention(m, 2).set_keys(70);
-       },
+       [](bp::Manifest &m) { attention(m, 2).set_keys(70); },
        "attention is causal over 80 queries and 70 keys"},
       {"too many heads",
        [](bp::Manifest &m) { attention(m, 0).set_heads(70000); },
@@ -730,10 +729,14 @@ TEST(BundleReader, RejectsEachBrokenAttentionRule) {
        "entry point 'attention_grad': program 0 (target 'cuda') command 0: "
        "attention key needs 20480 elements, but its buffer has 100 bytes"},
       {"negative stride",
-       [](bp::Manifest &m) { attention(m, 0).mutable_value()->set_row_stride(-1); },
+       [](bp::Manifest &m) {
+         attention(m, 0).mutable_value()->set_row_stride(-1);
+       },
        "attention value has strides 10240, 5120, -1"},
       {"output rows written over each other",
-       [](bp::Manifest &m) { attention(m, 0).mutable_out()->set_row_stride(32); },
+       [](bp::Manifest &m) {
+         attention(m, 0).mutable_out()->set_row_stride(32);
+       },
        "attention out is written with strides 10240, 5120, 32, so its "
        "elements would overlap"},
       {"statistics of one value per row",
@@ -791,7 +794,9 @@ TEST(BundleReader, RejectsEachBrokenBiasGradRule) {
   };
   const std::vector<BiasGradCase> cases = {
       {"sums of B with A's count",
-       [](bp::Manifest &m) { gemm(m, 1, 0).mutable_bias_grad()->set_size(256); },
+       [](bp::Manifest &m) {
+         gemm(m, 1, 0).mutable_bias_grad()->set_size(256);
+       },
        "entry point 'weight_in_out': program 0 (target 'cuda') command 0: "
        "gemm bias gradient has 256 bytes, not the 384 of n = 96 values of "
        "C's type"},
@@ -815,8 +820,7 @@ TEST(BundleReader, RejectsEachBrokenBiasGradRule) {
          g.mutable_bias()->set_size(64 * 4);
        },
        "gemm has a bias gradient with batch 1 and a bias"},
-      {"with alpha 2",
-       [](bp::Manifest &m) { gemm(m, 1, 0).set_alpha(2.0f); },
+      {"with alpha 2", [](bp::Manifest &m) { gemm(m, 1, 0).set_alpha(2.0f); },
        "gemm has a bias gradient with alpha 2 (only alpha 1 has one)"},
       {"at a byte offset inside an element",
        [](bp::Manifest &m) {
@@ -1339,8 +1343,8 @@ TEST(BundleReader, AcceptsTheCudaBundles) {
 }
 
 TEST(BundleReader, AcceptsAGemmBiasOfNValues) {
-  Status status = readBytes(
-      withManifest(cudaBundleBytes(false), [](bp::Manifest &m) {
+  Status status =
+      readBytes(withManifest(cudaBundleBytes(false), [](bp::Manifest &m) {
         bp::Gemm &g = gemm(m, 2, 0);
         *g.mutable_bias() = g.a();
         g.mutable_bias()->set_size(static_cast<uint64_t>(g.n()) * 4);
@@ -1502,9 +1506,8 @@ bp::AllReduceMean &allReduce(bp::Manifest &m, int command) {
 /// command (over 2 ranks, 4 values per rank: input arena [0, 32), output
 /// [96, 112) for a reduce-scatter or local shard) and, for a request, its
 /// wait; returns the command.
-bp::ShardCollective &appendShard(bp::Manifest &m,
-                                 bp::ShardCollective::Kind kind,
-                                 uint32_t request);
+bp::ShardCollective &
+appendShard(bp::Manifest &m, bp::ShardCollective::Kind kind, uint32_t request);
 
 bp::BufferRef arenaBytes(uint64_t offset, uint64_t size) {
   bp::BufferRef ref;
@@ -1531,9 +1534,8 @@ TEST(BundleReader, AcceptsAllReducesAndTheirWaits) {
   EXPECT_TRUE(status.ok()) << status.message();
 }
 
-bp::ShardCollective &appendShard(bp::Manifest &m,
-                                 bp::ShardCollective::Kind kind,
-                                 uint32_t request) {
+bp::ShardCollective &
+appendShard(bp::Manifest &m, bp::ShardCollective::Kind kind, uint32_t request) {
   bp::Program &p = program(m, 0);
   bp::ShardCollective &shard = *p.add_commands()->mutable_shard();
   shard.set_kind(kind);
@@ -1549,12 +1551,12 @@ bp::ShardCollective &appendShard(bp::Manifest &m,
 }
 
 TEST(BundleReader, AcceptsShardCollectives) {
-  std::string bytes = withManifest(cudaAllReduceBundleBytes(),
-                                   [](bp::Manifest &m) {
-    appendShard(m, bp::ShardCollective::REDUCE_SCATTER_MEAN, 3);
-    appendShard(m, bp::ShardCollective::LOCAL_SHARD, 0);
-    appendShard(m, bp::ShardCollective::ALL_GATHER, 4);
-  });
+  std::string bytes =
+      withManifest(cudaAllReduceBundleBytes(), [](bp::Manifest &m) {
+        appendShard(m, bp::ShardCollective::REDUCE_SCATTER_MEAN, 3);
+        appendShard(m, bp::ShardCollective::LOCAL_SHARD, 0);
+        appendShard(m, bp::ShardCollective::ALL_GATHER, 4);
+      });
   Status status = readBytes(bytes);
   EXPECT_TRUE(status.ok()) << status.message();
 }

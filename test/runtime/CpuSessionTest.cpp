@@ -352,8 +352,7 @@ TEST_F(CpuSession, RunsThroughTheArenaAndParameters) {
 /// any run (until then every run is refused, naming one).
 TEST_F(CpuSession, ParametersWithoutStoredValues) {
   kiln_bundle_t *unstored = nullptr;
-  ASSERT_EQ(kiln_bundle_open(path("unstored.kiln").c_str(), &unstored),
-            KILN_OK)
+  ASSERT_EQ(kiln_bundle_open(path("unstored.kiln").c_str(), &unstored), KILN_OK)
       << kiln_status_message();
   kiln_session_t *s = nullptr;
   ASSERT_EQ(kiln_session_create(unstored, "cpu", &s), KILN_OK)
@@ -654,8 +653,7 @@ TEST_F(CpuSession, StagedSetsWaitInOrderTwoAtATime) {
   kiln_tensor_t second = f32Tensor("x", b, kShape4, 1);
   kiln_tensor_t output = f32Tensor("y", y, kShape4, 1);
   ASSERT_EQ(kiln_session_stage_inputs(session, "add_one", &first, 1), KILN_OK);
-  ASSERT_EQ(kiln_session_stage_inputs(session, "add_one", &second, 1),
-            KILN_OK);
+  ASSERT_EQ(kiln_session_stage_inputs(session, "add_one", &second, 1), KILN_OK);
   expectStatus(kiln_session_stage_inputs(session, "add_one", &first, 1),
                KILN_STATUS_INVALID_ARGUMENT,
                "entry point 'add_one': 2 staged sets of inputs wait for runs "
@@ -717,8 +715,8 @@ TEST_F(CpuSession, ALoaderThreadStagesWhileTheStepRuns) {
   for (int k = 0; k < kBatches; ++k) {
     kiln_status_t status;
     // The loader may not have staged batch k yet.
-    while ((status = kiln_session_run_staged(session, "add_one", &output,
-                                             1)) != KILN_OK) {
+    while ((status = kiln_session_run_staged(session, "add_one", &output, 1)) !=
+           KILN_OK) {
       ASSERT_EQ(status, KILN_STATUS_INVALID_ARGUMENT) << kiln_status_message();
       std::this_thread::yield();
     }
@@ -727,8 +725,8 @@ TEST_F(CpuSession, ALoaderThreadStagesWhileTheStepRuns) {
       started = k + 1;
     }
     changed.notify_one();
-    wrong += y[0] != static_cast<float>(k + 1) ||
-             y[3] != static_cast<float>(k + 1);
+    wrong +=
+        y[0] != static_cast<float>(k + 1) || y[3] != static_cast<float>(k + 1);
   }
   loader.join();
   EXPECT_EQ(wrong, 0);

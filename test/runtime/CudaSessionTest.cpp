@@ -29,9 +29,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -78,22 +78,21 @@ protected:
                          {{bp::CodeImage::PTX, "compute_80", ptx}},
                          Variant::Sharded);
     std::string cubinPath = dir + "/kernels.sm_90a.cubin";
-    std::string command = "'" + ptxas + "' -arch=sm_90a -o '" + cubinPath +
-                          "' '" + ptxPath + "'";
+    std::string command =
+        "'" + ptxas + "' -arch=sm_90a -o '" + cubinPath + "' '" + ptxPath + "'";
     ASSERT_EQ(std::system(command.c_str()), 0) << command;
     ASSERT_TRUE(readFile(cubinPath, cubin).ok());
     writeBundle("cubin.kiln", {{bp::CodeImage::CUBIN, "sm_90a", cubin},
                                {bp::CodeImage::PTX, "compute_80", ptx}});
     for (Variant variant : {Variant::Plain, Variant::Grouped, Variant::Sharded})
-      writeAllReduceBundle(
-          std::string("all-reduce") +
-              (variant == Variant::Grouped   ? "-grouped"
-               : variant == Variant::Sharded ? "-sharded"
-                                             : "") +
-              "-cubin.kiln",
-          {{bp::CodeImage::CUBIN, "sm_90a", cubin},
-           {bp::CodeImage::PTX, "compute_80", ptx}},
-          variant);
+      writeAllReduceBundle(std::string("all-reduce") +
+                               (variant == Variant::Grouped   ? "-grouped"
+                                : variant == Variant::Sharded ? "-sharded"
+                                                              : "") +
+                               "-cubin.kiln",
+                           {{bp::CodeImage::CUBIN, "sm_90a", cubin},
+                            {bp::CodeImage::PTX, "compute_80", ptx}},
+                           variant);
   }
 
   static void TearDownTestSuite() {
@@ -110,8 +109,7 @@ protected:
       buildCudaBundle(writer, images);
       if (fixed)
         writer.manifest().mutable_parameters(1)->set_fixed(true);
-      Status status =
-          writer.write(dir + "/" + (fixed ? "fixed-" : "") + name);
+      Status status = writer.write(dir + "/" + (fixed ? "fixed-" : "") + name);
       ASSERT_TRUE(status.ok()) << status.message();
     }
   }
@@ -146,8 +144,7 @@ protected:
       *shard.mutable_input() = input;
       *shard.mutable_output() = output;
       if (request)
-        program.add_commands()->mutable_collective_wait()->set_request(
-            request);
+        program.add_commands()->mutable_collective_wait()->set_request(request);
     };
     add(bp::ShardCollective::REDUCE_SCATTER_MEAN,
         ref(bp::BufferRef::OUTPUT, 1, 0), ref(bp::BufferRef::ARENA, 0, 0), 3);
@@ -422,7 +419,8 @@ TEST_P(CudaSession, WritesAProfileOfEachCommand) {
         "by kind:", "gemm (m 2, n 3, k 4", " kernel\n",
         "by command (the 40 longest of 2)", "(kernel '", " grid "})
     EXPECT_NE(text.find(expected), std::string::npos)
-        << "no '" << expected << "' in:\n" << text;
+        << "no '" << expected << "' in:\n"
+        << text;
 }
 
 TEST_P(CudaSession, ReportsAnUnwritableProfile) {
@@ -545,8 +543,7 @@ TEST_P(CudaSession, RunsAGemmOnPaddedRows) {
     a[i] = i % 6 < 4 ? static_cast<float>((i * 5) % 7) - 3 : 1e30f;
   kiln_tensor_t input = f32Tensor("a", a, aShape);
   kiln_tensor_t output = f32Tensor("c", c, cShape);
-  ASSERT_EQ(kiln_session_run(session, "padded", &input, 1, &output, 1),
-            KILN_OK)
+  ASSERT_EQ(kiln_session_run(session, "padded", &input, 1, &output, 1), KILN_OK)
       << kiln_status_message();
   std::vector<float> product, expected;
   for (int row = 0; row < 2; ++row)
@@ -712,9 +709,12 @@ TEST(CudaAttention, MatchesTheHostVersion) {
     mask[j] = std::numeric_limits<float>::lowest();
   auto narrow = [](const char *name, std::vector<uint16_t> &data,
                    const std::vector<int64_t> &dims) {
-    return kiln_tensor_t{name, KILN_ELEMENT_TYPE_BF16,
-                         static_cast<int32_t>(dims.size()), dims.data(),
-                         data.data(), data.size() * 2};
+    return kiln_tensor_t{name,
+                         KILN_ELEMENT_TYPE_BF16,
+                         static_cast<int32_t>(dims.size()),
+                         dims.data(),
+                         data.data(),
+                         data.size() * 2};
   };
   auto expectClose = [](const std::vector<float> &got,
                         const std::vector<float> &want, const char *what) {
@@ -946,10 +946,10 @@ TEST(CudaLayerNorm, MatchesTheHostVersion) {
                               f32Tensor("scale", scale, vectorShape),
                               f32Tensor("bias", bias, vectorShape),
                               f32Tensor("residual", residual, matrixShape)};
-    kiln_tensor_t outputs[] = {
-        f32Tensor("y", y, matrixShape), f32Tensor("sum", sum, matrixShape),
-        {"y_rounded", KILN_ELEMENT_TYPE_BF16, 2, matrixShape.data(),
-         copy.data(), n * 2}};
+    kiln_tensor_t outputs[] = {f32Tensor("y", y, matrixShape),
+                               f32Tensor("sum", sum, matrixShape),
+                               {"y_rounded", KILN_ELEMENT_TYPE_BF16, 2,
+                                matrixShape.data(), copy.data(), n * 2}};
     ASSERT_EQ(
         kiln_session_run(session, "layer_norm_copy", inputs, 4, outputs, 3),
         KILN_OK)
@@ -1112,9 +1112,12 @@ void checkBiasGrads(const char *mode) {
       wantDb[j] += wide(dy[r * out + j]);
   auto tensor = [](const char *name, std::vector<uint16_t> &data,
                    const std::vector<int64_t> &dims) {
-    return kiln_tensor_t{name, KILN_ELEMENT_TYPE_BF16,
-                         static_cast<int32_t>(dims.size()), dims.data(),
-                         data.data(), data.size() * 2};
+    return kiln_tensor_t{name,
+                         KILN_ELEMENT_TYPE_BF16,
+                         static_cast<int32_t>(dims.size()),
+                         dims.data(),
+                         data.data(),
+                         data.size() * 2};
   };
   std::vector<int64_t> dyShape{rows, out}, xShape{rows, in},
       outInShape{out, in}, inOutShape{in, out}, dbShape{out};
@@ -1127,8 +1130,8 @@ void checkBiasGrads(const char *mode) {
     kiln_tensor_t outputs[] = {
         f32Tensor("dw", dw, outIn ? outInShape : inOutShape),
         f32Tensor("db", db, dbShape)};
-    ASSERT_EQ(kiln_session_run(session, outIn ? "weight_out_in"
-                                              : "weight_in_out",
+    ASSERT_EQ(kiln_session_run(session,
+                               outIn ? "weight_out_in" : "weight_in_out",
                                inputs, 2, outputs, 2),
               KILN_OK)
         << kiln_status_message();

@@ -179,7 +179,8 @@ TEST(CudaProgramInfo, CountsTheAllReduces) {
   BundleWriter writer;
   buildCudaAllReduceBundle(writer, standInPtxImages());
   kiln_bundle_t *bundle = nullptr;
-  ASSERT_NO_FATAL_FAILURE(openWrittenBundle(writer, "kiln-all-reduce", &bundle));
+  ASSERT_NO_FATAL_FAILURE(
+      openWrittenBundle(writer, "kiln-all-reduce", &bundle));
   kiln_program_info_t program;
   ASSERT_EQ(kiln_bundle_get_program(bundle, 0, "cuda", &program), KILN_OK)
       << kiln_status_message();

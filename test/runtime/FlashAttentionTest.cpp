@@ -1,17 +1,18 @@
-//===- FlashAttentionTest.cpp - the tensor-core attention kernels, on the host //
+//===- FlashAttentionTest.cpp - the tensor-core attention kernels, on the host
+////
 //
 // The kernels of runtime/src/cuda/FlashAttention.h, run on the host: each
 // thread of a block is a thread of its own, with real barriers for
 // __syncthreads and for the warp-wide exchanges (shuffles, ldmatrix and
 // mma.sync, whose operands every lane contributes to and whose fragment
-// layouts are the PTX ISA's). The results are checked against attention computed in double
-// precision from the same 16-bit inputs. On a GPU, the CUDA backend's tests
-// run the same kernels compiled by nvcc.
+// layouts are the PTX ISA's). The results are checked against attention
+// computed in double precision from the same 16-bit inputs. On a GPU, the CUDA
+// backend's tests run the same kernels compiled by nvcc.
 //
 //===----------------------------------------------------------------------===//
 
-#include "HostBarrier.h"
 #include "cuda/FlashAttention.h"
+#include "HostBarrier.h"
 #include "kiln/attention.h"
 
 #include <gtest/gtest.h>
@@ -154,9 +155,8 @@ struct HostCtx {
     int g = (thread & 31) / 4, t = thread % 4;
     for (int i = 0; i < 4; ++i) {
       const uint16_t *const *rows = host->rows + laneBase() + 8 * i;
-      r[i] = transposed
-                 ? pack(rows[2 * t][g], rows[2 * t + 1][g])
-                 : pack(rows[g][2 * t], rows[g][2 * t + 1]);
+      r[i] = transposed ? pack(rows[2 * t][g], rows[2 * t + 1][g])
+                        : pack(rows[g][2 * t], rows[g][2 * t + 1]);
     }
     warpSync();
   }
@@ -342,10 +342,10 @@ public:
             ? c.queries
             : 1;
     const float *maskData = mask.empty() ? nullptr : mask.data();
-    kiln_flash_attention_forward_host(
-        q.data(), k.data(), v.data(), maskData, o.data(), stats.data(), element,
-        c.batch, c.heads, c.queries, c.keys, D, maskBatch, 1, maskQueries,
-        c.causal, p.scale);
+    kiln_flash_attention_forward_host(q.data(), k.data(), v.data(), maskData,
+                                      o.data(), stats.data(), element, c.batch,
+                                      c.heads, c.queries, c.keys, D, maskBatch,
+                                      1, maskQueries, c.causal, p.scale);
     kiln_flash_attention_backward_host(
         q.data(), k.data(), v.data(), o.data(), dout.data(), stats.data(),
         maskData, dq.data(), dk.data(), dv.data(), delta.data(), element,
@@ -411,8 +411,8 @@ public:
             for (int d = 0; d < D; ++d)
               oRow[d] += prob[j] * element(p.v, b, h, j, d);
           // Backward, from the reference output.
-          const float *gRow =
-              static_cast<const float *>(p.dout.data) + (base * c.queries + i) * D;
+          const float *gRow = static_cast<const float *>(p.dout.data) +
+                              (base * c.queries + i) * D;
           double centre = 0;
           for (int d = 0; d < D; ++d)
             centre += gRow[d] * oRow[d];
@@ -421,8 +421,7 @@ public:
             for (int d = 0; d < D; ++d)
               dpj += gRow[d] * element(p.v, b, h, j, d);
             double ds = prob[j] * (dpj - centre) * p.scale;
-            if ((c.maskedFill && lowestDrops(i, j)) ||
-                (c.leftPadding && j > i))
+            if ((c.maskedFill && lowestDrops(i, j)) || (c.leftPadding && j > i))
               ds = 0;
             for (int d = 0; d < D; ++d) {
               r.dq[(base * c.queries + i) * D + d] +=
@@ -471,12 +470,11 @@ double statsError(const std::vector<float> &stats, const Reference &want) {
     double shift = stats[2 * row], sum = stats[2 * row + 1];
     if (std::isnan(shift) || std::isnan(sum))
       return INFINITY;
-    double error =
-        std::abs(want.max2[row]) < 1e30
-            ? std::abs(shift + std::log2(sum) -
-                       (want.max2[row] + std::log2(want.sum[row]))) /
-                  std::max(1.0, std::abs(want.max2[row]))
-            : std::abs(sum - want.sum[row]) / want.sum[row];
+    double error = std::abs(want.max2[row]) < 1e30
+                       ? std::abs(shift + std::log2(sum) -
+                                  (want.max2[row] + std::log2(want.sum[row]))) /
+                             std::max(1.0, std::abs(want.max2[row]))
+                       : std::abs(sum - want.sum[row]) / want.sum[row];
     worst = std::max(worst, error);
   }
   return worst;

@@ -209,8 +209,8 @@ struct Result {
   /// The forward's 16-bit copy of an f32 output, of `copyType` (F32: none,
   /// left as guard bits).
   Output copyType = Output::F32;
-  std::vector<uint16_t> copy = std::vector<uint16_t>(count + 2 * kGuard,
-                                                     kGuardBits);
+  std::vector<uint16_t> copy =
+      std::vector<uint16_t>(count + 2 * kGuard, kGuardBits);
 };
 
 /// 2^-8 relative (bf16 keeps 8 significant bits, and rounds to the
@@ -275,12 +275,12 @@ void expectForward(const Result &got, const Reference &want) {
 void expectCopy(const Result &got) {
   int failures = 0;
   for (int64_t i = 0; i < got.count && failures < 5; ++i) {
-    uint16_t want = got.copyType == Output::BF16 ? BF16::fromFloat(got.y(i))
+    uint16_t want = got.copyType == Output::BF16  ? BF16::fromFloat(got.y(i))
                     : got.copyType == Output::F16 ? F16::fromFloat(got.y(i))
                                                   : kGuardBits;
     if (got.copy[i] != want) {
-      ADD_FAILURE() << "copy element " << i << ": 0x" << std::hex
-                    << got.copy[i] << ", expected 0x" << want << std::dec;
+      ADD_FAILURE() << "copy element " << i << ": 0x" << std::hex << got.copy[i]
+                    << ", expected 0x" << want << std::dec;
       ++failures;
     }
   }
@@ -347,8 +347,8 @@ Result runHostForward(const Problem &p, Output type, bool withBias,
   else
     kiln_layer_norm_forward_copy_host(
         p.x.data(), residual, p.scale.data(), bias, r.output.data(), sum,
-        outputElement(type), r.copy.data(), outputElement(copy), p.rows,
-        p.cols, kEpsilon);
+        outputElement(type), r.copy.data(), outputElement(copy), p.rows, p.cols,
+        kEpsilon);
   return r;
 }
 
@@ -477,10 +477,10 @@ const BackwardCase kBackwardCases[] = {
 
 /// Every forward and backward case of `p`, run by `forward` and
 /// `backward` (the host version's or the kernels'), against the reference.
-void expectEveryCase(
-    const Problem &p,
-    Result (*forward)(const Problem &, Output, bool, bool, Output),
-    Result (*backward)(const Problem &, bool, Output)) {
+void expectEveryCase(const Problem &p,
+                     Result (*forward)(const Problem &, Output, bool, bool,
+                                       Output),
+                     Result (*backward)(const Problem &, bool, Output)) {
   for (const ForwardCase &c : kForwardCases) {
     SCOPED_TRACE(c.name);
     Result got = forward(p, c.type, c.withBias, c.withResidual, c.copy);

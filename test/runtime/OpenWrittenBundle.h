@@ -1,4 +1,5 @@
-//===- OpenWrittenBundle.h - a test bundle opened through the C API -*- C++ -*-===//
+//===- OpenWrittenBundle.h - a test bundle opened through the C API -*- C++
+//-*-===//
 
 #ifndef KILN_TEST_RUNTIME_OPENWRITTENBUNDLE_H
 #define KILN_TEST_RUNTIME_OPENWRITTENBUNDLE_H

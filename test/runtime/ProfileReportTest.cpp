@@ -22,9 +22,9 @@
 
 namespace {
 
+using kiln::runtime::cuda::ProfiledCommand;
 using kiln::runtime::cuda::profileReport;
 using kiln::runtime::cuda::profileText;
-using kiln::runtime::cuda::ProfiledCommand;
 
 ProfiledCommand kernel(int index, const std::string &name, int grid) {
   return {"kernel", name,
@@ -71,7 +71,7 @@ std::string sampleText() {
       unnamed("copy", 9, "local shard of 1024 f32"),
       kernel(10, "train_step_k1", 3072),
   };
-  std::vector<double> trainMs = {0.5, 4.0, 3.0, 1.25, 2.5, 4.0,
+  std::vector<double> trainMs = {0.5, 4.0, 3.0,  1.25, 2.5, 4.0,
                                  6.0, 0.0, 0.75, 0.25, 2.5};
   std::vector<ProfiledCommand> forward = {kernel(0, "forward_k0", 96),
                                           named("gemm", 1, qkv)};
@@ -116,7 +116,8 @@ TEST(ProfileReport, SortsLongestFirstAndSumsByWhatRuns) {
         "       3.000   24.2%            command 6 (attention backward",
         "entry point 'eval': 0 run(s) timed, the first run left out\n"})
     EXPECT_NE(text.find(expected), std::string::npos)
-        << "no '" << expected << "' in:\n" << text;
+        << "no '" << expected << "' in:\n"
+        << text;
   // Copies and waits have nothing to sum by.
   EXPECT_EQ(text.find("  copy\n", text.find("by kernel or shape")),
             std::string::npos)

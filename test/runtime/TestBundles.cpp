@@ -421,9 +421,11 @@ void buildCudaAttentionBundle(BundleWriter &writer,
   dense(a->mutable_grad(), buffer(bp::BufferRef::INPUT, 4, 0, wideBytes));
   *a->mutable_stats() = buffer(bp::BufferRef::INPUT, 5, 0, statsBytes);
   addMask(*a, 6);
-  dense(a->mutable_query_grad(), buffer(bp::BufferRef::OUTPUT, 0, 0, wideBytes));
+  dense(a->mutable_query_grad(),
+        buffer(bp::BufferRef::OUTPUT, 0, 0, wideBytes));
   dense(a->mutable_key_grad(), buffer(bp::BufferRef::OUTPUT, 1, 0, wideBytes));
-  dense(a->mutable_value_grad(), buffer(bp::BufferRef::OUTPUT, 2, 0, wideBytes));
+  dense(a->mutable_value_grad(),
+        buffer(bp::BufferRef::OUTPUT, 2, 0, wideBytes));
   *a->mutable_delta() = buffer(bp::BufferRef::OUTPUT, 3, 0, deltaBytes);
 
   bp::EntryPoint &causal = *manifest.add_entry_points();
@@ -503,8 +505,8 @@ void buildCudaLayerNormBundle(BundleWriter &writer,
     }
     if (copy != bp::ELEMENT_TYPE_UNSPECIFIED) {
       l->set_copy_type(copy);
-      *l->mutable_copy() = buffer(bp::BufferRef::OUTPUT, residual ? 2 : 1, 0,
-                                  rows * cols * 2);
+      *l->mutable_copy() =
+          buffer(bp::BufferRef::OUTPUT, residual ? 2 : 1, 0, rows * cols * 2);
     }
   };
   // `rounded` BF16 or F16: also the input gradient rounded to it, the

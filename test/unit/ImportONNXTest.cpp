@@ -136,7 +136,10 @@ TEST_F(ImportONNXTest, UnsupportedOpNamesNodeOpAndOpset) {
 TEST_F(ImportONNXTest, ShapeMismatchIsALocatedError) {
   onnx::ModelProto model = addModel();
   model.mutable_graph()->mutable_initializer(0)->set_dims(0, 2);
-  model.mutable_graph()->mutable_initializer(0)->mutable_float_data()->RemoveLast();
+  model.mutable_graph()
+      ->mutable_initializer(0)
+      ->mutable_float_data()
+      ->RemoveLast();
   kiln::ImportOptions options;
   options.batchSize = 2;
   auto module = import(model, options);
@@ -149,9 +152,9 @@ TEST_F(ImportONNXTest, ShapeMismatchIsALocatedError) {
 
 TEST_F(ImportONNXTest, GarbageIsNotAModel) {
   kiln::ImportOptions options;
-  for (std::string bytes : {std::string("this is not a protobuf at all"),
-                            std::string("\xff\xff\xff\xff", 4),
-                            std::string()}) {
+  for (std::string bytes :
+       {std::string("this is not a protobuf at all"),
+        std::string("\xff\xff\xff\xff", 4), std::string()}) {
     auto module =
         kiln::importONNXBuffer(*context, bytes, "junk.onnx", "", options);
     ASSERT_FALSE(static_cast<bool>(module));

@@ -307,8 +307,8 @@ bool CheckpointLock::acquire(const std::string &dir) {
     // A file system without locks (some FUSE, NFS or Lustre mounts): the
     // run goes on as before there was a lock, saying so.
     if (error == ENOLCK || error == ENOSYS || error == EOPNOTSUPP) {
-      printWarning("--checkpoint-dir " + dir + ": cannot lock " + path +
-                   " (" + std::strerror(error) +
+      printWarning("--checkpoint-dir " + dir + ": cannot lock " + path + " (" +
+                   std::strerror(error) +
                    "); another run given this directory would not be "
                    "refused");
       return true;
@@ -318,10 +318,10 @@ bool CheckpointLock::acquire(const std::string &dir) {
     while (!owner.empty() && owner.back() == '\n')
       owner.pop_back();
     if (error == EWOULDBLOCK)
-      printError("--checkpoint-dir " + dir + " is in use by another run (" +
-                 (owner.empty() ? std::string("its lock file ") + path
-                                : owner) +
-                 "); wait for it to end, or choose another directory");
+      printError(
+          "--checkpoint-dir " + dir + " is in use by another run (" +
+          (owner.empty() ? std::string("its lock file ") + path : owner) +
+          "); wait for it to end, or choose another directory");
     else
       printError("--checkpoint-dir " + dir + ": cannot lock " + path + ": " +
                  std::strerror(error));
@@ -329,11 +329,10 @@ bool CheckpointLock::acquire(const std::string &dir) {
   }
   char host[256] = "unknown host";
   ::gethostname(host, sizeof(host) - 1);
-  std::string owner = "kiln-run process " + std::to_string(::getpid()) +
-                      " on " + host + "\n";
-  if (::ftruncate(fd, 0) != 0 ||
-      ::pwrite(fd, owner.data(), owner.size(), 0) !=
-          static_cast<ssize_t>(owner.size())) {
+  std::string owner =
+      "kiln-run process " + std::to_string(::getpid()) + " on " + host + "\n";
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, owner.data(), owner.size(), 0) !=
+                                     static_cast<ssize_t>(owner.size())) {
     printError("--checkpoint-dir " + dir + ": cannot write " + path + ": " +
                std::strerror(errno));
     return false;

@@ -170,8 +170,8 @@ bool findTargets(const kiln_bundle_t *bundle, std::string &cuda,
 /// --target auto: the CUDA target if a session on it can be created; when
 /// that fails only because this machine cannot run CUDA (no driver, device
 /// or backend library) and there is a CPU target, the CPU.
-bool createAutoSession(const kiln_bundle_t *bundle,
-                       kiln_session_t **rawSession, std::string &chosen) {
+bool createAutoSession(const kiln_bundle_t *bundle, kiln_session_t **rawSession,
+                       std::string &chosen) {
   std::string cuda, cpu;
   if (!findTargets(bundle, cuda, cpu))
     return false;

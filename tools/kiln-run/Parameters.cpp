@@ -11,8 +11,8 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
-#include <sys/stat.h>
 #include <sstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace kiln::run {
@@ -201,9 +201,8 @@ bool setParameters(const kiln_bundle_t *bundle, kiln_session_t *session,
                                                    array.array.shape.data(),
                                                    array.array.shape.size()) +
                  ", the parameter is " +
-                 kiln::runtime::describeTensorType(declared.element_type,
-                                                   expected.data(),
-                                                   expected.size()) +
+                 kiln::runtime::describeTensorType(
+                     declared.element_type, expected.data(), expected.size()) +
                  (parameter.shard_ranks > 0
                       ? " (sharded over " +
                             std::to_string(parameter.shard_ranks) + " ranks)"
@@ -269,9 +268,8 @@ bool encodeSafetensors(const kiln_bundle_t *bundle, kiln_session_t *session,
     std::vector<int64_t> dims = storedShape(parameter);
     // A sharded state is gathered from every rank and stored whole.
     if (parameter.shard_ranks > 0 && tensor.rank == 1) {
-      std::string whole(value.size() *
-                            static_cast<size_t>(parameter.shard_ranks),
-                        '\0');
+      std::string whole(
+          value.size() * static_cast<size_t>(parameter.shard_ranks), '\0');
       if (kiln_status_t error = kiln_distributed_all_gather(
               value.data(), whole.data(), value.size()))
         return failed(error);

@@ -77,8 +77,7 @@ bool hasEnded(int64_t pid) {
 void onTerminate(int signal) {
   char message[1024] = "kiln-run: error: rank ";
   appendNumber(message, sizeof(message), myRank);
-  append(message, sizeof(message),
-         ": the launcher ended this rank (SIGTERM)");
+  append(message, sizeof(message), ": the launcher ended this rank (SIGTERM)");
   const char *host = records[static_cast<size_t>(myRank)].host;
   bool named = false;
   for (size_t r = 0; r < recordCount; ++r) {

@@ -1,4 +1,5 @@
-//===- RankFailure.h - naming the rank whose death ended the job -*- C++ -*-===//
+//===- RankFailure.h - naming the rank whose death ended the job -*- C++
+//-*-===//
 //
 // When one rank of an MPI job dies (killed, out of memory, a crash), the
 // launcher ends the others with SIGTERM, and they stopped without a word

@@ -21,8 +21,8 @@
 #include <mutex>
 #include <optional>
 #include <random>
-#include <thread>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 namespace kiln::run {
@@ -84,15 +84,13 @@ bool readDataset(const Options &options, const kiln_bundle_t *bundle,
     dataset.samples = shape[0];
     int worldSize = distributedInfo().world_size;
     if (dataset.samples / worldSize < input.shape[0]) {
-      printError(options.data + ": " + std::to_string(dataset.samples) +
-                 " samples " +
-                 (worldSize > 1 ? "over " + std::to_string(worldSize) +
-                                      " ranks (" +
-                                      std::to_string(dataset.samples /
-                                                     worldSize) +
-                                      " each) "
-                                : std::string()) +
-                 "do not fill one batch of " + std::to_string(input.shape[0]));
+      printError(
+          options.data + ": " + std::to_string(dataset.samples) + " samples " +
+          (worldSize > 1
+               ? "over " + std::to_string(worldSize) + " ranks (" +
+                     std::to_string(dataset.samples / worldSize) + " each) "
+               : std::string()) +
+          "do not fill one batch of " + std::to_string(input.shape[0]));
       return false;
     }
     dataset.arrays.push_back(std::move(*found));
@@ -616,10 +614,10 @@ private:
                       std::isfinite(report.gradNorm);
     if (std::isfinite(report.loss) && gradFinite)
       return true;
-    std::string what = !std::isfinite(report.loss)
-                           ? "the loss is " + describeFloat(report.loss)
-                           : "the gradient norm is " +
-                                 describeFloat(report.gradNorm);
+    std::string what =
+        !std::isfinite(report.loss)
+            ? "the loss is " + describeFloat(report.loss)
+            : "the gradient norm is " + describeFloat(report.gradNorm);
     if (options.haltOnNonfinite) {
       if (isRoot()) {
         metrics.sync();
@@ -654,15 +652,14 @@ private:
     if (ranks.world_size == 1)
       return true;
     const char *graphs = std::getenv("KILN_CUDA_GRAPHS");
-    std::string what = std::to_string(fingerprint) + "|" +
-                       std::string(trainStep.info.name) + "|" +
-                       std::to_string(dataset.samples) + "|" +
-                       std::to_string(options.seed) + "|" +
-                       std::to_string(options.noShuffle) + "|" +
-                       std::to_string(options.dropLast) + "|" +
-                       std::to_string(options.resume) + "|" +
-                       std::to_string(options.checkpointEvery) + "|" +
-                       options.target + "|" + (graphs ? graphs : "");
+    std::string what =
+        std::to_string(fingerprint) + "|" + std::string(trainStep.info.name) +
+        "|" + std::to_string(dataset.samples) + "|" +
+        std::to_string(options.seed) + "|" + std::to_string(options.noShuffle) +
+        "|" + std::to_string(options.dropLast) + "|" +
+        std::to_string(options.resume) + "|" +
+        std::to_string(options.checkpointEvery) + "|" + options.target + "|" +
+        (graphs ? graphs : "");
     uint64_t hash = 14695981039346656037ull; // FNV-1a
     for (unsigned char c : what)
       hash = (hash ^ c) * 1099511628211ull;
@@ -696,7 +693,8 @@ private:
             KILN_OK &&
         std::string(value) == "1")
       return true;
-    printError(options.bundlePath + " was not compiled for data parallelism "
+    printError(options.bundlePath +
+               " was not compiled for data parallelism "
                "(its metadata has no training.data_parallel = 1), so " +
                std::to_string(ranks.world_size) +
                " ranks would each train their own copy; recompile it with "

@@ -293,9 +293,10 @@ bool checkTrainingArguments(const Options &options) {
   if (options.checkpointDir.empty() &&
       (options.checkpointEvery > 0 || options.resume ||
        options.keepCheckpoints > 0)) {
-    printError(std::string(options.resume                ? "--resume"
-                           : options.keepCheckpoints > 0 ? "--keep-checkpoints"
-                                                         : "--checkpoint-every") +
+    printError(std::string(options.resume ? "--resume"
+                           : options.keepCheckpoints > 0
+                               ? "--keep-checkpoints"
+                               : "--checkpoint-every") +
                " needs --checkpoint-dir DIR");
     return false;
   }
@@ -396,14 +397,13 @@ bool printEntryPoints(const kiln_bundle_t *bundle,
           collectives = ", " + std::to_string(program.attention_count) +
                         " attention commands";
         if (program.layer_norm_count > 0)
-          collectives += ", " + std::to_string(program.layer_norm_count) +
-                         " layer norms";
+          collectives +=
+              ", " + std::to_string(program.layer_norm_count) + " layer norms";
         if (program.collective_count > 0)
           collectives +=
               ", " + std::to_string(program.collective_count) + " all-reduces";
         if (program.shard_collective_count > 0)
-          collectives += ", " +
-                         std::to_string(program.shard_collective_count) +
+          collectives += ", " + std::to_string(program.shard_collective_count) +
                          " shard collectives";
         std::printf("    %s: arena %s, %zu commands (%zu kernel launches, %zu "
                     "matrix products%s)\n",
@@ -566,13 +566,12 @@ bool runEntryPoint(const Options &options, const kiln_bundle_t *bundle) {
     return false;
   // The index counts were checked by the run; they are not the model's
   // outputs.
-  outputArrays.erase(std::remove_if(outputArrays.begin(), outputArrays.end(),
-                                    [](const NamedArray &array) {
-                                      return array.name.rfind(
-                                                 KILN_INDEX_CHECK_PREFIX, 0) ==
-                                             0;
-                                    }),
-                     outputArrays.end());
+  outputArrays.erase(
+      std::remove_if(outputArrays.begin(), outputArrays.end(),
+                     [](const NamedArray &array) {
+                       return array.name.rfind(KILN_INDEX_CHECK_PREFIX, 0) == 0;
+                     }),
+      outputArrays.end());
   Status status =
       kiln::runtime::writeNpz(options.outputs, outputArrays, options.compress);
   if (!status.ok()) {
@@ -597,7 +596,6 @@ bool runTool(const Options &options) {
     return runEntryPoint(options, bundle.get());
   return true;
 }
-
 
 /// Joins the ranks of a launcher (or makes a single rank); a run of several
 /// ranks must train.

@@ -53,7 +53,9 @@ struct Fit {
   int64_t plain = 0;
   std::optional<int64_t> recomputed;
   bool fits = false;
-  int64_t best() const { return recomputed ? std::min(plain, *recomputed) : plain; }
+  int64_t best() const {
+    return recomputed ? std::min(plain, *recomputed) : plain;
+  }
 };
 
 Expected<Fit> measure(mlir::ModuleOp module, int64_t bytes,
@@ -93,7 +95,8 @@ cl::OptionCategory &kilnc::memoryCategory() { return category(); }
 Expected<int64_t> kilnc::parseBytes(StringRef text) {
   StringRef number = text.trim();
   int shift = 0;
-  StringRef unit = number.drop_while([](char c) { return isDigit(c) || c == '.'; });
+  StringRef unit =
+      number.drop_while([](char c) { return isDigit(c) || c == '.'; });
   number = number.drop_back(unit.size());
   std::string lower = unit.lower();
   if (lower == "" || lower == "b")
@@ -105,7 +108,8 @@ Expected<int64_t> kilnc::parseBytes(StringRef text) {
   else if (lower == "g" || lower == "gib")
     shift = 30;
   else
-    return error("'" + text + "' is not a byte count (a number, optionally "
+    return error("'" + text +
+                 "' is not a byte count (a number, optionally "
                  "followed by K, M or G, or KiB, MiB or GiB)");
   double value;
   if (number.empty() || number.getAsDouble(value) || value <= 0)
@@ -150,8 +154,8 @@ Error kilnc::fitMemoryBudget(mlir::ModuleOp module, int64_t bytes,
   if (!fit)
     return fit.takeError();
   if (!fit->fits)
-    return error("the step needs " + describe(*fit) + "; --memory-budget=" +
-                 std::to_string(bytes) +
+    return error("the step needs " + describe(*fit) +
+                 "; --memory-budget=" + std::to_string(bytes) +
                  " is below the smallest budget reachable, " +
                  std::to_string(fit->best()) + " bytes");
   options.rematerialize = fit->recomputed.has_value();

@@ -48,9 +48,10 @@ void kilnc::printMemoryReport(const kiln::CompiledModel &model,
   os << format("  peak arena        %14lld  (one per session, shared by the "
                "entry points)\n",
                static_cast<long long>(arena));
-  os << format("  session total     %14lld  (parameters, optimizer state, "
-               "arena, and the largest\n%34sentry point's inputs and outputs)\n",
-               static_cast<long long>(kiln::sessionBytes(model)), "");
+  os << format(
+      "  session total     %14lld  (parameters, optimizer state, "
+      "arena, and the largest\n%34sentry point's inputs and outputs)\n",
+      static_cast<long long>(kiln::sessionBytes(model)), "");
   os << "arena contents where the live buffers peak (bytes)\n";
   os << format("  %-18s %14s %14s %14s %14s\n", "entry point", "activations",
                "gradients", "workspace", "live");

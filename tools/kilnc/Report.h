@@ -1,4 +1,5 @@
-//===- Report.h - kilnc --report ---------------------------------*- C++ -*-===//
+//===- Report.h - kilnc --report ---------------------------------*- C++
+//-*-===//
 
 #ifndef KILNC_REPORT_H
 #define KILNC_REPORT_H

@@ -43,10 +43,11 @@ cl::opt<std::string> lossOn(
     cl::desc("The graph output --loss is computed from (default: the only "
              "output)"),
     cl::value_desc("output"), cl::init(""), cl::cat(category()));
-cl::opt<std::string>
-    labels("labels", cl::desc("The name of the labels input --loss adds "
-                              "(default: 'labels')"),
-           cl::value_desc("name"), cl::init("labels"), cl::cat(category()));
+cl::opt<std::string> labels("labels",
+                            cl::desc("The name of the labels input --loss adds "
+                                     "(default: 'labels')"),
+                            cl::value_desc("name"), cl::init("labels"),
+                            cl::cat(category()));
 cl::opt<int64_t> lossClassAxis(
     "loss-class-axis",
     cl::desc("cross_entropy: the axis of the classes (default 1, as PyTorch; "
@@ -57,9 +58,10 @@ cl::opt<int64_t> ignoreIndex(
     cl::desc("cross_entropy: labels with this value count for nothing "
              "(default -100)"),
     cl::init(-100), cl::cat(category()));
-cl::opt<double> labelSmoothing(
-    "label-smoothing", cl::desc("cross_entropy: label smoothing (default 0)"),
-    cl::init(0.0), cl::cat(category()));
+cl::opt<double>
+    labelSmoothing("label-smoothing",
+                   cl::desc("cross_entropy: label smoothing (default 0)"),
+                   cl::init(0.0), cl::cat(category()));
 cl::opt<std::string> freeze(
     "freeze",
     cl::desc("Parameters whose name matches this regular expression get no "
@@ -84,18 +86,17 @@ cl::opt<double> momentum("momentum", cl::desc("SGD momentum (default 0)"),
                          cl::init(0.0), cl::cat(category()));
 cl::opt<bool> nesterov("nesterov", cl::desc("SGD: Nesterov momentum"),
                        cl::init(false), cl::cat(category()));
-cl::opt<double> weightDecay(
-    "weight-decay",
-    cl::desc("Weight decay: decoupled for AdamW, L2 for the others "
-             "(default 0)"),
-    cl::init(0.0), cl::cat(category()));
+cl::opt<double>
+    weightDecay("weight-decay",
+                cl::desc("Weight decay: decoupled for AdamW, L2 for the others "
+                         "(default 0)"),
+                cl::init(0.0), cl::cat(category()));
 cl::opt<double> beta1("beta1", cl::desc("Adam/AdamW beta1 (default 0.9)"),
                       cl::init(0.9), cl::cat(category()));
 cl::opt<double> beta2("beta2", cl::desc("Adam/AdamW beta2 (default 0.999)"),
                       cl::init(0.999), cl::cat(category()));
 cl::opt<double> epsilon(
-    "eps",
-    cl::desc("Epsilon (default 1e-8 for Adam/AdamW, 1e-10 for Adagrad)"),
+    "eps", cl::desc("Epsilon (default 1e-8 for Adam/AdamW, 1e-10 for Adagrad)"),
     cl::init(-1.0), cl::cat(category()));
 cl::opt<double> lrDecay("lr-decay",
                         cl::desc("Adagrad learning-rate decay (default 0)"),
@@ -121,11 +122,11 @@ cl::opt<double> gradClip(
     "grad-clip",
     cl::desc("Clip the global gradient norm to this (default: no clipping)"),
     cl::value_desc("max-norm"), cl::init(0.0), cl::cat(category()));
-cl::opt<int64_t> gradAccum(
-    "grad-accum",
-    cl::desc("Micro-batches (of --batch-size) per optimizer update "
-             "(default 1)"),
-    cl::value_desc("K"), cl::init(1), cl::cat(category()));
+cl::opt<int64_t>
+    gradAccum("grad-accum",
+              cl::desc("Micro-batches (of --batch-size) per optimizer update "
+                       "(default 1)"),
+              cl::value_desc("K"), cl::init(1), cl::cat(category()));
 
 cl::opt<bool> dataParallel(
     "data-parallel",
@@ -253,8 +254,7 @@ Error kilnc::checkTrainingFlags(bool gradients, bool lossScaling) {
     return error("--shard-optimizer must be a number of ranks in [1, 65536], "
                  "not " +
                  Twine(shardOptimizer));
-  if (shardOptimizer.getNumOccurrences() && optimizer == "sgd" &&
-      momentum == 0)
+  if (shardOptimizer.getNumOccurrences() && optimizer == "sgd" && momentum == 0)
     return error("--shard-optimizer: SGD without --momentum keeps no "
                  "optimizer state to shard");
   if (!optimizer.empty() &&
@@ -322,8 +322,7 @@ Expected<std::vector<std::string>> kilnc::trainableNames() {
   return names;
 }
 
-Error kilnc::markTrainable(mlir::ModuleOp module,
-                           ArrayRef<std::string> names) {
+Error kilnc::markTrainable(mlir::ModuleOp module, ArrayRef<std::string> names) {
   if (names.empty())
     return Error::success();
   llvm::StringSet<> listed;
@@ -342,15 +341,14 @@ Error kilnc::markTrainable(mlir::ModuleOp module,
     if (listed.contains(param.getSymName()))
       param->removeAttr("kiln.buffer");
     else
-      param->setAttr("kiln.buffer",
-                     mlir::StringAttr::get(module.getContext(),
-                                           "not in --trainable"));
+      param->setAttr(
+          "kiln.buffer",
+          mlir::StringAttr::get(module.getContext(), "not in --trainable"));
   }
   return Error::success();
 }
 
-kiln::TrainingOptions kilnc::trainingOptions(bool lossScaling,
-                                             bool gradients) {
+kiln::TrainingOptions kilnc::trainingOptions(bool lossScaling, bool gradients) {
   kiln::TrainingOptions options;
   options.loss = loss;
   options.lossOn = lossOn;
@@ -396,7 +394,8 @@ void kilnc::noteTrainedParameters(mlir::ModuleOp module, StringRef inputFile,
         param->hasAttr("kiln.optimizer_state"))
       continue;
     if (param->hasAttr("kiln.trained")) {
-      if (auto from = param->getAttrOfType<mlir::StringAttr>("kiln.folded_from"))
+      if (auto from =
+              param->getAttrOfType<mlir::StringAttr>("kiln.folded_from"))
         folded.push_back(param.getSymName().str() + " from " +
                          from.getValue().str());
       ++trainedCount;

@@ -64,8 +64,7 @@ cl::opt<bool> dumpPipeline(
     cl::init(false), cl::cat(kilncCategory));
 
 cl::list<std::string>
-    dims("dim",
-         cl::desc("Bind the symbolic dimension NAME to N (repeatable)"),
+    dims("dim", cl::desc("Bind the symbolic dimension NAME to N (repeatable)"),
          cl::value_desc("NAME=N"), cl::cat(kilncCategory));
 
 cl::opt<int64_t> batchSize(
@@ -114,20 +113,20 @@ cl::list<std::string> cudaArchs(
     cl::value_desc("list"), cl::CommaSeparated, cl::cat(kilncCategory));
 
 enum class Amp { Off, BF16, FP16 };
-cl::opt<Amp> amp(
-    "amp",
-    cl::desc("Mixed precision on the CUDA target (the CPU target computes "
-             "in f32)"),
-    cl::values(clEnumValN(Amp::Off, "off", "f32 throughout (default)"),
-               clEnumValN(Amp::BF16, "bf16",
-                          "matrix products on bf16 operands with f32 "
-                          "accumulation; f32 master weights, optimizer and "
-                          "everything else"),
-               clEnumValN(Amp::FP16, "fp16",
-                          "matrix products on f16 operands with f32 "
-                          "accumulation, and a dynamic loss scale in the "
-                          "training step (--loss-scale)")),
-    cl::init(Amp::Off), cl::cat(kilncCategory));
+cl::opt<Amp>
+    amp("amp",
+        cl::desc("Mixed precision on the CUDA target (the CPU target computes "
+                 "in f32)"),
+        cl::values(clEnumValN(Amp::Off, "off", "f32 throughout (default)"),
+                   clEnumValN(Amp::BF16, "bf16",
+                              "matrix products on bf16 operands with f32 "
+                              "accumulation; f32 master weights, optimizer and "
+                              "everything else"),
+                   clEnumValN(Amp::FP16, "fp16",
+                              "matrix products on f16 operands with f32 "
+                              "accumulation, and a dynamic loss scale in the "
+                              "training step (--loss-scale)")),
+        cl::init(Amp::Off), cl::cat(kilncCategory));
 
 using CudaAttention = kiln::CompileOptions::CudaAttention;
 cl::opt<CudaAttention> cudaAttention(
@@ -205,8 +204,8 @@ int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
-  cl::HideUnrelatedOptions({&kilncCategory, &kilnc::trainingCategory(),
-                            &kilnc::memoryCategory()});
+  cl::HideUnrelatedOptions(
+      {&kilncCategory, &kilnc::trainingCategory(), &kilnc::memoryCategory()});
   cl::ParseCommandLineOptions(
       argc, argv,
       "kilnc: compiles ONNX models with Kiln\n\n"
@@ -229,8 +228,9 @@ int main(int argc, char **argv) {
   if (!reports.empty() && !bundle)
     return fail("--report needs a bundle (--inference or a training spec)");
   if ((maxBatchFor || kilnc::memoryBudget()) && !bundle)
-    return fail(std::string(maxBatchFor ? "--max-batch-for" : "--memory-budget") +
-                " needs a bundle (--inference or a training spec)");
+    return fail(
+        std::string(maxBatchFor ? "--max-batch-for" : "--memory-budget") +
+        " needs a bundle (--inference or a training spec)");
   if (maxBatchFor && !reports.empty())
     return fail("--max-batch-for compiles nothing to report on; leave out "
                 "--report");
@@ -245,8 +245,8 @@ int main(int argc, char **argv) {
   StringRef(target).split(targets, ',');
   for (StringRef name : targets) {
     bool *enabled = name == "cpu"    ? &compileOptions.cpuTarget
-                     : name == "cuda" ? &compileOptions.cudaTarget
-                                      : nullptr;
+                    : name == "cuda" ? &compileOptions.cudaTarget
+                                     : nullptr;
     if (!enabled)
       return fail("--target: unknown target '" + name.str() +
                   "' (expected cpu, cuda or cpu,cuda)");
@@ -310,8 +310,7 @@ int main(int argc, char **argv) {
   // The imported model, with the training passes run when a step or
   // gradients were asked for.
   bool notedRemarks = false, notedTrained = false;
-  auto prepare =
-      [&](const kiln::ImportOptions &importOptions)
+  auto prepare = [&](const kiln::ImportOptions &importOptions)
       -> Expected<mlir::OwningOpRef<mlir::ModuleOp>> {
     auto module = kiln::importONNXFile(context, inputFile, importOptions);
     if (!module)
@@ -387,8 +386,8 @@ int main(int argc, char **argv) {
       batched.batchSize = batch;
       return prepare(batched);
     };
-    if (auto error = kilnc::printMaxBatch(atBatch, *maxBatchFor,
-                                          compileOptions, outs()))
+    if (auto error =
+            kilnc::printMaxBatch(atBatch, *maxBatchFor, compileOptions, outs()))
       return fail(inputFile + ": " + toString(std::move(error)));
     return 0;
   }
@@ -448,9 +447,8 @@ int main(int argc, char **argv) {
       return fail(inputFile + ": " + toString(compiled.takeError()));
     kiln::BundleOptions bundleOptions;
     bundleOptions.externalWeights = externalWeights;
-    if (auto error = kiln::writeBundle(*compiled, outputFile,
-                                       sys::path::stem(inputFile),
-                                       bundleOptions))
+    if (auto error = kiln::writeBundle(
+            *compiled, outputFile, sys::path::stem(inputFile), bundleOptions))
       return fail(toString(std::move(error)));
     for (Report report : reports)
       report == Report::Fusion ? kilnc::printFusionReport(*compiled, outs())

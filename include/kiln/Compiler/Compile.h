@@ -1,4 +1,5 @@
-//===- Compile.h - from imported kiln IR to compiled entry points -*- C++ -*-===//
+//===- Compile.h - from imported kiln IR to compiled entry points -*- C++
+//-*-===//
 
 #ifndef KILN_COMPILER_COMPILE_H
 #define KILN_COMPILER_COMPILE_H

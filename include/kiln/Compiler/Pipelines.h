@@ -1,4 +1,5 @@
-//===- Pipelines.h - Kiln's pass pipelines, built and registered -*- C++ -*-===//
+//===- Pipelines.h - Kiln's pass pipelines, built and registered -*- C++
+//-*-===//
 //
 // The pass pipelines kilnc runs, built from option structs so that every
 // tool runs the same passes: the training pipeline (loss, gradients,

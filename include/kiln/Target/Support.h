@@ -25,8 +25,8 @@ llvm::Error runPasses(mlir::PassManager &pm, mlir::ModuleOp module,
 
 /// Runs `program` with `args` (args[0] is the program); on failure the
 /// error names `what` and holds the program's output.
-llvm::Error runTool(llvm::StringRef program, llvm::ArrayRef<llvm::StringRef> args,
-                    llvm::StringRef what);
+llvm::Error runTool(llvm::StringRef program,
+                    llvm::ArrayRef<llvm::StringRef> args, llvm::StringRef what);
 
 /// Writes `input` to a temporary file (named with `inputSuffix`), runs
 /// `program` with the arguments `arguments(inputPath, outputPath)` builds

@@ -81,9 +81,9 @@ Value kiln::lowering::castScalar(OpBuilder &b, Location loc, Value value,
   unsigned fromWidth = from.getIntOrFloatBitWidth();
   unsigned toWidth = to.getIntOrFloatBitWidth();
   if (fromWidth < toWidth)
-    return from.isInteger(1) ? arith::ExtUIOp::create(b, loc, to, value)
-                             : arith::ExtSIOp::create(b, loc, to, value)
-                                   .getResult();
+    return from.isInteger(1)
+               ? arith::ExtUIOp::create(b, loc, to, value)
+               : arith::ExtSIOp::create(b, loc, to, value).getResult();
   return arith::TruncIOp::create(b, loc, to, value);
 }
 
@@ -104,25 +104,28 @@ Value selectOf(OpBuilder &b, Location loc, Value c, Value x, Value y) {
 
 Value clamp01(OpBuilder &b, Location loc, Value x) {
   Value zero = constantLike(b, loc, x, 0), one = constantLike(b, loc, x, 1);
-  return arith::MinimumFOp::create(b, loc,
-                                   arith::MaximumFOp::create(b, loc, x, zero),
-                                   one);
+  return arith::MinimumFOp::create(
+      b, loc, arith::MaximumFOp::create(b, loc, x, zero), one);
 }
 
 double attrValue(FloatAttr attr) { return attr.getValueAsDouble(); }
 
 Value signOf(OpBuilder &b, Location loc, Value x) {
   Value zero = constantLike(b, loc, x, 0);
-  Value one = constantLike(b, loc, x, 1), minusOne = constantLike(b, loc, x, -1);
+  Value one = constantLike(b, loc, x, 1),
+        minusOne = constantLike(b, loc, x, -1);
   Value positive, negative;
   if (isFloat(x.getType())) {
     positive = cmpf(b, loc, arith::CmpFPredicate::OGT, x, zero);
     negative = cmpf(b, loc, arith::CmpFPredicate::OLT, x, zero);
   } else {
-    positive = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, x, zero);
-    negative = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, zero);
+    positive =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, x, zero);
+    negative =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, zero);
   }
-  return selectOf(b, loc, positive, one, selectOf(b, loc, negative, minusOne, zero));
+  return selectOf(b, loc, positive, one,
+                  selectOf(b, loc, negative, minusOne, zero));
 }
 
 /// Python-style remainder: the result takes the divisor's sign.
@@ -153,24 +156,48 @@ Value compareScalars(OpBuilder &b, Location loc, ComparePredicate p, Value x,
   if (isFloat(x.getType())) {
     arith::CmpFPredicate fp;
     switch (p) {
-    case ComparePredicate::eq: fp = arith::CmpFPredicate::OEQ; break;
-    case ComparePredicate::ne: fp = arith::CmpFPredicate::UNE; break;
-    case ComparePredicate::lt: fp = arith::CmpFPredicate::OLT; break;
-    case ComparePredicate::le: fp = arith::CmpFPredicate::OLE; break;
-    case ComparePredicate::gt: fp = arith::CmpFPredicate::OGT; break;
-    case ComparePredicate::ge: fp = arith::CmpFPredicate::OGE; break;
+    case ComparePredicate::eq:
+      fp = arith::CmpFPredicate::OEQ;
+      break;
+    case ComparePredicate::ne:
+      fp = arith::CmpFPredicate::UNE;
+      break;
+    case ComparePredicate::lt:
+      fp = arith::CmpFPredicate::OLT;
+      break;
+    case ComparePredicate::le:
+      fp = arith::CmpFPredicate::OLE;
+      break;
+    case ComparePredicate::gt:
+      fp = arith::CmpFPredicate::OGT;
+      break;
+    case ComparePredicate::ge:
+      fp = arith::CmpFPredicate::OGE;
+      break;
     }
     return cmpf(b, loc, fp, x, y);
   }
   bool isBool = x.getType().isInteger(1);
   arith::CmpIPredicate ip;
   switch (p) {
-  case ComparePredicate::eq: ip = arith::CmpIPredicate::eq; break;
-  case ComparePredicate::ne: ip = arith::CmpIPredicate::ne; break;
-  case ComparePredicate::lt: ip = isBool ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt; break;
-  case ComparePredicate::le: ip = isBool ? arith::CmpIPredicate::ule : arith::CmpIPredicate::sle; break;
-  case ComparePredicate::gt: ip = isBool ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::sgt; break;
-  case ComparePredicate::ge: ip = isBool ? arith::CmpIPredicate::uge : arith::CmpIPredicate::sge; break;
+  case ComparePredicate::eq:
+    ip = arith::CmpIPredicate::eq;
+    break;
+  case ComparePredicate::ne:
+    ip = arith::CmpIPredicate::ne;
+    break;
+  case ComparePredicate::lt:
+    ip = isBool ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt;
+    break;
+  case ComparePredicate::le:
+    ip = isBool ? arith::CmpIPredicate::ule : arith::CmpIPredicate::sle;
+    break;
+  case ComparePredicate::gt:
+    ip = isBool ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::sgt;
+    break;
+  case ComparePredicate::ge:
+    ip = isBool ? arith::CmpIPredicate::uge : arith::CmpIPredicate::sge;
+    break;
   }
   return arith::CmpIOp::create(b, loc, ip, x, y);
 }
@@ -214,7 +241,8 @@ Value kiln::lowering::buildElementwiseScalar(Operation *op, OpBuilder &b,
       .Case([&](LogOp) { return math::LogOp::create(b, loc, x); })
       .Case([&](SqrtOp) { return math::SqrtOp::create(b, loc, x); })
       .Case([&](RsqrtOp) { return math::RsqrtOp::create(b, loc, x); })
-      .Case([&](ReciprocalOp) { return arith::DivFOp::create(b, loc, c(1), x); })
+      .Case(
+          [&](ReciprocalOp) { return arith::DivFOp::create(b, loc, c(1), x); })
       .Case([&](TanhOp) { return math::TanhOp::create(b, loc, x); })
       .Case([&](SigmoidOp) -> Value {
         Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
@@ -224,7 +252,8 @@ Value kiln::lowering::buildElementwiseScalar(Operation *op, OpBuilder &b,
       .Case([&](SoftplusOp) -> Value {
         // max(x, 0) + log1p(exp(-|x|)) never overflows.
         Value e = math::ExpOp::create(
-            b, loc, arith::NegFOp::create(b, loc, math::AbsFOp::create(b, loc, x)));
+            b, loc,
+            arith::NegFOp::create(b, loc, math::AbsFOp::create(b, loc, x)));
         return arith::AddFOp::create(b, loc,
                                      arith::MaximumFOp::create(b, loc, x, c(0)),
                                      math::Log1pOp::create(b, loc, e));
@@ -264,24 +293,27 @@ Value kiln::lowering::buildElementwiseScalar(Operation *op, OpBuilder &b,
           Value poly = arith::AddFOp::create(
               b, loc, x, arith::MulFOp::create(b, loc, cube, c(0.044715)));
           inner = math::TanhOp::create(
-              b, loc, arith::MulFOp::create(b, loc, poly, c(0.7978845608028654)));
+              b, loc,
+              arith::MulFOp::create(b, loc, poly, c(0.7978845608028654)));
         } else {
           inner = math::ErfOp::create(
               b, loc, arith::MulFOp::create(b, loc, x, c(M_SQRT1_2)));
         }
-        return arith::MulFOp::create(b, loc, half,
-                                     arith::AddFOp::create(b, loc, c(1), inner));
+        return arith::MulFOp::create(
+            b, loc, half, arith::AddFOp::create(b, loc, c(1), inner));
       })
       .Case([&](LeakyReluOp l) -> Value {
-        Value scaled = arith::MulFOp::create(b, loc, x, c(attrValue(l.getAlphaAttr())));
-        return selectOf(b, loc, cmpf(b, loc, arith::CmpFPredicate::OGE, x, c(0)),
-                        x, scaled);
+        Value scaled =
+            arith::MulFOp::create(b, loc, x, c(attrValue(l.getAlphaAttr())));
+        return selectOf(b, loc,
+                        cmpf(b, loc, arith::CmpFPredicate::OGE, x, c(0)), x,
+                        scaled);
       })
       .Case([&](EluOp e) -> Value {
-        Value neg = arith::MulFOp::create(b, loc, c(attrValue(e.getAlphaAttr())),
-                                          expMinusOne(b, loc, x));
-        return selectOf(b, loc, cmpf(b, loc, arith::CmpFPredicate::OGT, x, c(0)),
-                        x, neg);
+        Value neg = arith::MulFOp::create(
+            b, loc, c(attrValue(e.getAlphaAttr())), expMinusOne(b, loc, x));
+        return selectOf(
+            b, loc, cmpf(b, loc, arith::CmpFPredicate::OGT, x, c(0)), x, neg);
       })
       .Case([&](CeluOp e) -> Value {
         double alpha = attrValue(e.getAlphaAttr());
@@ -293,15 +325,16 @@ Value kiln::lowering::buildElementwiseScalar(Operation *op, OpBuilder &b,
             arith::MinimumFOp::create(b, loc, neg, c(0)));
       })
       .Case([&](SeluOp s) -> Value {
-        Value neg = arith::MulFOp::create(b, loc, c(attrValue(s.getAlphaAttr())),
-                                          expMinusOne(b, loc, x));
-        Value v = selectOf(b, loc, cmpf(b, loc, arith::CmpFPredicate::OGT, x, c(0)),
-                           x, neg);
+        Value neg = arith::MulFOp::create(
+            b, loc, c(attrValue(s.getAlphaAttr())), expMinusOne(b, loc, x));
+        Value v = selectOf(
+            b, loc, cmpf(b, loc, arith::CmpFPredicate::OGT, x, c(0)), x, neg);
         return arith::MulFOp::create(b, loc, v, c(attrValue(s.getGammaAttr())));
       })
       .Case([&](HardSigmoidOp h) -> Value {
         Value v = arith::AddFOp::create(
-            b, loc, arith::MulFOp::create(b, loc, x, c(attrValue(h.getAlphaAttr()))),
+            b, loc,
+            arith::MulFOp::create(b, loc, x, c(attrValue(h.getAlphaAttr()))),
             c(attrValue(h.getBetaAttr())));
         return clamp01(b, loc, v);
       })
@@ -310,17 +343,31 @@ Value kiln::lowering::buildElementwiseScalar(Operation *op, OpBuilder &b,
                            c(attrValue(t.getAlphaAttr())));
         return selectOf(b, loc, above, x, c(0));
       })
-      .Case([&](IsNanOp) { return cmpf(b, loc, arith::CmpFPredicate::UNO, x, x); })
+      .Case([&](IsNanOp) {
+        return cmpf(b, loc, arith::CmpFPredicate::UNO, x, x);
+      })
       .Case([&](IsInfOp) -> Value {
         return cmpf(b, loc, arith::CmpFPredicate::OEQ,
                     math::AbsFOp::create(b, loc, x), c(INFINITY));
       })
-      .Case([&](AddOp) { return numeric<arith::AddFOp, arith::AddIOp>(b, loc, x, y); })
-      .Case([&](SubOp) { return numeric<arith::SubFOp, arith::SubIOp>(b, loc, x, y); })
-      .Case([&](MulOp) { return numeric<arith::MulFOp, arith::MulIOp>(b, loc, x, y); })
-      .Case([&](DivOp) { return numeric<arith::DivFOp, arith::DivSIOp>(b, loc, x, y); })
-      .Case([&](MaxOp) { return numeric<arith::MaximumFOp, arith::MaxSIOp>(b, loc, x, y); })
-      .Case([&](MinOp) { return numeric<arith::MinimumFOp, arith::MinSIOp>(b, loc, x, y); })
+      .Case([&](AddOp) {
+        return numeric<arith::AddFOp, arith::AddIOp>(b, loc, x, y);
+      })
+      .Case([&](SubOp) {
+        return numeric<arith::SubFOp, arith::SubIOp>(b, loc, x, y);
+      })
+      .Case([&](MulOp) {
+        return numeric<arith::MulFOp, arith::MulIOp>(b, loc, x, y);
+      })
+      .Case([&](DivOp) {
+        return numeric<arith::DivFOp, arith::DivSIOp>(b, loc, x, y);
+      })
+      .Case([&](MaxOp) {
+        return numeric<arith::MaximumFOp, arith::MaxSIOp>(b, loc, x, y);
+      })
+      .Case([&](MinOp) {
+        return numeric<arith::MinimumFOp, arith::MinSIOp>(b, loc, x, y);
+      })
       .Case([&](PowOp) -> Value {
         if (isFloat(x.getType()))
           return math::PowFOp::create(b, loc, x, y);
@@ -337,7 +384,8 @@ Value kiln::lowering::buildElementwiseScalar(Operation *op, OpBuilder &b,
       .Case([&](CompareOp cmp) {
         return compareScalars(b, loc, cmp.getPredicate(), x, y);
       })
-      .Case([&](SelectOp) { return selectOf(b, loc, args[0], args[1], args[2]); })
+      .Case(
+          [&](SelectOp) { return selectOf(b, loc, args[0], args[1], args[2]); })
       .Case([&](CastOp castOp) {
         return castScalar(
             b, loc, x,
@@ -360,16 +408,16 @@ struct LowerElementwise : RewritePattern {
       return failure();
     auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
     bool supported = true;
-    Value result = buildMap(
-        r, op->getLoc(), op->getOperands(), resultType,
-        [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
-          Value v = buildElementwiseScalar(op, b, loc, args);
-          if (!v) {
-            supported = false;
-            return args.front();
-          }
-          return v;
-        });
+    Value result =
+        buildMap(r, op->getLoc(), op->getOperands(), resultType,
+                 [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+                   Value v = buildElementwiseScalar(op, b, loc, args);
+                   if (!v) {
+                     supported = false;
+                     return args.front();
+                   }
+                   return v;
+                 });
     if (!supported)
       return r.notifyMatchFailure(op, "no scalar form");
     r.replaceOp(op, result);

@@ -29,8 +29,8 @@ mlir::Value emptyTensor(mlir::OpBuilder &b, mlir::Location loc,
 /// indexed by `inputMaps` (identity maps when empty); `body` maps the input
 /// scalars to the result scalar.
 mlir::Value buildMap(mlir::OpBuilder &b, mlir::Location loc,
-                     mlir::ValueRange inputs,
-                     mlir::RankedTensorType resultType, BodyBuilder body,
+                     mlir::ValueRange inputs, mlir::RankedTensorType resultType,
+                     BodyBuilder body,
                      llvm::ArrayRef<mlir::AffineMap> inputMaps = {});
 
 /// The scalar computation of an elementwise kiln op, or null when `op` is not

@@ -13,24 +13,27 @@ RankedTensorType rankedType(Value v) {
 }
 
 Value zeroFilled(OpBuilder &b, Location loc, RankedTensorType type) {
-  return linalg::FillOp::create(b, loc,
-                                scalarConstant(b, loc, type.getElementType(), 0),
-                                emptyTensor(b, loc, type))
+  return linalg::FillOp::create(
+             b, loc, scalarConstant(b, loc, type.getElementType(), 0),
+             emptyTensor(b, loc, type))
       .getResult(0);
 }
 
 Value multiplyAccumulate(OpBuilder &b, Location loc, Value x, Value y,
                          Value acc) {
   if (isFloat(x.getType()))
-    return arith::AddFOp::create(b, loc, acc, arith::MulFOp::create(b, loc, x, y));
-  return arith::AddIOp::create(b, loc, acc, arith::MulIOp::create(b, loc, x, y));
+    return arith::AddFOp::create(b, loc, acc,
+                                 arith::MulFOp::create(b, loc, x, y));
+  return arith::AddIOp::create(b, loc, acc,
+                               arith::MulIOp::create(b, loc, x, y));
 }
 
 /// A contraction marked `kiln.matmul` so that the BLAS lowering can find it
 /// after bufferization.
 struct LowerMatmul : OpRewritePattern<MatmulOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(MatmulOp op, PatternRewriter &r) const override {
+  LogicalResult matchAndRewrite(MatmulOp op,
+                                PatternRewriter &r) const override {
     Location loc = op.getLoc();
     auto out = cast<RankedTensorType>(op.getType());
     int64_t batch = out.getRank() - 2;
@@ -63,8 +66,8 @@ struct LowerMatmul : OpRewritePattern<MatmulOp> {
         r, loc, TypeRange{out}, ValueRange{op.getLhs(), op.getRhs()},
         ValueRange{zeroFilled(r, loc, out)}, maps, iterators,
         [&](OpBuilder &b, Location l, ValueRange args) {
-          linalg::YieldOp::create(b, l,
-                                  multiplyAccumulate(b, l, args[0], args[1], args[2]));
+          linalg::YieldOp::create(
+              b, l, multiplyAccumulate(b, l, args[0], args[1], args[2]));
         });
     SmallVector<NamedAttribute> flags;
     if (op.getTransposeLhs())
@@ -147,8 +150,8 @@ Value convolution(OpBuilder &b, Location loc, Value input, Value filter,
       b, loc, TypeRange{groupedOut}, ValueRange{groupedIn, groupedFilter},
       ValueRange{zeroFilled(b, loc, groupedOut)}, maps, iterators,
       [&](OpBuilder &nb, Location l, ValueRange args) {
-        linalg::YieldOp::create(nb, l,
-                                multiplyAccumulate(nb, l, args[0], args[1], args[2]));
+        linalg::YieldOp::create(
+            nb, l, multiplyAccumulate(nb, l, args[0], args[1], args[2]));
       });
   return reshapeTo(b, loc, generic.getResult(0), out.getShape());
 }
@@ -159,9 +162,9 @@ struct LowerConv : OpRewritePattern<ConvOp> {
     auto out = cast<RankedTensorType>(op.getType());
     int64_t spatial = out.getRank() - 2;
     ArrayRef<int64_t> padding = op.getPadding();
-    Value input = padSpatial(r, op.getLoc(), op.getInput(),
-                             padding.take_front(spatial),
-                             padding.drop_front(spatial), 0.0);
+    Value input =
+        padSpatial(r, op.getLoc(), op.getInput(), padding.take_front(spatial),
+                   padding.drop_front(spatial), 0.0);
     r.replaceOp(op, convolution(r, op.getLoc(), input, op.getFilter(), out,
                                 op.getStrides(), op.getDilations(),
                                 op.getGroups()));
@@ -193,38 +196,41 @@ struct LowerConvTranspose : OpRewritePattern<ConvTransposeOp> {
     Value input = op.getInput();
     Value dilated = emptyTensor(r, loc, dilatedType);
     {
-      SmallVector<AffineMap> maps{r.getMultiDimIdentityMap(dilatedType.getRank())};
+      SmallVector<AffineMap> maps{
+          r.getMultiDimIdentityMap(dilatedType.getRank())};
       SmallVector<utils::IteratorType> iterators(dilatedType.getRank(),
                                                  utils::IteratorType::parallel);
-      dilated = linalg::GenericOp::create(
-                    r, loc, TypeRange{dilatedType}, ValueRange{},
-                    ValueRange{dilated}, maps, iterators,
-                    [&](OpBuilder &b, Location l, ValueRange) {
-                      SmallVector<Value> source;
-                      Value onGrid = scalarConstant(b, l, b.getI1Type(), 1);
-                      for (int64_t d = 0; d < dilatedType.getRank(); ++d) {
-                        Value i = linalg::IndexOp::create(b, l, d);
-                        if (d < 2) {
-                          source.push_back(i);
-                          continue;
-                        }
-                        Value s = arith::ConstantIndexOp::create(b, l, strides[d - 2]);
-                        Value rem = arith::RemUIOp::create(b, l, i, s);
-                        Value zero = arith::ConstantIndexOp::create(b, l, 0);
-                        onGrid = arith::AndIOp::create(
-                            b, l, onGrid,
-                            arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
-                                                  rem, zero));
-                        source.push_back(arith::DivUIOp::create(b, l, i, s));
-                      }
-                      Value v = tensor::ExtractOp::create(b, l, input, source);
-                      linalg::YieldOp::create(
-                          b, l,
-                          arith::SelectOp::create(b, l, onGrid, v,
-                                                  scalarConstant(b, l, element, 0))
-                              .getResult());
-                    })
-                    .getResult(0);
+      dilated =
+          linalg::GenericOp::create(
+              r, loc, TypeRange{dilatedType}, ValueRange{}, ValueRange{dilated},
+              maps, iterators,
+              [&](OpBuilder &b, Location l, ValueRange) {
+                SmallVector<Value> source;
+                Value onGrid = scalarConstant(b, l, b.getI1Type(), 1);
+                for (int64_t d = 0; d < dilatedType.getRank(); ++d) {
+                  Value i = linalg::IndexOp::create(b, l, d);
+                  if (d < 2) {
+                    source.push_back(i);
+                    continue;
+                  }
+                  Value s =
+                      arith::ConstantIndexOp::create(b, l, strides[d - 2]);
+                  Value rem = arith::RemUIOp::create(b, l, i, s);
+                  Value zero = arith::ConstantIndexOp::create(b, l, 0);
+                  onGrid = arith::AndIOp::create(
+                      b, l, onGrid,
+                      arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, rem,
+                                            zero));
+                  source.push_back(arith::DivUIOp::create(b, l, i, s));
+                }
+                Value v = tensor::ExtractOp::create(b, l, input, source);
+                linalg::YieldOp::create(
+                    b, l,
+                    arith::SelectOp::create(b, l, onGrid, v,
+                                            scalarConstant(b, l, element, 0))
+                        .getResult());
+              })
+              .getResult(0);
     }
     // 2. Pad by (k - 1) * d - pad on each side (plus output_padding at the
     // end); negative amounts crop.
@@ -261,23 +267,23 @@ struct LowerConvTranspose : OpRewritePattern<ConvTransposeOp> {
     exprs.push_back(o.floorDiv(fPerGroup) * cPerGroup + c);
     exprs.push_back(o % fPerGroup);
     for (int64_t i = 0; i < spatial; ++i)
-      exprs.push_back(r.getAffineConstantExpr(filterType.getDimSize(i + 2) - 1) -
-                      r.getAffineDimExpr(i + 2));
-    Value filter = buildMap(
-        r, loc, op.getFilter(), newFilterType,
-        [](OpBuilder &, Location, ValueRange a) { return a[0]; },
-        {AffineMap::get(newShape.size(), 0, exprs, r.getContext())});
+      exprs.push_back(
+          r.getAffineConstantExpr(filterType.getDimSize(i + 2) - 1) -
+          r.getAffineDimExpr(i + 2));
+    Value filter =
+        buildMap(r, loc, op.getFilter(), newFilterType,
+                 [](OpBuilder &, Location, ValueRange a) { return a[0]; },
+                 {AffineMap::get(newShape.size(), 0, exprs, r.getContext())});
     SmallVector<int64_t> ones(spatial, 1);
-    r.replaceOp(op, convolution(r, loc, padded, filter, out, ones, dilations,
-                                groups));
+    r.replaceOp(
+        op, convolution(r, loc, padded, filter, out, ones, dilations, groups));
     return success();
   }
 };
 
 /// Max and average pooling; the average divides by a per-position count
 /// computed here at compile time.
-template <typename OpTy>
-struct LowerPool : OpRewritePattern<OpTy> {
+template <typename OpTy> struct LowerPool : OpRewritePattern<OpTy> {
   using OpRewritePattern<OpTy>::OpRewritePattern;
   LogicalResult matchAndRewrite(OpTy op, PatternRewriter &r) const override {
     constexpr bool isMax = std::is_same_v<OpTy, MaxPoolOp>;
@@ -307,7 +313,8 @@ struct LowerPool : OpRewritePattern<OpTy> {
     auto dim = [&](unsigned d) { return r.getAffineDimExpr(d); };
     SmallVector<AffineExpr> inExprs{dim(0), dim(1)}, outExprs{dim(0), dim(1)};
     for (int64_t i = 0; i < spatial; ++i) {
-      inExprs.push_back(dim(2 + i) * strides[i] + dim(2 + spatial + i) * dilations[i]);
+      inExprs.push_back(dim(2 + i) * strides[i] +
+                        dim(2 + spatial + i) * dilations[i]);
       outExprs.push_back(dim(2 + i));
     }
     // The window dims are iterated through a dummy operand of kernel shape.
@@ -315,21 +322,24 @@ struct LowerPool : OpRewritePattern<OpTy> {
     for (int64_t i = 0; i < spatial; ++i)
       windowExprs.push_back(dim(2 + spatial + i));
     Value window = tensor::EmptyOp::create(r, loc, kernel, element);
-    SmallVector<AffineMap> maps{AffineMap::get(count, 0, inExprs, r.getContext()),
-                                AffineMap::get(count, 0, windowExprs, r.getContext()),
-                                AffineMap::get(count, 0, outExprs, r.getContext())};
+    SmallVector<AffineMap> maps{
+        AffineMap::get(count, 0, inExprs, r.getContext()),
+        AffineMap::get(count, 0, windowExprs, r.getContext()),
+        AffineMap::get(count, 0, outExprs, r.getContext())};
     SmallVector<utils::IteratorType> iterators(2 + spatial,
                                                utils::IteratorType::parallel);
     iterators.append(spatial, utils::IteratorType::reduction);
-    Value init = linalg::FillOp::create(
-                     r, loc, scalarConstant(r, loc, element, fill),
-                     emptyTensor(r, loc, out))
-                     .getResult(0);
+    Value init =
+        linalg::FillOp::create(r, loc, scalarConstant(r, loc, element, fill),
+                               emptyTensor(r, loc, out))
+            .getResult(0);
     auto generic = linalg::GenericOp::create(
-        r, loc, TypeRange{out}, ValueRange{padded, window}, ValueRange{init}, maps,
-        iterators, [&](OpBuilder &b, Location l, ValueRange args) {
-          Value v = isMax ? arith::MaximumFOp::create(b, l, args[2], args[0]).getResult()
-                          : arith::AddFOp::create(b, l, args[2], args[0]).getResult();
+        r, loc, TypeRange{out}, ValueRange{padded, window}, ValueRange{init},
+        maps, iterators, [&](OpBuilder &b, Location l, ValueRange args) {
+          Value v =
+              isMax ? arith::MaximumFOp::create(b, l, args[2], args[0])
+                          .getResult()
+                    : arith::AddFOp::create(b, l, args[2], args[0]).getResult();
           linalg::YieldOp::create(b, l, v);
         });
     Value result = generic.getResult(0);
@@ -398,17 +408,19 @@ Value randomBits(OpBuilder &b, Location loc, Value seed, Value index) {
       index);
   auto mix = [&](Value v, uint64_t mul, int shift) {
     Value shifted = arith::ShRUIOp::create(b, loc, v, c(shift));
-    return arith::MulIOp::create(b, loc, arith::XOrIOp::create(b, loc, v, shifted),
-                                 c(mul));
+    return arith::MulIOp::create(
+        b, loc, arith::XOrIOp::create(b, loc, v, shifted), c(mul));
   };
   z = mix(z, 0xBF58476D1CE4E5B9ull, 30);
   z = mix(z, 0x94D049BB133111EBull, 27);
-  return arith::XOrIOp::create(b, loc, z, arith::ShRUIOp::create(b, loc, z, c(31)));
+  return arith::XOrIOp::create(b, loc, z,
+                               arith::ShRUIOp::create(b, loc, z, c(31)));
 }
 
 struct LowerDropout : OpRewritePattern<DropoutOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(DropoutOp op, PatternRewriter &r) const override {
+  LogicalResult matchAndRewrite(DropoutOp op,
+                                PatternRewriter &r) const override {
     Location loc = op.getLoc();
     auto type = cast<RankedTensorType>(op.getResult().getType());
     auto maskType = cast<RankedTensorType>(op.getMask().getType());
@@ -422,18 +434,21 @@ struct LowerDropout : OpRewritePattern<DropoutOp> {
     SmallVector<AffineMap> maps{r.getMultiDimIdentityMap(rank),
                                 r.getMultiDimIdentityMap(rank),
                                 r.getMultiDimIdentityMap(rank)};
-    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+    SmallVector<utils::IteratorType> iterators(rank,
+                                               utils::IteratorType::parallel);
     auto generic = linalg::GenericOp::create(
         r, loc, TypeRange{type, maskType}, ValueRange{op.getInput()},
-        ValueRange{emptyTensor(r, loc, type), emptyTensor(r, loc, maskType)}, maps,
-        iterators, [&](OpBuilder &b, Location l, ValueRange args) {
+        ValueRange{emptyTensor(r, loc, type), emptyTensor(r, loc, maskType)},
+        maps, iterators, [&](OpBuilder &b, Location l, ValueRange args) {
           Value linear = arith::ConstantIndexOp::create(b, l, 0);
           for (int64_t d = 0; d < rank; ++d)
             linear = arith::AddIOp::create(
                 b, l, linear,
-                arith::MulIOp::create(b, l, linalg::IndexOp::create(b, l, d),
-                                      arith::ConstantIndexOp::create(b, l, strides[d])));
-          Value index = arith::IndexCastOp::create(b, l, b.getI64Type(), linear);
+                arith::MulIOp::create(
+                    b, l, linalg::IndexOp::create(b, l, d),
+                    arith::ConstantIndexOp::create(b, l, strides[d])));
+          Value index =
+              arith::IndexCastOp::create(b, l, b.getI64Type(), linear);
           Value s = tensor::ExtractOp::create(b, l, seed, ValueRange{});
           Value bits = randomBits(b, l, s, index);
           // The top 53 bits as a double in [0, 1).
@@ -446,7 +461,8 @@ struct LowerDropout : OpRewritePattern<DropoutOp> {
               b, l, arith::CmpFPredicate::OGE, u,
               scalarConstant(b, l, b.getF64Type(), ratio));
           Value scaled = arith::MulFOp::create(
-              b, l, args[0], scalarConstant(b, l, element, 1.0 / (1.0 - ratio)));
+              b, l, args[0],
+              scalarConstant(b, l, element, 1.0 / (1.0 - ratio)));
           Value y = arith::SelectOp::create(b, l, keep, scaled,
                                             scalarConstant(b, l, element, 0));
           linalg::YieldOp::create(b, l, ValueRange{y, keep});
@@ -476,23 +492,27 @@ struct LowerTopK : OpRewritePattern<TopKOp> {
       self.push_back(r.getAffineDimExpr(d));
       other.push_back(r.getAffineDimExpr(d == axis ? rank : d));
     }
-    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+    SmallVector<utils::IteratorType> iterators(rank,
+                                               utils::IteratorType::parallel);
     iterators.push_back(utils::IteratorType::reduction);
     auto before = [&](OpBuilder &b, Location l, Value xj, Value xi, Value j,
                       Value i) -> Value {
       Value strictly, equal;
       if (isFloat(element)) {
-        strictly = arith::CmpFOp::create(
-            b, l, largest ? arith::CmpFPredicate::OGT : arith::CmpFPredicate::OLT,
-            xj, xi);
+        strictly = arith::CmpFOp::create(b, l,
+                                         largest ? arith::CmpFPredicate::OGT
+                                                 : arith::CmpFPredicate::OLT,
+                                         xj, xi);
         equal = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, xj, xi);
       } else {
-        strictly = arith::CmpIOp::create(
-            b, l, largest ? arith::CmpIPredicate::sgt : arith::CmpIPredicate::slt,
-            xj, xi);
+        strictly = arith::CmpIOp::create(b, l,
+                                         largest ? arith::CmpIPredicate::sgt
+                                                 : arith::CmpIPredicate::slt,
+                                         xj, xi);
         equal = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, xj, xi);
       }
-      Value lower = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, j, i);
+      Value lower =
+          arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, j, i);
       return arith::OrIOp::create(b, l, strictly,
                                   arith::AndIOp::create(b, l, equal, lower));
     };
@@ -509,8 +529,8 @@ struct LowerTopK : OpRewritePattern<TopKOp> {
               Value j = linalg::IndexOp::create(b, l, rank);
               Value one = arith::ExtUIOp::create(
                   b, l, b.getI64Type(), before(b, l, args[1], args[0], j, i));
-              linalg::YieldOp::create(b, l,
-                                      arith::AddIOp::create(b, l, args[2], one).getResult());
+              linalg::YieldOp::create(
+                  b, l, arith::AddIOp::create(b, l, args[2], one).getResult());
             })
             .getResult(0);
     // values[..., s, ...] = sum_i x_i * (rank_i == s); same for indices.
@@ -523,14 +543,16 @@ struct LowerTopK : OpRewritePattern<TopKOp> {
     auto inMap = AffineMap::get(rank + 1, 0, inExprs, r.getContext());
     auto generic = linalg::GenericOp::create(
         r, loc, TypeRange{valuesType, indicesType}, ValueRange{input, ranks},
-        ValueRange{zeroFilled(r, loc, valuesType), zeroFilled(r, loc, indicesType)},
+        ValueRange{zeroFilled(r, loc, valuesType),
+                   zeroFilled(r, loc, indicesType)},
         {inMap, inMap, outMap, outMap}, iterators,
         [&](OpBuilder &b, Location l, ValueRange args) {
-          Value slot = arith::IndexCastOp::create(b, l, b.getI64Type(),
-                                                  linalg::IndexOp::create(b, l, axis));
-          Value i = arith::IndexCastOp::create(b, l, b.getI64Type(),
-                                               linalg::IndexOp::create(b, l, rank));
-          Value hit = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, args[1], slot);
+          Value slot = arith::IndexCastOp::create(
+              b, l, b.getI64Type(), linalg::IndexOp::create(b, l, axis));
+          Value i = arith::IndexCastOp::create(
+              b, l, b.getI64Type(), linalg::IndexOp::create(b, l, rank));
+          Value hit = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                            args[1], slot);
           Value v = arith::SelectOp::create(b, l, hit, args[0], args[2]);
           Value idx = arith::SelectOp::create(b, l, hit, i, args[3]);
           linalg::YieldOp::create(b, l, ValueRange{v, idx});
@@ -585,14 +607,12 @@ Value sourceCoordinate(OpBuilder &b, Location loc, ResizeOp op, Value x,
     if (resizedLength == 1)
       return c(0);
     return arith::MulFOp::create(
-        b, loc, xf,
-        c(static_cast<double>(inSize - 1) / (resizedLength - 1)));
+        b, loc, xf, c(static_cast<double>(inSize - 1) / (resizedLength - 1)));
   case CoordinateMode::asymmetric:
     return arith::DivFOp::create(b, loc, xf, c(scale));
   case CoordinateMode::tf_half_pixel_for_nn:
-    return arith::DivFOp::create(b, loc,
-                                 arith::AddFOp::create(b, loc, xf, c(0.5)),
-                                 c(scale));
+    return arith::DivFOp::create(
+        b, loc, arith::AddFOp::create(b, loc, xf, c(0.5)), c(scale));
   }
   llvm_unreachable("unknown coordinate mode");
 }
@@ -611,10 +631,12 @@ Taps resizeTaps(OpBuilder &b, Location loc, ResizeOp op, Value x,
     Value rounded;
     switch (op.getNearestMode()) {
     case NearestMode::round_prefer_floor:
-      rounded = math::CeilOp::create(b, loc, arith::SubFOp::create(b, loc, pos, c(0.5)));
+      rounded = math::CeilOp::create(
+          b, loc, arith::SubFOp::create(b, loc, pos, c(0.5)));
       break;
     case NearestMode::round_prefer_ceil:
-      rounded = math::FloorOp::create(b, loc, arith::AddFOp::create(b, loc, pos, c(0.5)));
+      rounded = math::FloorOp::create(
+          b, loc, arith::AddFOp::create(b, loc, pos, c(0.5)));
       break;
     case NearestMode::floor:
       rounded = math::FloorOp::create(b, loc, pos);
@@ -646,14 +668,16 @@ Taps resizeTaps(OpBuilder &b, Location loc, ResizeOp op, Value x,
         b, loc, arith::MulFOp::create(b, loc, c(a + 2), s), c(a + 3));
     return arith::AddFOp::create(
         b, loc,
-        arith::MulFOp::create(b, loc, inner, arith::MulFOp::create(b, loc, s, s)),
+        arith::MulFOp::create(b, loc, inner,
+                              arith::MulFOp::create(b, loc, s, s)),
         c(1));
   };
   auto far = [&](Value s) { // 1 < |s| < 2
     // ((A s - 5A) s + 8A) s - 4A
-    Value v = arith::SubFOp::create(b, loc, arith::MulFOp::create(b, loc, c(a), s),
-                                    c(5 * a));
-    v = arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, v, s), c(8 * a));
+    Value v = arith::SubFOp::create(
+        b, loc, arith::MulFOp::create(b, loc, c(a), s), c(5 * a));
+    v = arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, v, s),
+                              c(8 * a));
     return arith::SubFOp::create(b, loc, arith::MulFOp::create(b, loc, v, s),
                                  c(4 * a));
   };
@@ -685,7 +709,8 @@ Taps resizeTaps(OpBuilder &b, Location loc, ResizeOp op, Value x,
 
 struct LowerResize : OpRewritePattern<ResizeOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(ResizeOp op, PatternRewriter &r) const override {
+  LogicalResult matchAndRewrite(ResizeOp op,
+                                PatternRewriter &r) const override {
     Location loc = op.getLoc();
     auto in = rankedType(op.getInput());
     auto out = cast<RankedTensorType>(op.getType());
@@ -693,15 +718,17 @@ struct LowerResize : OpRewritePattern<ResizeOp> {
     Type element = out.getElementType();
     Value input = op.getInput();
     SmallVector<AffineMap> maps{r.getMultiDimIdentityMap(rank)};
-    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+    SmallVector<utils::IteratorType> iterators(rank,
+                                               utils::IteratorType::parallel);
     auto generic = linalg::GenericOp::create(
-        r, loc, TypeRange{out}, ValueRange{}, ValueRange{emptyTensor(r, loc, out)},
-        maps, iterators, [&](OpBuilder &b, Location l, ValueRange) {
+        r, loc, TypeRange{out}, ValueRange{},
+        ValueRange{emptyTensor(r, loc, out)}, maps, iterators,
+        [&](OpBuilder &b, Location l, ValueRange) {
           SmallVector<Taps> taps;
           for (int64_t d = 0; d < rank; ++d)
-            taps.push_back(resizeTaps(b, l, op, linalg::IndexOp::create(b, l, d),
-                                      in.getDimSize(d), out.getDimSize(d),
-                                      op.getScales()[d]));
+            taps.push_back(resizeTaps(
+                b, l, op, linalg::IndexOp::create(b, l, d), in.getDimSize(d),
+                out.getDimSize(d), op.getScales()[d]));
           // Sum over every combination of one tap per dimension.
           Value sum = f64Const(b, l, 0);
           SmallVector<size_t> choice(rank, 0);
@@ -710,10 +737,12 @@ struct LowerResize : OpRewritePattern<ResizeOp> {
             Value weight = f64Const(b, l, 1);
             for (int64_t d = 0; d < rank; ++d) {
               index.push_back(taps[d].indices[choice[d]]);
-              weight = arith::MulFOp::create(b, l, weight, taps[d].weights[choice[d]]);
+              weight = arith::MulFOp::create(b, l, weight,
+                                             taps[d].weights[choice[d]]);
             }
-            Value v = castScalar(b, l, tensor::ExtractOp::create(b, l, input, index),
-                                 b.getF64Type());
+            Value v =
+                castScalar(b, l, tensor::ExtractOp::create(b, l, input, index),
+                           b.getF64Type());
             sum = arith::AddFOp::create(b, l, sum,
                                         arith::MulFOp::create(b, l, weight, v));
             int64_t d = rank - 1;
@@ -732,7 +761,7 @@ struct LowerResize : OpRewritePattern<ResizeOp> {
 } // namespace
 
 void kiln::lowering::populateNNLoweringPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerMatmul, LowerConv, LowerConvTranspose,
-               LowerPool<MaxPoolOp>, LowerPool<AvgPoolOp>, LowerDropout,
-               LowerTopK, LowerResize>(patterns.getContext());
+  patterns.add<LowerMatmul, LowerConv, LowerConvTranspose, LowerPool<MaxPoolOp>,
+               LowerPool<AvgPoolOp>, LowerDropout, LowerTopK, LowerResize>(
+      patterns.getContext());
 }

@@ -17,7 +17,8 @@ RankedTensorType rankedType(Value v) {
 
 struct LowerConstant : OpRewritePattern<ConstantOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(ConstantOp op, PatternRewriter &r) const override {
+  LogicalResult matchAndRewrite(ConstantOp op,
+                                PatternRewriter &r) const override {
     r.replaceOpWithNewOp<arith::ConstantOp>(op, cast<TypedAttr>(op.getValue()));
     return success();
   }
@@ -27,7 +28,8 @@ struct LowerConstant : OpRewritePattern<ConstantOp> {
 /// collapse/expand for static shapes.
 struct LowerReshape : OpRewritePattern<ReshapeOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(ReshapeOp op, PatternRewriter &r) const override {
+  LogicalResult matchAndRewrite(ReshapeOp op,
+                                PatternRewriter &r) const override {
     Location loc = op.getLoc();
     Value x = op.getInput();
     auto in = rankedType(x);
@@ -46,19 +48,19 @@ struct LowerReshape : OpRewritePattern<ReshapeOp> {
       ReassociationIndices all;
       for (int64_t d = 0; d < in.getRank(); ++d)
         all.push_back(d);
-      flat = tensor::CollapseShapeOp::create(r, loc, flatType, x,
-                                             ArrayRef<ReassociationIndices>{all});
+      flat = tensor::CollapseShapeOp::create(
+          r, loc, flatType, x, ArrayRef<ReassociationIndices>{all});
     }
     Value result = flat;
     if (out.getRank() == 0) {
-      result = tensor::CollapseShapeOp::create(r, loc, out, flat,
-                                               ArrayRef<ReassociationIndices>{});
+      result = tensor::CollapseShapeOp::create(
+          r, loc, out, flat, ArrayRef<ReassociationIndices>{});
     } else if (out.getRank() > 1) {
       ReassociationIndices all;
       for (int64_t d = 0; d < out.getRank(); ++d)
         all.push_back(d);
-      result = tensor::ExpandShapeOp::create(r, loc, out, flat,
-                                             ArrayRef<ReassociationIndices>{all});
+      result = tensor::ExpandShapeOp::create(
+          r, loc, out, flat, ArrayRef<ReassociationIndices>{all});
     }
     r.replaceOp(op, result);
     return success();
@@ -67,7 +69,8 @@ struct LowerReshape : OpRewritePattern<ReshapeOp> {
 
 struct LowerBroadcast : OpRewritePattern<BroadcastOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(BroadcastOp op, PatternRewriter &r) const override {
+  LogicalResult matchAndRewrite(BroadcastOp op,
+                                PatternRewriter &r) const override {
     auto in = rankedType(op.getInput());
     auto out = cast<RankedTensorType>(op.getType());
     int64_t offset = out.getRank() - in.getRank();
@@ -79,16 +82,18 @@ struct LowerBroadcast : OpRewritePattern<BroadcastOp> {
         exprs.push_back(r.getAffineDimExpr(d + offset));
     }
     AffineMap map = AffineMap::get(out.getRank(), 0, exprs, r.getContext());
-    r.replaceOp(op, buildMap(r, op.getLoc(), op.getInput(), out,
-                             [](OpBuilder &, Location, ValueRange a) { return a[0]; },
-                             {map}));
+    r.replaceOp(
+        op, buildMap(r, op.getLoc(), op.getInput(), out,
+                     [](OpBuilder &, Location, ValueRange a) { return a[0]; },
+                     {map}));
     return success();
   }
 };
 
 struct LowerTranspose : OpRewritePattern<TransposeOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(TransposeOp op, PatternRewriter &r) const override {
+  LogicalResult matchAndRewrite(TransposeOp op,
+                                PatternRewriter &r) const override {
     auto out = cast<RankedTensorType>(op.getType());
     auto transpose = linalg::TransposeOp::create(
         r, op.getLoc(), op.getInput(), emptyTensor(r, op.getLoc(), out),
@@ -108,15 +113,16 @@ struct LowerSlice : OpRewritePattern<SliceOp> {
       sizes.push_back(r.getIndexAttr(out.getDimSize(d)));
       strides.push_back(r.getIndexAttr(op.getStride()[d]));
     }
-    r.replaceOpWithNewOp<tensor::ExtractSliceOp>(op, out, op.getInput(), offsets,
-                                                 sizes, strides);
+    r.replaceOpWithNewOp<tensor::ExtractSliceOp>(op, out, op.getInput(),
+                                                 offsets, sizes, strides);
     return success();
   }
 };
 
 struct LowerReverse : OpRewritePattern<ReverseOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(ReverseOp op, PatternRewriter &r) const override {
+  LogicalResult matchAndRewrite(ReverseOp op,
+                                PatternRewriter &r) const override {
     auto type = cast<RankedTensorType>(op.getType());
     SmallVector<AffineExpr> exprs;
     for (int64_t d = 0; d < type.getRank(); ++d) {
@@ -126,16 +132,18 @@ struct LowerReverse : OpRewritePattern<ReverseOp> {
       exprs.push_back(e);
     }
     AffineMap map = AffineMap::get(type.getRank(), 0, exprs, r.getContext());
-    r.replaceOp(op, buildMap(r, op.getLoc(), op.getInput(), type,
-                             [](OpBuilder &, Location, ValueRange a) { return a[0]; },
-                             {map}));
+    r.replaceOp(
+        op, buildMap(r, op.getLoc(), op.getInput(), type,
+                     [](OpBuilder &, Location, ValueRange a) { return a[0]; },
+                     {map}));
     return success();
   }
 };
 
 struct LowerConcat : OpRewritePattern<ConcatOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(ConcatOp op, PatternRewriter &r) const override {
+  LogicalResult matchAndRewrite(ConcatOp op,
+                                PatternRewriter &r) const override {
     auto out = cast<RankedTensorType>(op.getType());
     Value result = emptyTensor(r, op.getLoc(), out);
     int64_t offset = 0;
@@ -148,7 +156,8 @@ struct LowerConcat : OpRewritePattern<ConcatOp> {
         continue;
       }
       SmallVector<OpFoldResult> offsets(out.getRank(), r.getIndexAttr(0));
-      SmallVector<OpFoldResult> sizes, strides(out.getRank(), r.getIndexAttr(1));
+      SmallVector<OpFoldResult> sizes,
+          strides(out.getRank(), r.getIndexAttr(1));
       offsets[axis] = r.getIndexAttr(offset);
       for (int64_t d = 0; d < in.getRank(); ++d)
         sizes.push_back(r.getIndexAttr(in.getDimSize(d)));
@@ -177,7 +186,8 @@ struct LowerSplit : OpRewritePattern<SplitOp> {
         continue;
       }
       SmallVector<OpFoldResult> offsets(type.getRank(), r.getIndexAttr(0));
-      SmallVector<OpFoldResult> sizes, strides(type.getRank(), r.getIndexAttr(1));
+      SmallVector<OpFoldResult> sizes,
+          strides(type.getRank(), r.getIndexAttr(1));
       offsets[axis] = r.getIndexAttr(offset);
       for (int64_t d = 0; d < type.getRank(); ++d)
         sizes.push_back(r.getIndexAttr(type.getDimSize(d)));
@@ -192,15 +202,15 @@ struct LowerSplit : OpRewritePattern<SplitOp> {
 
 /// Builds `linalg.generic` over `resultType` with no inputs whose body gets
 /// the iteration indices.
-Value buildIndexed(OpBuilder &b, Location loc, RankedTensorType resultType,
-                   ValueRange inputs, ArrayRef<AffineMap> inputMaps,
-                   function_ref<Value(OpBuilder &, Location, ValueRange,
-                                      ValueRange)>
-                       body) {
+Value buildIndexed(
+    OpBuilder &b, Location loc, RankedTensorType resultType, ValueRange inputs,
+    ArrayRef<AffineMap> inputMaps,
+    function_ref<Value(OpBuilder &, Location, ValueRange, ValueRange)> body) {
   unsigned rank = resultType.getRank();
   SmallVector<AffineMap> maps(inputMaps.begin(), inputMaps.end());
   maps.push_back(b.getMultiDimIdentityMap(rank));
-  SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
   auto generic = linalg::GenericOp::create(
       b, loc, TypeRange{resultType}, inputs,
       ValueRange{emptyTensor(b, loc, resultType)}, maps, iterators,
@@ -230,10 +240,11 @@ Value clampIndex(OpBuilder &b, Location loc, Value i, int64_t size) {
 Value toIndex(OpBuilder &b, Location loc, Value raw, int64_t size) {
   Value i = arith::IndexCastOp::create(b, loc, b.getIndexType(), raw);
   Value zero = indexConst(b, loc, 0);
-  Value negative = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, i, zero);
+  Value negative =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, i, zero);
   Value wrapped = arith::AddIOp::create(b, loc, i, indexConst(b, loc, size));
-  return clampIndex(b, loc, arith::SelectOp::create(b, loc, negative, wrapped, i),
-                    size);
+  return clampIndex(
+      b, loc, arith::SelectOp::create(b, loc, negative, wrapped, i), size);
 }
 
 struct LowerPad : OpRewritePattern<PadOp> {
@@ -249,9 +260,10 @@ struct LowerPad : OpRewritePattern<PadOp> {
         low.push_back(r.getIndexAttr(op.getLow()[d]));
         high.push_back(r.getIndexAttr(op.getHigh()[d]));
       }
-      Value fill = scalarConstant(r, loc, element, op.getValue().convertToDouble());
-      auto pad = tensor::PadOp::create(r, loc, out, op.getInput(), low, high,
-                                       fill);
+      Value fill =
+          scalarConstant(r, loc, element, op.getValue().convertToDouble());
+      auto pad =
+          tensor::PadOp::create(r, loc, out, op.getInput(), low, high, fill);
       r.replaceOp(op, pad.getResult());
       return success();
     }
@@ -267,13 +279,14 @@ struct LowerPad : OpRewritePattern<PadOp> {
                                             indexConst(b, l, op.getLow()[d]));
             if (reflect) {
               Value zero = indexConst(b, l, 0);
-              Value neg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i, zero);
+              Value neg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt,
+                                                i, zero);
               i = arith::SelectOp::create(
                   b, l, neg, arith::SubIOp::create(b, l, zero, i), i);
-              Value over = arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, i,
-                                                 indexConst(b, l, n));
-              Value mirrored = arith::SubIOp::create(
-                  b, l, indexConst(b, l, 2 * (n - 1)), i);
+              Value over = arith::CmpIOp::create(
+                  b, l, arith::CmpIPredicate::sge, i, indexConst(b, l, n));
+              Value mirrored =
+                  arith::SubIOp::create(b, l, indexConst(b, l, 2 * (n - 1)), i);
               i = arith::SelectOp::create(b, l, over, mirrored, i);
             }
             source.push_back(clampIndex(b, l, i, n));
@@ -298,9 +311,10 @@ struct LowerTile : OpRewritePattern<TileOp> {
     for (int64_t d = 0; d < in.getRank(); ++d)
       exprs.push_back(r.getAffineDimExpr(d) % in.getDimSize(d));
     AffineMap map = AffineMap::get(out.getRank(), 0, exprs, r.getContext());
-    r.replaceOp(op, buildMap(r, op.getLoc(), op.getInput(), out,
-                             [](OpBuilder &, Location, ValueRange a) { return a[0]; },
-                             {map}));
+    r.replaceOp(
+        op, buildMap(r, op.getLoc(), op.getInput(), out,
+                     [](OpBuilder &, Location, ValueRange a) { return a[0]; },
+                     {map}));
     return success();
   }
 };
@@ -321,14 +335,14 @@ struct LowerIota : OpRewritePattern<IotaOp> {
             Value f = arith::SIToFPOp::create(b, l, b.getF64Type(), i);
             Value v = arith::AddFOp::create(
                 b, l, scalarConstant(b, l, b.getF64Type(), start),
-                arith::MulFOp::create(b, l, f,
-                                      scalarConstant(b, l, b.getF64Type(), step)));
+                arith::MulFOp::create(
+                    b, l, f, scalarConstant(b, l, b.getF64Type(), step)));
             return castScalar(b, l, v, element);
           }
           Value v = arith::AddIOp::create(
               b, l, scalarConstant(b, l, b.getI64Type(), start),
-              arith::MulIOp::create(b, l, i,
-                                    scalarConstant(b, l, b.getI64Type(), step)));
+              arith::MulIOp::create(
+                  b, l, i, scalarConstant(b, l, b.getI64Type(), step)));
           return castScalar(b, l, v, element);
         });
     r.replaceOp(op, result);
@@ -338,7 +352,8 @@ struct LowerIota : OpRewritePattern<IotaOp> {
 
 struct LowerGather : OpRewritePattern<GatherOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(GatherOp op, PatternRewriter &r) const override {
+  LogicalResult matchAndRewrite(GatherOp op,
+                                PatternRewriter &r) const override {
     auto in = rankedType(op.getInput());
     auto indices = rankedType(op.getIndices());
     auto out = cast<RankedTensorType>(op.getType());
@@ -350,7 +365,8 @@ struct LowerGather : OpRewritePattern<GatherOp> {
     Value input = op.getInput();
     Value result = buildIndexed(
         r, op.getLoc(), out, op.getIndices(), {map},
-        [&](OpBuilder &b, Location l, ValueRange idx, ValueRange args) -> Value {
+        [&](OpBuilder &b, Location l, ValueRange idx,
+            ValueRange args) -> Value {
           SmallVector<Value> source(idx.begin(), idx.begin() + axis);
           source.push_back(toIndex(b, l, args[0], in.getDimSize(axis)));
           for (int64_t d = axis + 1; d < in.getRank(); ++d)
@@ -370,14 +386,16 @@ struct LowerGatherElements : OpRewritePattern<GatherElementsOp> {
     auto out = cast<RankedTensorType>(op.getType());
     int64_t axis = op.getAxis();
     Value input = op.getInput();
-    Value result = buildIndexed(
-        r, op.getLoc(), out, op.getIndices(),
-        {r.getMultiDimIdentityMap(out.getRank())},
-        [&](OpBuilder &b, Location l, ValueRange idx, ValueRange args) -> Value {
-          SmallVector<Value> source(idx.begin(), idx.end());
-          source[axis] = toIndex(b, l, args[0], in.getDimSize(axis));
-          return tensor::ExtractOp::create(b, l, input, source);
-        });
+    Value result =
+        buildIndexed(r, op.getLoc(), out, op.getIndices(),
+                     {r.getMultiDimIdentityMap(out.getRank())},
+                     [&](OpBuilder &b, Location l, ValueRange idx,
+                         ValueRange args) -> Value {
+                       SmallVector<Value> source(idx.begin(), idx.end());
+                       source[axis] =
+                           toIndex(b, l, args[0], in.getDimSize(axis));
+                       return tensor::ExtractOp::create(b, l, input, source);
+                     });
     r.replaceOp(op, result);
     return success();
   }
@@ -385,7 +403,8 @@ struct LowerGatherElements : OpRewritePattern<GatherElementsOp> {
 
 struct LowerGatherNd : OpRewritePattern<GatherNdOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(GatherNdOp op, PatternRewriter &r) const override {
+  LogicalResult matchAndRewrite(GatherNdOp op,
+                                PatternRewriter &r) const override {
     auto in = rankedType(op.getInput());
     auto indexType = rankedType(op.getIndices());
     auto out = cast<RankedTensorType>(op.getType());
@@ -436,8 +455,9 @@ Value combine(OpBuilder &b, Location loc, Reduction reduction, Value old,
 }
 
 /// Sequential loops over `shape` threading one tensor through.
-Value loopNest(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Value init,
-               function_ref<Value(OpBuilder &, Location, ValueRange, Value)> body) {
+Value loopNest(
+    OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Value init,
+    function_ref<Value(OpBuilder &, Location, ValueRange, Value)> body) {
   SmallVector<Value> lbs, ubs, steps;
   for (int64_t n : shape) {
     lbs.push_back(indexConst(b, loc, 0));
@@ -479,7 +499,8 @@ struct LowerScatterElements : OpRewritePattern<ScatterElementsOp> {
 
 struct LowerScatterNd : OpRewritePattern<ScatterNdOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(ScatterNdOp op, PatternRewriter &r) const override {
+  LogicalResult matchAndRewrite(ScatterNdOp op,
+                                PatternRewriter &r) const override {
     auto in = rankedType(op.getInput());
     auto indexType = rankedType(op.getIndices());
     auto updatesType = rankedType(op.getUpdates());
@@ -518,12 +539,15 @@ struct LowerTrilu : OpRewritePattern<TriluOp> {
     int64_t k = op.getDiagonal();
     Value result = buildIndexed(
         r, op.getLoc(), type, op.getInput(), {r.getMultiDimIdentityMap(rank)},
-        [&](OpBuilder &b, Location l, ValueRange idx, ValueRange args) -> Value {
+        [&](OpBuilder &b, Location l, ValueRange idx,
+            ValueRange args) -> Value {
           // keep when col - row >= k (upper) or <= k (lower).
-          Value diff = arith::SubIOp::create(b, l, idx[rank - 1], idx[rank - 2]);
-          Value keep = arith::CmpIOp::create(
-              b, l, upper ? arith::CmpIPredicate::sge : arith::CmpIPredicate::sle,
-              diff, indexConst(b, l, k));
+          Value diff =
+              arith::SubIOp::create(b, l, idx[rank - 1], idx[rank - 2]);
+          Value keep = arith::CmpIOp::create(b, l,
+                                             upper ? arith::CmpIPredicate::sge
+                                                   : arith::CmpIPredicate::sle,
+                                             diff, indexConst(b, l, k));
           return arith::SelectOp::create(
               b, l, keep, args[0],
               scalarConstant(b, l, type.getElementType(), 0));
@@ -546,7 +570,8 @@ Value reductionInit(OpBuilder &b, Location loc, Type type, ReduceKind kind) {
     bool max = kind == ReduceKind::Max;
     if (auto f = dyn_cast<FloatType>(type))
       return arith::ConstantOp::create(
-          b, loc, b.getFloatAttr(f, APFloat::getInf(f.getFloatSemantics(), max)));
+          b, loc,
+          b.getFloatAttr(f, APFloat::getInf(f.getFloatSemantics(), max)));
     unsigned width = type.getIntOrFloatBitWidth();
     APInt value = width == 1 ? APInt(1, max ? 0 : 1)
                   : max      ? APInt::getSignedMinValue(width)
@@ -615,7 +640,8 @@ struct LowerReduce : OpRewritePattern<OpTy> {
     auto generic = linalg::GenericOp::create(
         r, loc, TypeRange{keptType}, op.getInput(), ValueRange{filled}, maps,
         iterators, [&](OpBuilder &b, Location l, ValueRange args) {
-          linalg::YieldOp::create(b, l, reductionStep(b, l, kind, args[1], args[0]));
+          linalg::YieldOp::create(b, l,
+                                  reductionStep(b, l, kind, args[1], args[0]));
         });
     Value result = generic.getResult(0);
     if (keptType != out)
@@ -625,8 +651,7 @@ struct LowerReduce : OpRewritePattern<OpTy> {
   }
 };
 
-template <typename OpTy>
-struct LowerArgReduce : OpRewritePattern<OpTy> {
+template <typename OpTy> struct LowerArgReduce : OpRewritePattern<OpTy> {
   using OpRewritePattern<OpTy>::OpRewritePattern;
   LogicalResult matchAndRewrite(OpTy op, PatternRewriter &r) const override {
     constexpr bool isMax = std::is_same_v<OpTy, ArgMaxOp>;
@@ -649,16 +674,17 @@ struct LowerArgReduce : OpRewritePattern<OpTy> {
     Type element = in.getElementType();
     auto valueType = RankedTensorType::get(keptShape, element);
     auto indexType = RankedTensorType::get(keptShape, r.getI64Type());
-    Value bestInit = linalg::FillOp::create(
-                         r, loc,
-                         reductionInit(r, loc, element,
-                                       isMax ? ReduceKind::Max : ReduceKind::Min),
-                         emptyTensor(r, loc, valueType))
-                         .getResult(0);
-    Value indexInit =
-        linalg::FillOp::create(r, loc, scalarConstant(r, loc, r.getI64Type(), -1),
-                               emptyTensor(r, loc, indexType))
+    Value bestInit =
+        linalg::FillOp::create(
+            r, loc,
+            reductionInit(r, loc, element,
+                          isMax ? ReduceKind::Max : ReduceKind::Min),
+            emptyTensor(r, loc, valueType))
             .getResult(0);
+    Value indexInit = linalg::FillOp::create(
+                          r, loc, scalarConstant(r, loc, r.getI64Type(), -1),
+                          emptyTensor(r, loc, indexType))
+                          .getResult(0);
     AffineMap outMap = AffineMap::get(rank, 0, outExprs, r.getContext());
     auto generic = linalg::GenericOp::create(
         r, loc, TypeRange{valueType, indexType}, op.getInput(),
@@ -670,18 +696,24 @@ struct LowerArgReduce : OpRewritePattern<OpTy> {
               b, l, b.getI64Type(), linalg::IndexOp::create(b, l, axis));
           Value better;
           if (isFloat(element)) {
-            auto strict = isMax ? arith::CmpFPredicate::OGT : arith::CmpFPredicate::OLT;
-            auto loose = isMax ? arith::CmpFPredicate::OGE : arith::CmpFPredicate::OLE;
-            better = arith::CmpFOp::create(b, l, last ? loose : strict, x, best);
+            auto strict =
+                isMax ? arith::CmpFPredicate::OGT : arith::CmpFPredicate::OLT;
+            auto loose =
+                isMax ? arith::CmpFPredicate::OGE : arith::CmpFPredicate::OLE;
+            better =
+                arith::CmpFOp::create(b, l, last ? loose : strict, x, best);
           } else {
-            auto strict = isMax ? arith::CmpIPredicate::sgt : arith::CmpIPredicate::slt;
-            auto loose = isMax ? arith::CmpIPredicate::sge : arith::CmpIPredicate::sle;
-            better = arith::CmpIOp::create(b, l, last ? loose : strict, x, best);
+            auto strict =
+                isMax ? arith::CmpIPredicate::sgt : arith::CmpIPredicate::slt;
+            auto loose =
+                isMax ? arith::CmpIPredicate::sge : arith::CmpIPredicate::sle;
+            better =
+                arith::CmpIOp::create(b, l, last ? loose : strict, x, best);
           }
           // The first element always wins over the initial value.
-          Value first = arith::CmpIOp::create(
-              b, l, arith::CmpIPredicate::slt, bestIndex,
-              scalarConstant(b, l, b.getI64Type(), 0));
+          Value first =
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, bestIndex,
+                                    scalarConstant(b, l, b.getI64Type(), 0));
           better = arith::OrIOp::create(b, l, better, first);
           linalg::YieldOp::create(
               b, l,
@@ -700,7 +732,8 @@ struct LowerArgReduce : OpRewritePattern<OpTy> {
 /// out[i] = sum_k x[k] * (k <= i) (or k < i, or k >= i ...).
 struct LowerCumsum : OpRewritePattern<CumsumOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(CumsumOp op, PatternRewriter &r) const override {
+  LogicalResult matchAndRewrite(CumsumOp op,
+                                PatternRewriter &r) const override {
     Location loc = op.getLoc();
     auto type = cast<RankedTensorType>(op.getType());
     int64_t rank = type.getRank(), axis = op.getAxis();
@@ -710,12 +743,14 @@ struct LowerCumsum : OpRewritePattern<CumsumOp> {
       inExprs.push_back(r.getAffineDimExpr(d == axis ? rank : d));
       outExprs.push_back(r.getAffineDimExpr(d));
     }
-    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+    SmallVector<utils::IteratorType> iterators(rank,
+                                               utils::IteratorType::parallel);
     iterators.push_back(utils::IteratorType::reduction);
     Type element = type.getElementType();
-    Value filled = linalg::FillOp::create(r, loc, scalarConstant(r, loc, element, 0),
-                                          emptyTensor(r, loc, type))
-                       .getResult(0);
+    Value filled =
+        linalg::FillOp::create(r, loc, scalarConstant(r, loc, element, 0),
+                               emptyTensor(r, loc, type))
+            .getResult(0);
     auto generic = linalg::GenericOp::create(
         r, loc, TypeRange{type}, op.getInput(), ValueRange{filled},
         {AffineMap::get(rank + 1, 0, inExprs, r.getContext()),
@@ -723,15 +758,16 @@ struct LowerCumsum : OpRewritePattern<CumsumOp> {
         iterators, [&](OpBuilder &b, Location l, ValueRange args) {
           Value i = linalg::IndexOp::create(b, l, axis);
           Value k = linalg::IndexOp::create(b, l, rank);
-          arith::CmpIPredicate p = reverse ? (exclusive ? arith::CmpIPredicate::sgt
-                                                        : arith::CmpIPredicate::sge)
-                                           : (exclusive ? arith::CmpIPredicate::slt
-                                                        : arith::CmpIPredicate::sle);
+          arith::CmpIPredicate p =
+              reverse ? (exclusive ? arith::CmpIPredicate::sgt
+                                   : arith::CmpIPredicate::sge)
+                      : (exclusive ? arith::CmpIPredicate::slt
+                                   : arith::CmpIPredicate::sle);
           Value take = arith::CmpIOp::create(b, l, p, k, i);
           Value x = arith::SelectOp::create(b, l, take, args[0],
                                             scalarConstant(b, l, element, 0));
-          linalg::YieldOp::create(b, l,
-                                  reductionStep(b, l, ReduceKind::Sum, args[1], x));
+          linalg::YieldOp::create(
+              b, l, reductionStep(b, l, ReduceKind::Sum, args[1], x));
         });
     r.replaceOp(op, generic.getResult(0));
     return success();

@@ -40,9 +40,9 @@ FailureOr<Value> sliceDim(NodeContext &n, Value x, int64_t dim, int64_t start,
   starts[dim] = start;
   limits[dim] = limit;
   strides[dim] = stride;
-  return n.create<SliceOp>(x, {n.array("start", starts),
-                               n.array("limit", limits),
-                               n.array("stride", strides)});
+  return n.create<SliceOp>(x,
+                           {n.array("start", starts), n.array("limit", limits),
+                            n.array("stride", strides)});
 }
 
 /// [B, S, H*D] -> [B, H, S, D].
@@ -118,8 +118,7 @@ FailureOr<Value> additive(NodeContext &n, Value allowed,
                           double drop = -INFINITY) {
   auto type = cast<RankedTensorType>(allowed.getType()).clone(n.b.getF32Type());
   return n.create<SelectOp>(
-      ValueRange{allowed, n.splat(type, 0.0), n.splat(type, drop)}, {},
-      {type});
+      ValueRange{allowed, n.splat(type, 0.0), n.splat(type, drop)}, {}, {type});
 }
 
 FailureOr<Value> sum(NodeContext &n, Value lhs, Value rhs) {
@@ -147,8 +146,7 @@ FailureOr<Value> nonpadBias(NodeContext &n, Value nonpad, int64_t queries,
                        {RankedTensorType::get({1, 1, 1, keys}, i64)});
   if (failed(lengths) || failed(key))
     return failure();
-  FailureOr<Value> allowed =
-      compare(n, *key, *lengths, ComparePredicate::lt);
+  FailureOr<Value> allowed = compare(n, *key, *lengths, ComparePredicate::lt);
   if (failed(allowed))
     return failure();
   if (frontier.any()) {
@@ -278,7 +276,8 @@ LogicalResult importAttention(NodeContext &n) {
   for (auto [value, index] : {std::pair{k, 1u}, std::pair{v, 2u}}) {
     if (!n.wantsOutput(index))
       continue;
-    FailureOr<Value> present = n.cast(value, n.inputType(index).getElementType());
+    FailureOr<Value> present =
+        n.cast(value, n.inputType(index).getElementType());
     if (failed(present))
       return failure();
     n.setOutput(index, *present);
@@ -300,9 +299,9 @@ LogicalResult importAttention(NodeContext &n) {
     return n.fail(Twine(qHeads) + " query heads are not a multiple of " +
                   Twine(kvHeads) + " key/value heads");
   FailureOr<Value> kRepeated = repeatHeads(n, k, qHeads / kvHeads);
-  FailureOr<Value> vRepeated =
-      succeeded(kRepeated) ? repeatHeads(n, v, qHeads / kvHeads)
-                           : FailureOr<Value>(failure());
+  FailureOr<Value> vRepeated = succeeded(kRepeated)
+                                   ? repeatHeads(n, v, qHeads / kvHeads)
+                                   : FailureOr<Value>(failure());
   if (failed(vRepeated))
     return failure();
 
@@ -419,9 +418,8 @@ LogicalResult importAttention(NodeContext &n) {
       if (failed(best))
         return failure();
       auto bestType = cast<RankedTensorType>(best->getType());
-      FailureOr<Value> kept =
-          compare(n, *best, n.splat(bestType, kMaskedFillAtMost),
-                  ComparePredicate::gt);
+      FailureOr<Value> kept = compare(
+          n, *best, n.splat(bestType, kMaskedFillAtMost), ComparePredicate::gt);
       if (failed(kept))
         return failure();
       keptRows = *kept;
@@ -454,19 +452,18 @@ LogicalResult importAttention(NodeContext &n) {
     // 3: the probabilities).
     auto scoresType =
         RankedTensorType::get({batch, qHeads, queries, keys}, f32);
-    FailureOr<Value> scores = n.create<MatmulOp>(
-        ValueRange{q, *kRepeated}, {n.unit("transpose_rhs")});
+    FailureOr<Value> scores = n.create<MatmulOp>(ValueRange{q, *kRepeated},
+                                                 {n.unit("transpose_rhs")});
     if (succeeded(scores))
-      scores = n.create<MulOp>(
-          ValueRange{*scores, n.splat(scoresType, scale)});
+      scores = n.create<MulOp>(ValueRange{*scores, n.splat(scoresType, scale)});
     if (succeeded(scores) && softcap > 0.0) {
       scores = n.create<MulOp>(
           ValueRange{*scores, n.splat(scoresType, 1.0 / softcap)});
       if (succeeded(scores))
         scores = n.create<TanhOp>(*scores);
       if (succeeded(scores))
-        scores = n.create<MulOp>(
-            ValueRange{*scores, n.splat(scoresType, softcap)});
+        scores =
+            n.create<MulOp>(ValueRange{*scores, n.splat(scoresType, softcap)});
     }
     if (failed(scores))
       return failure();
@@ -492,8 +489,8 @@ LogicalResult importAttention(NodeContext &n) {
       if (failed(best))
         return failure();
       auto bestType = cast<RankedTensorType>(best->getType());
-      FailureOr<Value> kept = compare(n, *best, n.splat(bestType, -INFINITY),
-                                      ComparePredicate::gt);
+      FailureOr<Value> kept =
+          compare(n, *best, n.splat(bestType, -INFINITY), ComparePredicate::gt);
       if (failed(kept))
         return failure();
       SmallVector<Value> picked{*kept, *probabilities,
@@ -527,8 +524,8 @@ LogicalResult importAttention(NodeContext &n) {
   FailureOr<Value> merged = transpose(n, *rounded, {0, 2, 1, 3});
   if (failed(merged))
     return failure();
-  return n.setResult(n.reshape(
-      *merged, {batch, queries, qHeads * v4Type.getDimSize(3)}));
+  return n.setResult(
+      n.reshape(*merged, {batch, queries, qHeads * v4Type.getDimSize(3)}));
 }
 
 LogicalResult importRotaryEmbedding(NodeContext &n) {
@@ -566,8 +563,8 @@ LogicalResult importRotaryEmbedding(NodeContext &n) {
   Value caches[2] = {n.input(1), n.input(2)};
   for (Value &cache : caches) {
     if (n.hasInput(3)) {
-      FailureOr<Value> rows = n.create<GatherOp>(ValueRange{cache, n.input(3)},
-                                                 {n.i64("axis", 0)});
+      FailureOr<Value> rows =
+          n.create<GatherOp>(ValueRange{cache, n.input(3)}, {n.i64("axis", 0)});
       if (failed(rows))
         return failure();
       cache = *rows;

@@ -31,8 +31,7 @@ int64_t dimOf(const Labeled &t, char letter) {
 }
 
 /// Transposes `t` so that its letters are in `order`.
-FailureOr<Labeled> permute(NodeContext &n, const Labeled &t,
-                           StringRef order) {
+FailureOr<Labeled> permute(NodeContext &n, const Labeled &t, StringRef order) {
   if (t.letters == order)
     return t;
   SmallVector<int64_t> perm;
@@ -82,8 +81,8 @@ FailureOr<Labeled> contract(NodeContext &n, Labeled a, Labeled b,
       freeB.push_back(c);
   for (char c : batch + contracted)
     if (dimOf(a, c) != dimOf(b, c))
-      return n.fail(std::string("einsum letter '") + c +
-                    "' has sizes " + std::to_string(dimOf(a, c)) + " and " +
+      return n.fail(std::string("einsum letter '") + c + "' has sizes " +
+                    std::to_string(dimOf(a, c)) + " and " +
                     std::to_string(dimOf(b, c)));
   auto product = [&](const Labeled &t, StringRef letters) {
     int64_t size = 1;
@@ -153,7 +152,8 @@ LogicalResult importEinsum(NodeContext &n) {
         ellipsisRank = covered;
       // Right-align the ellipsis letters so they broadcast like numpy.
       std::string fill = spare.substr(spare.size() - covered);
-      letters = (term.take_front(dots) + fill + term.drop_front(dots + 3)).str();
+      letters =
+          (term.take_front(dots) + fill + term.drop_front(dots + 3)).str();
     } else {
       letters = term.str();
     }

@@ -8,8 +8,7 @@ using namespace kiln::onnx_import;
 
 namespace {
 
-template <typename OpTy>
-LogicalResult importUnary(NodeContext &n) {
+template <typename OpTy> LogicalResult importUnary(NodeContext &n) {
   if (failed(n.expectInputs(1, 1)))
     return failure();
   return n.setResult(n.create<OpTy>(n.input(0)));
@@ -51,8 +50,7 @@ LogicalResult broadcastInputs(NodeContext &n, unsigned count,
 }
 
 /// A broadcasting binary op over inputs 0 and 1.
-template <typename OpTy>
-LogicalResult importBinary(NodeContext &n) {
+template <typename OpTy> LogicalResult importBinary(NodeContext &n) {
   SmallVector<Value> operands;
   if (failed(broadcastInputs(n, 2, operands)))
     return failure();
@@ -144,8 +142,7 @@ LogicalResult importWhere(NodeContext &n) {
   if (failed(checkSameElementType(n, {operands[1], operands[2]})) ||
       failed(n.broadcastAll(operands)))
     return failure();
-  return n.setResult(n.create<SelectOp>(
-      operands, {}, {operands[1].getType()}));
+  return n.setResult(n.create<SelectOp>(operands, {}, {operands[1].getType()}));
 }
 
 LogicalResult importClip(NodeContext &n) {
@@ -170,8 +167,8 @@ LogicalResult importClip(NodeContext &n) {
     if (failed(checkSameElementType(n, operands)) ||
         failed(n.broadcastAll(operands)))
       return failure();
-    FailureOr<Value> clipped = isMax ? n.create<MaxOp>(operands)
-                                     : n.create<MinOp>(operands);
+    FailureOr<Value> clipped =
+        isMax ? n.create<MaxOp>(operands) : n.create<MinOp>(operands);
     if (failed(clipped))
       return failure();
     x = *clipped;
@@ -194,8 +191,7 @@ LogicalResult importCast(NodeContext &n) {
 LogicalResult importCastLike(NodeContext &n) {
   if (failed(n.expectInputs(2, 2)))
     return failure();
-  FailureOr<Value> result =
-      n.cast(n.input(0), n.inputType(1).getElementType());
+  FailureOr<Value> result = n.cast(n.input(0), n.inputType(1).getElementType());
   if (failed(result))
     return failure();
   n.setOutput(0, *result);
@@ -253,10 +249,9 @@ LogicalResult importIsInf(NodeContext &n) {
     auto type = n.inputType(0);
     FailureOr<Value> side = n.create<CompareOp>(
         ValueRange{n.input(0), n.splat(type, 0)},
-        {n.named("predicate",
-                 ComparePredicateAttr::get(n.ctx, positive
-                                                      ? ComparePredicate::gt
-                                                      : ComparePredicate::lt))});
+        {n.named("predicate", ComparePredicateAttr::get(
+                                  n.ctx, positive ? ComparePredicate::gt
+                                                  : ComparePredicate::lt))});
     if (failed(side))
       return failure();
     FailureOr<Value> both = n.create<AndOp>(ValueRange{result, *side});
@@ -335,8 +330,8 @@ LogicalResult importGelu(NodeContext &n) {
 FailureOr<Value> swish(NodeContext &n, Value x, double alpha) {
   Value scaled = x;
   if (alpha != 1.0) {
-    FailureOr<Value> s = n.create<MulOp>(ValueRange{
-        x, n.splat(cast<RankedTensorType>(x.getType()), alpha)});
+    FailureOr<Value> s = n.create<MulOp>(
+        ValueRange{x, n.splat(cast<RankedTensorType>(x.getType()), alpha)});
     if (failed(s))
       return failure();
     scaled = *s;
@@ -432,13 +427,13 @@ void kiln::onnx_import::registerElementwiseOps(OpImporterTable &t) {
     return importUnaryWithAttrs<CeluOp>(n, {{"alpha", 1.0}});
   };
   t["Selu"] = [](NodeContext &n) {
-    return importUnaryWithAttrs<SeluOp>(
-        n, {{"alpha", 1.67326319217681884765625},
-            {"gamma", 1.05070102214813232421875}});
+    return importUnaryWithAttrs<SeluOp>(n,
+                                        {{"alpha", 1.67326319217681884765625},
+                                         {"gamma", 1.05070102214813232421875}});
   };
   t["HardSigmoid"] = [](NodeContext &n) {
-    return importUnaryWithAttrs<HardSigmoidOp>(n, {{"alpha", 0.2},
-                                                   {"beta", 0.5}});
+    return importUnaryWithAttrs<HardSigmoidOp>(n,
+                                               {{"alpha", 0.2}, {"beta", 0.5}});
   };
   t["ThresholdedRelu"] = [](NodeContext &n) {
     return importUnaryWithAttrs<ThresholdedReluOp>(n, {{"alpha", 1.0}});

@@ -69,19 +69,71 @@ bool isDefaultDomain(StringRef domain) {
 /// use) and, for the arithmetic ops, by legacy broadcasting, which the node
 /// may only use in its numpy-compatible form (`broadcast` without `axis`).
 bool isLegacySafe(const onnx::NodeProto &node, int64_t opset) {
-  static const llvm::StringSet<> unchanged = {
-      "Abs", "Add", "ArgMax", "ArgMin", "AveragePool", "BatchNormalization",
-      "Constant", "Pad", "PRelu",
-      "Ceil", "Clip", "Concat", "Conv", "ConvTranspose", "Div", "Dropout",
-      "Elu", "Exp", "Flatten", "Floor", "Gather", "Gemm", "GlobalAveragePool",
-      "GlobalMaxPool", "HardSigmoid", "Identity", "InstanceNormalization",
-      "LeakyRelu", "Log", "LogSoftmax", "MatMul", "Max", "MaxPool", "Mean",
-      "Min", "Mul", "Neg", "Not", "Reciprocal", "ReduceL1", "ReduceL2",
-      "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean",
-      "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare", "Relu",
-      "Reshape", "Selu", "Sigmoid", "Slice", "Softmax", "Softplus",
-      "Softsign", "Split", "Sqrt", "Squeeze", "Sub", "Sum", "Tanh",
-      "Transpose", "Unsqueeze"};
+  static const llvm::StringSet<> unchanged = {"Abs",
+                                              "Add",
+                                              "ArgMax",
+                                              "ArgMin",
+                                              "AveragePool",
+                                              "BatchNormalization",
+                                              "Constant",
+                                              "Pad",
+                                              "PRelu",
+                                              "Ceil",
+                                              "Clip",
+                                              "Concat",
+                                              "Conv",
+                                              "ConvTranspose",
+                                              "Div",
+                                              "Dropout",
+                                              "Elu",
+                                              "Exp",
+                                              "Flatten",
+                                              "Floor",
+                                              "Gather",
+                                              "Gemm",
+                                              "GlobalAveragePool",
+                                              "GlobalMaxPool",
+                                              "HardSigmoid",
+                                              "Identity",
+                                              "InstanceNormalization",
+                                              "LeakyRelu",
+                                              "Log",
+                                              "LogSoftmax",
+                                              "MatMul",
+                                              "Max",
+                                              "MaxPool",
+                                              "Mean",
+                                              "Min",
+                                              "Mul",
+                                              "Neg",
+                                              "Not",
+                                              "Reciprocal",
+                                              "ReduceL1",
+                                              "ReduceL2",
+                                              "ReduceLogSum",
+                                              "ReduceLogSumExp",
+                                              "ReduceMax",
+                                              "ReduceMean",
+                                              "ReduceMin",
+                                              "ReduceProd",
+                                              "ReduceSum",
+                                              "ReduceSumSquare",
+                                              "Relu",
+                                              "Reshape",
+                                              "Selu",
+                                              "Sigmoid",
+                                              "Slice",
+                                              "Softmax",
+                                              "Softplus",
+                                              "Softsign",
+                                              "Split",
+                                              "Sqrt",
+                                              "Squeeze",
+                                              "Sub",
+                                              "Sum",
+                                              "Tanh",
+                                              "Transpose",
+                                              "Unsqueeze"};
   if (!unchanged.contains(node.op_type()))
     return false;
   // Cast took its target type as a string before opset 6; Pad named its
@@ -97,7 +149,7 @@ bool isLegacySafe(const onnx::NodeProto &node, int64_t opset) {
     legacyAxis |= attribute.name() == "axis";
   }
   static const llvm::StringSet<> broadcasting = {"Add", "Sub", "Mul", "Div",
-                                                  "Gemm"};
+                                                 "Gemm"};
   if (legacyBroadcast && legacyAxis && broadcasting.contains(node.op_type()))
     return false;
   return true;
@@ -225,8 +277,9 @@ GraphImporter::graphValueType(const onnx::ValueInfoProto &info, bool isInput) {
   const std::string &name = info.name();
   if (!info.type().has_tensor_type())
     return makeError("graph " + Twine(isInput ? "input" : "output") + " '" +
-                     name + "' is not a tensor (sequences, maps and optionals "
-                            "are not supported)");
+                     name +
+                     "' is not a tensor (sequences, maps and optionals "
+                     "are not supported)");
   const onnx::TypeProto_Tensor &tensor = info.type().tensor_type();
   Type element = elementTypeOf(tensor.elem_type(), &context);
   if (!element)
@@ -262,14 +315,12 @@ GraphImporter::graphValueType(const onnx::ValueInfoProto &info, bool isInput) {
     }
     std::string symbol =
         dim.has_dim_param() ? "'" + dim.dim_param() + "'" : "unnamed";
-    std::string hint = dim.has_dim_param()
-                           ? "--dim " + dim.dim_param() + "=N"
-                           : std::string("--batch-size=N");
-    return makeError("graph input '" + name + "' dimension " + Twine(index) +
-                     " is symbolic (" + symbol + ") and unbound; bind it with " +
-                     hint + (index == 0 && dim.has_dim_param()
-                                 ? " or --batch-size=N"
-                                 : ""));
+    std::string hint = dim.has_dim_param() ? "--dim " + dim.dim_param() + "=N"
+                                           : std::string("--batch-size=N");
+    return makeError(
+        "graph input '" + name + "' dimension " + Twine(index) +
+        " is symbolic (" + symbol + ") and unbound; bind it with " + hint +
+        (index == 0 && dim.has_dim_param() ? " or --batch-size=N" : ""));
   }
   return RankedTensorType::get(shape, element);
 }
@@ -374,10 +425,9 @@ llvm::Error GraphImporter::importInitializers(GraphScope &scope,
       scope.constants.emplace_back(tensor.name(), *value);
       continue;
     }
-    auto param = ParamOp::create(builder, loc,
-                                 builder.getStringAttr(tensor.name()),
-                                 TypeAttr::get(value->getType()),
-                                 mlir::cast<ElementsAttr>(*value));
+    auto param = ParamOp::create(
+        builder, loc, builder.getStringAttr(tensor.name()),
+        TypeAttr::get(value->getType()), mlir::cast<ElementsAttr>(*value));
     // A tensor the exporter records as anything but a module parameter (a
     // buffer: a mask, RoPE tables, running statistics; or a constant) is
     // one that PyTorch never trains.
@@ -418,8 +468,8 @@ llvm::Error GraphImporter::readBindings() {
       auto buffer = llvm::MemoryBuffer::getFile(file, /*IsText=*/false);
       onnx::TensorProto tensor;
       if (!buffer) {
-        error = "cannot read '" + file.str() + "': " +
-                buffer.getError().message();
+        error =
+            "cannot read '" + file.str() + "': " + buffer.getError().message();
       } else if (!tensor.ParseFromArray((*buffer)->getBufferStart(),
                                         (*buffer)->getBufferSize()) ||
                  tensor.data_type() == onnx::TensorProto::UNDEFINED ||
@@ -453,9 +503,10 @@ Location GraphImporter::nodeLocation(const onnx::NodeProto &node,
                       FileLineColLoc::get(&context, displayName, index, 0));
 }
 
-llvm::Error GraphImporter::nodeInputs(
-    const onnx::NodeProto &node, int first, SmallVectorImpl<Value> &inputs,
-    function_ref<llvm::Error(const Twine &)> nodeError) {
+llvm::Error
+GraphImporter::nodeInputs(const onnx::NodeProto &node, int first,
+                          SmallVectorImpl<Value> &inputs,
+                          function_ref<llvm::Error(const Twine &)> nodeError) {
   for (int i = first; i < node.input_size(); ++i) {
     const std::string &name = node.input(i);
     if (name.empty()) {
@@ -464,7 +515,8 @@ llvm::Error GraphImporter::nodeInputs(
     }
     Value value = lookupValue(name);
     if (!value && sequences.count(name))
-      return nodeError("input '" + name + "' is a sequence; Kiln takes "
+      return nodeError("input '" + name +
+                       "' is a sequence; Kiln takes "
                        "sequences only in SequenceAt, SequenceLength and "
                        "ConcatFromSequence");
     if (!value)
@@ -502,10 +554,9 @@ llvm::Error GraphImporter::runNodeImporter(
 llvm::Error GraphImporter::importNode(const onnx::NodeProto &node,
                                       unsigned index) {
   auto nodeError = [&](const Twine &reason) {
-    std::string version =
-        isDefaultDomain(node.domain())
-            ? "opset " + std::to_string(opset)
-            : "domain '" + node.domain() + "'";
+    std::string version = isDefaultDomain(node.domain())
+                              ? "opset " + std::to_string(opset)
+                              : "domain '" + node.domain() + "'";
     return makeError("node '" + nodeLabel(node, index) + "' (" +
                      node.op_type() + ", " + version + "): " + reason);
   };
@@ -548,7 +599,7 @@ llvm::Error GraphImporter::importNode(const onnx::NodeProto &node,
     return error;
   SmallVector<Value> outputs(node.output_size(), nullptr);
   if (llvm::Error error = runNodeImporter(node, index, nodeOpset, inputs,
-                                         outputs, found->second, nodeError))
+                                          outputs, found->second, nodeError))
     return error;
   for (auto [i, name] : llvm::enumerate(node.output())) {
     if (name.empty())
@@ -819,12 +870,13 @@ kiln::importONNXBuffer(MLIRContext &context, StringRef bytes,
 Expected<OwningOpRef<ModuleOp>>
 kiln::importONNXFile(MLIRContext &context, StringRef path,
                      const ImportOptions &options) {
-  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/false,
-                                                   /*RequiresNullTerminator=*/false);
+  auto buffer =
+      llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/false,
+                                         /*RequiresNullTerminator=*/false);
   if (!buffer)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   path + ": cannot read: " +
-                                       buffer.getError().message());
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        path + ": cannot read: " + buffer.getError().message());
   SmallString<256> baseDir(path);
   llvm::sys::path::remove_filename(baseDir);
   if (baseDir.empty())

@@ -58,8 +58,10 @@ FailureOr<Value> numpyMatmul(NodeContext &n, Value lhs, Value rhs) {
   size_t rank = std::max(lhsBatch.size(), rhsBatch.size());
   SmallVector<int64_t> batch(rank, 1);
   for (size_t i = 0; i < rank; ++i) {
-    int64_t a = i < rank - lhsBatch.size() ? 1 : lhsBatch[i - (rank - lhsBatch.size())];
-    int64_t b = i < rank - rhsBatch.size() ? 1 : rhsBatch[i - (rank - rhsBatch.size())];
+    int64_t a =
+        i < rank - lhsBatch.size() ? 1 : lhsBatch[i - (rank - lhsBatch.size())];
+    int64_t b =
+        i < rank - rhsBatch.size() ? 1 : rhsBatch[i - (rank - rhsBatch.size())];
     if (a != b && a != 1 && b != 1)
       return n.fail("matmul batch dimensions " + Twine(a) + " and " + Twine(b) +
                     " do not broadcast");
@@ -111,7 +113,8 @@ LogicalResult importGemm(NodeContext &n) {
   auto type = cast<RankedTensorType>(y.getType());
   double alpha = n.getFloat("alpha", 1.0), beta = n.getFloat("beta", 1.0);
   if (alpha != 1.0) {
-    FailureOr<Value> scaled = n.create<MulOp>(ValueRange{y, n.splat(type, alpha)});
+    FailureOr<Value> scaled =
+        n.create<MulOp>(ValueRange{y, n.splat(type, alpha)});
     if (failed(scaled))
       return failure();
     y = *scaled;
@@ -173,7 +176,8 @@ FailureOr<SmallVector<int64_t>> windowPadding(NodeContext &n,
 
 SmallVector<int64_t> intsOr(NodeContext &n, StringRef name, size_t count,
                             int64_t fill) {
-  SmallVector<int64_t> values = n.getInts(name).value_or(SmallVector<int64_t>{});
+  SmallVector<int64_t> values =
+      n.getInts(name).value_or(SmallVector<int64_t>{});
   if (values.empty())
     values.assign(count, fill);
   return values;
@@ -288,8 +292,7 @@ LogicalResult importConvTranspose(NodeContext &n) {
   return n.setResult(addChannelBias(n, *conv, n.input(2)));
 }
 
-template <typename OpTy>
-LogicalResult importPool(NodeContext &n) {
+template <typename OpTy> LogicalResult importPool(NodeContext &n) {
   if (failed(n.expectInputs(1, 1)))
     return failure();
   if (n.wantsOutput(1))
@@ -328,8 +331,7 @@ LogicalResult importPool(NodeContext &n) {
   return n.setResult(n.create<OpTy>(n.input(0), attrs));
 }
 
-template <typename ReduceTy>
-LogicalResult importGlobalPool(NodeContext &n) {
+template <typename ReduceTy> LogicalResult importGlobalPool(NodeContext &n) {
   if (failed(n.expectInputs(1, 1)))
     return failure();
   auto type = n.inputType(0);
@@ -339,8 +341,7 @@ LogicalResult importGlobalPool(NodeContext &n) {
   for (int64_t d = 2; d < type.getRank(); ++d)
     dims.push_back(d);
   return n.setResult(n.create<ReduceTy>(
-                          n.input(0),
-                          {n.array("dimensions", dims), n.unit("keepdims")}));
+      n.input(0), {n.array("dimensions", dims), n.unit("keepdims")}));
 }
 
 LogicalResult importDropout(NodeContext &n) {
@@ -421,7 +422,8 @@ LogicalResult importResize(NodeContext &n) {
   // others keep their size.
   SmallVector<int64_t> axes;
   if (n.opset >= 18 && n.attr("axes")) {
-    SmallVector<int64_t> given = n.getInts("axes").value_or(SmallVector<int64_t>{});
+    SmallVector<int64_t> given =
+        n.getInts("axes").value_or(SmallVector<int64_t>{});
     for (int64_t axis : given) {
       FailureOr<int64_t> a = n.normalizeAxis(axis, rank);
       if (failed(a))
@@ -457,9 +459,9 @@ LogicalResult importResize(NodeContext &n) {
     for (int64_t d = 0; d < rank; ++d) {
       if (sizes[d] < 0)
         return n.fail("sizes must not be negative");
-      scales.push_back(type.getDimSize(d) == 0
-                           ? 1.0
-                           : static_cast<double>(sizes[d]) / type.getDimSize(d));
+      scales.push_back(type.getDimSize(d) == 0 ? 1.0
+                                               : static_cast<double>(sizes[d]) /
+                                                     type.getDimSize(d));
     }
     // keep_aspect_ratio_policy (opset 18): one scale for every axis, the
     // smallest (not_larger) or the largest (not_smaller) of the sizes'.
@@ -515,8 +517,8 @@ LogicalResult importResize(NodeContext &n) {
   // Before opset 11 coordinates are asymmetric and nearest rounds down.
   bool legacy = upsample || n.opset < 11;
   std::string coordinate =
-      legacy ? "asymmetric" : n.getString("coordinate_transformation_mode",
-                                          "half_pixel");
+      legacy ? "asymmetric"
+             : n.getString("coordinate_transformation_mode", "half_pixel");
   CoordinateMode coordinateMode;
   if (coordinate == "half_pixel")
     coordinateMode = CoordinateMode::half_pixel;
@@ -546,13 +548,15 @@ LogicalResult importResize(NodeContext &n) {
     return n.fail("nearest_mode '" + rounding + "' is not supported");
   SmallVector<NamedAttribute> attrs{
       n.named("mode", ResizeModeAttr::get(n.ctx, resizeMode)),
-      n.named("coordinate_mode", CoordinateModeAttr::get(n.ctx, coordinateMode)),
+      n.named("coordinate_mode",
+              CoordinateModeAttr::get(n.ctx, coordinateMode)),
       n.named("nearest_mode", NearestModeAttr::get(n.ctx, nearestMode)),
       n.named("scales", n.b.getDenseF64ArrayAttr(scales)),
       n.f64("cubic_coeff_a", n.getFloat("cubic_coeff_a", -0.75))};
   if (n.getInt("exclude_outside", 0))
     attrs.push_back(n.unit("exclude_outside"));
-  return n.setResult(n.create<ResizeOp>(n.input(0), attrs, {type.clone(sizes)}));
+  return n.setResult(
+      n.create<ResizeOp>(n.input(0), attrs, {type.clone(sizes)}));
 }
 
 } // namespace

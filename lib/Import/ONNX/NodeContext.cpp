@@ -172,7 +172,8 @@ FailureOr<Value> NodeContext::reshape(Value value, ArrayRef<int64_t> shape) {
   return create<ReshapeOp>(value, {}, {type.clone(shape)});
 }
 
-FailureOr<Value> NodeContext::broadcastTo(Value value, ArrayRef<int64_t> shape) {
+FailureOr<Value> NodeContext::broadcastTo(Value value,
+                                          ArrayRef<int64_t> shape) {
   auto type = mlir::cast<RankedTensorType>(value.getType());
   if (type.getShape() == shape)
     return value;
@@ -182,7 +183,8 @@ FailureOr<Value> NodeContext::broadcastTo(Value value, ArrayRef<int64_t> shape) 
 LogicalResult NodeContext::broadcastAll(MutableArrayRef<Value> values) {
   SmallVector<int64_t> shape;
   for (Value value : values) {
-    ArrayRef<int64_t> s = mlir::cast<RankedTensorType>(value.getType()).getShape();
+    ArrayRef<int64_t> s =
+        mlir::cast<RankedTensorType>(value.getType()).getShape();
     if (s.size() > shape.size())
       shape.insert(shape.begin(), s.size() - shape.size(), 1);
     size_t offset = shape.size() - s.size();
@@ -245,7 +247,8 @@ Value NodeContext::foldSingleResult(Operation *op) {
       op->erase();
     return value;
   }
-  auto attr = dyn_cast<DenseElementsAttr>(mlir::cast<Attribute>(folded.front()));
+  auto attr =
+      dyn_cast<DenseElementsAttr>(mlir::cast<Attribute>(folded.front()));
   if (!attr || attr.getType() != result.getType())
     return result;
   OpBuilder::InsertionGuard guard(b);

@@ -31,9 +31,8 @@ public:
   NodeContext(const onnx::NodeProto &node, int64_t opset,
               mlir::OpBuilder &builder, mlir::Location loc,
               llvm::SmallVectorImpl<mlir::Value> &inputs,
-              llvm::SmallVectorImpl<mlir::Value> &outputs,
-              std::string &error, llvm::StringRef baseDir,
-              mlir::ModuleOp module)
+              llvm::SmallVectorImpl<mlir::Value> &outputs, std::string &error,
+              llvm::StringRef baseDir, mlir::ModuleOp module)
       : node(node), opset(opset), b(builder), loc(loc),
         ctx(builder.getContext()), inputs(inputs), outputs(outputs),
         error(error), baseDir(baseDir), module(module) {}
@@ -53,7 +52,9 @@ public:
 
   unsigned numInputs() const { return inputs.size(); }
   bool hasInput(unsigned i) const { return i < inputs.size() && inputs[i]; }
-  mlir::Value input(unsigned i) const { return hasInput(i) ? inputs[i] : nullptr; }
+  mlir::Value input(unsigned i) const {
+    return hasInput(i) ? inputs[i] : nullptr;
+  }
   mlir::RankedTensorType inputType(unsigned i) const {
     return mlir::cast<mlir::RankedTensorType>(inputs[i].getType());
   }
@@ -87,9 +88,11 @@ public:
   int64_t getInt(llvm::StringRef name, int64_t defaultValue) const;
   std::optional<int64_t> getOptionalInt(llvm::StringRef name) const;
   double getFloat(llvm::StringRef name, double defaultValue) const;
-  std::string getString(llvm::StringRef name, llvm::StringRef defaultValue) const;
+  std::string getString(llvm::StringRef name,
+                        llvm::StringRef defaultValue) const;
   std::optional<llvm::SmallVector<int64_t>> getInts(llvm::StringRef name) const;
-  std::optional<llvm::SmallVector<double>> getFloats(llvm::StringRef name) const;
+  std::optional<llvm::SmallVector<double>>
+  getFloats(llvm::StringRef name) const;
 
   //===--------------------------------------------------------------------===//
   // Errors.
@@ -221,8 +224,7 @@ void registerNNOps(OpImporterTable &table);
 void registerReductionOps(OpImporterTable &table);
 void registerEinsumOp(OpImporterTable &table);
 /// The tensors SplitToSequence splits its input into.
-mlir::FailureOr<llvm::SmallVector<mlir::Value>>
-splitToSequence(NodeContext &n);
+mlir::FailureOr<llvm::SmallVector<mlir::Value>> splitToSequence(NodeContext &n);
 /// Attention and RotaryEmbedding (opset 23).
 void registerAttentionOps(OpImporterTable &table);
 /// The ai.onnx.preview.training operators (Gradient, Adam, Adagrad,
@@ -240,9 +242,9 @@ convertTensor(const onnx::TensorProto &tensor, mlir::MLIRContext *context,
               llvm::StringRef baseDir, std::string &error);
 
 /// Reads a NumPy `.npy` file into an attribute.
-mlir::FailureOr<mlir::DenseElementsAttr>
-readNpyFile(llvm::StringRef path, mlir::MLIRContext *context,
-            std::string &error);
+mlir::FailureOr<mlir::DenseElementsAttr> readNpyFile(llvm::StringRef path,
+                                                     mlir::MLIRContext *context,
+                                                     std::string &error);
 
 } // namespace kiln::onnx_import
 

@@ -129,8 +129,7 @@ LogicalResult importSoftmaxLike(NodeContext &n, Build build) {
   return n.setResult(n.reshape(*result, type.getShape()));
 }
 
-template <typename OpTy>
-LogicalResult importSoftmax(NodeContext &n) {
+template <typename OpTy> LogicalResult importSoftmax(NodeContext &n) {
   return importSoftmaxLike(n, [&](Value x, int64_t axis) {
     return n.create<OpTy>(x, {n.i64("axis", axis)});
   });
@@ -139,8 +138,8 @@ LogicalResult importSoftmax(NodeContext &n) {
 LogicalResult importHardmax(NodeContext &n) {
   return importSoftmaxLike(n, [&](Value x, int64_t axis) -> FailureOr<Value> {
     auto type = cast<RankedTensorType>(x.getType());
-    FailureOr<Value> index = n.create<ArgMaxOp>(
-        x, {n.i64("axis", axis), n.unit("keepdims")});
+    FailureOr<Value> index =
+        n.create<ArgMaxOp>(x, {n.i64("axis", axis), n.unit("keepdims")});
     if (failed(index))
       return failure();
     auto i64Type = type.clone(n.b.getI64Type());
@@ -188,7 +187,8 @@ LogicalResult importLayerNormalization(NodeContext &n) {
   if (failed(n.expectInputs(2, 3)))
     return failure();
   auto type = n.inputType(0);
-  FailureOr<int64_t> axis = n.normalizeAxis(n.getInt("axis", -1), type.getRank());
+  FailureOr<int64_t> axis =
+      n.normalizeAxis(n.getInt("axis", -1), type.getRank());
   if (failed(axis))
     return failure();
   double epsilon = n.getFloat("epsilon", 1e-5);
@@ -236,14 +236,14 @@ LogicalResult importBatchNormalization(NodeContext &n) {
     return n.fail("non-spatial batch normalization is not supported");
   double epsilon = n.getFloat("epsilon", 1e-5);
   double momentum = n.getFloat("momentum", 0.9);
-  bool training = n.opset >= 14 ? n.getInt("training_mode", 0) != 0
-                                : n.wantsOutput(1) ||
-                                      (n.opset < 7 && n.getInt("is_test", 0) == 0);
+  bool training =
+      n.opset >= 14
+          ? n.getInt("training_mode", 0) != 0
+          : n.wantsOutput(1) || (n.opset < 7 && n.getInt("is_test", 0) == 0);
   if (!training)
     return n.setResult(n.create<BatchNormOp>(
-                            ValueRange{n.input(0), n.input(1), n.input(2),
-                                       n.input(3), n.input(4)},
-                            {n.f64("epsilon", epsilon)}, {n.input(0).getType()}));
+        ValueRange{n.input(0), n.input(1), n.input(2), n.input(3), n.input(4)},
+        {n.f64("epsilon", epsilon)}, {n.input(0).getType()}));
   if (n.opset < 14)
     return n.fail("training-mode batch normalization needs opset 14 or newer");
   FailureOr<Operation *> op = n.createOp<BatchNormTrainOp>(
@@ -349,7 +349,8 @@ LogicalResult importRMSNormalization(NodeContext &n) {
   if (failed(n.expectInputs(2, 2)))
     return failure();
   auto type = n.inputType(0);
-  FailureOr<int64_t> axis = n.normalizeAxis(n.getInt("axis", -1), type.getRank());
+  FailureOr<int64_t> axis =
+      n.normalizeAxis(n.getInt("axis", -1), type.getRank());
   FailureOr<Type> stash = stashType(n, type.getElementType());
   if (failed(axis) || failed(stash))
     return failure();
@@ -475,8 +476,7 @@ FailureOr<Reduction> lossReduction(NodeContext &n) {
   return n.fail("reduction '" + reduction + "' is not supported");
 }
 
-template <typename OpTy>
-LogicalResult importLoss(NodeContext &n) {
+template <typename OpTy> LogicalResult importLoss(NodeContext &n) {
   if (failed(n.expectInputs(2, 3)))
     return failure();
   FailureOr<Reduction> reduction = lossReduction(n);

@@ -26,15 +26,17 @@ LogicalResult importShape(NodeContext &n) {
   };
   start = clampIndex(start);
   end = clampIndex(end);
-  n.setOutput(0, n.i64Vector(shape.slice(start, std::max<int64_t>(0, end - start))));
+  n.setOutput(
+      0, n.i64Vector(shape.slice(start, std::max<int64_t>(0, end - start))));
   return success();
 }
 
 LogicalResult importSize(NodeContext &n) {
   if (failed(n.expectInputs(1, 1)))
     return failure();
-  n.setOutput(0, n.scalar(n.b.getI64Type(),
-                          static_cast<double>(n.inputType(0).getNumElements())));
+  n.setOutput(0,
+              n.scalar(n.b.getI64Type(),
+                       static_cast<double>(n.inputType(0).getNumElements())));
   return success();
 }
 
@@ -73,9 +75,9 @@ LogicalResult importReshape(NodeContext &n) {
   }
   if (inferred >= 0) {
     if (known == 0 || type.getNumElements() % known != 0)
-      return n.fail("cannot infer the -1 dimension: " +
-                    Twine(type.getNumElements()) + " elements do not divide by " +
-                    Twine(known));
+      return n.fail(
+          "cannot infer the -1 dimension: " + Twine(type.getNumElements()) +
+          " elements do not divide by " + Twine(known));
     target[inferred] = type.getNumElements() / known;
   }
   return n.setResult(n.reshape(n.input(0), target));
@@ -102,8 +104,8 @@ LogicalResult importFlatten(NodeContext &n) {
 }
 
 /// Axes from the attribute (older opsets) or the second input.
-FailureOr<std::optional<SmallVector<int64_t>>>
-axesOf(NodeContext &n, int64_t inputSince) {
+FailureOr<std::optional<SmallVector<int64_t>>> axesOf(NodeContext &n,
+                                                      int64_t inputSince) {
   if (n.opset < inputSince)
     return n.getInts("axes");
   if (!n.hasInput(1))
@@ -181,8 +183,8 @@ LogicalResult importTranspose(NodeContext &n) {
   for (int64_t &p : perm)
     if (p < 0)
       p += rank;
-  return n.setResult(n.create<TransposeOp>(n.input(0),
-                                            {n.array("permutation", perm)}));
+  return n.setResult(
+      n.create<TransposeOp>(n.input(0), {n.array("permutation", perm)}));
 }
 
 LogicalResult importExpand(NodeContext &n) {
@@ -194,8 +196,8 @@ LogicalResult importExpand(NodeContext &n) {
   // The result is the broadcast of the input shape with `shape`.
   auto type = n.inputType(0);
   SmallVector<Value> operands{
-      n.input(0), n.splat(RankedTensorType::get(*shape, type.getElementType()),
-                          0)};
+      n.input(0),
+      n.splat(RankedTensorType::get(*shape, type.getElementType()), 0)};
   for (int64_t dim : *shape)
     if (dim < 0)
       return n.fail("shape entry " + Twine(dim) + " is invalid");
@@ -211,8 +213,8 @@ LogicalResult importTile(NodeContext &n) {
   FailureOr<SmallVector<int64_t>> repeats = n.constInts(1, "repeats");
   if (failed(repeats))
     return failure();
-  return n.setResult(n.create<TileOp>(n.input(0),
-                                       {n.array("multiples", *repeats)}));
+  return n.setResult(
+      n.create<TileOp>(n.input(0), {n.array("multiples", *repeats)}));
 }
 
 LogicalResult importConcat(NodeContext &n) {
@@ -221,7 +223,8 @@ LogicalResult importConcat(NodeContext &n) {
   SmallVector<Value> operands;
   for (unsigned i = 0; i < n.numInputs(); ++i) {
     if (!n.hasInput(i))
-      return n.fail("input " + Twine(i) + " is missing (Concat's inputs are "
+      return n.fail("input " + Twine(i) +
+                    " is missing (Concat's inputs are "
                     "not optional)");
     operands.push_back(n.input(i));
   }
@@ -237,7 +240,8 @@ LogicalResult importSplit(NodeContext &n) {
   if (failed(n.expectInputs(1, 2)))
     return failure();
   auto type = n.inputType(0);
-  FailureOr<int64_t> axis = n.normalizeAxis(n.getInt("axis", 0), type.getRank());
+  FailureOr<int64_t> axis =
+      n.normalizeAxis(n.getInt("axis", 0), type.getRank());
   if (failed(axis))
     return failure();
   SmallVector<int64_t> sizes;
@@ -292,8 +296,7 @@ FailureOr<Value> sliceAlong(NodeContext &n, Value x, ArrayRef<int64_t> starts,
                             ArrayRef<int64_t> steps) {
   auto type = cast<RankedTensorType>(x.getType());
   int64_t rank = type.getRank();
-  SmallVector<int64_t> start(rank, 0), limit(type.getShape()),
-      stride(rank, 1);
+  SmallVector<int64_t> start(rank, 0), limit(type.getShape()), stride(rank, 1);
   SmallVector<int64_t> reversed;
   SmallVector<bool> seen(rank, false);
   for (size_t i = 0; i < axes.size(); ++i) {
@@ -343,8 +346,7 @@ FailureOr<Value> sliceAlong(NodeContext &n, Value x, ArrayRef<int64_t> starts,
       return failure();
     x = *flipped;
   }
-  return n.create<SliceOp>(x, {n.array("start", start),
-                               n.array("limit", limit),
+  return n.create<SliceOp>(x, {n.array("start", start), n.array("limit", limit),
                                n.array("stride", stride)});
 }
 
@@ -405,8 +407,8 @@ FailureOr<Value> wrapPad(NodeContext &n, Value x, ArrayRef<int64_t> low,
     if (size == 0)
       return n.fail("wrap padding of the empty dimension " + Twine(d));
     auto piece = [&](int64_t start, int64_t limit) {
-      SmallVector<int64_t> starts(type.getRank(), 0),
-          limits(type.getShape()), strides(type.getRank(), 1);
+      SmallVector<int64_t> starts(type.getRank(), 0), limits(type.getShape()),
+          strides(type.getRank(), 1);
       starts[d] = start;
       limits[d] = limit;
       return n.create<SliceOp>(x, {n.array("start", starts),
@@ -514,18 +516,19 @@ LogicalResult importPad(NodeContext &n) {
       low[d] = std::max<int64_t>(0, low[d]);
       high[d] = std::max<int64_t>(0, high[d]);
     }
-    FailureOr<Value> cropped = n.create<SliceOp>(
-        x, {n.array("start", start), n.array("limit", limit),
-            n.array("stride", stride)});
+    FailureOr<Value> cropped =
+        n.create<SliceOp>(x, {n.array("start", start), n.array("limit", limit),
+                              n.array("stride", stride)});
     if (failed(cropped))
       return failure();
     x = *cropped;
   }
   if (wrap)
     return n.setResult(wrapPad(n, x, low, high));
-  return n.setResult(n.create<PadOp>(x, {n.array("low", low), n.array("high", high),
-                             n.named("mode", PadModeAttr::get(n.ctx, padMode)),
-                             n.f64("value", value)}));
+  return n.setResult(
+      n.create<PadOp>(x, {n.array("low", low), n.array("high", high),
+                          n.named("mode", PadModeAttr::get(n.ctx, padMode)),
+                          n.f64("value", value)}));
 }
 
 LogicalResult importGather(NodeContext &n) {
@@ -536,7 +539,7 @@ LogicalResult importGather(NodeContext &n) {
   if (failed(axis))
     return failure();
   return n.setResult(n.create<GatherOp>(ValueRange{n.input(0), n.input(1)},
-                                         {n.i64("axis", *axis)}));
+                                        {n.i64("axis", *axis)}));
 }
 
 LogicalResult importGatherElements(NodeContext &n) {
@@ -547,16 +550,15 @@ LogicalResult importGatherElements(NodeContext &n) {
   if (failed(axis))
     return failure();
   return n.setResult(n.create<GatherElementsOp>(
-                          ValueRange{n.input(0), n.input(1)},
-                          {n.i64("axis", *axis)}));
+      ValueRange{n.input(0), n.input(1)}, {n.i64("axis", *axis)}));
 }
 
 LogicalResult importGatherND(NodeContext &n) {
   if (failed(n.expectInputs(2, 2)))
     return failure();
-  return n.setResult(n.create<GatherNdOp>(
-                          ValueRange{n.input(0), n.input(1)},
-                          {n.i64("batch_dims", n.getInt("batch_dims", 0))}));
+  return n.setResult(
+      n.create<GatherNdOp>(ValueRange{n.input(0), n.input(1)},
+                           {n.i64("batch_dims", n.getInt("batch_dims", 0))}));
 }
 
 FailureOr<Reduction> scatterReduction(NodeContext &n) {
@@ -583,10 +585,10 @@ LogicalResult importScatterElements(NodeContext &n) {
   if (failed(axis) || failed(reduction))
     return failure();
   return n.setResult(n.create<ScatterElementsOp>(
-             ValueRange{n.input(0), n.input(1), n.input(2)},
-             {n.i64("axis", *axis),
-              n.named("reduction", ReductionAttr::get(n.ctx, *reduction))},
-             {n.input(0).getType()}));
+      ValueRange{n.input(0), n.input(1), n.input(2)},
+      {n.i64("axis", *axis),
+       n.named("reduction", ReductionAttr::get(n.ctx, *reduction))},
+      {n.input(0).getType()}));
 }
 
 LogicalResult importScatterND(NodeContext &n) {
@@ -596,9 +598,9 @@ LogicalResult importScatterND(NodeContext &n) {
   if (failed(reduction))
     return failure();
   return n.setResult(n.create<ScatterNdOp>(
-             ValueRange{n.input(0), n.input(1), n.input(2)},
-             {n.named("reduction", ReductionAttr::get(n.ctx, *reduction))},
-             {n.input(0).getType()}));
+      ValueRange{n.input(0), n.input(1), n.input(2)},
+      {n.named("reduction", ReductionAttr::get(n.ctx, *reduction))},
+      {n.input(0).getType()}));
 }
 
 LogicalResult importConstantOfShape(NodeContext &n) {
@@ -652,12 +654,10 @@ LogicalResult importRange(NodeContext &n) {
     return n.fail("start, limit and delta give more than 2147483647 "
                   "elements");
   int64_t count = static_cast<int64_t>(steps);
-  auto type =
-      RankedTensorType::get({count}, n.inputType(0).getElementType());
-  return n.setResult(n.create<IotaOp>(ValueRange{},
-                                       {n.i64("dimension", 0), n.f64("start", s),
-                                        n.f64("step", d)},
-                                       {type}));
+  auto type = RankedTensorType::get({count}, n.inputType(0).getElementType());
+  return n.setResult(n.create<IotaOp>(
+      ValueRange{},
+      {n.i64("dimension", 0), n.f64("start", s), n.f64("step", d)}, {type}));
 }
 
 LogicalResult importEyeLike(NodeContext &n) {
@@ -676,8 +676,8 @@ LogicalResult importEyeLike(NodeContext &n) {
   int64_t k = n.getInt("k", 0);
   auto rows = n.create<IotaOp>(ValueRange{}, {n.i64("dimension", 0)},
                                {type.clone(n.b.getI64Type())});
-  auto cols = n.create<IotaOp>(ValueRange{}, {n.i64("dimension", 1),
-                                              n.f64("start", -k)},
+  auto cols = n.create<IotaOp>(ValueRange{},
+                               {n.i64("dimension", 1), n.f64("start", -k)},
                                {type.clone(n.b.getI64Type())});
   if (failed(rows) || failed(cols))
     return failure();
@@ -688,9 +688,8 @@ LogicalResult importEyeLike(NodeContext &n) {
   if (failed(diagonal))
     return failure();
   return n.setResult(n.create<SelectOp>(
-                          ValueRange{*diagonal, n.splat(resultType, 1),
-                                     n.splat(resultType, 0)},
-                          {}, {resultType}));
+      ValueRange{*diagonal, n.splat(resultType, 1), n.splat(resultType, 0)}, {},
+      {resultType}));
 }
 
 LogicalResult importTrilu(NodeContext &n) {
@@ -762,8 +761,7 @@ LogicalResult importTopK(NodeContext &n) {
   return success();
 }
 
-template <typename OpTy>
-LogicalResult importArgReduce(NodeContext &n) {
+template <typename OpTy> LogicalResult importArgReduce(NodeContext &n) {
   if (failed(n.expectInputs(1, 1)))
     return failure();
   FailureOr<int64_t> axis =
@@ -820,8 +818,8 @@ LogicalResult importOneHot(NodeContext &n) {
     return failure();
   auto resultI64 = RankedTensorType::get(shape, n.b.getI64Type());
   auto broadcast = n.broadcastTo(*expanded, shape);
-  auto counter = n.create<IotaOp>(ValueRange{}, {n.i64("dimension", *axis)},
-                                  {resultI64});
+  auto counter =
+      n.create<IotaOp>(ValueRange{}, {n.i64("dimension", *axis)}, {resultI64});
   if (failed(broadcast) || failed(counter))
     return failure();
   auto hit = n.create<CompareOp>(
@@ -847,8 +845,8 @@ LogicalResult importOneHot(NodeContext &n) {
   FailureOr<Value> off = pick(0), on = pick(1);
   if (failed(off) || failed(on))
     return failure();
-  return n.setResult(n.create<SelectOp>(ValueRange{*hit, *on, *off}, {},
-                                         {resultType}));
+  return n.setResult(
+      n.create<SelectOp>(ValueRange{*hit, *on, *off}, {}, {resultType}));
 }
 
 /// DepthToSpace and SpaceToDepth: reshape, transpose, reshape.
@@ -903,11 +901,13 @@ LogicalResult importDepthSpace(NodeContext &n, bool toSpace) {
 
 } // namespace
 
-FailureOr<SmallVector<Value>> kiln::onnx_import::splitToSequence(NodeContext &n) {
+FailureOr<SmallVector<Value>>
+kiln::onnx_import::splitToSequence(NodeContext &n) {
   if (failed(n.expectInputs(1, 2)))
     return failure();
   auto type = n.inputType(0);
-  FailureOr<int64_t> axis = n.normalizeAxis(n.getInt("axis", 0), type.getRank());
+  FailureOr<int64_t> axis =
+      n.normalizeAxis(n.getInt("axis", 0), type.getRank());
   if (failed(axis))
     return failure();
   int64_t dim = type.getDimSize(*axis);

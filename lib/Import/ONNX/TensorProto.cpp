@@ -248,7 +248,8 @@ kiln::onnx_import::readNpyFile(StringRef path, MLIRContext *context,
     headerLength = uint8_t(data[8]) | (uint8_t(data[9]) << 8);
     headerStart = 10;
   } else if ((major == 2 || major == 3) && data.size() >= 12) {
-    headerLength = uint32_t(uint8_t(data[8])) | (uint32_t(uint8_t(data[9])) << 8) |
+    headerLength = uint32_t(uint8_t(data[8])) |
+                   (uint32_t(uint8_t(data[9])) << 8) |
                    (uint32_t(uint8_t(data[10])) << 16) |
                    (uint32_t(uint8_t(data[11])) << 24);
     headerStart = 12;

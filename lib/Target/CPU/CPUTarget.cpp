@@ -10,20 +10,21 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
-#include "mlir/IR/IRMapping.h"
-#include "mlir/Dialect/Math/Transforms/Passes.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
-#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
@@ -31,11 +32,10 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
-#include "llvm/MC/MCSubtargetInfo.h"
 
 using namespace mlir;
-using llvm::Expected;
 using kiln::makeError;
+using llvm::Expected;
 
 std::string kiln::cpuKernelSymbol(StringRef entry) {
   return ("kiln_" + entry).str();
@@ -107,8 +107,8 @@ struct ChooseParallelLoopsPass
     for (scf::ParallelOp op : sequential) {
       OpBuilder b(op);
       scf::buildLoopNest(
-          b, op.getLoc(), op.getLowerBound(), op.getUpperBound(),
-          op.getStep(), [&](OpBuilder &nb, Location, ValueRange ivs) {
+          b, op.getLoc(), op.getLowerBound(), op.getUpperBound(), op.getStep(),
+          [&](OpBuilder &nb, Location, ValueRange ivs) {
             IRMapping mapping;
             mapping.map(op.getInductionVars(), ivs);
             for (Operation &inner : op.getBody()->without_terminator())
@@ -187,9 +187,9 @@ std::vector<std::string> addPackedEntryPoints(ModuleOp module,
     b.setInsertionPointToStart(entry);
     SmallVector<Value> args;
     for (unsigned i = 0; i < function.getNumArguments(); ++i) {
-      Value slot = LLVM::GEPOp::create(b, function.getLoc(), ptr, ptr,
-                                       entry->getArgument(0),
-                                       ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i)});
+      Value slot = LLVM::GEPOp::create(
+          b, function.getLoc(), ptr, ptr, entry->getArgument(0),
+          ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i)});
       args.push_back(LLVM::LoadOp::create(b, function.getLoc(), ptr, slot));
     }
     LLVM::CallOp::create(b, function.getLoc(), function, args);
@@ -207,7 +207,8 @@ makeTargetMachine(const kiln::CPUTargetOptions &options, std::string &triple,
   triple = llvm::sys::getDefaultTargetTriple();
   std::string error;
   llvm::Triple parsed(triple);
-  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(parsed, error);
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(parsed, error);
   if (!target)
     return makeError("no LLVM target for " + triple + ": " + error);
   std::string features;
@@ -251,10 +252,16 @@ Expected<std::string> linkSharedObject(StringRef object) {
   return kiln::runToolOnBytes(
       object, "o", "so", linker,
       [&](StringRef objectPath, StringRef libraryPath) {
-        std::vector<std::string> command{
-            linker, "-shared", "-o", libraryPath.str(), objectPath.str(),
-            "-lopenblas", "-L" KILN_OPENMP_LIBRARY_DIR, "-lomp",
-            "-Wl,-rpath," KILN_OPENMP_LIBRARY_DIR, "-lm"};
+        std::vector<std::string> command{linker,
+                                         "-shared",
+                                         "-o",
+                                         libraryPath.str(),
+                                         objectPath.str(),
+                                         "-lopenblas",
+                                         "-L" KILN_OPENMP_LIBRARY_DIR,
+                                         "-lomp",
+                                         "-Wl,-rpath," KILN_OPENMP_LIBRARY_DIR,
+                                         "-lm"};
         if (isClang)
           command.insert(command.begin() + 1, "--rtlib=compiler-rt");
         return command;

@@ -15,9 +15,9 @@
 #include "kiln/Target/Support.h"
 
 #include "kiln/KilnOps.h"
+#include "kiln/Target/CUDA/Passes.h"
 #include "kiln/Transforms/Utils/Buffers.h"
 #include "kiln/Transforms/Utils/Gemm.h"
-#include "kiln/Target/CUDA/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -33,8 +33,8 @@
 #include "llvm/Support/Regex.h"
 
 using namespace mlir;
-using llvm::Expected;
 using kiln::makeError;
+using llvm::Expected;
 
 namespace {
 
@@ -93,8 +93,8 @@ public:
         append(std::move(*command));
         continue;
       }
-      if (isa<kiln::ReduceScatterMeanOp, kiln::AllGatherOp,
-              kiln::LocalShardOp>(op)) {
+      if (isa<kiln::ReduceScatterMeanOp, kiln::AllGatherOp, kiln::LocalShardOp>(
+              op)) {
         if (llvm::Error error = buildShard(&op))
           return std::move(error);
         continue;
@@ -152,9 +152,9 @@ private:
     if (auto *layerNorm = std::get_if<kiln::CudaLayerNorm>(&command))
       return used({layerNorm->input, layerNorm->scale, layerNorm->bias,
                    layerNorm->residual, layerNorm->output, layerNorm->sum,
-                   layerNorm->grad, layerNorm->accumulate,
-                   layerNorm->inputGrad, layerNorm->scaleGrad,
-                   layerNorm->biasGrad, layerNorm->partials, layerNorm->copy});
+                   layerNorm->grad, layerNorm->accumulate, layerNorm->inputGrad,
+                   layerNorm->scaleGrad, layerNorm->biasGrad,
+                   layerNorm->partials, layerNorm->copy});
     return {};
   }
 
@@ -196,8 +196,8 @@ private:
     kiln::CudaShard shard;
     shard.input = *input;
     shard.output = *output;
-    shard.ranks = static_cast<unsigned>(
-        op->getAttrOfType<IntegerAttr>("ranks").getInt());
+    shard.ranks =
+        static_cast<unsigned>(op->getAttrOfType<IntegerAttr>("ranks").getInt());
     if (isa<kiln::AllGatherOp>(op)) {
       shard.kind = kiln::CudaShard::AllGather;
       shard.count = input->size / sizeof(float);
@@ -505,14 +505,13 @@ private:
 };
 
 /// Assembles `ptx` into a cubin for `arch` with the toolkit's ptxas.
-Expected<std::string> assemble(StringRef ptx, StringRef arch,
-                               StringRef ptxas) {
+Expected<std::string> assemble(StringRef ptx, StringRef arch, StringRef ptxas) {
   return kiln::runToolOnBytes(
       ptx, "ptx", "cubin", ptxas,
       [&](StringRef input, StringRef output) {
         return std::vector<std::string>{ptxas.str(), ("-arch=" + arch).str(),
-                                        "-O3", input.str(), "-o",
-                                        output.str()};
+                                        "-O3",       input.str(),
+                                        "-o",        output.str()};
       },
       "assembling the kernels");
 }
@@ -527,11 +526,11 @@ Expected<std::string> findPtxas(StringRef toolkit) {
   }
   if (auto found = llvm::sys::findProgramByName("ptxas"))
     return *found;
-  return makeError("ptxas not found" +
-                   (toolkit.empty() ? llvm::Twine("")
-                                    : " in " + toolkit + "/bin") +
-                   " or on PATH: the CUDA target needs the CUDA toolkit "
-                   "(pass its directory with --cuda-path)");
+  return makeError(
+      "ptxas not found" +
+      (toolkit.empty() ? llvm::Twine("") : " in " + toolkit + "/bin") +
+      " or on PATH: the CUDA target needs the CUDA toolkit "
+      "(pass its directory with --cuda-path)");
 }
 
 } // namespace
@@ -552,8 +551,8 @@ llvm::Error kiln::checkCudaArchs(const std::vector<std::string> &archs) {
   return llvm::Error::success();
 }
 
-Expected<kiln::CUDACode> kiln::compileForCUDA(ModuleOp module,
-                                              const CUDATargetOptions &options) {
+Expected<kiln::CUDACode>
+kiln::compileForCUDA(ModuleOp module, const CUDATargetOptions &options) {
   if (llvm::Error error = checkCudaArchs(options.archs))
     return std::move(error);
   std::string toolkit = options.toolkitPath.empty()
@@ -634,8 +633,8 @@ Expected<kiln::CUDACode> kiln::compileForCUDA(ModuleOp module,
   if (!binary || binary.getObjects().size() != options.archs.size())
     return makeError("generating PTX gave no object per architecture");
 
-  for (auto [arch, object] :
-       llvm::zip(options.archs, binary.getObjects().getAsRange<gpu::ObjectAttr>())) {
+  for (auto [arch, object] : llvm::zip(
+           options.archs, binary.getObjects().getAsRange<gpu::ObjectAttr>())) {
     StringRef ptx = object.getObject().getValue();
     auto cubin = assemble(ptx, arch, *ptxas);
     if (!cubin)
@@ -644,9 +643,8 @@ Expected<kiln::CUDACode> kiln::compileForCUDA(ModuleOp module,
     code.images.push_back({CudaImage::Cubin, arch, std::move(*cubin)});
   }
   // The PTX of the first architecture, for GPUs none of the cubins fits.
-  StringRef firstPtx = cast<gpu::ObjectAttr>(binary.getObjects()[0])
-                           .getObject()
-                           .getValue();
+  StringRef firstPtx =
+      cast<gpu::ObjectAttr>(binary.getObjects()[0]).getObject().getValue();
   std::string virtualArch = "compute_" + options.archs[0].substr(3);
   // ptxas and the driver take PTX text with its terminating NUL.
   code.images.push_back(

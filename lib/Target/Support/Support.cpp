@@ -25,7 +25,8 @@ int64_t kiln::tensorBytes(ShapedType type) {
 llvm::Error kiln::runPasses(PassManager &pm, ModuleOp module, StringRef what) {
   std::string diagnostics;
   ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &diag) {
-    if (diagnostics.empty() && diag.getSeverity() == DiagnosticSeverity::Error) {
+    if (diagnostics.empty() &&
+        diag.getSeverity() == DiagnosticSeverity::Error) {
       llvm::raw_string_ostream os(diagnostics);
       diag.getLocation().print(os);
       os << ": " << diag.str();

@@ -40,7 +40,8 @@ struct KilnAddLossPass : kiln::impl::KilnAddLossBase<KilnAddLossPass> {
 
   Value meanOfAll(OpBuilder &b, Location loc, Value v) {
     auto type = cast<RankedTensorType>(v.getType());
-    SmallVector<int64_t> dims = llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+    SmallVector<int64_t> dims =
+        llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
     if (dims.empty())
       return v;
     return ReduceMeanOp::create(b, loc, v, b.getDenseI64ArrayAttr(dims),
@@ -84,8 +85,8 @@ struct KilnAddLossPass : kiln::impl::KilnAddLossBase<KilnAddLossPass> {
       for (int64_t d = 1; d < rank; ++d)
         if (d != axis)
           perm.push_back(d);
-      logits = TransposeOp::create(b, loc, logits,
-                                   b.getDenseI64ArrayAttr(perm));
+      logits =
+          TransposeOp::create(b, loc, logits, b.getDenseI64ArrayAttr(perm));
     }
     Value labels = addLabels(b, f, labelType);
     return CrossEntropyOp::create(
@@ -100,27 +101,31 @@ struct KilnAddLossPass : kiln::impl::KilnAddLossBase<KilnAddLossPass> {
     ModuleOp module = getOperation();
     auto f = module.lookupSymbol<func::FuncOp>(function);
     if (!f || f.isExternal()) {
-      module.emitError("kiln-add-loss: no function '") << function.getValue() << "'";
+      module.emitError("kiln-add-loss: no function '")
+          << function.getValue() << "'";
       return signalPassFailure();
     }
     if (kind != "cross_entropy" && kind != "mse" && kind != "bce_with_logits") {
       f.emitError("kiln-add-loss: unknown loss '")
-          << kind.getValue() << "' (expected cross_entropy, mse or bce_with_logits)";
+          << kind.getValue()
+          << "' (expected cross_entropy, mse or bce_with_logits)";
       return signalPassFailure();
     }
     for (unsigned i = 0; i < f.getNumResults(); ++i)
       if (auto n = f.getResultAttrOfType<StringAttr>(i, "kiln.name");
           n && n.getValue() == name) {
         f.emitError("kiln-add-loss: the model already has an output named '")
-            << name.getValue() << "'; use it as the loss (--loss-output) instead of "
-                       "building one";
+            << name.getValue()
+            << "'; use it as the loss (--loss-output) instead of "
+               "building one";
         return signalPassFailure();
       }
     for (unsigned i = 0; i < f.getNumArguments(); ++i)
       if (auto n = f.getArgAttrOfType<StringAttr>(i, "kiln.name");
           n && n.getValue() == labels) {
         f.emitError("kiln-add-loss: the model already has an input named '")
-            << labels.getValue() << "'; name the labels input differently (--labels)";
+            << labels.getValue()
+            << "'; name the labels input differently (--labels)";
         return signalPassFailure();
       }
     FailureOr<unsigned> index = outputIndex(f);
@@ -136,7 +141,8 @@ struct KilnAddLossPass : kiln::impl::KilnAddLossBase<KilnAddLossPass> {
     auto outputType = dyn_cast<RankedTensorType>(output.getType());
     if (!outputType || !isa<FloatType>(outputType.getElementType())) {
       f.emitError("kiln-add-loss: output '")
-          << outputName << "' is " << output.getType() << ", not a float tensor";
+          << outputName << "' is " << output.getType()
+          << ", not a float tensor";
       return signalPassFailure();
     }
     OpBuilder b(ret);
@@ -155,11 +161,11 @@ struct KilnAddLossPass : kiln::impl::KilnAddLossBase<KilnAddLossPass> {
       } else {
         // max(x, 0) - x * t + log(1 + exp(-|x|)), as PyTorch computes it.
         Value negAbs = NegOp::create(b, loc, AbsOp::create(b, loc, output));
-        Value terms = AddOp::create(
-            b, loc,
-            SubOp::create(b, loc, ReluOp::create(b, loc, output),
-                          MulOp::create(b, loc, output, target)),
-            SoftplusOp::create(b, loc, negAbs));
+        Value terms =
+            AddOp::create(b, loc,
+                          SubOp::create(b, loc, ReluOp::create(b, loc, output),
+                                        MulOp::create(b, loc, output, target)),
+                          SoftplusOp::create(b, loc, negAbs));
         loss = meanOfAll(b, loc, terms);
       }
     }

@@ -11,10 +11,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/KilnOps.h"
-#include "kiln/Transforms/Utils/Buffers.h"
 #include "kiln/Transforms/Training/Collectives.h"
+#include "kiln/KilnOps.h"
 #include "kiln/Transforms/Training/Passes.h"
+#include "kiln/Transforms/Utils/Buffers.h"
 
 #include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
 #include "mlir/Interfaces/CallInterfaces.h"
@@ -141,8 +141,7 @@ bool isArena(Value value) {
   auto function =
       argument ? dyn_cast<func::FuncOp>(argument.getOwner()->getParentOp())
                : nullptr;
-  return function &&
-         function.getArgAttr(argument.getArgNumber(), "kiln.arena");
+  return function && function.getArgAttr(argument.getArgNumber(), "kiln.arena");
 }
 
 /// Puts a wait for `request` before the first op after `op` that touches
@@ -156,8 +155,9 @@ void waitBeforeNextTouch(Operation *op, ValueRange buffers, Value request,
   llvm::SmallPtrSet<Value, 8> aliases;
   for (Value buffer : buffers) {
     aliases.insert(buffer);
-    for (Value source = buffer; auto view = dyn_cast_or_null<
-                                    ViewLikeOpInterface>(source.getDefiningOp());
+    for (Value source = buffer;
+         auto view =
+             dyn_cast_or_null<ViewLikeOpInterface>(source.getDefiningOp());
          source = view.getViewSource()) {
       if (isArena(view.getViewSource()))
         break;
@@ -275,8 +275,8 @@ struct KilnLowerCollectivesPass
     if (collective)
       waitBeforeNextTouch(
           op, ValueRange{op.getInput(), op.getOutput()}, call.getResult(0),
-          kiln::declareRuntimeFunction(
-              module, kWait, FunctionType::get(context, {i64}, {})));
+          kiln::declareRuntimeFunction(module, kWait,
+                                       FunctionType::get(context, {i64}, {})));
     op.erase();
     return success();
   }

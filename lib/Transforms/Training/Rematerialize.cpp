@@ -36,8 +36,7 @@ bool isBackward(Operation *op) {
 /// with only parallel loops into a fresh tensor.
 bool isCheap(linalg::LinalgOp op) {
   if (!op.hasPureTensorSemantics() || op->getNumResults() != 1 ||
-      op.getNumDpsInits() != 1 ||
-      op.getNumLoops() != op.getNumParallelLoops())
+      op.getNumDpsInits() != 1 || op.getNumLoops() != op.getNumParallelLoops())
     return false;
   return op.getDpsInitOperand(0)->get().getDefiningOp<tensor::EmptyOp>() !=
          nullptr;
@@ -77,8 +76,7 @@ struct KilnRematerializePass
       for (OpOperand &use : result.getUses())
         if (isBackward(use.getOwner()))
           backwardUses.push_back(&use);
-      if (backwardUses.empty() ||
-          !llvm::all_of(op.getDpsInputs(), keptAnyway))
+      if (backwardUses.empty() || !llvm::all_of(op.getDpsInputs(), keptAnyway))
         continue;
       // Just before the first backward op that reads it, into a tensor of
       // its own.

@@ -160,7 +160,8 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
       return error() << "unknown schedule '" << schedule.getValue()
                      << "' (expected constant, linear or cosine)";
     if (lr < 0)
-      return error() << "the learning rate must not be negative, not " << lr.getValue();
+      return error() << "the learning rate must not be negative, not "
+                     << lr.getValue();
     if (momentum < 0 || weightDecay < 0 || lrDecay < 0 || gradClip < 0 ||
         initialAccumulator < 0)
       return error() << "momentum, weight decay, lr decay, gradient clipping "
@@ -175,8 +176,8 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
     if (schedule != "constant" && totalSteps <= warmupSteps)
       return error() << "the " << schedule.getValue()
                      << " schedule needs total steps (" << totalSteps.getValue()
-                     << ") greater than the warm-up steps (" << warmupSteps.getValue()
-                     << ")";
+                     << ") greater than the warm-up steps ("
+                     << warmupSteps.getValue() << ")";
     if (gradAccum < 1)
       return error() << "gradient accumulation needs at least 1 micro-batch, "
                         "not "
@@ -219,8 +220,8 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
       {
         Value progress = k.div(k.sub(done, k.f64(warmup)), span);
         Value angle = k.scale(progress, llvm::numbers::pi);
-        Value cosine = k.scale(
-            k.add(k.f64(1.0), CosOp::create(k.b, k.loc, angle)), 0.5);
+        Value cosine =
+            k.scale(k.add(k.f64(1.0), CosOp::create(k.b, k.loc, angle)), 0.5);
         after = k.max(k.f64(0.0), cosine);
       }
     }
@@ -273,8 +274,8 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
     }
     if (optimizer == "adagrad") {
       auto [sum, name] = state(".sum", initialAccumulator);
-      Value clr = k.div(lrNow, k.add(k.f64(1.0),
-                                     k.scale(k.sub(t, k.f64(1.0)), lrDecay)));
+      Value clr = k.div(
+          lrNow, k.add(k.f64(1.0), k.scale(k.sub(t, k.f64(1.0)), lrDecay)));
       Value next = k.add(sum, k.mul(g, g));
       Value std = k.add(k.sqrt(next), k.splat(type, eps));
       outputs.push_back({next, name, name});
@@ -351,8 +352,8 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
     // where they overflow, is what PyTorch's accumulation sees; the sum of
     // the K gradients is then the mean's, scaled by S.
     if (gradAccum > 1)
-      scale = k.div(scale, k.splat(scale.getType(),
-                                   static_cast<double>(gradAccum)));
+      scale = k.div(scale,
+                    k.splat(scale.getType(), static_cast<double>(gradAccum)));
     Value scaled = k.like(seed.getResult(), scale);
     seed.getResult().replaceAllUsesWith(scaled);
     seed.erase();
@@ -367,7 +368,8 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
     Type f32 = k.b.getF32Type();
     Value scale = lossScaleParam(k.b, module, k.loc, block);
     // As GradScaler: the reciprocal in f64, rounded to f32.
-    Value inverse = k.convert(k.div(k.f64(1.0), k.convert(scale, k.b.getF64Type())), f32);
+    Value inverse =
+        k.convert(k.div(k.f64(1.0), k.convert(scale, k.b.getF64Type())), f32);
     Value poison = k.splat(k.scalarType(f32), 0.0);
     for (Slot &slot : slots) {
       slot.grad = k.scale(slot.grad, inverse);
@@ -384,8 +386,8 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
                        Value finite, SmallVectorImpl<Output> &outputs) {
     auto scalar = k.scalarType(k.b.getF32Type());
     Value scale = lossScaleParam(k.b, module, k.loc, block);
-    Value tracker = stateParam(k.b, module, k.loc, "amp.growth_tracker",
-                               scalar, block);
+    Value tracker =
+        stateParam(k.b, module, k.loc, "amp.growth_tracker", scalar, block);
     Value successes = k.add(tracker, k.splat(scalar, 1.0));
     Value grow = k.compare(
         ComparePredicate::eq, successes,
@@ -399,8 +401,7 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
     Value grown =
         k.select(grow, k.select(doubledFinite, doubled, scale), scale);
     Value nextScale = k.select(finite, grown, k.scale(scale, 0.5));
-    Value nextTracker =
-        k.select(finite, k.select(grow, zero, successes), zero);
+    Value nextTracker = k.select(finite, k.select(grow, zero, successes), zero);
     outputs.push_back({nextScale, "amp.loss_scale", "amp.loss_scale"});
     outputs.push_back(
         {nextTracker, "amp.growth_tracker", "amp.growth_tracker"});
@@ -420,8 +421,8 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
       }
       Value cond = finite;
       if (type.getRank() != 0)
-        cond = BroadcastOp::create(
-            k.b, k.loc, type.clone(k.b.getI1Type()), finite);
+        cond = BroadcastOp::create(k.b, k.loc, type.clone(k.b.getI1Type()),
+                                   finite);
       o.value = k.select(cond, o.value, old);
     }
   }
@@ -498,8 +499,8 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
 
   /// The slots in buckets of at most bucketBytes of gradients, in the order
   /// the backward pass finishes them.
-  SmallVector<SmallVector<Slot *>> bucketsInBackwardOrder(
-      func::FuncOp step, MutableArrayRef<Slot> slots) {
+  SmallVector<SmallVector<Slot *>>
+  bucketsInBackwardOrder(func::FuncOp step, MutableArrayRef<Slot> slots) {
     SmallVector<Slot *> order;
     for (Slot &slot : slots)
       order.push_back(&slot);
@@ -569,13 +570,13 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
     for (Value value : values) {
       auto type = StepBuilder::tensorType(value);
       pieces.push_back(ReshapeOp::create(
-          k.b, k.loc, RankedTensorType::get({type.getNumElements()},
-                                            type.getElementType()),
+          k.b, k.loc,
+          RankedTensorType::get({type.getNumElements()}, type.getElementType()),
           value));
     }
     if (padding > 0)
-      pieces.push_back(k.splat(
-          RankedTensorType::get({padding}, k.b.getF32Type()), 0.0));
+      pieces.push_back(
+          k.splat(RankedTensorType::get({padding}, k.b.getF32Type()), 0.0));
     if (pieces.size() == 1)
       return pieces.front();
     return ConcatOp::create(k.b, k.loc, pieces, 0);
@@ -602,25 +603,29 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
       StepBuilder k{b, withPhase(step.getLoc(), StepPhase::Backward)};
       Value flat = flatJoin(k, grads, bucket.padding);
       auto shardType = RankedTensorType::get({shardSize}, b.getF32Type());
-      bucket.shard.name = "optimizer.bucket" + std::to_string(buckets.size() - 1);
-      bucket.shard.grad = ReduceScatterMeanOp::create(
-          b, k.loc, shardType, flat, Value(),
-          b.getI64IntegerAttr(shardOptimizer)).getResult();
+      bucket.shard.name =
+          "optimizer.bucket" + std::to_string(buckets.size() - 1);
+      bucket.shard.grad =
+          ReduceScatterMeanOp::create(b, k.loc, shardType, flat, Value(),
+                                      b.getI64IntegerAttr(shardOptimizer))
+              .getResult();
     }
     averageNow(step, {&loss});
     return buckets;
   }
 
   /// The shard of each bucket's parameters this rank updates.
-  void takeParameterShards(StepBuilder &k, MutableArrayRef<ShardedBucket> buckets) {
+  void takeParameterShards(StepBuilder &k,
+                           MutableArrayRef<ShardedBucket> buckets) {
     for (ShardedBucket &bucket : buckets) {
       SmallVector<Value> params;
       for (Slot *slot : bucket.slots)
         params.push_back(slot->param);
       Value flat = flatJoin(k, params, bucket.padding);
-      bucket.shard.param = LocalShardOp::create(
-          k.b, k.loc, bucket.shard.grad.getType(), flat, Value(),
-          k.b.getI64IntegerAttr(shardOptimizer)).getResult();
+      bucket.shard.param =
+          LocalShardOp::create(k.b, k.loc, bucket.shard.grad.getType(), flat,
+                               Value(), k.b.getI64IntegerAttr(shardOptimizer))
+              .getResult();
     }
   }
 
@@ -657,9 +662,9 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
       pieces = llvm::to_vector_of<Value>(
           SplitOp::create(k.b, k.loc, types, flat, 0, sizes).getResults());
     for (auto [slot, piece] : llvm::zip_first(bucket.slots, pieces))
-      outputs.push_back({ReshapeOp::create(k.b, k.loc, slot->param.getType(),
-                                           piece),
-                         slot->name, slot->name});
+      outputs.push_back(
+          {ReshapeOp::create(k.b, k.loc, slot->param.getType(), piece),
+           slot->name, slot->name});
   }
 
   /// With a sharded optimizer, `value` (0-d, a rank's part of a sum) summed
@@ -667,16 +672,15 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
   Value sumOverRanks(StepBuilder &k, Value value) {
     if (shardOptimizer == 0)
       return value;
-    Value mean = AllReduceMeanOp::create(k.b, k.loc, ValueRange{value})
-                     .getResult(0);
+    Value mean =
+        AllReduceMeanOp::create(k.b, k.loc, ValueRange{value}).getResult(0);
     return k.scale(mean, static_cast<double>(shardOptimizer));
   }
 
   void recordMetadata(ModuleOp module) {
     OpBuilder b(module.getContext());
     NamedAttrList entries;
-    if (auto existing =
-            module->getAttrOfType<DictionaryAttr>("kiln.metadata"))
+    if (auto existing = module->getAttrOfType<DictionaryAttr>("kiln.metadata"))
       entries.append(existing.getValue());
     auto set = [&](StringRef key, const Twine &value) {
       entries.set(b.getStringAttr(key), b.getStringAttr(value.str()));
@@ -693,7 +697,8 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
       set("training.grad_clip", shortest(gradClip));
     if (lossScale > 0)
       set("training.loss_scale", "dynamic");
-    module->setAttr("kiln.metadata", entries.getDictionary(module.getContext()));
+    module->setAttr("kiln.metadata",
+                    entries.getDictionary(module.getContext()));
   }
 
   void runOnOperation() override {
@@ -731,7 +736,8 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
       SmallVector<Output> outputs{{loss, "loss", ""}};
       for (Slot &slot : slots) {
         std::string name = slot.name + ".grad_accum";
-        Value sum = stateParam(b, module, loc, name, slot.grad.getType(), block);
+        Value sum =
+            stateParam(b, module, loc, name, slot.grad.getType(), block);
         outputs.push_back({k.add(sum, slot.grad), name, name});
       }
       setResults(accumulate, outputs);
@@ -740,7 +746,8 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
 
     Value loss;
     SmallVector<Slot> slots;
-    func::FuncOp step = cloneGrad(module, grad, last, "train_step", loss, slots);
+    func::FuncOp step =
+        cloneGrad(module, grad, last, "train_step", loss, slots);
     if (!step)
       return signalPassFailure();
     Block &block = step.getBody().front();
@@ -761,7 +768,8 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
       double inverse = 1.0 / static_cast<double>(gradAccum);
       for (Slot &slot : slots) {
         std::string name = slot.name + ".grad_accum";
-        Value sum = stateParam(b, module, loc, name, slot.grad.getType(), block);
+        Value sum =
+            stateParam(b, module, loc, name, slot.grad.getType(), block);
         slot.grad = k.add(sum, slot.grad);
         // With loss scaling the seeds carried the 1 / K.
         if (lossScale == 0)
@@ -807,7 +815,8 @@ struct KilnTrainStepPass : kiln::impl::KilnTrainStepBase<KilnTrainStepPass> {
       // optimizer state as they were; the accumulators (which follow the
       // count) are cleared either way.
       size_t clears = gradAccum > 1 ? slots.size() : 0;
-      skipUnlessFinite(k, block, finite, MutableArrayRef(updates).take_front(1));
+      skipUnlessFinite(k, block, finite,
+                       MutableArrayRef(updates).take_front(1));
       skipUnlessFinite(k, block, finite,
                        MutableArrayRef(updates).drop_front(1 + clears));
       updateLossScale(k, module, block, finite, updates);

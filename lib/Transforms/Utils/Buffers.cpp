@@ -95,8 +95,8 @@ std::optional<kiln::ByteRange> kiln::bytesOf(Value root) {
   auto type = dyn_cast<MemRefType>(root.getType());
   if (!buffer || !type || !type.hasStaticShape())
     return std::nullopt;
-  int64_t bytes = (type.getElementTypeBitWidth() + 7) / 8 *
-                  type.getNumElements();
+  int64_t bytes =
+      (type.getElementTypeBitWidth() + 7) / 8 * type.getNumElements();
   return ByteRange{storageOf(buffer->argument), buffer->byteOffset,
                    buffer->byteOffset + std::max<int64_t>(1, bytes)};
 }

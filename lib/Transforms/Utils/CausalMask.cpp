@@ -91,7 +91,7 @@ private:
     if (!func)
       return nullptr;
     auto name = func.getArgAttrOfType<StringAttr>(argument.getArgNumber(),
-                                                 "kiln.param");
+                                                  "kiln.param");
     auto module = func->getParentOfType<ModuleOp>();
     if (!name || !module)
       return nullptr;
@@ -186,7 +186,8 @@ private:
     if (!in)
       return std::nullopt;
     ArrayRef<int64_t> start = slice.getStart(), stride = slice.getStride();
-    ArrayRef<int64_t> inShape = inType.getShape(), outShape = outType.getShape();
+    ArrayRef<int64_t> inShape = inType.getShape(),
+                      outShape = outType.getShape();
     int64_t rank = outType.getRank();
     std::vector<double> out(outType.getNumElements());
     SmallVector<int64_t> index(rank, 0);

@@ -111,8 +111,7 @@ std::optional<kiln::MatrixLayout> kiln::matrixLayout(MemRefType type) {
   return layout;
 }
 
-std::optional<kiln::GemmDescription>
-kiln::describeGemm(linalg::GenericOp op) {
+std::optional<kiln::GemmDescription> kiln::describeGemm(linalg::GenericOp op) {
   auto flags = op->getAttrOfType<DictionaryAttr>("kiln.matmul");
   bool biasGrad = flags && flags.contains("bias_grad");
   if (!flags || !op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
@@ -140,8 +139,7 @@ kiln::describeGemm(linalg::GenericOp op) {
   // Operands of the output's type, or 16-bit floats accumulated in f32
   // (kiln-amp).
   Type input = lhsType.getElementType(), output = outType.getElementType();
-  if (input != output &&
-      !((input.isBF16() || input.isF16()) && output.isF32()))
+  if (input != output && !((input.isBF16() || input.isF16()) && output.isF32()))
     return std::nullopt;
   gemm.transposeLhs = flags.contains("transpose_lhs");
   gemm.transposeRhs = flags.contains("transpose_rhs");
@@ -186,7 +184,8 @@ linalg::GenericOp kiln::splitBiasGrad(linalg::GenericOp op) {
   NamedAttrList flags(op->getAttrOfType<DictionaryAttr>("kiln.matmul"));
   bool ofLhs = flags.get("bias_grad_of_lhs") != nullptr;
   bool overwrite = flags.get("bias_grad_overwrite") != nullptr;
-  for (StringRef flag : {"bias_grad", "bias_grad_of_lhs", "bias_grad_overwrite"})
+  for (StringRef flag :
+       {"bias_grad", "bias_grad_of_lhs", "bias_grad_overwrite"})
     flags.erase(flag);
   OpBuilder b(op);
   Location loc = op.getLoc();
@@ -194,10 +193,9 @@ linalg::GenericOp kiln::splitBiasGrad(linalg::GenericOp op) {
   Value operand = op.getDpsInputs()[ofLhs ? 0 : 1];
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   maps.pop_back();
-  auto product = linalg::GenericOp::create(b, loc, TypeRange{},
-                                           op.getDpsInputs(),
-                                           op.getDpsInits()[0], maps,
-                                           op.getIteratorTypesArray());
+  auto product = linalg::GenericOp::create(
+      b, loc, TypeRange{}, op.getDpsInputs(), op.getDpsInits()[0], maps,
+      op.getIteratorTypesArray());
   IRMapping mapping;
   op.getRegion().cloneInto(&product.getRegion(), mapping);
   Block *body = product.getBody();
@@ -226,7 +224,8 @@ linalg::GenericOp kiln::splitBiasGrad(linalg::GenericOp op) {
         if (term.getType() != element)
           term = arith::ExtFOp::create(nb, nloc, element, term);
         linalg::YieldOp::create(
-            nb, nloc, ValueRange{arith::AddFOp::create(nb, nloc, args[1], term)});
+            nb, nloc,
+            ValueRange{arith::AddFOp::create(nb, nloc, args[1], term)});
       });
   op.erase();
   return product;

@@ -35,8 +35,8 @@ extern "C" {
  * ranks (an in-place sum, then a division by the world size) and returns a
  * request to wait on before `data` is read or written again. Returns 0, with
  * nothing to wait for, in a run of one rank or for count 0. */
-KILN_COLLECTIVE_API int64_t kiln_collective_all_reduce_mean_f32_begin(
-    float *data, int64_t count);
+KILN_COLLECTIVE_API int64_t
+kiln_collective_all_reduce_mean_f32_begin(float *data, int64_t count);
 
 /* The sharded optimizer's collectives (kilnc --shard-optimizer). `ranks` is
  * the world size the step was compiled for; a run of another size is an

@@ -41,10 +41,11 @@ extern "C" {
 /* Rows per block of the backward's partial sums. */
 #define KILN_LAYER_NORM_PARTIAL_ROWS 32
 
-KILN_LAYER_NORM_API void kiln_layer_norm_forward_host(
-    const float *input, const float *residual, const float *scale,
-    const float *bias, void *output, float *sum, int64_t output_element,
-    int64_t rows, int64_t cols, double epsilon);
+KILN_LAYER_NORM_API void
+kiln_layer_norm_forward_host(const float *input, const float *residual,
+                             const float *scale, const float *bias,
+                             void *output, float *sum, int64_t output_element,
+                             int64_t rows, int64_t cols, double epsilon);
 
 KILN_LAYER_NORM_API void kiln_layer_norm_forward_copy_host(
     const float *input, const float *residual, const float *scale,

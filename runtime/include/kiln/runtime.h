@@ -381,8 +381,8 @@ KILN_API kiln_status_t kiln_session_run_staged(kiln_session_t *session,
  * was created: the largest arena of its entry points (kilnc --report=memory
  * prints the same figure as the peak arena). Runs allocate nothing more.
  * Thread safety: safe from any thread. */
-KILN_API kiln_status_t kiln_session_get_arena_bytes(const kiln_session_t *session,
-                                                    uint64_t *out_bytes);
+KILN_API kiln_status_t kiln_session_get_arena_bytes(
+    const kiln_session_t *session, uint64_t *out_bytes);
 
 /* Copies the current value of the parameter called `name` into `data`
  * (`byte_size` bytes, exactly the parameter's size); see

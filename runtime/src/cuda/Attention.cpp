@@ -29,10 +29,9 @@ AttentionKernels::~AttentionKernels() {
 Status AttentionKernels::function(const std::string &name, int sharedBytes,
                                   CUfunction &out) const {
   std::string what = strCat("attention kernel '", name, "'");
-  KILN_RETURN_IF_ERROR(
-      checkCu(cuModuleGetFunction(&out, module, name.c_str()),
-              "cuModuleGetFunction")
-          .withContext(what));
+  KILN_RETURN_IF_ERROR(checkCu(cuModuleGetFunction(&out, module, name.c_str()),
+                               "cuModuleGetFunction")
+                           .withContext(what));
   return checkCu(cuFuncSetAttribute(
                      out, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                      sharedBytes),
@@ -102,11 +101,11 @@ Status AttentionPlan::create(
     KILN_RETURN_IF_ERROR(add("kiln_flash_dkdv" + suffix, blocks(p.keys),
                              flash::dkdvSharedBytes(d)));
   }
-  plan->text = strCat("attention ", attention.backward() ? "backward" : "forward",
-                      " (", type, ", ", p.batch, " x ", p.heads, " heads, ",
-                      p.queries, " queries, ", p.keys, " keys, head size ", d,
-                      p.causal ? ", causal" : "",
-                      p.mask.data ? ", masked" : "", ")");
+  plan->text =
+      strCat("attention ", attention.backward() ? "backward" : "forward", " (",
+             type, ", ", p.batch, " x ", p.heads, " heads, ", p.queries,
+             " queries, ", p.keys, " keys, head size ", d,
+             p.causal ? ", causal" : "", p.mask.data ? ", masked" : "", ")");
   out = std::move(plan);
   return Status();
 }

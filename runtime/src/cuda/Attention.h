@@ -1,4 +1,5 @@
-//===- Attention.h - a manifest attention as planned kernel launches -*- C++ -*-===//
+//===- Attention.h - a manifest attention as planned kernel launches -*- C++
+//-*-===//
 //
 // An Attention command runs the runtime's own tensor-core kernels
 // (FlashAttention.h), which libkilnrt-cuda.so carries as a fatbin: cubins for

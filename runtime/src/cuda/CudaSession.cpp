@@ -141,8 +141,7 @@ const char *nameOf(const bp::Command &command) {
 /// that starts at `first`.
 int allReduceRunEnd(const bp::Program &program, int first) {
   int end = first;
-  while (end < program.commands_size() &&
-         isNcclCommand(program.commands(end)))
+  while (end < program.commands_size() && isNcclCommand(program.commands(end)))
     ++end;
   return end;
 }
@@ -155,8 +154,8 @@ std::string describeRequests(const bp::Program &program, int first, int end) {
   for (int c = first; c < end; ++c) {
     uint32_t request = requestOf(program.commands(c));
     if (c > first) {
-      consecutive = consecutive &&
-                    request == requestOf(program.commands(c - 1)) + 1;
+      consecutive =
+          consecutive && request == requestOf(program.commands(c - 1)) + 1;
       list += ", ";
     }
     list += std::to_string(request);
@@ -173,8 +172,8 @@ std::string describeRequests(const bp::Program &program, int first, int end) {
 std::string describeAllReduces(const bp::Program &program, int first, int end) {
   const bp::Command &head = program.commands(first);
   if (end - first == 1)
-    return strCat("command ", first, " (", nameOf(head), " of ",
-                  countOf(head), " f32, request ", requestOf(head), ")");
+    return strCat("command ", first, " (", nameOf(head), " of ", countOf(head),
+                  " f32, request ", requestOf(head), ")");
   uint64_t total = 0;
   bool same = true;
   for (int c = first; c < end; ++c) {
@@ -185,8 +184,7 @@ std::string describeAllReduces(const bp::Program &program, int first, int end) {
   // only of one kind.
   if (!same)
     return strCat("commands ", first, "-", end - 1, " (", end - first,
-                  " collectives, ", describeRequests(program, first, end),
-                  ")");
+                  " collectives, ", describeRequests(program, first, end), ")");
   return strCat("commands ", first, "-", end - 1, " (", end - first, " ",
                 nameOf(head), "s of ", total, " f32 in all, ",
                 describeRequests(program, first, end), ")");
@@ -564,9 +562,9 @@ Status CudaSession::allocateStaging(const bp::EntryPoint &entry,
                                     const TensorLayout &inputs,
                                     Staging &staging) {
   staging.inputs = inputs;
-  staging.outputs = TensorLayout(entry.outputs(),
-                                 alignUp(inputs.end, kStagingAlignment),
-                                 kStagingAlignment);
+  staging.outputs =
+      TensorLayout(entry.outputs(), alignUp(inputs.end, kStagingAlignment),
+                   kStagingAlignment);
   if (staging.outputs.end == 0)
     return Status();
   KILN_RETURN_IF_ERROR(
@@ -653,10 +651,9 @@ Status CudaSession::planAllReduces(const bp::Program &program, int first,
     } else {
       const bp::ShardCollective &command = program.commands(c).shard();
       KILN_RETURN_IF_ERROR(checkShardRanks(command));
-      reduction.kind =
-          command.kind() == bp::ShardCollective::ALL_GATHER
-              ? AllReduce::AllGather
-              : AllReduce::ReduceScatterMean;
+      reduction.kind = command.kind() == bp::ShardCollective::ALL_GATHER
+                           ? AllReduce::AllGather
+                           : AllReduce::ReduceScatterMean;
       reduction.send = deviceAddress(command.input(), plan);
       reduction.recv = deviceAddress(command.output(), plan);
       reduction.count = static_cast<size_t>(command.count());
@@ -699,8 +696,8 @@ Status CudaSession::planEntryPoint(const bp::EntryPoint &entry,
       // A local shard (the collectives are in runs above): this rank's
       // part of the input.
       const bp::ShardCollective &shard = command.shard();
-      step.description = strCat("command ", c, " (local shard of ",
-                                shard.count(), " f32)");
+      step.description =
+          strCat("command ", c, " (local shard of ", shard.count(), " f32)");
       KILN_RETURN_IF_ERROR(
           checkShardRanks(shard).withContext(step.description));
       auto copy = std::make_unique<Copy>();
@@ -729,14 +726,13 @@ Status CudaSession::planEntryPoint(const bp::EntryPoint &entry,
         KILN_RETURN_IF_ERROR(AttentionKernels::load(attentionKernels)
                                  .withContext(strCat("command ", c)));
       std::unique_ptr<AttentionPlan> attention;
-      KILN_RETURN_IF_ERROR(
-          AttentionPlan::create(
-              *attentionKernels, command.attention(),
-              [&](const bp::BufferRef &buffer) {
-                return deviceAddress(buffer, plan);
-              },
-              attention)
-              .withContext(strCat("command ", c)));
+      KILN_RETURN_IF_ERROR(AttentionPlan::create(
+                               *attentionKernels, command.attention(),
+                               [&](const bp::BufferRef &buffer) {
+                                 return deviceAddress(buffer, plan);
+                               },
+                               attention)
+                               .withContext(strCat("command ", c)));
       step.description =
           strCat("command ", c, " (", attention->description(), ")");
       step.attention = std::move(attention);
@@ -745,14 +741,13 @@ Status CudaSession::planEntryPoint(const bp::EntryPoint &entry,
         KILN_RETURN_IF_ERROR(LayerNormKernels::load(layerNormKernels)
                                  .withContext(strCat("command ", c)));
       std::unique_ptr<LayerNormPlan> layerNorm;
-      KILN_RETURN_IF_ERROR(
-          LayerNormPlan::create(
-              *layerNormKernels, command.layer_norm(),
-              [&](const bp::BufferRef &buffer) {
-                return deviceAddress(buffer, plan);
-              },
-              layerNorm)
-              .withContext(strCat("command ", c)));
+      KILN_RETURN_IF_ERROR(LayerNormPlan::create(
+                               *layerNormKernels, command.layer_norm(),
+                               [&](const bp::BufferRef &buffer) {
+                                 return deviceAddress(buffer, plan);
+                               },
+                               layerNorm)
+                               .withContext(strCat("command ", c)));
       step.description =
           strCat("command ", c, " (", layerNorm->description(), ")");
       step.layerNorm = std::move(layerNorm);
@@ -768,15 +763,13 @@ Status CudaSession::planEntryPoint(const bp::EntryPoint &entry,
         addresses.biasGrad = deviceAddress(gemm.bias_grad(), plan);
       BiasGradOptions biasGrad;
       biasGrad.separateProduct = options.biasGradProduct;
-      biasGrad.ones = [this](int elementType, int64_t count,
-                             CUdeviceptr &out) {
+      biasGrad.ones = [this](int elementType, int64_t count, CUdeviceptr &out) {
         return onesVector(elementType, count, out);
       };
       std::unique_ptr<GemmPlan> gemmPlan;
-      KILN_RETURN_IF_ERROR(
-          GemmPlan::create(blasLt, gemm, addresses, workspace, biasGrad,
-                           gemmPlan)
-              .withContext(strCat("command ", c)));
+      KILN_RETURN_IF_ERROR(GemmPlan::create(blasLt, gemm, addresses, workspace,
+                                            biasGrad, gemmPlan)
+                               .withContext(strCat("command ", c)));
       step.description =
           strCat("command ", c, " (", gemmPlan->description(), ")");
       step.gemm = std::move(gemmPlan);
@@ -795,9 +788,9 @@ Status CudaSession::onesVector(int elementType, int64_t count,
     }
   uint64_t elementBytes = elementTypeSize(elementType);
   CUdeviceptr pointer = 0;
-  KILN_RETURN_IF_ERROR(checkCu(
-      cuMemAlloc(&pointer, static_cast<size_t>(count) * elementBytes),
-      "cuMemAlloc(a vector of ones for a bias gradient)"));
+  KILN_RETURN_IF_ERROR(
+      checkCu(cuMemAlloc(&pointer, static_cast<size_t>(count) * elementBytes),
+              "cuMemAlloc(a vector of ones for a bias gradient)"));
   ones.push_back({elementType, count, pointer});
   // 1.0 in each type, set bit for bit, on the session's stream: before
   // every command that reads it.
@@ -926,10 +919,10 @@ Status CudaSession::enqueueStep(const Step &step) {
   void **arguments = launch.arguments.empty()
                          ? nullptr
                          : const_cast<void **>(launch.arguments.data());
-  return checkCu(cuLaunchKernel(launch.function, launch.grid[0],
-                                launch.grid[1], launch.grid[2],
-                                launch.block[0], launch.block[1],
-                                launch.block[2], 0, stream, arguments, nullptr),
+  return checkCu(cuLaunchKernel(launch.function, launch.grid[0], launch.grid[1],
+                                launch.grid[2], launch.block[0],
+                                launch.block[1], launch.block[2], 0, stream,
+                                arguments, nullptr),
                  "cuLaunchKernel")
       .withContext(step.description);
 }
@@ -970,8 +963,7 @@ Status CudaSession::captureGraph(EntryPlan &plan) {
 Status CudaSession::executeSteps(EntryPlan &plan) {
   if (plan.steps.empty())
     return Status();
-  if (!options.graphs || options.syncCommands || plan.runs == 0 ||
-      plan.profile)
+  if (!options.graphs || options.syncCommands || plan.runs == 0 || plan.profile)
     return enqueueSteps(plan);
   if (!plan.graphExec)
     KILN_RETURN_IF_ERROR(captureGraph(plan));
@@ -1059,10 +1051,10 @@ Status CudaSession::createProfile(const bp::EntryPoint &entry,
       const Launch &launch = *step.launch;
       command.kind = "kernel";
       command.what = *launch.kernel;
-      command.description += strCat(" grid ", launch.grid[0], "x",
-                                    launch.grid[1], "x", launch.grid[2],
-                                    " block ", launch.block[0], "x",
-                                    launch.block[1], "x", launch.block[2]);
+      command.description +=
+          strCat(" grid ", launch.grid[0], "x", launch.grid[1], "x",
+                 launch.grid[2], " block ", launch.block[0], "x",
+                 launch.block[1], "x", launch.block[2]);
     } else if (step.gemm) {
       command.kind = "gemm";
       command.what = step.gemm->description();
@@ -1091,10 +1083,9 @@ Status CudaSession::recordProfile(EntryPlan &plan) {
   for (const EntryPlan &each : plans)
     if (each.profile)
       profiles.push_back(each.profile.get());
-  std::string header =
-      strCat("Kiln CUDA profile (KILN_CUDA_PROFILE): ", bundleName,
-             ", target '", targetName, "', ", deviceName, ", rank ", rank,
-             " of ", worldSize, "\n");
+  std::string header = strCat(
+      "Kiln CUDA profile (KILN_CUDA_PROFILE): ", bundleName, ", target '",
+      targetName, "', ", deviceName, ", rank ", rank, " of ", worldSize, "\n");
   return writeProfile(options.profilePath, header, profiles);
 }
 
@@ -1178,9 +1169,9 @@ Status CudaSession::allocateStagedInputs(StagedInputs &stage) {
   stage.slots.resize(stage.stager.slotCount());
   for (StagedInputs::Slot &slot : stage.slots) {
     if (bytes > 0 && !slot.device)
-      KILN_RETURN_IF_ERROR(checkCu(cuMemAlloc(&slot.device, bytes),
-                                   "cuMemAlloc")
-                               .withContext(what));
+      KILN_RETURN_IF_ERROR(
+          checkCu(cuMemAlloc(&slot.device, bytes), "cuMemAlloc")
+              .withContext(what));
     for (CUevent *event : {&slot.copied, &slot.consumed})
       if (!*event)
         KILN_RETURN_IF_ERROR(

@@ -24,10 +24,10 @@
 #ifndef KILN_RUNTIME_SRC_CUDA_CUDASESSION_H
 #define KILN_RUNTIME_SRC_CUDA_CUDASESSION_H
 
+#include "Attention.h"
+#include "Backend.h"
 #include "ExternalParameters.h"
 #include "FixedParameters.h"
-#include "Backend.h"
-#include "Attention.h"
 #include "Gemm.h"
 #include "LayerNormPlan.h"
 #include "Profile.h"
@@ -224,8 +224,8 @@ private:
   /// run() and runStaged(): checks the caller's tensors (the outputs alone
   /// when `staged`) and runs on them, or on the oldest staged inputs.
   Status runEntry(const std::string &entryName, const kiln_tensor_t *inputs,
-                  size_t inputCount, bool staged,
-                  const kiln_tensor_t *outputs, size_t outputCount);
+                  size_t inputCount, bool staged, const kiln_tensor_t *outputs,
+                  size_t outputCount);
   Status planLaunch(const bundle::KernelLaunch &launch, const EntryPlan &plan,
                     Step &step);
   /// Plans commands [first, end) of `program`, all NCCL collectives

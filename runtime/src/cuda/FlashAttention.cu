@@ -97,8 +97,7 @@ constexpr int forwardMinBlocks(int D) { return D == 64 ? 4 : 0; }
 // kiln_flash_<kernel>_<type>_d<head size>: the names FlashAttention.cpp
 // looks up.
 #define KILN_FLASH_KERNELS(T, type, D)                                         \
-  extern "C" __global__ void __launch_bounds__(kThreads,                      \
-                                               forwardMinBlocks(D))            \
+  extern "C" __global__ void __launch_bounds__(kThreads, forwardMinBlocks(D))  \
       kiln_flash_forward_##type##_d##D(Params p) {                             \
     DeviceCtx ctx = context();                                                 \
     forward<T, D>(ctx, p);                                                     \

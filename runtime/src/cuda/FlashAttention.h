@@ -297,12 +297,12 @@ KILN_FA_FN void productWithRows(Ctx &ctx, float acc[8][4],
   KILN_FA_UNROLL
   for (int n = 0; n < 8; n += 2)
     KILN_FA_UNROLL
-    for (int kc = 0; kc < D / 16; ++kc) {
-      uint32_t b[4];
-      ctx.loadMatrices(b, row + n * 8 * m.ld + kc * 16);
-      ctx.template mma<T>(acc[n], a[kc], b);
-      ctx.template mma<T>(acc[n + 1], a[kc], b + 2);
-    }
+  for (int kc = 0; kc < D / 16; ++kc) {
+    uint32_t b[4];
+    ctx.loadMatrices(b, row + n * 8 * m.ld + kc * 16);
+    ctx.template mma<T>(acc[n], a[kc], b);
+    ctx.template mma<T>(acc[n + 1], a[kc], b + 2);
+  }
 }
 
 /// acc += P · `m` for the warp's 16 x 64 P, held as eight accumulators
@@ -372,8 +372,8 @@ KILN_FA_FN void storeVector(uint16_t *to, const float *from) {
 #endif
 }
 
-template <typename Ref> KILN_FA_FN Ref *rowsOf(const TensorRef &ref, int b,
-                                               int h, int row) {
+template <typename Ref>
+KILN_FA_FN Ref *rowsOf(const TensorRef &ref, int b, int h, int row) {
   return static_cast<Ref *>(ref.data) + b * ref.batch + h * ref.head +
          static_cast<int64_t>(row) * ref.row;
 }
@@ -393,8 +393,8 @@ template <typename T> KILN_FA_FN uint16_t operandBits(float v) {
 /// ctx.commitCopies); the rest is stored at once. Either way the tile is
 /// the block's after a barrier.
 template <typename T, int D, typename Src, bool Async = false, typename Ctx>
-KILN_FA_FN void loadTile(Ctx &ctx, uint16_t *tile, const TensorRef &ref,
-                         int b, int h, int row0, int rows) {
+KILN_FA_FN void loadTile(Ctx &ctx, uint16_t *tile, const TensorRef &ref, int b,
+                         int h, int row0, int rows) {
   static_assert(!Async || sizeof(Src) == 2, "only 16-bit rows copy as is");
   const Src *src = rowsOf<const Src>(ref, b, h, row0);
   // 16 bytes a load where every row of the tensor starts 16-byte aligned
@@ -472,8 +472,8 @@ KILN_FA_FN void storeRows(const float acc[D / 8][4], const TensorRef &ref,
     KILN_FA_UNROLL
     for (int n = 0; n < D / 8; ++n)
       KILN_FA_UNROLL
-      for (int j = 0; j < 2; ++j)
-        base[row * ref.row + n * 8 + 2 * t + j] = acc[n][2 * half + j] * factor;
+    for (int j = 0; j < 2; ++j)
+      base[row * ref.row + n * 8 + 2 * t + j] = acc[n][2 * half + j] * factor;
   }
 }
 
@@ -624,8 +624,8 @@ template <int D, int Stages = 1> struct Block {
         scale(p.scale * kLog2e),
         first(reinterpret_cast<uint16_t *>(ctx.shared)),
         second(first + kTile * (D + kPad)),
-        mask(maskTileOf(ctx, p,
-                        reinterpret_cast<float *>(first + Stages * kStageStep))) {}
+        mask(maskTileOf(
+            ctx, p, reinterpret_cast<float *>(first + Stages * kStageStep))) {}
 
   /// Stage `stage`'s two tiles.
   KILN_FA_FN uint16_t *firstOf(int stage) const {
@@ -714,8 +714,8 @@ KILN_FA_FN void forward(Ctx &ctx, const Params &p) {
       KILN_FA_UNROLL
       for (int n = 0; n < 8; ++n)
         KILN_FA_UNROLL
-        for (int i = 0; i < 4; ++i)
-          tileMax[i / 2] = fmaxf(tileMax[i / 2], s[n][i]);
+      for (int i = 0; i < 4; ++i)
+        tileMax[i / 2] = fmaxf(tileMax[i / 2], s[n][i]);
       tileMax[0] *= scale;
       tileMax[1] *= scale;
       factor = scale;
@@ -723,12 +723,12 @@ KILN_FA_FN void forward(Ctx &ctx, const Params &p) {
       KILN_FA_UNROLL
       for (int n = 0; n < 8; ++n)
         KILN_FA_UNROLL
-        for (int i = 0; i < 4; ++i) {
-          int row = r0 + g + (i & 2) * 4, key = k0 + n * 8 + 2 * t + (i & 1);
-          float v = s[n][i] * scale + maskTile.at(row - q0, key - k0);
-          s[n][i] = keepsScore(p, row, key) ? v : -kInf;
-          tileMax[i / 2] = fmaxf(tileMax[i / 2], s[n][i]);
-        }
+      for (int i = 0; i < 4; ++i) {
+        int row = r0 + g + (i & 2) * 4, key = k0 + n * 8 + 2 * t + (i & 1);
+        float v = s[n][i] * scale + maskTile.at(row - q0, key - k0);
+        s[n][i] = keepsScore(p, row, key) ? v : -kInf;
+        tileMax[i / 2] = fmaxf(tileMax[i / 2], s[n][i]);
+      }
     }
     float shift[2], rescale[2], tileSum[2] = {0, 0};
     KILN_FA_UNROLL
@@ -743,18 +743,18 @@ KILN_FA_FN void forward(Ctx &ctx, const Params &p) {
     KILN_FA_UNROLL
     for (int n = 0; n < 8; ++n)
       KILN_FA_UNROLL
-      for (int i = 0; i < 4; ++i) {
-        s[n][i] = exp2Of(s[n][i] * factor - shift[i / 2]);
-        tileSum[i / 2] += s[n][i];
-      }
+    for (int i = 0; i < 4; ++i) {
+      s[n][i] = exp2Of(s[n][i] * factor - shift[i / 2]);
+      tileSum[i / 2] += s[n][i];
+    }
     KILN_FA_UNROLL
     for (int r = 0; r < 2; ++r)
       sum[r] = sum[r] * rescale[r] + groupSum(ctx, tileSum[r]);
     KILN_FA_UNROLL
     for (int n = 0; n < D / 8; ++n)
       KILN_FA_UNROLL
-      for (int i = 0; i < 4; ++i)
-        acc[n][i] *= rescale[i / 2];
+    for (int i = 0; i < 4; ++i)
+      acc[n][i] *= rescale[i / 2];
     productOfAccumulators<T, D>(ctx, acc, s, values);
     ctx.sync();
   }
@@ -764,14 +764,14 @@ KILN_FA_FN void forward(Ctx &ctx, const Params &p) {
                1.0f / sum[1]);
   if (t == 0)
     KILN_FA_UNROLL
-    for (int r = 0; r < 2; ++r) {
-      int row = r0 + g + 8 * r;
-      if (row < p.queries) {
-        float *out = p.stats + 2 * (block.stats + row);
-        out[0] = maximum[r] == -kInf ? 0.0f : maximum[r];
-        out[1] = sum[r];
-      }
+  for (int r = 0; r < 2; ++r) {
+    int row = r0 + g + 8 * r;
+    if (row < p.queries) {
+      float *out = p.stats + 2 * (block.stats + row);
+      out[0] = maximum[r] == -kInf ? 0.0f : maximum[r];
+      out[1] = sum[r];
     }
+  }
 }
 
 /// Grid (ceil(queries / 64), batch * heads). Also writes `delta`, which
@@ -827,24 +827,24 @@ KILN_FA_FN void backwardQuery(Ctx &ctx, const Params &p) {
       KILN_FA_UNROLL
       for (int n = 0; n < 8; ++n)
         KILN_FA_UNROLL
-        for (int i = 0; i < 4; ++i) {
-          float prob = exp2Of(s[n][i] * scale - shift[i / 2]) * inverse[i / 2];
-          s[n][i] = prob * (dp[n][i] - delta[i / 2]);
-        }
+      for (int i = 0; i < 4; ++i) {
+        float prob = exp2Of(s[n][i] * scale - shift[i / 2]) * inverse[i / 2];
+        s[n][i] = prob * (dp[n][i] - delta[i / 2]);
+      }
     } else {
       KILN_FA_UNROLL
       for (int n = 0; n < 8; ++n)
         KILN_FA_UNROLL
-        for (int i = 0; i < 4; ++i) {
-          int row = r0 + g + (i & 2) * 4, key = k0 + n * 8 + 2 * t + (i & 1);
-          bool kept = keepsScore(p, row, key);
-          float mask = kept ? maskTile.at(row - q0, key - k0) : 0.0f;
-          float prob =
-              kept ? exp2Of(s[n][i] * scale + mask - shift[i / 2]) * inverse[i / 2]
-                   : 0.0f;
-          s[n][i] =
-              scoreGrad(p, mask, row, key, prob * (dp[n][i] - delta[i / 2]));
-        }
+      for (int i = 0; i < 4; ++i) {
+        int row = r0 + g + (i & 2) * 4, key = k0 + n * 8 + 2 * t + (i & 1);
+        bool kept = keepsScore(p, row, key);
+        float mask = kept ? maskTile.at(row - q0, key - k0) : 0.0f;
+        float prob = kept ? exp2Of(s[n][i] * scale + mask - shift[i / 2]) *
+                                inverse[i / 2]
+                          : 0.0f;
+        s[n][i] =
+            scoreGrad(p, mask, row, key, prob * (dp[n][i] - delta[i / 2]));
+      }
     }
     productOfAccumulators<T, D>(ctx, acc, s, keys);
     ctx.sync();
@@ -895,29 +895,29 @@ KILN_FA_FN void backwardKeyValue(Ctx &ctx, const Params &p) {
       KILN_FA_UNROLL
       for (int n = 0; n < 8; ++n)
         KILN_FA_UNROLL
-        for (int i = 0; i < 4; ++i) {
-          int column = n * 8 + 2 * t + (i & 1);
-          float prob = exp2Of(s[n][i] * scale - shiftTile[column]) *
-                       inverseTile[column];
-          s[n][i] = prob;
-          dp[n][i] = prob * (dp[n][i] - deltaTile[column]);
-        }
+      for (int i = 0; i < 4; ++i) {
+        int column = n * 8 + 2 * t + (i & 1);
+        float prob =
+            exp2Of(s[n][i] * scale - shiftTile[column]) * inverseTile[column];
+        s[n][i] = prob;
+        dp[n][i] = prob * (dp[n][i] - deltaTile[column]);
+      }
     } else {
       KILN_FA_UNROLL
       for (int n = 0; n < 8; ++n)
         KILN_FA_UNROLL
-        for (int i = 0; i < 4; ++i) {
-          int key = r0 + g + (i & 2) * 4, column = n * 8 + 2 * t + (i & 1);
-          int query = q0 + column;
-          bool kept = query < p.queries && keepsScore(p, query, key);
-          float mask = kept ? maskTile.at(column, key - k0) : 0.0f;
-          float prob = kept ? exp2Of(s[n][i] * scale + mask - shiftTile[column]) *
-                                  inverseTile[column]
-                            : 0.0f;
-          s[n][i] = prob;
-          dp[n][i] = scoreGrad(p, mask, query, key,
-                               prob * (dp[n][i] - deltaTile[column]));
-        }
+      for (int i = 0; i < 4; ++i) {
+        int key = r0 + g + (i & 2) * 4, column = n * 8 + 2 * t + (i & 1);
+        int query = q0 + column;
+        bool kept = query < p.queries && keepsScore(p, query, key);
+        float mask = kept ? maskTile.at(column, key - k0) : 0.0f;
+        float prob = kept ? exp2Of(s[n][i] * scale + mask - shiftTile[column]) *
+                                inverseTile[column]
+                          : 0.0f;
+        s[n][i] = prob;
+        dp[n][i] = scoreGrad(p, mask, query, key,
+                             prob * (dp[n][i] - deltaTile[column]));
+      }
     }
     productOfAccumulators<T, D>(ctx, dv, s, grads);
     productOfAccumulators<T, D>(ctx, dk, dp, queries);

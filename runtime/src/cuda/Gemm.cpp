@@ -169,9 +169,8 @@ Status GemmPlan::create(cublasLtHandle_t handle, const bp::Gemm &gemm,
     // cuBLASLt has no epilogue for this one, or it was asked not to use it.
     bp::Gemm sum = biasGradGemm(gemm);
     CUdeviceptr ones = 0;
-    KILN_RETURN_IF_ERROR(
-        biasGrad.ones(sum.a_type(), gemm.k(), ones)
-            .withContext(plan->text + ")'s bias gradient"));
+    KILN_RETURN_IF_ERROR(biasGrad.ones(sum.a_type(), gemm.k(), ones)
+                             .withContext(plan->text + ")'s bias gradient"));
     GemmAddresses sumAddresses;
     sumAddresses.a = gemm.bias_grad_of_a() ? addresses.a : ones;
     sumAddresses.b = gemm.bias_grad_of_a() ? ones : addresses.b;
@@ -179,9 +178,9 @@ Status GemmPlan::create(cublasLtHandle_t handle, const bp::Gemm &gemm,
     KILN_RETURN_IF_ERROR(create(handle, sum, sumAddresses, workspace,
                                 BiasGradOptions(), plan->biasGradProduct)
                              .withContext(plan->text + ")'s bias gradient"));
-    plan->text += strCat(", bias gradient of ",
-                         gemm.bias_grad_of_a() ? "A" : "B",
-                         " as a second product");
+    plan->text +=
+        strCat(", bias gradient of ", gemm.bias_grad_of_a() ? "A" : "B",
+               " as a second product");
   }
   plan->text += ")";
   out = std::move(plan);
@@ -218,10 +217,9 @@ Status GemmPlan::plan(cublasLtHandle_t handle, const bp::Gemm &gemm,
     epilogue = CUBLASLT_EPILOGUE_BIAS;
     vector = addresses.bias;
     int64_t biasStride = 0;
-    KILN_RETURN_IF_ERROR(setAttribute(operation,
-                                      CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE,
-                                      &biasStride, sizeof(biasStride),
-                                      "BIAS_BATCH_STRIDE"));
+    KILN_RETURN_IF_ERROR(
+        setAttribute(operation, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE,
+                     &biasStride, sizeof(biasStride), "BIAS_BATCH_STRIDE"));
   } else if (epilogueBiasGrad) {
     // cuBLASLt's first operand is B: the sums over k of op(B), one per row
     // of C^T (column of C), are its BGRADA; those of op(A) its BGRADB.
@@ -231,15 +229,13 @@ Status GemmPlan::plan(cublasLtHandle_t handle, const bp::Gemm &gemm,
   }
   if (vector) {
     KILN_RETURN_IF_ERROR(setAttribute(operation, CUBLASLT_MATMUL_DESC_EPILOGUE,
-                                      &epilogue, sizeof(epilogue),
-                                      "EPILOGUE"));
+                                      &epilogue, sizeof(epilogue), "EPILOGUE"));
     KILN_RETURN_IF_ERROR(setAttribute(operation,
                                       CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                       &vector, sizeof(vector), "BIAS_POINTER"));
     KILN_RETURN_IF_ERROR(setAttribute(operation,
                                       CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
-                                      &cType, sizeof(cType),
-                                      "BIAS_DATA_TYPE"));
+                                      &cType, sizeof(cType), "BIAS_DATA_TYPE"));
   }
   int64_t bRows = gemm.transpose_b() ? gemm.n() : gemm.k();
   int64_t bCols = gemm.transpose_b() ? gemm.k() : gemm.n();
@@ -262,11 +258,11 @@ Status GemmPlan::plan(cublasLtHandle_t handle, const bp::Gemm &gemm,
   // The addresses are fixed, so the heuristic may count on exactly their
   // alignment; it must not pick a kernel that needs more.
   const std::pair<cublasLtMatmulPreferenceAttributes_t, CUdeviceptr>
-      alignments[] = {{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, addresses.b},
-                      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, addresses.a},
-                      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, addresses.c},
-                      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
-                       addresses.c}};
+      alignments[] = {
+          {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, addresses.b},
+          {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, addresses.a},
+          {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, addresses.c},
+          {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, addresses.c}};
   for (const auto &[attribute, address] : alignments) {
     uint32_t bytes = alignmentOf(address);
     KILN_RETURN_IF_ERROR(preference.set(attribute, &bytes, sizeof(bytes)));
@@ -305,12 +301,11 @@ Status GemmPlan::enqueue(cublasLtHandle_t handle,
   // layouts are the same.
   auto *cPointer = reinterpret_cast<void *>(addresses.c);
   KILN_RETURN_IF_ERROR(checkCublas(
-      cublasLtMatmul(handle, operation, &alpha,
-                     reinterpret_cast<void *>(addresses.b), first,
-                     reinterpret_cast<void *>(addresses.a), second, &beta,
-                     cPointer, result, cPointer, result, &algorithm,
-                     reinterpret_cast<void *>(workspace.pointer),
-                     workspace.bytes, stream),
+      cublasLtMatmul(
+          handle, operation, &alpha, reinterpret_cast<void *>(addresses.b),
+          first, reinterpret_cast<void *>(addresses.a), second, &beta, cPointer,
+          result, cPointer, result, &algorithm,
+          reinterpret_cast<void *>(workspace.pointer), workspace.bytes, stream),
       "cublasLtMatmul"));
   if (biasGradProduct)
     return biasGradProduct->enqueue(handle, workspace, stream);

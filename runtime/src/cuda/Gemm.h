@@ -40,8 +40,7 @@ struct BiasGradOptions {
   /// Sets `out` to `count` ones of element type `elementType` (a
   /// bundle::ElementType) in device memory that lives as long as the
   /// session: the vector a separate product sums with.
-  std::function<Status(int elementType, int64_t count, CUdeviceptr &out)>
-      ones;
+  std::function<Status(int elementType, int64_t count, CUdeviceptr &out)> ones;
   /// Compute it as that separate product even where cuBLASLt has an
   /// algorithm for the epilogue (KILN_CUDA_BIAS_GRAD=product), so the two
   /// can be compared.

@@ -55,8 +55,7 @@ Status CommandProfile::begin(size_t index, CUstream stream) {
 Status CommandProfile::end(size_t index, CUstream stream) {
   if (!timed[index])
     return Status();
-  return checkCu(cuEventRecord(events[2 * index + 1], stream),
-                 "cuEventRecord");
+  return checkCu(cuEventRecord(events[2 * index + 1], stream), "cuEventRecord");
 }
 
 Status CommandProfile::accumulate() {

@@ -1,4 +1,5 @@
-//===- Profile.h - device time of each command of an entry point -*- C++ -*-===//
+//===- Profile.h - device time of each command of an entry point -*- C++
+//-*-===//
 //
 // KILN_CUDA_PROFILE=FILE: the CUDA backend times every command of every run
 // on the device (a pair of events around each launch, gemm, copy and wait

@@ -73,8 +73,7 @@ std::string profileReport(const std::string &entryName,
     // kernel's name gets its kind in front.
     const ProfiledCommand &command = commands[i];
     if (command.kind == "kernel")
-      byWhat.emplace_back(strCat("kernel ", command.what),
-                          totalMs[i] * perRun);
+      byWhat.emplace_back(strCat("kernel ", command.what), totalMs[i] * perRun);
     else if (!command.what.empty())
       byWhat.emplace_back(command.what, totalMs[i] * perRun);
   }
@@ -84,7 +83,8 @@ std::string profileReport(const std::string &entryName,
 
   std::vector<std::tuple<std::string, double, size_t>> groups = sumBy(byWhat);
   out += strCat("\n  by kernel or shape (the ", kLongestGroups, " longest of ",
-                groups.size(), "):\n      ms/run       %  commands  kernel, "
+                groups.size(),
+                "):\n      ms/run       %  commands  kernel, "
                 "gemm, attention or layer norm\n");
   for (size_t i = 0; i < groups.size() && i < kLongestGroups; ++i)
     out += formatRow(std::get<1>(groups[i]), inCommands,
@@ -93,11 +93,11 @@ std::string profileReport(const std::string &entryName,
 
   std::vector<size_t> order(commands.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return totalMs[a] > totalMs[b];
-  });
-  out += strCat("\n  by command (the ", kLongestCommands, " longest of ",
-                commands.size(), "):\n      ms/run       %            command\n");
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return totalMs[a] > totalMs[b]; });
+  out +=
+      strCat("\n  by command (the ", kLongestCommands, " longest of ",
+             commands.size(), "):\n      ms/run       %            command\n");
   for (size_t i = 0; i < order.size() && i < kLongestCommands; ++i)
     out += formatRow(totalMs[order[i]] * perRun, inCommands, "",
                      commands[order[i]].description);

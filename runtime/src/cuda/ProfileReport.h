@@ -1,4 +1,5 @@
-//===- ProfileReport.h - the text of a KILN_CUDA_PROFILE file ----*- C++ -*-===//
+//===- ProfileReport.h - the text of a KILN_CUDA_PROFILE file ----*- C++
+//-*-===//
 //
 // What a profile says about one entry point, from its commands and their
 // summed device times. Apart from Profile.h's events so that the report's

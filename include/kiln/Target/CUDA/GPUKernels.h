@@ -1,4 +1,5 @@
-//===- GPUKernels.h - what the CUDA target's kernel passes share -*- C++ -*-===//
+//===- GPUKernels.h - what the CUDA target's kernel passes share -*- C++
+//-*-===//
 
 #ifndef KILN_TRANSFORMS_GPUKERNELS_H
 #define KILN_TRANSFORMS_GPUKERNELS_H

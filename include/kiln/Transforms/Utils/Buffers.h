@@ -62,8 +62,7 @@ struct ByteRange {
   mlir::BlockArgument argument;
   int64_t first = 0, end = 0;
   bool overlaps(const ByteRange &other) const {
-    return argument == other.argument && first < other.end &&
-           other.first < end;
+    return argument == other.argument && first < other.end && other.first < end;
   }
 };
 
@@ -81,8 +80,7 @@ std::optional<ByteRange> bytesOf(mlir::Value root);
 /// Appends the bytes of every buffer `op` (or an op nested in it) names
 /// to `bytes`; false when one of them is no view of a root buffer, so its
 /// bytes are unknown. Views and arithmetic name no memory.
-bool touchedBytes(mlir::Operation *op,
-                  llvm::SmallVectorImpl<ByteRange> &bytes);
+bool touchedBytes(mlir::Operation *op, llvm::SmallVectorImpl<ByteRange> &bytes);
 
 /// Whether `op` (or an op nested in it) may read or write a buffer
 /// overlapping `bytes`, or one whose bytes are unknown.

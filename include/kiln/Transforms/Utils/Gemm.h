@@ -1,4 +1,5 @@
-//===- Gemm.h - matrix products on buffers, described for libraries -*- C++ -*-===//
+//===- Gemm.h - matrix products on buffers, described for libraries -*- C++
+//-*-===//
 //
 // After bufferization a matrix product is a linalg.generic marked
 // `kiln.matmul` (with its transpose flags) that accumulates into its output.

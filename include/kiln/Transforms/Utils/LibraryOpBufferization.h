@@ -28,8 +28,9 @@ template <typename Op>
 struct LibraryOpBufferization
     : mlir::bufferization::BufferizableOpInterface::ExternalModel<
           LibraryOpBufferization<Op>, Op> {
-  bool bufferizesToMemoryRead(mlir::Operation *, mlir::OpOperand &,
-                              const mlir::bufferization::AnalysisState &) const {
+  bool
+  bufferizesToMemoryRead(mlir::Operation *, mlir::OpOperand &,
+                         const mlir::bufferization::AnalysisState &) const {
     return true;
   }
   bool

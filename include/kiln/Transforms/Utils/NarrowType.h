@@ -1,4 +1,5 @@
-//===- NarrowType.h - the 16-bit float types passes take by name -*- C++ -*-===//
+//===- NarrowType.h - the 16-bit float types passes take by name -*- C++
+//-*-===//
 
 #ifndef KILN_TRANSFORMS_NARROWTYPE_H
 #define KILN_TRANSFORMS_NARROWTYPE_H

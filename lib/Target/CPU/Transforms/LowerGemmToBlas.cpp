@@ -1,7 +1,7 @@
 //===- LowerGemmToBlas.cpp - matrix products as cblas_?gemm calls ---------===//
 
-#include "kiln/Transforms/Utils/Gemm.h"
 #include "kiln/Target/CPU/Passes.h"
+#include "kiln/Transforms/Utils/Gemm.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
@@ -25,9 +25,9 @@ func::FuncOp declareGemm(ModuleOp module, StringRef name, Type element) {
   OpBuilder b(module.getBodyRegion());
   Type i32 = b.getI32Type();
   Type ptr = LLVM::LLVMPointerType::get(b.getContext());
-  auto type = b.getFunctionType(
-      {i32, i32, i32, i32, i32, i32, element, ptr, i32, ptr, i32, element, ptr, i32},
-      {});
+  auto type = b.getFunctionType({i32, i32, i32, i32, i32, i32, element, ptr,
+                                 i32, ptr, i32, element, ptr, i32},
+                                {});
   auto function = func::FuncOp::create(b, module.getLoc(), name, type);
   function.setPrivate();
   return function;
@@ -47,11 +47,12 @@ Value pointerTo(OpBuilder &b, Location loc, Value buffer, Value elementOffset,
         arith::ConstantIndexOp::create(b, loc, layout->offset));
   Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
   Value bytes = arith::MulIOp::create(
-      b, loc, elementOffset, arith::ConstantIndexOp::create(b, loc, elementBytes));
+      b, loc, elementOffset,
+      arith::ConstantIndexOp::create(b, loc, elementBytes));
   Value address = arith::IndexCastOp::create(
       b, loc, b.getI64Type(), arith::AddIOp::create(b, loc, base, bytes));
-  return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()),
-                                  address);
+  return LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext()), address);
 }
 
 LogicalResult lowerGemm(linalg::GenericOp op, ModuleOp module) {
@@ -82,7 +83,8 @@ LogicalResult lowerGemm(linalg::GenericOp op, ModuleOp module) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   auto i32 = [&](int64_t v) {
-    return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v)).getResult();
+    return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v))
+        .getResult();
   };
   Value lhs = g.lhs, rhs = g.rhs, out = g.out;
   auto emitCall = [&](OpBuilder &nb, Value batchIndex) {
@@ -94,14 +96,16 @@ LogicalResult lowerGemm(linalg::GenericOp op, ModuleOp module) {
     Value a = pointerTo(nb, loc, lhs, offset(g.batchStride[0]), elementBytes);
     Value bm = pointerTo(nb, loc, rhs, offset(g.batchStride[1]), elementBytes);
     Value c = pointerTo(nb, loc, out, offset(g.batchStride[2]), elementBytes);
-    Value one = arith::ConstantOp::create(nb, loc, nb.getFloatAttr(element, 1.0));
+    Value one =
+        arith::ConstantOp::create(nb, loc, nb.getFloatAttr(element, 1.0));
     Value beta = arith::ConstantOp::create(
         nb, loc, nb.getFloatAttr(element, deadFill || g.overwrite ? 0.0 : 1.0));
-    func::CallOp::create(
-        nb, loc, gemm,
-        ValueRange{i32(kRowMajor), i32(transLhs ? kTrans : kNoTrans),
-                   i32(transRhs ? kTrans : kNoTrans), i32(m), i32(n), i32(k), one,
-                   a, i32(g.ld[0]), bm, i32(g.ld[1]), beta, c, i32(g.ld[2])});
+    func::CallOp::create(nb, loc, gemm,
+                         ValueRange{i32(kRowMajor),
+                                    i32(transLhs ? kTrans : kNoTrans),
+                                    i32(transRhs ? kTrans : kNoTrans), i32(m),
+                                    i32(n), i32(k), one, a, i32(g.ld[0]), bm,
+                                    i32(g.ld[1]), beta, c, i32(g.ld[2])});
   };
   if (batch == 1) {
     emitCall(b, arith::ConstantIndexOp::create(b, loc, 0));

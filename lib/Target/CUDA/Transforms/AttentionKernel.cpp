@@ -22,9 +22,9 @@
 
 #include "kiln/KilnInterfaces.h"
 #include "kiln/KilnOps.h"
+#include "kiln/Target/CUDA/Passes.h"
 #include "kiln/Transforms/Attention.h"
 #include "kiln/Transforms/Utils/NarrowType.h"
-#include "kiln/Target/CUDA/Passes.h"
 
 #include "mlir/IR/Matchers.h"
 
@@ -74,11 +74,11 @@ public:
     // (and rounded as a product's operand under mixed precision), weights
     // its value row.
     SmallVector<Value> zeros(valueSize, f32(0.0));
-    scf::ForOp weighted = forKeys(
-        loop.row, zeros, [&](Value keyRow, ValueRange carried) {
-          Value p = rounded(probability(score(q, keyRows(keyRow), loop.row,
-                                              keyRow),
-                                        stats.shift, stats.sum));
+    scf::ForOp weighted =
+        forKeys(loop.row, zeros, [&](Value keyRow, ValueRange carried) {
+          Value p =
+              rounded(probability(score(q, keyRows(keyRow), loop.row, keyRow),
+                                  stats.shift, stats.sum));
           SmallVector<Value> v = readRow(value, keyRow, valueSize, true);
           SmallVector<Value> next;
           for (int64_t e = 0; e < valueSize; ++e)
@@ -165,17 +165,16 @@ public:
           Value pr = rounded(p);
           SmallVector<Value> next;
           for (int64_t d = 0; d < headSize; ++d)
-            next.push_back(
-                math::FmaOp::create(b, loc, ds, qi[d], carried[d]));
+            next.push_back(math::FmaOp::create(b, loc, ds, qi[d], carried[d]));
           for (int64_t e = 0; e < valueSize; ++e)
-            next.push_back(math::FmaOp::create(b, loc, pr, dOi[e],
-                                               carried[headSize + e]));
+            next.push_back(
+                math::FmaOp::create(b, loc, pr, dOi[e], carried[headSize + e]));
           return next;
         });
     ValueRange sums = keyGrads.getResults();
-    SmallVector<Value> keyResults = keyLoop.finish(
-        {SmallVector<Value>(sums.take_front(headSize)),
-         SmallVector<Value>(sums.drop_front(headSize))});
+    SmallVector<Value> keyResults =
+        keyLoop.finish({SmallVector<Value>(sums.take_front(headSize)),
+                        SmallVector<Value>(sums.drop_front(headSize))});
     return {queryGradient, keyResults[0], keyResults[1]};
   }
 
@@ -229,9 +228,9 @@ private:
       }
       b.setInsertionPointToStart(loop.getTerminator().getBody());
       for (auto [i, slice] : llvm::enumerate(slices))
-        tensor::ParallelInsertSliceOp::create(b, loc, slice.first,
-                                              slice.second, offsets,
-                                              sizesOf(widths[i]), strides);
+        tensor::ParallelInsertSliceOp::create(b, loc, slice.first, slice.second,
+                                              offsets, sizesOf(widths[i]),
+                                              strides);
       // What follows goes after the loop.
       b.setInsertionPointAfter(loop);
       return SmallVector<Value>(loop.getResults());
@@ -404,8 +403,8 @@ private:
   /// dS scale, with dS = P (dP - rowsum(dP P)), rounded as the operand of
   /// the query's and key's gradient products.
   Value scoreGrad(Value p, Value dp, Value centre) {
-    Value ds = arith::MulFOp::create(
-        b, loc, p, arith::SubFOp::create(b, loc, dp, centre));
+    Value ds = arith::MulFOp::create(b, loc, p,
+                                     arith::SubFOp::create(b, loc, dp, centre));
     if (scale != 1.0)
       ds = arith::MulFOp::create(b, loc, ds, f32(scale));
     return rounded(ds);
@@ -422,9 +421,9 @@ private:
     }
     if (!maskedFill || !mask || causal)
       return ds;
-    Value filled = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLE,
-                                         maskAt(queryRow, keyRow),
-                                         f32(kMaskedFillAtMost));
+    Value filled =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLE,
+                              maskAt(queryRow, keyRow), f32(kMaskedFillAtMost));
     return arith::SelectOp::create(b, loc, filled, f32(0.0), ds);
   }
 
@@ -452,8 +451,8 @@ private:
       // 0: a row the mask drops entirely keeps every key, so that its
       // probabilities are 0 / 0 as the softmax's are.
       Value last = boundAt(rowEnds, queryRow);
-      Value none = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                         last, index(0));
+      Value none = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, last,
+                                         index(0));
       end = arith::SelectOp::create(b, loc, none, end, last);
     }
     return loopOver(index(0), end, initial, body);
@@ -484,14 +483,12 @@ private:
     Value init = tensor::EmptyOp::create(b, loc, shape, i32);
     Value start = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(none));
     Value filled = linalg::FillOp::create(b, loc, start, init).getResult(0);
-    SmallVector<AffineMap> maps{
-        b.getMultiDimIdentityMap(rank),
-        AffineMap::get(rank, 0, kept, b.getContext())};
+    SmallVector<AffineMap> maps{b.getMultiDimIdentityMap(rank),
+                                AffineMap::get(rank, 0, kept, b.getContext())};
     auto generic = linalg::GenericOp::create(
         b, withKernelLabel(loc, "attention_mask_bounds"),
-        TypeRange{filled.getType()}, ValueRange{mask},
-        ValueRange{filled}, maps, iterators,
-        [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        TypeRange{filled.getType()}, ValueRange{mask}, ValueRange{filled}, maps,
+        iterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {
           Value at = arith::IndexCastOp::create(
               nb, nloc, i32, linalg::IndexOp::create(nb, nloc, reduced));
           if (perRow)
@@ -503,13 +500,15 @@ private:
               nb, nloc, arith::CmpFPredicate::UNE, args[0],
               arith::ConstantOp::create(
                   nb, nloc,
-                  nb.getF32FloatAttr(-std::numeric_limits<double>::infinity())));
+                  nb.getF32FloatAttr(
+                      -std::numeric_limits<double>::infinity())));
           Value here = arith::SelectOp::create(
               nb, nloc, kept, at,
               arith::ConstantOp::create(nb, nloc, nb.getI32IntegerAttr(none)));
           Value bound =
-              perRow ? arith::MaxSIOp::create(nb, nloc, args[1], here).getResult()
-                     : arith::MinSIOp::create(nb, nloc, args[1], here).getResult();
+              perRow
+                  ? arith::MaxSIOp::create(nb, nloc, args[1], here).getResult()
+                  : arith::MinSIOp::create(nb, nloc, args[1], here).getResult();
           linalg::YieldOp::create(nb, nloc, ValueRange{bound});
         });
     return generic.getResult(0);
@@ -518,8 +517,8 @@ private:
   /// The bound of score row (or key column) `row` at this point's batch
   /// indices, through the mask's broadcast, as an index.
   Value boundAt(Value bounds, Value row) {
-    return arith::IndexCastOp::create(
-        b, loc, b.getIndexType(), broadcastLoad(bounds, rowIndex(row)));
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(),
+                                      broadcastLoad(bounds, rowIndex(row)));
   }
 
   /// The shift m (the maximum score, or 0 where every score is -inf) and
@@ -549,9 +548,9 @@ private:
   /// `maximum`, or 0 while every score so far is -inf (masked): nothing has
   /// weight yet, and shifting by 0 keeps exp(-inf - -inf) from making NaN.
   Value finiteShift(Value maximum) {
-    Value none = arith::CmpFOp::create(
-        b, loc, arith::CmpFPredicate::OEQ, maximum,
-        f32(-std::numeric_limits<double>::infinity()));
+    Value none =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, maximum,
+                              f32(-std::numeric_limits<double>::infinity()));
     return arith::SelectOp::create(b, loc, none, f32(0.0), maximum);
   }
 
@@ -609,9 +608,8 @@ struct KilnAttentionKernelPass
     for (Operation *op : ops) {
       if (auto attention = dyn_cast<AttentionOp>(op)) {
         std::optional<LoopBuilder> loops = builderFor(
-            op, attention.getQuery(), attention.getKey(),
-            attention.getValue(), attention.getMask(),
-            attention.getScale().convertToDouble(),
+            op, attention.getQuery(), attention.getKey(), attention.getValue(),
+            attention.getMask(), attention.getScale().convertToDouble(),
             attention.getMaskedFill(), attention.getCausalFill(), narrow);
         if (!loops)
           continue;
@@ -627,8 +625,7 @@ struct KilnAttentionKernelPass
         if (!loops)
           continue;
         grad.replaceAllUsesWith(loops->backward(
-            grad.getOut(), grad.getGrad(),
-            statisticsOf.lookup(grad.getOut())));
+            grad.getOut(), grad.getGrad(), statisticsOf.lookup(grad.getOut())));
       }
       op->erase();
     }
@@ -644,12 +641,12 @@ struct KilnAttentionKernelPass
     auto isF32 = [](Value v) {
       return cast<RankedTensorType>(v.getType()).getElementType().isF32();
     };
-    if (!isF32(query) || !isF32(key) || !isF32(value) ||
-        (mask && !isF32(mask)))
+    if (!isF32(query) || !isF32(key) || !isF32(value) || (mask && !isF32(mask)))
       return std::nullopt;
     auto queryType = cast<RankedTensorType>(query.getType());
     int64_t headSize = queryType.getShape().back();
-    int64_t valueSize = cast<RankedTensorType>(value.getType()).getShape().back();
+    int64_t valueSize =
+        cast<RankedTensorType>(value.getType()).getShape().back();
     if (headSize < 1 || headSize > maxHeadSize || valueSize < 1 ||
         valueSize > maxHeadSize)
       return std::nullopt;

@@ -10,8 +10,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/KilnOps.h"
-#include "kiln/Transforms/Utils/NarrowType.h"
 #include "kiln/Target/CUDA/Passes.h"
+#include "kiln/Transforms/Utils/NarrowType.h"
 
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/IR/IRMapping.h"
@@ -85,15 +85,14 @@ linalg::GenericOp roundInProducer(linalg::GenericOp op, OpResult value,
   Location loc = op.getLoc();
   auto type = cast<RankedTensorType>(value.getType());
   SmallVector<Value> outputs(op.getDpsInits());
-  outputs.push_back(
-      tensor::EmptyOp::create(b, loc, type.getShape(), element));
+  outputs.push_back(tensor::EmptyOp::create(b, loc, type.getShape(), element));
   SmallVector<Type> resultTypes(op.getResultTypes());
   resultTypes.push_back(RankedTensorType::get(type.getShape(), element));
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   maps.push_back(op.getIndexingMapMatchingResult(value));
-  auto rounding = linalg::GenericOp::create(
-      b, loc, resultTypes, op.getDpsInputs(), outputs, maps,
-      op.getIteratorTypesArray());
+  auto rounding =
+      linalg::GenericOp::create(b, loc, resultTypes, op.getDpsInputs(), outputs,
+                                maps, op.getIteratorTypesArray());
   rounding->setDiscardableAttrs(op->getDiscardableAttrDictionary());
   rounding.getRegion().takeBody(op.getRegion());
   Block *body = rounding.getBody();
@@ -149,12 +148,11 @@ struct KilnAutoMixedPrecisionPass
             narrow = round(input->get(), element, rounded);
           input->set(narrow);
           // The body reads the narrow element and widens it (exactly).
-          BlockArgument argument =
-              body.getArgument(input->getOperandNumber());
+          BlockArgument argument = body.getArgument(input->getOperandNumber());
           argument.setType(element);
           OpBuilder b = OpBuilder::atBlockBegin(&body);
-          Value wide = arith::ExtFOp::create(b, op.getLoc(), b.getF32Type(),
-                                             argument);
+          Value wide =
+              arith::ExtFOp::create(b, op.getLoc(), b.getF32Type(), argument);
           argument.replaceAllUsesExcept(wide, wide.getDefiningOp());
         }
       }
@@ -197,9 +195,8 @@ struct KilnAutoMixedPrecisionPass
     return withRoundedResult(
         op, element, rounded, [&](OpBuilder &b, TypeRange types) {
           return kiln::FusedLayerNormGradOp::create(
-              b, op.getLoc(), types, op.getInput(), op.getScale(),
-              op.getGrad(), op.getAccumulate(), ValueRange{},
-              op.getEpsilonAttr());
+              b, op.getLoc(), types, op.getInput(), op.getScale(), op.getGrad(),
+              op.getAccumulate(), ValueRange{}, op.getEpsilonAttr());
         });
   }
 
@@ -268,9 +265,8 @@ struct KilnAutoMixedPrecisionPass
     return withRoundedResult(
         op, element, rounded, [&](OpBuilder &b, TypeRange types) {
           return kiln::FusedLayerNormOp::create(
-              b, op.getLoc(), types, op.getInput(), op.getScale(),
-              op.getBias(), op.getResidual(), ValueRange{},
-              op.getEpsilonAttr());
+              b, op.getLoc(), types, op.getInput(), op.getScale(), op.getBias(),
+              op.getResidual(), ValueRange{}, op.getEpsilonAttr());
         });
   }
 
@@ -295,8 +291,8 @@ struct KilnAutoMixedPrecisionPass
         }))
       return {};
     OpBuilder b(last);
-    Value narrow = tensor::EmptyOp::create(
-        b, empty.getLoc(), empty.getType().getShape(), element);
+    Value narrow = tensor::EmptyOp::create(b, empty.getLoc(),
+                                           empty.getType().getShape(), element);
     for (tensor::InsertSliceOp insert : llvm::reverse(chain)) {
       Value piece = rounded.lookup(insert.getSource());
       if (!piece)
@@ -360,11 +356,9 @@ struct KilnAutoMixedPrecisionPass
       value = generic->getResult(0);
     }
     if (auto layerNorm = dyn_cast_or_null<kiln::FusedLayerNormOp>(def))
-      return roundLayerNorm(layerNorm, cast<OpResult>(value), element,
-                            rounded);
+      return roundLayerNorm(layerNorm, cast<OpResult>(value), element, rounded);
     if (auto grad = dyn_cast_or_null<kiln::FusedLayerNormGradOp>(def))
-      return roundLayerNormGrad(grad, cast<OpResult>(value), element,
-                                rounded);
+      return roundLayerNormGrad(grad, cast<OpResult>(value), element, rounded);
     linalg::GenericOp producer = roundableProducer(value);
     if (!producer)
       return {};

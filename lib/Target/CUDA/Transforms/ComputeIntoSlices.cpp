@@ -74,9 +74,9 @@ struct KilnComputeIntoSlicesPass
           insert.getMixedStrides());
       Value init = slice;
       if (collapse)
-        init = tensor::ExpandShapeOp::create(
-            b, loc, collapse.getSrcType(), slice,
-            collapse.getReassociationIndices());
+        init =
+            tensor::ExpandShapeOp::create(b, loc, collapse.getSrcType(), slice,
+                                          collapse.getReassociationIndices());
       op->moveBefore(insert);
       op.getDpsInitOperand(0)->set(init);
       if (collapse)

@@ -11,10 +11,10 @@
 
 #include "kiln/KilnDialect.h"
 #include "kiln/KilnOps.h"
+#include "kiln/Target/CUDA/Passes.h"
 #include "kiln/Transforms/Attention.h"
 #include "kiln/Transforms/Utils/LibraryOpBufferization.h"
 #include "kiln/Transforms/Utils/NarrowType.h"
-#include "kiln/Target/CUDA/Passes.h"
 
 #include "mlir/IR/Matchers.h"
 
@@ -52,7 +52,8 @@ std::optional<Plan> planFor(Value query, Value key, Value value, Value mask) {
     return std::nullopt;
   int64_t b = q.getDimSize(0), h = q.getDimSize(1), sq = q.getDimSize(2),
           d = q.getDimSize(3), sk = k.getDimSize(2);
-  if (b < 1 || h < 1 || sq < 1 || sk < 1 || (d != 16 && d != 32 && d != 64 && d != 128) || v.getDimSize(3) != d ||
+  if (b < 1 || h < 1 || sq < 1 || sk < 1 ||
+      (d != 16 && d != 32 && d != 64 && d != 128) || v.getDimSize(3) != d ||
       b * h > kMaxHeads || sq > kMaxRows || sk > kMaxRows)
     return std::nullopt;
   Plan plan;
@@ -94,8 +95,8 @@ struct KilnFlashAttentionPass
 
   void rewrite(AttentionOp attention, FloatType narrow) {
     std::optional<Plan> plan =
-        planFor(attention.getQuery(), attention.getKey(),
-                attention.getValue(), attention.getMask());
+        planFor(attention.getQuery(), attention.getKey(), attention.getValue(),
+                attention.getMask());
     if (!plan)
       return;
     fixParameters(plan->fixed);
@@ -122,9 +123,9 @@ struct KilnFlashAttentionPass
     auto statsType = queryType.clone(statsShape);
     FloatAttr scale = attention.getScaleAttr();
     UnitAttr causal = plan->causal ? b.getUnitAttr() : nullptr;
-    auto flash = FlashAttentionOp::create(
-        b, loc, TypeRange{queryType, statsType}, q, k, v, mask, ValueRange{},
-        scale, causal);
+    auto flash =
+        FlashAttentionOp::create(b, loc, TypeRange{queryType, statsType}, q, k,
+                                 v, mask, ValueRange{}, scale, causal);
     Value out = flash.getResults()[0], stats = flash.getResults()[1];
 
     // Its gradients, where they come after it in its block (as autodiff
@@ -139,7 +140,8 @@ struct KilnFlashAttentionPass
             grad.getMask() == attention.getMask() &&
             grad.getScale() == attention.getScale() &&
             grad->getBlock() == attention->getBlock() &&
-            attention->isBeforeInBlock(grad) && !llvm::is_contained(grads, grad))
+            attention->isBeforeInBlock(grad) &&
+            !llvm::is_contained(grads, grad))
           grads.push_back(grad);
     for (AttentionGradOp grad : grads) {
       b.setInsertionPoint(grad);
@@ -186,8 +188,8 @@ void createBufferForm(OpBuilder &b, Location loc, FlashAttentionGradOp op,
 
 void kiln::registerFlashAttentionBufferization(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, KilnDialect *) {
-    FlashAttentionOp::attachInterface<
-        LibraryOpBufferization<FlashAttentionOp>>(*context);
+    FlashAttentionOp::attachInterface<LibraryOpBufferization<FlashAttentionOp>>(
+        *context);
     FlashAttentionGradOp::attachInterface<
         LibraryOpBufferization<FlashAttentionGradOp>>(*context);
   });

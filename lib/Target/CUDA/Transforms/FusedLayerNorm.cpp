@@ -12,10 +12,10 @@
 
 #include "kiln/KilnDialect.h"
 #include "kiln/KilnOps.h"
-#include "kiln/Transforms/Utils/BlockOrder.h"
 #include "kiln/Target/CUDA/LayerNorm.h"
-#include "kiln/Transforms/Utils/LibraryOpBufferization.h"
 #include "kiln/Target/CUDA/Passes.h"
+#include "kiln/Transforms/Utils/BlockOrder.h"
+#include "kiln/Transforms/Utils/LibraryOpBufferization.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNFUSEDLAYERNORM
@@ -32,8 +32,7 @@ constexpr int64_t kMaxRows = int64_t(1) << 31;
 
 /// The [rows, cols] matrix an f32 layer norm over `axis..` of `input`
 /// normalizes, when the kernels can take it.
-std::optional<std::pair<int64_t, int64_t>> matrixOf(Value input,
-                                                    int64_t axis) {
+std::optional<std::pair<int64_t, int64_t>> matrixOf(Value input, int64_t axis) {
   auto type = cast<RankedTensorType>(input.getType());
   if (!type.getElementType().isF32() || !type.hasStaticShape())
     return std::nullopt;
@@ -201,8 +200,8 @@ void createBufferForm(OpBuilder &b, Location loc, FusedLayerNormGradOp op,
 
 void kiln::registerFusedLayerNormBufferization(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, KilnDialect *) {
-    FusedLayerNormOp::attachInterface<
-        LibraryOpBufferization<FusedLayerNormOp>>(*context);
+    FusedLayerNormOp::attachInterface<LibraryOpBufferization<FusedLayerNormOp>>(
+        *context);
     FusedLayerNormGradOp::attachInterface<
         LibraryOpBufferization<FusedLayerNormGradOp>>(*context);
   });

@@ -10,9 +10,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/KilnOps.h"
+#include "kiln/Target/CUDA/Passes.h"
 #include "kiln/Transforms/Utils/Buffers.h"
 #include "kiln/Transforms/Utils/Gemm.h"
-#include "kiln/Target/CUDA/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/IRMapping.h"
@@ -26,8 +26,7 @@ using namespace mlir;
 
 namespace {
 
-struct KilnGPUEmulatePass
-    : kiln::impl::KilnGPUEmulateBase<KilnGPUEmulatePass> {
+struct KilnGPUEmulatePass : kiln::impl::KilnGPUEmulateBase<KilnGPUEmulatePass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     llvm::StringMap<func::FuncOp> hostKernels;
@@ -205,8 +204,8 @@ struct KilnGPUEmulatePass
     for (Operation *op : ops) {
       auto forward = dyn_cast<kiln::FlashAttentionOp>(op);
       auto grad = dyn_cast<kiln::FlashAttentionGradOp>(op);
-      bool buffers = forward ? forward.hasBufferSemantics()
-                             : grad.hasBufferSemantics();
+      bool buffers =
+          forward ? forward.hasBufferSemantics() : grad.hasBufferSemantics();
       if (!buffers)
         return op->emitError("must be bufferized before kiln-gpu-emulate");
       OpBuilder b(op);
@@ -230,9 +229,9 @@ struct KilnGPUEmulatePass
         query = grad.getQuery();
         key = grad.getKey();
         mask = grad.getMask();
-        for (Value v : {grad.getQuery(), grad.getKey(), grad.getValue(),
-                        grad.getOut(), grad.getGrad(), grad.getStats(),
-                        grad.getMask()})
+        for (Value v :
+             {grad.getQuery(), grad.getKey(), grad.getValue(), grad.getOut(),
+              grad.getGrad(), grad.getStats(), grad.getMask()})
           args.push_back(address(v));
         for (Value v : grad.getOutputs())
           args.push_back(address(v));
@@ -249,10 +248,9 @@ struct KilnGPUEmulatePass
            {element, shape[0], shape[1], shape[2],
             cast<MemRefType>(key.getType()).getDimSize(2), shape[3],
             maskShape[0], maskShape[1], maskShape[2], int64_t(causal)})
-        args.push_back(arith::ConstantOp::create(
-            b, loc, b.getI64IntegerAttr(value)));
-      double scale =
-          op->getAttrOfType<FloatAttr>("scale").getValueAsDouble();
+        args.push_back(
+            arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(value)));
+      double scale = op->getAttrOfType<FloatAttr>("scale").getValueAsDouble();
       args.push_back(
           arith::ConstantOp::create(b, loc, b.getF64FloatAttr(scale)));
       if (grad)
@@ -291,8 +289,8 @@ struct KilnGPUEmulatePass
       OpBuilder b(op);
       Value out = op.getDpsInits()[0];
       Type element = cast<MemRefType>(out.getType()).getElementType();
-      Value zero = arith::ConstantOp::create(b, op.getLoc(),
-                                             b.getZeroAttr(element));
+      Value zero =
+          arith::ConstantOp::create(b, op.getLoc(), b.getZeroAttr(element));
       linalg::FillOp::create(b, op.getLoc(), zero, out);
       NamedAttrList entries(flags);
       entries.erase("overwrite");
@@ -323,15 +321,15 @@ struct KilnGPUEmulatePass
     b.setInsertionPointToEnd(module.getBody());
     SmallVector<Type> types = {b.getIndexType(), b.getIndexType()};
     llvm::append_range(types, kernel.getArgumentTypes());
-    auto host = func::FuncOp::create(
-        b, kernel.getLoc(), ("emulated_" + kernel.getName()).str(),
-        b.getFunctionType(types, {}));
+    auto host = func::FuncOp::create(b, kernel.getLoc(),
+                                     ("emulated_" + kernel.getName()).str(),
+                                     b.getFunctionType(types, {}));
     host.setPrivate();
     Block *entry = host.addEntryBlock();
     b.setInsertionPointToStart(entry);
     IRMapping mapping;
-    for (auto [from, to] : llvm::zip(kernel.getArguments(),
-                                     entry->getArguments().drop_front(2)))
+    for (auto [from, to] :
+         llvm::zip(kernel.getArguments(), entry->getArguments().drop_front(2)))
       mapping.map(from, to);
     for (Operation &op : kernel.getBody().front()) {
       if (isa<gpu::ReturnOp>(op)) {

@@ -11,9 +11,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/KilnOps.h"
-#include "kiln/Transforms/Utils/Buffers.h"
 #include "kiln/Target/CUDA/GPUKernels.h"
 #include "kiln/Target/CUDA/Passes.h"
+#include "kiln/Transforms/Utils/Buffers.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -25,8 +25,8 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/MapVector.h"
-#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 #include <limits>
 #include <memory>
@@ -191,12 +191,12 @@ std::optional<Launch> describe(gpu::LaunchFuncOp launch) {
     if (isa<gpu::ReturnOp>(op) && op->getParentOp() == kernel)
       return WalkResult::advance();
     return TypeSwitch<Operation *, WalkResult>(op)
-        .Case<gpu::BlockIdOp, gpu::ThreadIdOp, gpu::BlockDimOp,
-              gpu::GridDimOp>([](auto id) {
-          return id.getDimension() == gpu::Dimension::x
-                     ? WalkResult::advance()
-                     : WalkResult::interrupt();
-        })
+        .Case<gpu::BlockIdOp, gpu::ThreadIdOp, gpu::BlockDimOp, gpu::GridDimOp>(
+            [](auto id) {
+              return id.getDimension() == gpu::Dimension::x
+                         ? WalkResult::advance()
+                         : WalkResult::interrupt();
+            })
         .Default([](Operation *) { return WalkResult::interrupt(); });
   });
   if (unsupported.wasInterrupted())
@@ -410,8 +410,7 @@ struct KilnGPUMergeLaunchesPass
     while (SymbolTable::lookupSymbolIn(gpuModule, name));
     auto kernel =
         gpu::GPUFuncOp::create(b, loc, name, b.getFunctionType(types, {}));
-    kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
-                    b.getUnitAttr());
+    kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
     Block &body = kernel.getBody().front();
     b.setInsertionPointToStart(&body);
     auto index = [&](OpBuilder &at, int64_t v) -> Value {
@@ -440,9 +439,8 @@ struct KilnGPUMergeLaunchesPass
       if (start > 0)
         own = arith::SubIOp::create(inner, loc, block, index(inner, start));
       IRMapping mapping;
-      for (auto [operand, argument] :
-           llvm::zip(member.op.getKernelOperands(),
-                     member.kernel.getArguments()))
+      for (auto [operand, argument] : llvm::zip(member.op.getKernelOperands(),
+                                                member.kernel.getArguments()))
         mapping.map(argument, body.getArgument(arguments.lookup(operand)));
       for (Operation &op : member.kernel.getBody().front().without_terminator())
         inner.clone(op, mapping);
@@ -461,7 +459,8 @@ struct KilnGPUMergeLaunchesPass
             TypeSwitch<Operation *, Value>(op)
                 .Case([&](gpu::BlockIdOp) { return own; })
                 .Case([&](gpu::ThreadIdOp) { return thread; })
-                .Case([&](gpu::BlockDimOp) { return index(at, member.threads); })
+                .Case(
+                    [&](gpu::BlockDimOp) { return index(at, member.threads); })
                 .Default([&](Operation *) { return index(at, member.blocks); });
         op->getResult(0).replaceAllUsesWith(replacement);
         op->erase();

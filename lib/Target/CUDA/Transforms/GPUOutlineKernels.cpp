@@ -1,4 +1,5 @@
-//===- GPUOutlineKernels.cpp - kernels as GPU kernels, one thread per point ===//
+//===- GPUOutlineKernels.cpp - kernels as GPU kernels, one thread per point
+//===//
 //
 // The CUDA target runs a step as a list of commands the runtime issues on a
 // stream: kernel launches and library calls, over buffers it knows (the
@@ -11,17 +12,17 @@
 
 #include "kiln/KilnInterfaces.h"
 #include "kiln/KilnOps.h"
-#include "kiln/Transforms/Utils/Buffers.h"
 #include "kiln/Target/CUDA/GPUKernels.h"
-#include "kiln/Transforms/Utils/Gemm.h"
 #include "kiln/Target/CUDA/Passes.h"
+#include "kiln/Transforms/Utils/Buffers.h"
+#include "kiln/Transforms/Utils/Gemm.h"
 
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Linalg/Utils/Utils.h"
+#include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
-#include "mlir/IR/Dominance.h"
 #include "mlir/Transforms/CSE.h"
 #include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -102,13 +103,13 @@ void parallelOver(OpBuilder &b, scf::ForOp at, ArrayRef<scf::ForOp> loops,
 /// a store per term, each waiting for the last. Every element adds the same
 /// terms in the same order as the nest did. Failure when the indices are
 /// not of that form.
-LogicalResult sumInRegisters(ArrayRef<scf::ForOp> loops,
-                             memref::StoreOp store, memref::LoadOp old,
-                             arith::AddFOp add) {
+LogicalResult sumInRegisters(ArrayRef<scf::ForOp> loops, memref::StoreOp store,
+                             memref::LoadOp old, arith::AddFOp add) {
   SmallVector<int64_t> indexedBy;
   for (Value index : store.getIndices()) {
-    auto it = llvm::find_if(
-        loops, [&](scf::ForOp loop) { return loop.getInductionVar() == index; });
+    auto it = llvm::find_if(loops, [&](scf::ForOp loop) {
+      return loop.getInductionVar() == index;
+    });
     if (it != loops.end()) {
       int64_t position = it - loops.begin();
       if (llvm::is_contained(indexedBy, position))
@@ -147,8 +148,8 @@ LogicalResult sumInRegisters(ArrayRef<scf::ForOp> loops,
         b.clone(op, mapping);
       }
       // The operands in the nest's order: the same sums, bit for bit.
-      Value term = mapping.lookupOrDefault(oldFirst ? add.getRhs()
-                                                    : add.getLhs());
+      Value term =
+          mapping.lookupOrDefault(oldFirst ? add.getRhs() : add.getLhs());
       return arith::AddFOp::create(b, add.getLoc(), oldFirst ? partial : term,
                                    oldFirst ? term : partial);
     }
@@ -350,19 +351,19 @@ void carryElementsInRegisters(gpu::GPUFuncOp kernel) {
       Value initial = memref::LoadOp::create(
           rewriter, load.getLoc(), load.getMemRef(), load.getIndices());
       Value stored = store.getValueToStore();
-      FailureOr<LoopLikeOpInterface> carried =
-          loop.replaceWithAdditionalYields(
-              rewriter, initial, /*replaceInitOperandUsesInLoop=*/false,
-              [&](OpBuilder &, Location, ArrayRef<BlockArgument>) {
-                return SmallVector<Value>{stored};
-              });
+      FailureOr<LoopLikeOpInterface> carried = loop.replaceWithAdditionalYields(
+          rewriter, initial, /*replaceInitOperandUsesInLoop=*/false,
+          [&](OpBuilder &, Location, ArrayRef<BlockArgument>) {
+            return SmallVector<Value>{stored};
+          });
       if (failed(carried))
         break;
       loop = cast<scf::ForOp>(carried->getOperation());
       rewriter.replaceOp(load, loop.getRegionIterArgs().back());
       rewriter.setInsertionPointAfter(loop);
-      memref::StoreOp::create(rewriter, store.getLoc(), loop.getResults().back(),
-                              store.getMemRef(), store.getIndices());
+      memref::StoreOp::create(rewriter, store.getLoc(),
+                              loop.getResults().back(), store.getMemRef(),
+                              store.getIndices());
       rewriter.eraseOp(store);
     }
   }
@@ -410,8 +411,7 @@ linalg::FillOp fillBeforeReduction(linalg::GenericOp op, OpOperand *out) {
 /// the buffer holds `value` everywhere when the kernel starts, the loops
 /// start from `value` and the kernel reads nothing of the buffer. False,
 /// changing nothing, when any read is another.
-bool startFromFill(gpu::GPUFuncOp kernel, Value buffer,
-                   TypedAttr value) {
+bool startFromFill(gpu::GPUFuncOp kernel, Value buffer, TypedAttr value) {
   SmallVector<memref::LoadOp> reads;
   WalkResult other = kernel.walk([&](memref::LoadOp load) {
     if (viewRoot(load.getMemRef()) != buffer)
@@ -465,11 +465,9 @@ void serializeUnindexedParallelDims(RewriterBase &rewriter,
     return;
   SmallVector<Attribute> attributes;
   for (utils::IteratorType kind : iterators)
-    attributes.push_back(
-        linalg::IteratorTypeAttr::get(op.getContext(), kind));
-  rewriter.modifyOpInPlace(op, [&] {
-    op.setIteratorTypesAttr(rewriter.getArrayAttr(attributes));
-  });
+    attributes.push_back(linalg::IteratorTypeAttr::get(op.getContext(), kind));
+  rewriter.modifyOpInPlace(
+      op, [&] { op.setIteratorTypesAttr(rewriter.getArrayAttr(attributes)); });
 }
 
 /// `op` with its parallel dimensions before its reductions, each group in
@@ -508,8 +506,8 @@ FailureOr<int64_t> mapToThreads(gpu::GPUFuncOp kernel, int64_t blockSize) {
   if (loops.empty())
     return 1;
   if (loops.size() > 1)
-    return kernel.emitError("kernel has ") << loops.size()
-                                           << " parallel loop nests, not one";
+    return kernel.emitError("kernel has ")
+           << loops.size() << " parallel loop nests, not one";
   scf::ParallelOp loop = loops.front();
   SmallVector<int64_t> lower, counts, steps;
   int64_t points = 1;
@@ -607,8 +605,7 @@ struct KilnGPUOutlineKernelsPass
             }
       int64_t next = 0;
       for (Operation *kernel : kernels)
-        if (!deferred.contains(kernel) &&
-            failed(outline(entry, kernel, next)))
+        if (!deferred.contains(kernel) && failed(outline(entry, kernel, next)))
           return signalPassFailure();
     }
     if (!gpuModule)
@@ -631,8 +628,8 @@ struct KilnGPUOutlineKernelsPass
     std::optional<kiln::GemmDescription> gemm = kiln::describeGemm(op);
     // What cuBLASLt multiplies: f32, f16 or bf16 operands (describeGemm
     // checked that 16-bit ones accumulate into f32 or their own type).
-    Type element = gemm ? cast<MemRefType>(gemm->lhs.getType()).getElementType()
-                        : Type();
+    Type element =
+        gemm ? cast<MemRefType>(gemm->lhs.getType()).getElementType() : Type();
     if (!gemm || (!element.isF32() && !element.isF16() && !element.isBF16())) {
       // A product with a bias gradient cuBLASLt will not compute is the
       // product and the sum again: as one kernel, every thread of a column
@@ -753,8 +750,7 @@ struct KilnGPUOutlineKernelsPass
     gpu::GPUModuleOp module = getOrCreateGPUModule();
     OpBuilder b(module.getBodyRegion());
     b.setInsertionPointToEnd(module.getBody());
-    std::string name =
-        (entry.getName() + "_k" + std::to_string(next++)).str();
+    std::string name = (entry.getName() + "_k" + std::to_string(next++)).str();
     if (std::string label = kiln::kernelLabelOf(kernel->getLoc());
         !label.empty())
       name += "_" + label;
@@ -815,8 +811,7 @@ struct KilnGPUOutlineKernelsPass
         TypedAttr value;
         matchPattern(fill.getDpsInputs()[0], m_Constant(&value));
         SmallVector<Operation *> chain;
-        FailureOr<Value> root =
-            traceToRoot(kernel->getOperand(operand), chain);
+        FailureOr<Value> root = traceToRoot(kernel->getOperand(operand), chain);
         if (succeeded(root) &&
             startFromFill(function, mapping.lookup(*root), value))
           fill.erase();
@@ -833,9 +828,9 @@ struct KilnGPUOutlineKernelsPass
     // Whole warps, except for kernels of fewer points (a kernel without
     // parallel loops runs on exactly one thread).
     int64_t threads =
-        *points < 32 ? *points
-                     : std::min<int64_t>(blockSize,
-                                         llvm::alignTo(*points, int64_t(32)));
+        *points < 32
+            ? *points
+            : std::min<int64_t>(blockSize, llvm::alignTo(*points, int64_t(32)));
     int64_t blocks = llvm::divideCeil(*points, threads);
     if (blocks > std::numeric_limits<int32_t>::max())
       return kernel->emitError("kernel needs ")
@@ -848,8 +843,7 @@ struct KilnGPUOutlineKernelsPass
       return arith::ConstantIndexOp::create(host, loc, v).getResult();
     };
     Value one = index(1);
-    gpu::LaunchFuncOp::create(host, loc, launched,
-                              {index(blocks), one, one},
+    gpu::LaunchFuncOp::create(host, loc, launched, {index(blocks), one, one},
                               {index(threads), one, one},
                               /*dynamicSharedMemorySize=*/Value(), arguments);
     kernel->erase();

@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Transforms/Utils/Gemm.h"
 #include "kiln/Target/CUDA/Passes.h"
+#include "kiln/Transforms/Utils/Gemm.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -32,7 +32,8 @@ namespace {
 linalg::GenericOp biasableProduct(Value v) {
   tensor::ExpandShapeOp expand;
   linalg::GenericOp product = kiln::zeroFilledProduct(v, expand);
-  if (!product || !getElementTypeOrSelf(product.getResult(0).getType()).isF32() ||
+  if (!product ||
+      !getElementTypeOrSelf(product.getResult(0).getType()).isF32() ||
       (expand && expand.getReassociationIndices().back().size() != 1))
     return {};
   return product;
@@ -41,15 +42,14 @@ linalg::GenericOp biasableProduct(Value v) {
 /// Whether `map` reads a vector along the last of its loops.
 bool isLastDimVector(AffineMap map) {
   return map.getNumResults() == 1 && map.getNumDims() > 0 &&
-         map.getResult(0) == getAffineDimExpr(map.getNumDims() - 1,
-                                              map.getContext());
+         map.getResult(0) ==
+             getAffineDimExpr(map.getNumDims() - 1, map.getContext());
 }
 
 struct KilnGemmBiasPass : kiln::impl::KilnGemmBiasBase<KilnGemmBiasPass> {
   void runOnOperation() override {
     SmallVector<linalg::GenericOp> consumers;
-    getOperation().walk(
-        [&](linalg::GenericOp op) { consumers.push_back(op); });
+    getOperation().walk([&](linalg::GenericOp op) { consumers.push_back(op); });
     DominanceInfo dominance(getOperation());
     for (linalg::GenericOp op : consumers)
       if (succeeded(fold(op, dominance)))
@@ -124,11 +124,11 @@ struct KilnGemmBiasPass : kiln::impl::KilnGemmBiasBase<KilnGemmBiasPass> {
     Location loc = product.getLoc();
     auto type = cast<RankedTensorType>(product.getResult(0).getType());
     int64_t rank = type.getRank();
-    Value empty = tensor::EmptyOp::create(b, loc, type.getShape(),
-                                          type.getElementType());
+    Value empty =
+        tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
     MLIRContext *context = b.getContext();
-    AffineMap vector = AffineMap::get(
-        rank, 0, getAffineDimExpr(rank - 1, context), context);
+    AffineMap vector =
+        AffineMap::get(rank, 0, getAffineDimExpr(rank - 1, context), context);
     SmallVector<utils::IteratorType> parallel(rank,
                                               utils::IteratorType::parallel);
     auto broadcast = linalg::GenericOp::create(

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Transforms/Utils/BlockOrder.h"
 #include "kiln/Target/CUDA/Passes.h"
+#include "kiln/Transforms/Utils/BlockOrder.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -57,8 +57,7 @@ Value summedOverRows(linalg::GenericOp op) {
   Block *body = op.getBody();
   auto yield = cast<linalg::YieldOp>(body->getTerminator());
   auto add = yield.getValues()[0].getDefiningOp<arith::AddFOp>();
-  if (!add || add->getBlock() != body ||
-      body->getOperations().size() != 2)
+  if (!add || add->getBlock() != body || body->getOperations().size() != 2)
     return {};
   Value element = body->getArgument(0), acc = body->getArgument(1);
   if (!((add.getLhs() == element && add.getRhs() == acc) ||
@@ -106,8 +105,7 @@ linalg::GenericOp productOverRows(Value rows, bool &ofLhs) {
     // (A product with a bias gradient already has two outputs.)
     if (!flags || !product.hasPureTensorSemantics() ||
         product.getNumDpsInputs() != 2 || product.getNumDpsInits() != 1 ||
-        product.getNumLoops() != 3 ||
-        !isZeroFilled(product.getDpsInits()[0]))
+        product.getNumLoops() != 3 || !isZeroFilled(product.getDpsInits()[0]))
       continue;
     auto outType = cast<RankedTensorType>(product.getResult(0).getType());
     if (!outType.getElementType().isF32() || !outType.hasStaticShape() ||
@@ -180,8 +178,7 @@ struct KilnGemmBiasGradPass
                                           vectorType.getElementType());
     Value zero = arith::ConstantOp::create(
         b, loc, b.getZeroAttr(vectorType.getElementType()));
-    Value vectorInit =
-        linalg::FillOp::create(b, loc, zero, empty).getResult(0);
+    Value vectorInit = linalg::FillOp::create(b, loc, zero, empty).getResult(0);
     Value outInit = product.getDpsInits()[0];
     if (at == sum.getOperation()) {
       // The product's zero fill, remade here in case it came later.
@@ -209,9 +206,9 @@ struct KilnGemmBiasGradPass
     // is 0.
     Value element = body->getArgument(ofLhs ? 0 : 1);
     Value index = linalg::IndexOp::create(nb, loc, other);
-    Value first = arith::CmpIOp::create(
-        nb, loc, arith::CmpIPredicate::eq, index,
-        arith::ConstantIndexOp::create(nb, loc, 0));
+    Value first =
+        arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::eq, index,
+                              arith::ConstantIndexOp::create(nb, loc, 0));
     Value term = arith::SelectOp::create(
         nb, loc, first, element,
         arith::ConstantOp::create(nb, loc, nb.getZeroAttr(acc.getType())));

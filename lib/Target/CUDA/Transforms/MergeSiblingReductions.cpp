@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Transforms/Utils/BlockOrder.h"
 #include "kiln/Target/CUDA/Passes.h"
+#include "kiln/Transforms/Utils/BlockOrder.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -144,8 +144,8 @@ struct KilnMergeSiblingReductionsPass
     unsigned earlierInits = earlier.getNumDpsInits();
     SmallVector<Value> yielded;
     b.setInsertionPointToStart(body);
-    for (auto [index, op] : llvm::enumerate(
-             SmallVector<linalg::GenericOp>{earlier, later})) {
+    for (auto [index, op] :
+         llvm::enumerate(SmallVector<linalg::GenericOp>{earlier, later})) {
       IRMapping mapping;
       Block *old = op.getBody();
       unsigned inputBase = index == 0 ? 0 : earlierInputs;

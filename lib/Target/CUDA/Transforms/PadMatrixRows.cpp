@@ -40,8 +40,7 @@ OpOperand *emptyBehind(Value v) {
         linalgOp && linalgOp.hasPureTensorSemantics()) {
       use = linalgOp.getDpsInitOperand(cast<OpResult>(v).getResultNumber());
     } else if (auto expand = dyn_cast<tensor::ExpandShapeOp>(def);
-               expand &&
-               keepsLastDimension(expand.getReassociationIndices())) {
+               expand && keepsLastDimension(expand.getReassociationIndices())) {
       use = &expand.getSrcMutable();
     } else if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(def);
                collapse &&
@@ -111,8 +110,7 @@ struct KilnPadMatrixRowsPass
         products.push_back(op);
     });
     for (linalg::GenericOp product : products)
-      for (Value matrix : {product.getDpsInputs()[0],
-                           product.getDpsInputs()[1],
+      for (Value matrix : {product.getDpsInputs()[0], product.getDpsInputs()[1],
                            product.getDpsInits()[0]})
         pad(matrix);
   }
@@ -145,14 +143,14 @@ struct KilnPadMatrixRowsPass
     for (int64_t d = static_cast<int64_t>(padded.size()) - 2; d >= 0; --d)
       strides[d] = strides[d + 1] * padded[d + 1];
     MLIRContext *context = &getContext();
-    auto view = MemRefType::get(emptyType.getShape(),
-                                emptyType.getElementType(),
-                                StridedLayoutAttr::get(context, 0, strides));
+    auto view =
+        MemRefType::get(emptyType.getShape(), emptyType.getElementType(),
+                        StridedLayoutAttr::get(context, 0, strides));
 
     OpBuilder b(empty);
     Location loc = empty.getLoc();
-    auto whole = tensor::EmptyOp::create(b, loc, padded,
-                                         emptyType.getElementType());
+    auto whole =
+        tensor::EmptyOp::create(b, loc, padded, emptyType.getElementType());
     int64_t rank = emptyType.getRank();
     SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)),
         ones(rank, b.getIndexAttr(1)), sizes;

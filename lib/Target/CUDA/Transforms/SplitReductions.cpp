@@ -68,9 +68,8 @@ Operation *combiner(linalg::GenericOp op, double &identity) {
 /// `combine`'s kind of op on `x` and `y`.
 Value recombine(OpBuilder &b, Location loc, Operation *combine, Value x,
                 Value y) {
-  OperationState state(loc, combine->getName().getStringRef(),
-                       ValueRange{x, y}, TypeRange{x.getType()},
-                       combine->getAttrs());
+  OperationState state(loc, combine->getName().getStringRef(), ValueRange{x, y},
+                       TypeRange{x.getType()}, combine->getAttrs());
   return b.create(state)->getResult(0);
 }
 
@@ -93,9 +92,9 @@ void replaceByTwoStages(OpBuilder &b, linalg::GenericOp op, Operation *combine,
   SmallVector<utils::IteratorType> partialIterators(
       maps.front().getNumDims() - 1, utils::IteratorType::parallel);
   partialIterators.push_back(utils::IteratorType::reduction);
-  auto partial = linalg::GenericOp::create(
-      b, loc, TypeRange{starts.getType()}, inputs, ValueRange{starts}, maps,
-      partialIterators);
+  auto partial =
+      linalg::GenericOp::create(b, loc, TypeRange{starts.getType()}, inputs,
+                                ValueRange{starts}, maps, partialIterators);
   IRMapping mapping;
   op.getRegion().cloneInto(&partial.getRegion(), mapping);
   SmallVector<utils::IteratorType> finalIterators(
@@ -103,8 +102,8 @@ void replaceByTwoStages(OpBuilder &b, linalg::GenericOp op, Operation *combine,
   finalIterators.push_back(utils::IteratorType::reduction);
   auto total = linalg::GenericOp::create(
       b, loc, op.getResultTypes(), ValueRange{partial.getResult(0)},
-      op.getDpsInits(), ArrayRef<AffineMap>{partialMap, outMap},
-      finalIterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {
+      op.getDpsInits(), ArrayRef<AffineMap>{partialMap, outMap}, finalIterators,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
         linalg::YieldOp::create(
             nb, nloc,
             ValueRange{recombine(nb, nloc, combine, args[1], args[0])});
@@ -119,7 +118,8 @@ struct KilnSplitReductionsPass
 
   void runOnOperation() override {
     SmallVector<linalg::GenericOp> candidates;
-    getOperation().walk([&](linalg::GenericOp op) { candidates.push_back(op); });
+    getOperation().walk(
+        [&](linalg::GenericOp op) { candidates.push_back(op); });
     for (linalg::GenericOp op : candidates) {
       // Matrix products go to the library whole.
       if (op->hasAttr("kiln.matmul"))
@@ -240,8 +240,7 @@ struct KilnSplitReductionsPass
   int64_t groups(int64_t rows, int64_t columns) {
     if (columns >= maxThreads || rows < 2 * minRows)
       return 1;
-    for (int64_t f = std::min(rows / minRows, maxThreads / columns); f > 1;
-         --f)
+    for (int64_t f = std::min(rows / minRows, maxThreads / columns); f > 1; --f)
       if (rows % f == 0)
         return f;
     return 1;

@@ -64,8 +64,8 @@ enum class SectionKind : uint32_t {
   CudaPtx = 5,
 };
 
-/// "manifest", "weights", "cpu code", "cuda cubin", "cuda ptx"; nullptr for a kind this version does
-/// not know.
+/// "manifest", "weights", "cpu code", "cuda cubin", "cuda ptx"; nullptr for a
+/// kind this version does not know.
 const char *sectionKindName(uint32_t kind);
 
 /// Whether sections of `kind` hold a target's code.
