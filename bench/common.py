@@ -59,7 +59,7 @@ def add_common_arguments(parser):
 
 def default_coretype():
     """What Kiln's runtime sets when OPENBLAS_CORETYPE is unset
-    (runtime/src/CpuCode.cpp): OpenBLAS 0.3.21 falls back to slow generic
+    (runtime/src/cpu/CpuCode.cpp): OpenBLAS 0.3.21 falls back to slow generic
     kernels on CPUs newer than itself, and the peer must not be left there."""
     if os.environ.get("OPENBLAS_CORETYPE"):
         return os.environ["OPENBLAS_CORETYPE"]

@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "TestBundles.h"
-#include "kiln/collectives.h"
+#include "kiln/abi/collectives.h"
 #include "kiln/runtime.h"
 #include "kiln/runtime/BundleReader.h"
 

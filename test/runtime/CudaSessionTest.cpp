@@ -21,8 +21,8 @@
 
 #include "OpenWrittenBundle.h"
 #include "TestBundles.h"
-#include "kiln/attention.h"
-#include "kiln/layer_norm.h"
+#include "kiln/abi/attention.h"
+#include "kiln/abi/layer_norm.h"
 #include "kiln/runtime.h"
 
 #include <gtest/gtest.h>
@@ -672,7 +672,7 @@ void openPtxSession(void (*build)(BundleWriter &,
 }
 
 /// The attention bundle's entry points on the GPU against the runtime's
-/// host version of its kernels (kiln/attention.h), with bf16 rounding's
+/// host version of its kernels (kiln/abi/attention.h), with bf16 rounding's
 /// tolerance: they add the same terms in other orders.
 TEST(CudaAttention, MatchesTheHostVersion) {
   kiln_bundle_t *bundle = nullptr;
@@ -819,7 +819,7 @@ double unitInTheLastPlace(double v, bool bf16) {
 }
 
 /// The layer-norm bundle's entry points on the GPU against the runtime's
-/// host version of its kernels (kiln/layer_norm.h): f32 results within
+/// host version of its kernels (kiln/abi/layer_norm.h): f32 results within
 /// 1e-5 of the largest magnitude (the warps sum in a tree, the host in
 /// order), 16-bit outputs within one unit in their last place, a residual's
 /// sum (one f32 add) to the bit. The backward runs twice, directly and then

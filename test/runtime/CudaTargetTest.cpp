@@ -8,9 +8,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CudaImages.h"
 #include "OpenWrittenBundle.h"
 #include "TestBundles.h"
+#include "bundle/CudaImages.h"
 #include "kiln/runtime.h"
 
 #include <gtest/gtest.h>

@@ -13,7 +13,7 @@
 
 #include "cuda/FlashAttention.h"
 #include "HostBarrier.h"
-#include "kiln/attention.h"
+#include "kiln/abi/attention.h"
 
 #include <gtest/gtest.h>
 
@@ -331,7 +331,7 @@ public:
             [&](HostCtx &ctx) { forward<T, D>(ctx, p); });
   }
 
-  /// The host version (kiln/attention.h), which takes dense tensors.
+  /// The host version (kiln/abi/attention.h), which takes dense tensors.
   void runHost() {
     if (c.misaligned)
       std::abort();

@@ -1,6 +1,6 @@
 //===- LayerNormTest.cpp - the layer-norm kernels and their host version --===//
 //
-// The host version of the layer-norm kernels (kiln/layer_norm.h), and the
+// The host version of the layer-norm kernels (kiln/abi/layer_norm.h), and the
 // kernels of runtime/src/cuda/LayerNorm.h themselves run on the host, each
 // thread of a block a thread of its own with real barriers for
 // __syncthreads and the warp's shuffles, checked against layer
@@ -19,7 +19,7 @@
 #include "cuda/LayerNorm.h"
 #include "HostBarrier.h"
 #include "TestBundles.h"
-#include "kiln/layer_norm.h"
+#include "kiln/abi/layer_norm.h"
 
 #include <gtest/gtest.h>
 
@@ -102,7 +102,7 @@ void runGrid(int64_t blocks, int sharedBytes, Kernel kernel) {
 
 enum class Output { F32, BF16, F16 };
 
-/// kiln/layer_norm.h's `output_element`.
+/// kiln/abi/layer_norm.h's `output_element`.
 int64_t outputElement(Output type) {
   return type == Output::BF16 ? 1 : type == Output::F16 ? 2 : 0;
 }

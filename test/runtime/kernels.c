@@ -3,7 +3,7 @@
 // Compiled at test time with the system C compiler into a shared object.
 #include <stdint.h>
 
-// The collectives of libkilnrt (kiln/collectives.h), which loads this code.
+// The collectives of libkilnrt (kiln/abi/collectives.h), which loads this code.
 int64_t kiln_collective_all_reduce_mean_f32_begin(float *data, int64_t count);
 void kiln_collective_wait(int64_t request);
 

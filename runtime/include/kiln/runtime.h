@@ -426,7 +426,7 @@ typedef struct kiln_distributed_info_t {
   const char *backend;
 } kiln_distributed_info_t;
 
-/* Sets up the process-wide communicator that kiln/collectives.h (called by
+/* Sets up the process-wide communicator that kiln/abi/collectives.h (called by
  * steps compiled with kilnc --data-parallel), kiln_distributed_barrier and
  * kiln_distributed_all_reduce_f64 use, and says where this process stands.
  * When an MPI launcher started the process (mpirun or srun: the environment

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Backend.h"
 #include "CudaSession.h"
+#include "core/Backend.h"
 
 #include <exception>
 #include <new>

@@ -3,7 +3,7 @@
 #include "CudaSession.h"
 
 #include "CudaErrors.h"
-#include "CudaImages.h"
+#include "bundle/CudaImages.h"
 #include "kiln/runtime/BundleFormat.h"
 #include "kiln/runtime/ElementType.h"
 #include "kiln/runtime/Manifest.h"

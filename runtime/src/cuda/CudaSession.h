@@ -25,13 +25,13 @@
 #define KILN_RUNTIME_SRC_CUDA_CUDASESSION_H
 
 #include "Attention.h"
-#include "Backend.h"
-#include "ExternalParameters.h"
-#include "FixedParameters.h"
 #include "Gemm.h"
 #include "LayerNormPlan.h"
 #include "Profile.h"
-#include "TensorBinding.h"
+#include "core/Backend.h"
+#include "core/ExternalParameters.h"
+#include "core/FixedParameters.h"
+#include "core/TensorBinding.h"
 #include "kiln/runtime/bundle.pb.h"
 
 #include <cublasLt.h>

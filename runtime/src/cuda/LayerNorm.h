@@ -25,7 +25,7 @@
 // and block's indices, shared memory, the block's barrier and the warp's
 // shuffle, as FlashAttention.h's are: LayerNorm.cu gives them the GPU's,
 // and a test runs every thread of a block on the host. The host version
-// (kiln/layer_norm.h) does the same arithmetic with sequential sums.
+// (kiln/abi/layer_norm.h) does the same arithmetic with sequential sums.
 //
 //===----------------------------------------------------------------------===//
 

@@ -442,7 +442,7 @@ def KilnGPUEmulate : Pass<"kiln-gpu-emulate", "mlir::ModuleOp"> {
     mean what linalg ops mean for whatever lowers them on the CPU. The
     buffer forms of `kiln.flash_attention` and its gradient become calls
     into the runtime's host version of the tensor-core kernels
-    (kiln/attention.h) on the same buffers.
+    (kiln/abi/attention.h) on the same buffers.
   }];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::scf::SCFDialect",

@@ -116,7 +116,7 @@ struct KilnGPUEmulatePass : kiln::impl::KilnGPUEmulateBase<KilnGPUEmulatePass> {
     op->erase();
   }
 
-  /// How kiln/layer_norm.h names the element type of `buffer`: 0 f32 (or
+  /// How kiln/abi/layer_norm.h names the element type of `buffer`: 0 f32 (or
   /// no buffer), 1 bf16, 2 f16.
   static int64_t elementCode(Value buffer) {
     if (!buffer)
@@ -126,7 +126,7 @@ struct KilnGPUEmulatePass : kiln::impl::KilnGPUEmulateBase<KilnGPUEmulatePass> {
   }
 
   /// The layer-norm kernels' commands become calls into the runtime's host
-  /// version of them (kiln/layer_norm.h), on the same buffers.
+  /// version of them (kiln/abi/layer_norm.h), on the same buffers.
   LogicalResult callHostLayerNorms() {
     ModuleOp module = getOperation();
     SmallVector<Operation *> ops;
@@ -149,7 +149,7 @@ struct KilnGPUEmulatePass : kiln::impl::KilnGPUEmulateBase<KilnGPUEmulatePass> {
       // type (and its copy with that one's type, if it has one), or the
       // gradient's input, scale, grad, accumulate, its four results and its
       // rounded input gradient with that one's type; then the shape and
-      // epsilon (kiln/layer_norm.h).
+      // epsilon (kiln/abi/layer_norm.h).
       SmallVector<Value> args;
       Value input, copy;
       if (forward) {
@@ -192,7 +192,7 @@ struct KilnGPUEmulatePass : kiln::impl::KilnGPUEmulateBase<KilnGPUEmulatePass> {
   }
 
   /// The tensor-core attention kernels' commands become calls into the
-  /// runtime's host version of them (kiln/attention.h), on the same
+  /// runtime's host version of them (kiln/abi/attention.h), on the same
   /// buffers.
   LogicalResult callHostAttention() {
     ModuleOp module = getOperation();

@@ -3,7 +3,7 @@
 #include "kiln/runtime/Manifest.h"
 
 // The rows of a block of the layer-norm backward's partial sums.
-#include "kiln/layer_norm.h"
+#include "kiln/abi/layer_norm.h"
 
 #include <algorithm>
 #include <cmath>

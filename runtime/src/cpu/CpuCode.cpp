@@ -1,9 +1,9 @@
 //===- CpuCode.cpp - a target's ELF shared object, loaded -----------------===//
 
-#include "CpuCode.h"
+#include "cpu/CpuCode.h"
 
-#include "MappedFile.h"
-#include "kiln/collectives.h"
+#include "bundle/MappedFile.h"
+#include "kiln/abi/collectives.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -54,7 +54,7 @@ Status checkElf(ByteSpan image, const std::string &what) {
 }
 
 /// Steps compiled with kilnc --data-parallel call libkilnrt's collectives
-/// (kiln/collectives.h) by name, and the loader resolves them only against
+/// (kiln/abi/collectives.h) by name, and the loader resolves them only against
 /// libraries in the global scope. A program linked with libkilnrt has it
 /// there; one that loaded it with dlopen(RTLD_LOCAL), as Python's ctypes
 /// does, has not: promote it once. The handle is kept, so it stays loaded.

@@ -2,7 +2,7 @@
 
 #include "kiln/runtime/Npy.h"
 
-#include "NpyStream.h"
+#include "io/NpyStream.h"
 
 #include <zip.h>
 

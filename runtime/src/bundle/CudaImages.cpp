@@ -1,6 +1,6 @@
 //===- CudaImages.cpp - which CUDA code image a device runs ---------------===//
 
-#include "CudaImages.h"
+#include "bundle/CudaImages.h"
 
 #include <cctype>
 

@@ -1,6 +1,6 @@
 //===- Session.cpp - a bundle made ready to run on the CPU ----------------===//
 
-#include "Session.h"
+#include "core/Session.h"
 
 #include "kiln/runtime/Manifest.h"
 

@@ -2,16 +2,16 @@
 //
 // One communicator per process: a single rank, which makes no MPI call at
 // all, or MPI (a duplicate of MPI_COMM_WORLD with MPI_ERRORS_RETURN). The
-// collectives compiled steps call (kiln/collectives.h) start nonblocking
+// collectives compiled steps call (kiln/abi/collectives.h) start nonblocking
 // all-reduces whose requests live in a table the communicator owns; every
 // wait polls with MPI_Test up to the collective timeout, so a rank whose
 // peer failed or hung ends with a message instead of waiting forever.
 //
 //===----------------------------------------------------------------------===//
 
-#include "Collectives.h"
+#include "collectives/Collectives.h"
 
-#include "kiln/collectives.h"
+#include "kiln/abi/collectives.h"
 
 #include <mpi.h>
 

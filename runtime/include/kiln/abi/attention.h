@@ -1,4 +1,4 @@
-/*===- kiln/attention.h - the host version of the CUDA attention kernels --===*
+/*===- kiln/abi/attention.h - the host CUDA attention kernels ------*- C -*-===*
  *
  * CPU bundles compiled with `kilnc --emulate-cuda` stand for the CUDA
  * target on the host: where the CUDA target runs its tensor-core attention

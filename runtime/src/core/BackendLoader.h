@@ -10,7 +10,7 @@
 #ifndef KILN_RUNTIME_SRC_BACKENDLOADER_H
 #define KILN_RUNTIME_SRC_BACKENDLOADER_H
 
-#include "Backend.h"
+#include "core/Backend.h"
 #include "kiln/runtime/BundleReader.h"
 
 #include <memory>

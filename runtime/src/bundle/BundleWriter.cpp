@@ -4,7 +4,7 @@
 
 #include "kiln/runtime/Manifest.h"
 
-#include "MappedFile.h"
+#include "bundle/MappedFile.h"
 #include <atomic>
 
 #include <cerrno>

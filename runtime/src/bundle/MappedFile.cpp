@@ -1,6 +1,6 @@
 //===- MappedFile.cpp - a file mapped read-only into memory ---------------===//
 
-#include "MappedFile.h"
+#include "bundle/MappedFile.h"
 
 #include <cerrno>
 #include <cstring>

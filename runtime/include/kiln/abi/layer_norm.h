@@ -1,4 +1,4 @@
-/*===- kiln/layer_norm.h - the host version of the CUDA layer-norm kernels -===*
+/*===- kiln/abi/layer_norm.h - the host CUDA layer-norm kernels ----*- C -*-===*
  *
  * CPU bundles compiled with `kilnc --emulate-cuda` stand for the CUDA
  * target on the host: where the CUDA target runs its layer-norm kernels

@@ -1,6 +1,6 @@
 //===- NpyStream.cpp - where .npy bytes are read from ---------------------===//
 
-#include "NpyStream.h"
+#include "io/NpyStream.h"
 
 #include <cerrno>
 #include <cstring>

@@ -8,11 +8,11 @@
 
 #include "kiln/runtime.h"
 
-#include "BackendLoader.h"
-#include "Collectives.h"
-#include "CudaImages.h"
-#include "IndexChecks.h"
-#include "Session.h"
+#include "bundle/CudaImages.h"
+#include "collectives/Collectives.h"
+#include "core/BackendLoader.h"
+#include "core/IndexChecks.h"
+#include "core/Session.h"
 #include "kiln/runtime/BundleReader.h"
 #include "kiln/runtime/Manifest.h"
 

@@ -1,6 +1,6 @@
 //===- TensorBinding.cpp - a run's tensors against its entry point --------===//
 
-#include "TensorBinding.h"
+#include "core/TensorBinding.h"
 
 #include "kiln/runtime/Manifest.h"
 

@@ -1,13 +1,13 @@
 //===- FlashAttentionHost.cpp - the attention kernels' host version -------===//
 //
-// kiln/attention.h: what the tensor-core attention kernels compute, row by
+// kiln/abi/attention.h: what the tensor-core attention kernels compute, row by
 // row, for bundles that emulate the CUDA target on the CPU. The statistics
 // and delta mean what the kernels' do, so an emulated step hands them from
 // the forward to the backward as the GPU's does.
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/attention.h"
+#include "kiln/abi/attention.h"
 
 #include "cuda/FlashAttention.h"
 

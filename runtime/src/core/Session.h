@@ -3,12 +3,12 @@
 #ifndef KILN_RUNTIME_SRC_SESSION_H
 #define KILN_RUNTIME_SRC_SESSION_H
 
-#include "Backend.h"
-#include "CpuCode.h"
-#include "ExternalParameters.h"
-#include "FixedParameters.h"
-#include "MappedFile.h"
-#include "TensorBinding.h"
+#include "bundle/MappedFile.h"
+#include "core/Backend.h"
+#include "core/ExternalParameters.h"
+#include "core/FixedParameters.h"
+#include "core/TensorBinding.h"
+#include "cpu/CpuCode.h"
 #include "kiln/runtime.h"
 #include "kiln/runtime/BundleReader.h"
 #include "kiln/runtime/Bytes.h"

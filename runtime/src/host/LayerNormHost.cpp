@@ -1,6 +1,6 @@
 //===- LayerNormHost.cpp - the layer-norm kernels' host version -----------===//
 //
-// kiln/layer_norm.h: what the layer-norm kernels compute, one row at a time
+// kiln/abi/layer_norm.h: what the layer-norm kernels compute, one row at a time
 // with f32 sums, for bundles that emulate the CUDA target on the CPU. The
 // row statistics are summed in column order where the kernels' warps sum in
 // a tree, so the two agree within f32 rounding; the backward's partial sums
@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/layer_norm.h"
+#include "kiln/abi/layer_norm.h"
 
 #include "cuda/LayerNorm.h"
 

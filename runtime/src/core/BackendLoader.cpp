@@ -1,8 +1,8 @@
 //===- BackendLoader.cpp - sessions in backend libraries ------------------===//
 
-#include "BackendLoader.h"
+#include "core/BackendLoader.h"
 
-#include "Collectives.h"
+#include "collectives/Collectives.h"
 
 #include <cstdio>
 #include <cstring>

@@ -2,7 +2,7 @@
 
 #include "kiln/runtime/BundleReader.h"
 
-#include "MappedFile.h"
+#include "bundle/MappedFile.h"
 #include "kiln/runtime/Manifest.h"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-/*===- kiln/collectives.h - collectives compiled training steps call ------===*
+/*===- kiln/abi/collectives.h - collectives compiled steps call ----*- C -*-===*
  *
  * The functions a step compiled with `kilnc --data-parallel` calls to
  * average its gradients across ranks. libkilnrt exports them; the step's CPU

@@ -1,6 +1,6 @@
 //===- IndexChecks.cpp - the index counts compiled steps return -----------===//
 
-#include "IndexChecks.h"
+#include "core/IndexChecks.h"
 
 #include <cstring>
 

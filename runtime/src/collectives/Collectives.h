@@ -1,8 +1,8 @@
 //===- Collectives.h - the process-wide communicator ------------*- C++ -*-===//
 //
 // What the distributed part of the C API (kiln_distributed_*), the
-// collectives compiled steps call (kiln/collectives.h) and the backends that
-// set up their own device communicators (BackendHost) share: one
+// collectives compiled steps call (kiln/abi/collectives.h) and the backends
+// that set up their own device communicators (BackendHost) share: one
 // communicator per process, a single rank (no MPI call at all) or MPI.
 //
 //===----------------------------------------------------------------------===//
