@@ -1,7 +1,8 @@
 //===- Compile.cpp - the compilation pipeline -----------------------------===//
 //
-// kiln IR -> decomposed core ops -> linalg on tensors (fused) -> buffers ->
-// BLAS calls and one planned arena -> LLVM -> a shared object.
+// The compile pipeline of each target (lib/Compiler/Pipelines.cpp) on the
+// imported module, the entry points' signatures and arguments read from
+// it, then each target's code generator.
 //
 //===----------------------------------------------------------------------===//
 
@@ -9,20 +10,10 @@
 #include "kiln/Compiler/Pipelines.h"
 #include "kiln/Target/Support.h"
 
-#include "kiln/Conversion/Passes.h"
 #include "kiln/KilnOps.h"
-#include "kiln/Target/CPU/Passes.h"
-#include "kiln/Target/CUDA/Passes.h"
-#include "kiln/Transforms/Passes.h"
-#include "kiln/Transforms/Training/Passes.h"
 
-#include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
-#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
 using kiln::makeError;

@@ -214,7 +214,7 @@ void kiln::buildBufferPipeline(OpPassManager &pm,
     pm.addPass(kiln::createKilnLowerCollectives());
   // The CPU target's bundle that runs the CUDA target's kernels: their
   // outlining for the CPU, its products through BLAS.
-  if (forCpu == false && options.emulateCuda) {
+  if (!forCpu && options.emulateCuda) {
     pm.addPass(kiln::createKilnGPUOutlineKernels());
     pm.addPass(kiln::createKilnGPUMergeLaunches());
     pm.addPass(kiln::createKilnGPUEmulate());
@@ -562,43 +562,43 @@ Expected<kiln::CompileOptions> kiln::parseCompileOptions(StringRef text) {
 // Registration
 //===----------------------------------------------------------------------===//
 
-void kiln::registerPipelines() {
-  auto noOptionHelp =
-      [](llvm::function_ref<void(const mlir::detail::PassOptions &)>) {};
-  std::string trainingKeys, compileKeys;
-  for (const auto &field : kTrainingFields)
-    trainingKeys += std::string(" ") + field.key;
-  for (const auto &field : kCompileFields)
-    compileKeys += std::string(" ") + field.key;
+namespace {
+
+/// Registers a pipeline whose textual options `parse` reads (the keys of
+/// `fields`, listed in its description) and `build` turns into passes.
+template <typename Text, typename Options>
+void registerPipeline(StringRef name, const std::string &description,
+                      llvm::ArrayRef<Field<Text>> fields,
+                      Expected<Options> (*parse)(StringRef),
+                      void (*build)(OpPassManager &, const Options &)) {
+  std::string keys;
+  for (const Field<Text> &field : fields)
+    keys += std::string(" ") + field.key;
   registerPassPipeline(
+      name, description + "; options:" + keys + ")",
+      [name = name.str(), parse,
+       build](OpPassManager &pm, StringRef text,
+              llvm::function_ref<LogicalResult(const llvm::Twine &)> error) {
+        Expected<Options> options = parse(text);
+        if (!options)
+          return error(name + ": " + llvm::toString(options.takeError()));
+        build(pm, *options);
+        return success();
+      },
+      [](llvm::function_ref<void(const mlir::detail::PassOptions &)>) {});
+}
+
+} // namespace
+
+void kiln::registerPipelines() {
+  registerPipeline<TrainingOptions, TrainingOptions>(
       "kiln-train-pipeline",
       "What kilnc runs on the imported model for a training step or "
-      "gradients (\"optimizer=adamw lr=0.001 ...\", kilnc's training flags; "
-      "options:" +
-          trainingKeys + ")",
-      [](OpPassManager &pm, StringRef text,
-         llvm::function_ref<LogicalResult(const llvm::Twine &)> error) {
-        auto options = parseTrainingOptions(text);
-        if (!options)
-          return error("kiln-train-pipeline: " +
-                       llvm::toString(options.takeError()));
-        buildTrainingPipeline(pm, *options);
-        return success();
-      },
-      noOptionHelp);
-  registerPassPipeline(
+      "gradients (\"optimizer=adamw lr=0.001 ...\", kilnc's training flags",
+      kTrainingFields, parseTrainingOptions, buildTrainingPipeline);
+  registerPipeline<CompileText, CompileOptions>(
       "kiln-compile-pipeline",
       "What kilnc runs to compile the model for one target, up to its code "
-      "generator (\"target=cpu\" or \"target=cuda amp=bf16 ...\"; options:" +
-          compileKeys + ")",
-      [](OpPassManager &pm, StringRef text,
-         llvm::function_ref<LogicalResult(const llvm::Twine &)> error) {
-        auto options = parseCompileOptions(text);
-        if (!options)
-          return error("kiln-compile-pipeline: " +
-                       llvm::toString(options.takeError()));
-        buildCompilePipeline(pm, *options);
-        return success();
-      },
-      noOptionHelp);
+      "generator (\"target=cpu\" or \"target=cuda amp=bf16 ...\"",
+      kCompileFields, parseCompileOptions, buildCompilePipeline);
 }
