@@ -99,7 +99,7 @@ from common import (ROOT, SIZES, add_common_arguments, ms, print_columns,
                     measure_models, print_setup, resident_kib,
                     thread_environment)
 
-MODELS = ("gpt2", "bert")
+MODELS = ("gpt2", "bert", "llama")
 WORKER_FLAG = "--torch-memory-worker"
 JAX_WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                           "train_jax.py")
@@ -161,6 +161,9 @@ def parse_args(argv):
                      "%s if it exists)" % DEFAULT_JAX_PYTHON)
     jax.add_argument("--no-jax", action="store_true",
                      help="leave the JAX/XLA side out")
+    parser.add_argument("--no-torch-compile", action="store_true",
+                        help="leave the torch.compile side out (it is "
+                        "measured with PyTorch 2.x)")
     args = parser.parse_args(argv[1:])
     args.models = args.models.split(",")
     for name in args.models:
@@ -214,9 +217,95 @@ def loss_model(name, args):
                 logits.reshape(-1, self.classes), labels.reshape(-1))
 
     sizes = dict(model_sizes(args), seq=args.seq)
-    module, _, _ = models.eval_model(name, args.batch, **sizes)
-    model = WithLoss(module, sizes["vocab"] if name == "gpt2" else 2)
+    if name == "llama":
+        module = llama_model(**sizes)
+    else:
+        module, _, _ = models.eval_model(name, args.batch, **sizes)
+    model = WithLoss(module, 2 if name == "bert" else sizes["vocab"])
     return model.eval()
+
+
+def llama_model(d_model, heads, vocab, layers, seq, seed=0):
+    """A Llama-style decoder: RMSNorm before attention and feed-forward,
+    rotary position embeddings, grouped-query causal attention (heads / 2
+    key/value heads), a SwiGLU feed-forward of width 8/3 d_model (rounded up
+    to 64), no biases, an untied output layer. Written with the operations
+    PyTorch 1.13 has too (RMSNorm and the attention spelled out), and with no
+    float buffers: the rotary tables are computed in forward, so that every
+    initializer of the export is a parameter."""
+    import torch
+    from torch import nn
+
+    head = d_model // heads
+    kv_heads = max(1, heads // 2)
+    hidden = (8 * d_model // 3 + 63) // 64 * 64
+
+    class RMSNorm(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(1.0 + 0.1 * torch.randn(d_model))
+
+        def forward(self, x):
+            scale = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5)
+            return x * scale * self.weight
+
+    def rotate(x, cos, sin):
+        half = x.shape[-1] // 2
+        rotated = torch.cat([-x[..., half:], x[..., :half]], -1)
+        return x * cos + rotated * sin
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attn_norm = RMSNorm()
+            self.q = nn.Linear(d_model, d_model, bias=False)
+            self.k = nn.Linear(d_model, kv_heads * head, bias=False)
+            self.v = nn.Linear(d_model, kv_heads * head, bias=False)
+            self.o = nn.Linear(d_model, d_model, bias=False)
+            self.ffn_norm = RMSNorm()
+            self.gate = nn.Linear(d_model, hidden, bias=False)
+            self.up = nn.Linear(d_model, hidden, bias=False)
+            self.down = nn.Linear(hidden, d_model, bias=False)
+
+        def forward(self, x, cos, sin, causal):
+            b, t, _ = x.shape
+            h = self.attn_norm(x)
+            q = self.q(h).view(b, t, heads, head).transpose(1, 2)
+            k = self.k(h).view(b, t, kv_heads, head).transpose(1, 2)
+            v = self.v(h).view(b, t, kv_heads, head).transpose(1, 2)
+            q, k = rotate(q, cos, sin), rotate(k, cos, sin)
+            k = k.repeat_interleave(heads // kv_heads, dim=1)
+            v = v.repeat_interleave(heads // kv_heads, dim=1)
+            scores = torch.matmul(q, k.transpose(-1, -2)) / head ** 0.5
+            scores = scores.masked_fill(causal, float("-inf"))
+            a = torch.matmul(torch.softmax(scores, -1), v)
+            x = x + self.o(a.transpose(1, 2).reshape(b, t, d_model))
+            h = self.ffn_norm(x)
+            return x + self.down(nn.functional.silu(self.gate(h)) * self.up(h))
+
+    class Llama(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(vocab, d_model)
+            self.blocks = nn.ModuleList([Block() for _ in range(layers)])
+            self.norm = RMSNorm()
+            self.head = nn.Linear(d_model, vocab, bias=False)
+
+        def forward(self, idx):
+            t = idx.shape[1]
+            inverse = 1.0 / (10000.0 ** (
+                torch.arange(0, head, 2, dtype=torch.float32) / head))
+            angles = torch.outer(torch.arange(t, dtype=torch.float32), inverse)
+            angles = torch.cat([angles, angles], -1)
+            cos, sin = angles.cos(), angles.sin()
+            causal = torch.ones(t, t, dtype=torch.bool).triu(1)
+            x = self.embed(idx)
+            for block in self.blocks:
+                x = block(x, cos, sin, causal)
+            return self.head(self.norm(x))
+
+    torch.manual_seed(seed)
+    return Llama()
 
 
 def training_data(name, args):
@@ -225,7 +314,7 @@ def training_data(name, args):
     generator = np.random.default_rng(1)
     samples = args.batches * args.batch
     vocab = model_sizes(args)["vocab"]
-    if name == "gpt2":
+    if name in ("gpt2", "llama"):
         tokens = generator.integers(0, vocab, (samples, args.seq + 1))
         return {"idx": tokens[:, :-1].copy(), "labels": tokens[:, 1:].copy()}
     input_ids = generator.integers(1, vocab, (samples, args.seq))
@@ -251,9 +340,12 @@ def torch_batches(data, batch):
 class TorchTrainer:
     """A model, its AdamW and the batches, run from batch 0 on."""
 
-    def __init__(self, model, batches, args):
+    def __init__(self, model, batches, args, compiled=False):
+        """With compiled, the model runs as torch.compile makes it (the
+        forward and, through AOTAutograd, the backward; Inductor's C++
+        kernels on the CPU) and the optimizer as it is."""
         import torch
-        self.model = model
+        self.model = torch.compile(model) if compiled else model
         self.optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr,
                                            weight_decay=args.weight_decay)
         self.batches = batches
@@ -293,7 +385,8 @@ def torch_memory_worker(config_path):
     with np.load(config["data"]) as archive:
         data = {key: archive[key] for key in archive.files}
     trainer = TorchTrainer(loss_model(config["model"], args),
-                           torch_batches(data, args.batch), args)
+                           torch_batches(data, args.batch), args,
+                           compiled=config.get("compiled", False))
     before = resident_kib()
     trainer.steps(config["steps"])
     print(json.dumps({"rss_before_first_step_kib": before}))
@@ -352,10 +445,20 @@ def export_loss_model(args, name, workdir, model, data):
     example = torch_batches(data, args.batch)[0]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(model, example, onnx_path, opset_version=17,
-                          input_names=list(data), output_names=["loss"],
-                          dynamic_axes={key: {0: "batch"} for key in data},
-                          do_constant_folding=False)
+        if int(torch.__version__.split(".")[0]) >= 2:
+            # What a user of today's PyTorch writes: the dynamo exporter at
+            # its default opset, unoptimized (docs/kilnc.md: the optimizer
+            # folds weight transposes into anonymous constants), at the
+            # batch size kilnc compiles for.
+            torch.onnx.export(model, example, onnx_path, dynamo=True,
+                              optimize=False, input_names=list(data),
+                              output_names=["loss"])
+        else:
+            torch.onnx.export(model, example, onnx_path, opset_version=17,
+                              input_names=list(data), output_names=["loss"],
+                              dynamic_axes={key: {0: "batch"}
+                                            for key in data},
+                              do_constant_folding=False)
     return onnx_path, data_path
 
 
@@ -596,12 +699,13 @@ def check_losses(kiln_losses, torch_losses, rtol):
     return worst, worst <= rtol
 
 
-def torch_memory(args, name, workdir, data_path):
-    """(peak KiB, KiB before the first step) of a fresh PyTorch process."""
+def torch_memory(args, name, workdir, data_path, compiled=False):
+    """(peak KiB, KiB before the first step) of a fresh PyTorch process
+    (running torch.compile's model with compiled)."""
     config_path = os.path.join(workdir, name + "-torch-memory.json")
     with open(config_path, "w") as f:
         json.dump({"model": name, "data": data_path, "threads": args.threads,
-                   "steps": args.memory_steps,
+                   "steps": args.memory_steps, "compiled": compiled,
                    "args": {"batch": args.batch, "seq": args.seq,
                             "lr": args.lr,
                             "weight_decay": args.weight_decay}}, f)
@@ -633,8 +737,21 @@ def measure(args, name, workdir):
     row["diff"], row["close"] = check_losses(kiln_losses, torch_losses,
                                              args.rtol)
     row["losses"] = list(zip(kiln_losses, torch_losses))
+    compiled = None
+    if args.torch_compile and row["close"]:
+        start = time.perf_counter()
+        compiled = TorchTrainer(copy.deepcopy(initial), batches, args,
+                                compiled=True)
+        compiled_losses = compiled.steps(args.check_steps)
+        row["compile_diff"], row["compile_close"] = check_losses(
+            compiled_losses, torch_losses, args.rtol)
+        row["torch_compile_s"] = time.perf_counter() - start
+        if not row["compile_close"]:
+            row["compile_losses"] = list(zip(compiled_losses, torch_losses))
+            compiled = None
     jax = None
-    if args.jax_python and row["close"]:
+    # bench/train_jax.py writes the GPT-2- and BERT-style models only.
+    if args.jax_python and row["close"] and name in ("gpt2", "bert"):
         jax = start_jax(args, name, workdir, initial, data, data_path,
                         torch_losses, row)
     if not row["close"]:
@@ -644,6 +761,10 @@ def measure(args, name, workdir):
     trainer.steps(2)
     torch_steps = steps_per_trial(trainer.time(2), args)
     kiln_steps = steps_per_trial(check_seconds / args.check_steps, args)
+    compiled_steps = None
+    if compiled:
+        compiled.steps(2)
+        compiled_steps = steps_per_trial(compiled.time(2), args)
     jax_steps = None
     if jax:
         try:
@@ -652,9 +773,12 @@ def measure(args, name, workdir):
             jax = drop_jax(row, jax, error)
 
     torch_times, kiln_times, kiln_own, jax_times = [], [], [], []
+    compiled_times = []
     try:
         for _ in range(args.trials):
             torch_times.append(trainer.time(torch_steps))
+            if compiled:
+                compiled_times.append(compiled.time(compiled_steps))
             per_step, own = kiln.trial(kiln_steps)
             kiln_times.append(per_step)
             kiln_own += own
@@ -668,6 +792,9 @@ def measure(args, name, workdir):
         if not args.no_memory:
             row["torch_peak_kib"], row["torch_before_kib"] = torch_memory(
                 args, name, workdir, data_path)
+            if compiled:
+                row["compile_peak_kib"], _ = torch_memory(
+                    args, name, workdir, data_path, compiled=True)
             row["kiln_peak_kib"] = kiln.peak_kib(args.memory_steps)
             row["kiln_arena"], row["kiln_param_bytes"] = kiln.info()
             if jax:
@@ -687,6 +814,9 @@ def measure(args, name, workdir):
     row["torch"] = statistics.median(torch_times)
     row["kiln"] = statistics.median(kiln_times)
     row["kiln_own"] = statistics.median(kiln_own) if kiln_own else None
+    if compiled_times:
+        row["compiled"] = statistics.median(compiled_times)
+    row["compiled_steps"] = compiled_steps
     if jax and "jax_error" not in row:
         row["jax"] = statistics.median(jax_times)
     row["steps"] = (torch_steps, kiln_steps, jax_steps)
@@ -738,14 +868,18 @@ def ratio(numerator, denominator):
 
 def print_table(rows, args):
     with_jax = bool(args.jax_python)
-    header = ["model", "params", "torch ms/step", "kiln ms/step",
-              "kiln-run own ms"]
+    with_compile = args.torch_compile
+    header = ["model", "params", "torch ms/step"]
+    header += ["compile ms/step"] if with_compile else []
+    header += ["kiln ms/step", "kiln-run own ms"]
     header += ["jax ms/step"] if with_jax else []
     header += ["torch/kiln"]
+    header += ["compile/kiln"] if with_compile else []
     header += ["torch/jax", "jax/kiln"] if with_jax else []
     header += ["samples/s torch/kiln" + ("/jax" if with_jax else "")]
     if not args.no_memory:
-        header += ["peak MiB torch/kiln" + ("/jax" if with_jax else "")]
+        header += ["peak MiB torch/" + ("compile/" if with_compile else "") +
+                   "kiln" + ("/jax" if with_jax else "")]
     header += ["kilnc s"] + (["jax jit s"] if with_jax else [])
     header += ["loss rel diff" + (" kiln/jax" if with_jax else ""),
                "steps torch/kiln" + ("/jax" if with_jax else ""), "load"]
@@ -753,15 +887,19 @@ def print_table(rows, args):
     for row in rows:
         kiln, torch_s, jax = row.get("kiln"), row.get("torch"), row.get("jax")
         sides = [torch_s, kiln] + ([jax] if with_jax else [])
-        line = [row["model"], "{:,}".format(row["params"]), ms(torch_s),
-                ms(kiln), ms(row.get("kiln_own"))]
+        line = [row["model"], "{:,}".format(row["params"]), ms(torch_s)]
+        line += [ms(row.get("compiled"))] if with_compile else []
+        line += [ms(kiln), ms(row.get("kiln_own"))]
         line += [ms(jax)] if with_jax else []
         line += [ratio(torch_s, kiln)]
+        line += [ratio(row.get("compiled"), kiln)] if with_compile else []
         line += [ratio(torch_s, jax), ratio(jax, kiln)] if with_jax else []
         line += ["/".join("%.1f" % (args.batch / t) if t else "-"
                           for t in sides) if kiln else "-"]
         if not args.no_memory:
-            peaks = ["torch_peak_kib", "kiln_peak_kib"]
+            peaks = ["torch_peak_kib"]
+            peaks += ["compile_peak_kib"] if with_compile else []
+            peaks += ["kiln_peak_kib"]
             peaks += ["jax_peak_kib"] if with_jax else []
             line += ["/".join(mib(row.get(key)) for key in peaks)
                      if "kiln_peak_kib" in row else "-"]
@@ -782,6 +920,20 @@ def print_table(rows, args):
         table.append(line)
     print_columns(table)
     print()
+    if with_compile:
+        print("compile ms/step: as torch ms/step, with the model run by "
+              "torch.compile (default mode: the forward and, through "
+              "AOTAutograd, the backward as Inductor's C++ kernels; AdamW as "
+              "in eager); compile/kiln > 1: Kiln is faster. Its losses are "
+              "checked against eager's before timing (its rel diff: "
+              "'compile diff' below).")
+        for row in rows:
+            if "compile_diff" in row:
+                print("  %s: compile diff %.2g%s, torch.compile's first %d "
+                      "steps %.1f s" % (
+                          row["model"], row["compile_diff"],
+                          "" if row["compile_close"] else " WRONG",
+                          args.check_steps, row["torch_compile_s"]))
     print("torch/kiln > 1: Kiln is faster. kiln ms/step: (T(R+1) - T(1)) / R "
           "of whole kiln-run --steps processes; kiln-run own: the median of "
           "its --metrics step times after the first. torch ms/step: mean of R "
@@ -840,6 +992,12 @@ def print_table(rows, args):
                   "rtol %g:" % (row["model"], args.rtol))
             for step, (got, want) in enumerate(row["jax_losses"], 1):
                 print("  step %d: jax %.7g torch %.7g" % (step, got, want))
+        if not row.get("compile_close", True):
+            failed = True
+            print("%s: torch.compile not timed: its losses differ from "
+                  "eager's beyond rtol %g:" % (row["model"], args.rtol))
+            for step, (got, want) in enumerate(row["compile_losses"], 1):
+                print("  step %d: compile %.7g eager %.7g" % (step, got, want))
     return failed
 
 
@@ -873,6 +1031,8 @@ def main(argv):
     sys.path[:0] = [os.path.join(ROOT, "test", "lib")]
     import torch
     torch.set_num_threads(args.threads)
+    args.torch_compile = (not args.no_torch_compile and
+                          int(torch.__version__.split(".")[0]) >= 2)
 
     print("training-step throughput, %s" % time.strftime("%Y-%m-%d %H:%M %Z"))
     print("command: %s" % " ".join(shlex.quote(a) for a in argv))

@@ -1102,6 +1102,24 @@ def bf16_io():
         [value("x", [3], TensorProto.BFLOAT16)],
         [value("y", [3], TensorProto.BFLOAT16)])
 
+
+@artefact("large-products")
+def large_products():
+    # Products big enough (over 2^20 multiply-adds) that the CPU target
+    # shares each among its OpenMP threads (kiln-lower-gemm-to-blas): split
+    # by rows (m >= n), by columns with both operands stored transposed
+    # (Gemm transA, transB), and batched.
+    return model(
+        [node("MatMul", ["a", "b"], ["rows"]),
+         node("Gemm", ["ct", "dt"], ["columns"], transA=1, transB=1),
+         node("MatMul", ["e", "f"], ["batched"])],
+        [value("a", [300, 200]), value("b", [200, 150]),
+         value("ct", [200, 40]), value("dt", [1000, 200]),
+         value("e", [6, 96, 64]), value("f", [6, 64, 80])],
+        [value("rows", [300, 150]), value("columns", [40, 1000]),
+         value("batched", [6, 96, 80])])
+
+
 def main(argv):
     if argv[1:] == ["--list"]:
         print("\n".join(sorted(ARTEFACTS)))

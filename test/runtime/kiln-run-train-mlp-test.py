@@ -230,7 +230,7 @@ def test_memory_limits(t):
                  t.path("train.npz"), "--steps", "2"],
                 capture_output=True, text=True, timeout=60,
                 preexec_fn=limit(megabytes),
-                env=dict(os.environ, OPENBLAS_NUM_THREADS="2"))
+                env=dict(os.environ, OMP_NUM_THREADS="2"))
         except subprocess.TimeoutExpired:
             t.check(False, f"ulimit -v {megabytes} MiB: still running after "
                            "60 s")

@@ -123,8 +123,9 @@ gone.
                     collective waits more than S seconds for the other ranks
                     (default 300; 0: no limit)
 
-The compiled kernels use all cores; OMP_NUM_THREADS and OPENBLAS_NUM_THREADS
-limit them. On CUDA, KILN_CUDA_DEVICE picks the GPU (default: the rank's
+The compiled kernels use all cores: their loops and matrix products share
+one OpenMP thread pool, which OMP_NUM_THREADS limits (OpenBLAS runs
+single-threaded inside it). On CUDA, KILN_CUDA_DEVICE picks the GPU (default: the rank's
 local rank modulo the GPU count, so 0 for one rank), KILN_CUDA_GRAPHS=0
 runs every command directly instead of replaying a CUDA graph and
 KILN_CUDA_SYNC=1 waits after every command, so that an error on the device

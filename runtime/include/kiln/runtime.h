@@ -332,8 +332,9 @@ KILN_API void kiln_session_release(kiln_session_t *session);
  * happened then, with those indices clamped into range: its outputs, and a
  * training step's update of the parameters, are not to be used.
  * The compiled kernels are multithreaded themselves (their parallel loops and
- * BLAS calls use all cores; OMP_NUM_THREADS and OPENBLAS_NUM_THREADS limit
- * them); the commands of one run execute in order on the calling thread.
+ * matrix products share one OpenMP thread pool, all cores by default;
+ * OMP_NUM_THREADS limits it, and OpenBLAS runs single-threaded on it); the
+ * commands of one run execute in order on the calling thread.
  * Thread safety: safe from any thread; calls on one session are serialized
  * (they share its arena and parameters), calls on different sessions run in
  * parallel. */

@@ -7,16 +7,19 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <functional>
 #include <mutex>
 #include <sched.h>
 #include <string>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -107,23 +110,38 @@ constexpr uint64_t kThreadStack = 8ull << 20;
 /// libgfortran, the OpenMP runtime), about 50 MiB here, with room to spare.
 constexpr uint64_t kLibraries = 64ull << 20;
 
-/// The threads OpenBLAS starts, as it decides: OPENBLAS_NUM_THREADS,
-/// GOTO_NUM_THREADS or OMP_NUM_THREADS, at most the CPUs this process may
-/// run on (mpirun's binding or a batch system's cpuset limits them), which
-/// is also the default.
-uint64_t openBlasThreads() {
+/// The threads that multiply at once: the kernels' OpenMP team, which calls
+/// OpenBLAS from each of its threads (OMP_NUM_THREADS, at most the CPUs this
+/// process may run on, which mpirun's binding or a batch system's cpuset
+/// limit; those CPUs by default). Each calling thread takes a work buffer.
+uint64_t multiplyingThreads() {
   cpu_set_t allowed;
   long cpus = sched_getaffinity(0, sizeof(allowed), &allowed) == 0
                   ? CPU_COUNT(&allowed)
                   : sysconf(_SC_NPROCESSORS_ONLN);
   uint64_t limit = cpus > 0 ? static_cast<uint64_t>(cpus) : 1;
-  for (const char *name :
-       {"OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"}) {
-    const char *value = std::getenv(name);
-    if (value && std::atoi(value) > 0)
-      return std::min(limit, static_cast<uint64_t>(std::atoi(value)));
-  }
+  const char *value = std::getenv("OMP_NUM_THREADS");
+  if (value && std::atoi(value) > 0)
+    return std::min(limit, static_cast<uint64_t>(std::atoi(value)));
   return limit;
+}
+
+/// The kernels share one pool of threads, OpenMP's: the generated loops run
+/// on it, and so do the matrix products, cut into blocks that each thread
+/// hands to OpenBLAS (kiln-lower-gemm-to-blas). OpenBLAS must then not start
+/// threads of its own, which would wait for the OpenMP team's (and it for
+/// them) in sched_yield loops. Before OpenBLAS is loaded, its thread count
+/// is set to one; a library loaded already (by the process, or an earlier
+/// bundle) is told so through its API once the code is loaded.
+void useOneBlasThread() {
+  setenv("OPENBLAS_NUM_THREADS", "1", /*overwrite=*/1);
+}
+
+void setOneBlasThread(void *handle) {
+  using SetThreads = void (*)(int);
+  if (auto set = reinterpret_cast<SetThreads>(
+          dlsym(handle, "openblas_set_num_threads")))
+    set(1);
 }
 
 /// Whether the ELF shared object `image` (checked by checkElf) names a BLAS
@@ -210,10 +228,10 @@ Status checkRoomForBlas(const std::string &what) {
   // A library loaded already has its threads' buffers: only the calling
   // thread's is still to come.
   void *loaded = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_NOLOAD);
-  uint64_t threads = openBlasThreads();
-  uint64_t bytes = loaded ? kOpenBlasBuffer
-                          : threads * kOpenBlasBuffer +
-                                (threads - 1) * kThreadStack + kLibraries;
+  uint64_t threads = multiplyingThreads();
+  uint64_t bytes =
+      loaded ? threads * kOpenBlasBuffer
+             : threads * (kOpenBlasBuffer + kThreadStack) + kLibraries;
   if (loaded)
     dlclose(loaded);
   void *room = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
@@ -225,16 +243,18 @@ Status checkRoomForBlas(const std::string &what) {
         "for its ",
         threads, " thread(s) need ", bytes >> 20,
         " MiB, which the process's memory limit (ulimit -v or -d) does not "
-        "leave; raise the limit, or use fewer threads (OPENBLAS_NUM_THREADS; "
-        "128 MiB each)");
+        "leave; raise the limit, or use fewer threads (OMP_NUM_THREADS; "
+        "136 MiB each)");
   munmap(room, bytes);
   return Status();
 }
 
-/// Has the BLAS library, when the code links one, map the calling thread's
-/// buffer now, while checkRoomForBlas's room is free, rather than in the
-/// first step's first product: one product big enough to take the
-/// buffered path.
+/// Has the BLAS library, when the code links one, map the buffers of the
+/// threads that will multiply now, while checkRoomForBlas's room is free,
+/// rather than in the first step's first products: OpenBLAS keeps its
+/// buffers in one pool, a buffer for each call in flight, so as many
+/// threads as the OpenMP team has each make one product big enough to take
+/// the buffered path, at the same time (a start line lets them go together).
 void warmUpBlas(void *handle) {
   using Sgemm = void (*)(int, int, int, int, int, int, float, const float *,
                          int, const float *, int, float, float *, int);
@@ -242,10 +262,33 @@ void warmUpBlas(void *handle) {
   if (!sgemm)
     return;
   constexpr int n = 512;
-  std::vector<float> a(n * n, 0.0f), c(n * n);
-  // CblasRowMajor = 101, CblasNoTrans = 111.
-  sgemm(101, 111, 111, n, n, n, 1.0f, a.data(), n, a.data(), n, 0.0f, c.data(),
-        n);
+  uint64_t threads = multiplyingThreads();
+  // The matrices are allocated here: a thread's first malloc reserves a
+  // heap of its own (128 MiB of address space with glibc), which a memory
+  // limit would count against the room the buffers were promised.
+  std::vector<float> a(n * n, 0.0f);
+  std::vector<std::vector<float>> products(threads, std::vector<float>(n * n));
+  std::mutex mutex;
+  std::condition_variable ready;
+  uint64_t waiting = threads;
+  auto multiply = [&](std::vector<float> &c) {
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      if (--waiting == 0)
+        ready.notify_all();
+      else
+        ready.wait(lock, [&] { return waiting == 0; });
+    }
+    // CblasRowMajor = 101, CblasNoTrans = 111.
+    sgemm(101, 111, 111, n, n, n, 1.0f, a.data(), n, a.data(), n, 0.0f,
+          c.data(), n);
+  };
+  std::vector<std::thread> helpers;
+  for (uint64_t i = 1; i < threads; ++i)
+    helpers.emplace_back(multiply, std::ref(products[i]));
+  multiply(products[0]);
+  for (std::thread &helper : helpers)
+    helper.join();
 }
 
 /// Loads the image from an anonymous in-memory file.
@@ -288,6 +331,7 @@ Status CpuCode::load(ByteSpan image, const std::string &what,
   std::unique_ptr<CpuCode> code(new CpuCode());
   code->name = what;
   chooseOpenBlasKernels();
+  useOneBlasThread();
   if (linksBlas(image))
     KILN_RETURN_IF_ERROR(checkRoomForBlas(what));
   Status viaMemfd = loadFromMemfd(image, code->handle);
@@ -298,6 +342,7 @@ Status CpuCode::load(ByteSpan image, const std::string &what,
                     strCat(what, ": ", viaMemfd.message(),
                            "; from a temporary file: ", viaFile.message()));
   }
+  setOneBlasThread(code->handle);
   warmUpBlas(code->handle);
   out = std::move(code);
   return Status();

@@ -257,3 +257,93 @@ func.func @unmarked_stays(%a: memref<2x3xf32>, %b: memref<3x4xf32>, %c: memref<2
   }
   return
 }
+
+// Products of 2^20 multiply-adds or more are shared among the OpenMP team:
+// an scf.parallel over the batch and over blocks of C's rows (m >= n) or
+// columns, as many blocks as the team's size (omp_get_max_threads, at run
+// time) asks for, none under 32 rows or columns, one call per block with
+// its row (or column) count.
+#big_a = affine_map<(m, n, k) -> (m, k)>
+#big_b = affine_map<(m, n, k) -> (k, n)>
+#big_c = affine_map<(m, n, k) -> (m, n)>
+
+// [256, 128] x [128, 64]: 2^21 multiply-adds, rows split: at most
+// 256 / 32 = 8 blocks of `per` rows; a block starts `first` rows in, so A
+// (lda 128) and C (ldc 64) advance by first * 128 and first * 64 elements,
+// B not at all.
+// CHECK-LABEL: func.func @shared_by_rows(
+// CHECK-SAME: %[[A:[^:]*]]: memref<256x128xf32>, %[[B:[^:]*]]: memref<128x64xf32>, %[[C:[^:]*]]: memref<256x64xf32>
+// CHECK: %[[T:.*]] = call @omp_get_max_threads() : () -> i32
+// CHECK: %[[TI:.*]] = arith.index_cast %[[T]] : i32 to index
+// CHECK: %[[WANT:.*]] = arith.ceildivsi %[[TI]], %{{.*}} : index
+// CHECK: %[[ATLEAST:.*]] = arith.maxsi %[[WANT]], %{{.*}} : index
+// CHECK: %[[MOST:.*]] = arith.constant 8 : index
+// CHECK: %[[PARTS:.*]] = arith.minsi %[[ATLEAST]], %[[MOST]] : index
+// CHECK: %[[PER:.*]] = arith.ceildivsi %{{.*}}, %[[PARTS]] : index
+// CHECK: %[[BLOCKS:.*]] = arith.ceildivsi %{{.*}}, %[[PER]] : index
+// CHECK: scf.parallel (%[[BI:.*]], %[[PI:.*]]) = (%{{.*}}, %{{.*}}) to (%{{.*}}, %[[BLOCKS]])
+// CHECK: %[[FIRST:.*]] = arith.muli %[[PI]], %[[PER]] : index
+// CHECK: %[[REST:.*]] = arith.subi %{{.*}}, %[[FIRST]] : index
+// CHECK: %[[COUNT:.*]] = arith.minsi %[[PER]], %[[REST]] : index
+// CHECK: %[[LDA:.*]] = arith.constant 128 : index
+// CHECK: arith.muli %[[FIRST]], %[[LDA]] : index
+// CHECK: memref.extract_aligned_pointer_as_index %[[A]]
+// CHECK: %[[NOB:.*]] = arith.constant 0 : index
+// CHECK: arith.muli %[[FIRST]], %[[NOB]] : index
+// CHECK: memref.extract_aligned_pointer_as_index %[[B]]
+// CHECK: %[[LDC:.*]] = arith.constant 64 : index
+// CHECK: arith.muli %[[FIRST]], %[[LDC]] : index
+// CHECK: memref.extract_aligned_pointer_as_index %[[C]]
+// CHECK: %[[ROWS:.*]] = arith.index_cast %[[COUNT]] : index to i32
+// CHECK: %[[N:.*]] = arith.constant 64 : i32
+// CHECK: %[[K:.*]] = arith.constant 128 : i32
+// CHECK: func.call @cblas_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %[[ROWS]], %[[N]], %[[K]],
+// CHECK: scf.reduce
+func.func @shared_by_rows(%a: memref<256x128xf32>, %b: memref<128x64xf32>, %c: memref<256x64xf32>) {
+  linalg.generic {indexing_maps = [#big_a, #big_b, #big_c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<256x128xf32>, memref<128x64xf32>) outs(%c : memref<256x64xf32>)
+      attrs = {kiln.matmul = {}} {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// [64, 32]^T x [1024, 64]^T: m = 32 < n = 1024, columns split (at most 32
+// blocks). B is stored [n, k] (ldb 64): a block starts first * 64 elements
+// in; A does not move; C's columns start first elements in.
+// CHECK-LABEL: func.func @shared_by_columns(
+// CHECK-SAME: %[[A:[^:]*]]: memref<64x32xf32>, %[[B:[^:]*]]: memref<1024x64xf32>, %[[C:[^:]*]]: memref<32x1024xf32>
+// CHECK: call @omp_get_max_threads()
+// CHECK: %[[MOST:.*]] = arith.constant 32 : index
+// CHECK: arith.minsi %{{.*}}, %[[MOST]] : index
+// CHECK: scf.parallel
+// CHECK: %[[FIRST:.*]] = arith.muli
+// CHECK: %[[COUNT:.*]] = arith.minsi
+// CHECK: %[[NOA:.*]] = arith.constant 0 : index
+// CHECK: arith.muli %[[FIRST]], %[[NOA]] : index
+// CHECK: memref.extract_aligned_pointer_as_index %[[A]]
+// CHECK: %[[LDB:.*]] = arith.constant 64 : index
+// CHECK: arith.muli %[[FIRST]], %[[LDB]] : index
+// CHECK: memref.extract_aligned_pointer_as_index %[[B]]
+// CHECK: %[[ONE:.*]] = arith.constant 1 : index
+// CHECK: arith.muli %[[FIRST]], %[[ONE]] : index
+// CHECK: memref.extract_aligned_pointer_as_index %[[C]]
+// CHECK: %[[TA:.*]] = arith.constant 112 : i32
+// CHECK: %[[TB:.*]] = arith.constant 112 : i32
+// CHECK: %[[M:.*]] = arith.constant 32 : i32
+// CHECK: %[[COLUMNS:.*]] = arith.index_cast %[[COUNT]] : index to i32
+// CHECK: func.call @cblas_sgemm(%{{.*}}, %[[TA]], %[[TB]], %[[M]], %[[COLUMNS]],
+func.func @shared_by_columns(%a: memref<64x32xf32>, %b: memref<1024x64xf32>, %c: memref<32x1024xf32>) {
+  linalg.generic {indexing_maps = [#at, #bt, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<64x32xf32>, memref<1024x64xf32>) outs(%c : memref<32x1024xf32>)
+      attrs = {kiln.matmul = {transpose_lhs, transpose_rhs}} {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}

@@ -33,10 +33,19 @@ def KilnLowerGemmToBlas : Pass<"kiln-lower-gemm-to-blas", "mlir::ModuleOp"> {
   let summary = "Calls BLAS for f32 and f64 matrix products on buffers";
   let description = [{
     Rewrites the bufferized matrix products that convert-kiln-to-linalg marks
-    with `kiln.matmul` into calls of `cblas_sgemm` / `cblas_dgemm`, one per
-    batch element, passing the transposes as BLAS flags. A product whose
-    output was just zero-filled overwrites it (beta = 0, and the fill goes);
-    any other accumulates into it (beta = 1), as the contraction does.
+    with `kiln.matmul` into calls of `cblas_sgemm` / `cblas_dgemm`, passing
+    the transposes as BLAS flags. A product whose output was just zero-filled
+    overwrites it (beta = 0, and the fill goes); any other accumulates into
+    it (beta = 1), as the contraction does.
+
+    The products share the threads of the generated loops instead of
+    OpenBLAS starting its own (the runtime runs OpenBLAS single-threaded): a
+    product of at least 2^20 multiply-adds becomes an `scf.parallel` (an
+    OpenMP worksharing loop) over its batch elements and, where the batch is
+    smaller than the team, over blocks of the larger of its output's rows and
+    columns (at least 32 each), one call per block; the team's size
+    (`omp_get_max_threads`) is read at run time. Smaller products are one
+    call per batch element on the calling thread.
   }];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::LLVM::LLVMDialect",
