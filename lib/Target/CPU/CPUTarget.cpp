@@ -138,6 +138,7 @@ void buildLLVMLowering(PassManager &pm) {
   pm.addPass(kiln::createKilnOutlineKernels());
   pm.addPass(std::make_unique<CopyToLinalgPass>());
   pm.addPass(createConvertLinalgToParallelLoopsPass());
+  pm.addPass(kiln::createKilnPromoteReductionAccumulators());
   pm.addPass(std::make_unique<ChooseParallelLoopsPass>());
   pm.addPass(createConvertSCFToOpenMPPass());
   // Inlines the memref.alloca_scope regions scf-to-openmp wraps loop bodies

@@ -54,4 +54,37 @@ def KilnLowerGemmToBlas : Pass<"kiln-lower-gemm-to-blas", "mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def KilnPromoteReductionAccumulators
+    : Pass<"kiln-promote-reduction-accumulators", "mlir::ModuleOp"> {
+  let summary = "Carries a reduction loop's accumulator in a register";
+  let description = [{
+    Runs on the loops linalg's ops on buffers become
+    (`convert-linalg-to-parallel-loops`), which accumulate a reduction through
+    memory: every iteration of the reduction's `scf.for` loads the output
+    element, combines and stores it back. LLVM can neither keep that element
+    in a register (it cannot tell that the loop's other loads do not read it)
+    nor vectorize the sum, and such loops were the scalar code of the CPU
+    training step (softmax and layer-norm rows, losses, bias gradients).
+
+    Where a loop's only write is one `memref.store` to an element the loop
+    does not move (the buffer and indices defined outside it), and its only
+    read of that buffer is one matching `memref.load` before the store, in
+    the loop's own block, and nothing else in it has memory effects, the
+    element becomes the loop's iteration argument: loaded before the loop,
+    stored after it. Inner loops come first, so a nest of reduction loops is
+    promoted loop by loop. The pass relies on what holds for loops from linalg
+    ops on buffers: a reduction's inputs never alias its output (one-shot
+    bufferization keeps them apart), so no other load in the loop reads the
+    element.
+
+    A floating-point `arith.addf` or `arith.mulf` that combines the carried
+    value gets the fastmath flag `reassoc`, which lets LLVM vectorize the
+    reduction: the order of the additions changes, as it does in any
+    vectorized or blocked reduction (PyTorch's included).
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 #endif // KILN_TARGET_CPU_PASSES_TD
