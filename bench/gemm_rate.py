@@ -14,6 +14,7 @@ rate is at most twice the 1-thread one).
 import argparse
 import ctypes
 import os
+import re
 import sys
 import time
 
@@ -54,9 +55,9 @@ def main(argv):
                                            ctypes.c_int, ctypes.c_float,
                                            ctypes.c_void_p, ctypes.c_int]
     print("libopenblas.so.0: %s" % blas.openblas_get_config().decode())
-    print("PyTorch %s: BLAS_INFO=%s" % (torch.__version__, next(
-        (part.split("=")[1] for part in torch.__config__.show().split(", ")
-         if part.startswith("BLAS_INFO=")), "?")))
+    blas_info = re.search(r"BLAS_INFO=([^,]+)", torch.__config__.show())
+    print("PyTorch %s: BLAS_INFO=%s" % (
+        torch.__version__, blas_info.group(1) if blas_info else "unknown"))
     print("%-16s %8s %8s %8s %8s" % ("m x n x k", "blas 1t", "blas 2t",
                                      "torch 1t", "torch 2t"))
     for shape in args.shapes.split(","):

@@ -469,7 +469,8 @@ def compile_training(args, onnx_path, bundle, batch, extra_flags=()):
     command = [os.path.join(args.bin, "kilnc"), onnx_path,
                "--batch-size=%d" % batch, "--optimizer=adamw",
                "--lr=%g" % args.lr, "--weight-decay=%g" % args.weight_decay,
-               "--loss-output=loss"] + list(extra_flags) + ["-o", bundle]
+               "--loss-output=loss", "--target=cpu"] + list(extra_flags) + [
+                   "-o", bundle]
     seconds, code, _, stderr = run_process(command, dict(os.environ),
                                            timeout=args.compile_timeout)
     if code:
@@ -549,7 +550,8 @@ class KilnTrainer:
             [self.command[0], self.command[1], "--info"], self.env)
         if code:
             raise RuntimeError("kiln-run --info failed: " + stderr.strip())
-        arena = re.search(r"train_step\(.*\n\s*arena (\d+) bytes", stdout)
+        arena = re.search(r"train_step\(.*\n\s*(?:cpu: )?arena (\d+) bytes",
+                          stdout)
         params = re.search(r"parameters: \d+, (\d+) bytes", stdout)
         return (int(arena.group(1)) if arena else None,
                 int(params.group(1)) if params else None)
