@@ -868,6 +868,17 @@ def ratio(numerator, denominator):
         else "-"
 
 
+def print_mismatch(model, what, reference, side, reference_side, losses,
+                   rtol):
+    """Prints that `what` losses differ from `reference` ones, step by
+    step (losses: (got, want) pairs)."""
+    print("%s: %s losses differ from %s beyond rtol %g:"
+          % (model, what, reference, rtol))
+    for step, (got, want) in enumerate(losses, 1):
+        print("  step %d: %s %.7g %s %.7g"
+              % (step, side, got, reference_side, want))
+
+
 def print_table(rows, args):
     with_jax = bool(args.jax_python)
     with_compile = args.torch_compile
@@ -981,25 +992,20 @@ def print_table(rows, args):
             print("%s: not measured: %s" % (row["model"], row["error"]))
         elif not row["close"]:
             failed = True
-            print("%s: not timed: Kiln's losses differ from PyTorch's beyond "
-                  "rtol %g:" % (row["model"], args.rtol))
-            for step, (got, want) in enumerate(row["losses"], 1):
-                print("  step %d: kiln %.7g torch %.7g" % (step, got, want))
+            print_mismatch(row["model"], "not timed: Kiln's", "PyTorch's",
+                           "kiln", "torch", row["losses"], args.rtol)
         if "jax_error" in row:
             failed = True
             print("%s: JAX side failed: %s" % (row["model"], row["jax_error"]))
         elif not row.get("jax_close", True):
             failed = True
-            print("%s: JAX not timed: its losses differ from PyTorch's beyond "
-                  "rtol %g:" % (row["model"], args.rtol))
-            for step, (got, want) in enumerate(row["jax_losses"], 1):
-                print("  step %d: jax %.7g torch %.7g" % (step, got, want))
+            print_mismatch(row["model"], "JAX not timed: its", "PyTorch's",
+                           "jax", "torch", row["jax_losses"], args.rtol)
         if not row.get("compile_close", True):
             failed = True
-            print("%s: torch.compile not timed: its losses differ from "
-                  "eager's beyond rtol %g:" % (row["model"], args.rtol))
-            for step, (got, want) in enumerate(row["compile_losses"], 1):
-                print("  step %d: compile %.7g eager %.7g" % (step, got, want))
+            print_mismatch(row["model"], "torch.compile not timed: its",
+                           "eager's", "compile", "eager",
+                           row["compile_losses"], args.rtol)
     return failed
 
 

@@ -116,6 +116,61 @@ struct ChooseParallelLoopsPass
           });
       op.erase();
     }
+    // Of a loop kept parallel, only its leading dimensions are shared out:
+    // the fewest whose iterations number kParallelPrefix or more. OpenMP
+    // collapses the shared dimensions into one loop whose body recomputes
+    // every index by division, which LLVM does not vectorize; the others
+    // stay loops of their own, the innermost a plain loop LLVM vectorizes.
+    SmallVector<scf::ParallelOp> kept;
+    getOperation().walk([&](scf::ParallelOp op) {
+      if (op.getInitVals().empty() && op.getNumLoops() > 1)
+        kept.push_back(op);
+    });
+    for (scf::ParallelOp op : kept)
+      shareLeadingDimensions(op);
+  }
+
+  static constexpr int64_t kParallelPrefix = 64;
+
+  static void shareLeadingDimensions(scf::ParallelOp op) {
+    unsigned shared = 0;
+    int64_t iterations = 1;
+    for (auto [lb, ub, step] :
+         llvm::zip(op.getLowerBound(), op.getUpperBound(), op.getStep())) {
+      auto l = getConstantIntValue(lb), u = getConstantIntValue(ub),
+           s = getConstantIntValue(step);
+      if (!l || !u || !s || *s <= 0)
+        return; // Unknown trip counts: left as they are.
+      iterations *= std::max<int64_t>(1, (*u - *l + *s - 1) / *s);
+      ++shared;
+      if (iterations >= kParallelPrefix)
+        break;
+    }
+    if (shared == op.getNumLoops())
+      return;
+    OpBuilder b(op);
+    ValueRange lbs = op.getLowerBound(), ubs = op.getUpperBound(),
+               steps = op.getStep();
+    SmallVector<Value> ivs = op.getInductionVars();
+    ValueRange outerIvs = ValueRange(ivs).take_front(shared),
+               innerIvs = ValueRange(ivs).drop_front(shared);
+    SmallVector<Value> innerLb(lbs.drop_front(shared)),
+        innerUb(ubs.drop_front(shared)), innerStep(steps.drop_front(shared));
+    scf::ParallelOp::create(
+        b, op.getLoc(), lbs.take_front(shared), ubs.take_front(shared),
+        steps.take_front(shared),
+        [&](OpBuilder &ob, Location loc, ValueRange outer) {
+          scf::buildLoopNest(ob, loc, innerLb, innerUb, innerStep,
+                             [&](OpBuilder &nb, Location, ValueRange inner) {
+                               IRMapping mapping;
+                               mapping.map(outerIvs, outer);
+                               mapping.map(innerIvs, inner);
+                               for (Operation &body :
+                                    op.getBody()->without_terminator())
+                                 nb.clone(body, mapping);
+                             });
+        });
+    op.erase();
   }
 };
 
