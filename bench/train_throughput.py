@@ -431,6 +431,12 @@ def peak_resident_kib(command, env, workdir):
         return int(f.read()), stdout
 
 
+def torch_major(torch):
+    """PyTorch's major version: 2 and later export with the dynamo exporter
+    and have torch.compile."""
+    return int(torch.__version__.split(".")[0])
+
+
 def export_loss_model(args, name, workdir, model, data):
     """Writes NAME.onnx (batch axis dynamic) and NAME-train.npz; returns their
     paths. bench/data_parallel.py uses it too."""
@@ -445,7 +451,7 @@ def export_loss_model(args, name, workdir, model, data):
     example = torch_batches(data, args.batch)[0]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        if int(torch.__version__.split(".")[0]) >= 2:
+        if torch_major(torch) >= 2:
             # What a user of today's PyTorch writes: the dynamo exporter at
             # its default opset, unoptimized (docs/kilnc.md: the optimizer
             # folds weight transposes into anonymous constants), at the
@@ -1040,7 +1046,7 @@ def main(argv):
     import torch
     torch.set_num_threads(args.threads)
     args.torch_compile = (not args.no_torch_compile and
-                          int(torch.__version__.split(".")[0]) >= 2)
+                          torch_major(torch) >= 2)
 
     print("training-step throughput, %s" % time.strftime("%Y-%m-%d %H:%M %Z"))
     print("command: %s" % " ".join(shlex.quote(a) for a in argv))

@@ -58,16 +58,23 @@ struct CopyToLinalgPass
   }
 };
 
+/// The iterations of a loop dimension from `lb` to `ub` by `step`, when
+/// they are constants (and the step positive).
+std::optional<int64_t> constantTripCount(Value lb, Value ub, Value step) {
+  auto l = getConstantIntValue(lb), u = getConstantIntValue(ub),
+       s = getConstantIntValue(step);
+  if (!l || !u || !s || *s <= 0)
+    return std::nullopt;
+  return std::max<int64_t>(0, (*u - *l + *s - 1) / *s);
+}
+
 /// Static iteration count of `op`'s loop nest (its own trip count times the
 /// largest of its nested loops'), saturating.
 int64_t iterationCount(Operation *op) {
   int64_t own = 1;
   auto tripCount = [](Value lb, Value ub, Value step) -> int64_t {
-    auto l = getConstantIntValue(lb), u = getConstantIntValue(ub),
-         s = getConstantIntValue(step);
-    if (!l || !u || !s || *s <= 0)
-      return 1 << 20; // unknown: assume large
-    return std::max<int64_t>(0, (*u - *l + *s - 1) / *s);
+    // Unknown: assume large.
+    return constantTripCount(lb, ub, step).value_or(1 << 20);
   };
   if (auto parallel = dyn_cast<scf::ParallelOp>(op)) {
     for (auto [lb, ub, step] :
@@ -137,11 +144,10 @@ struct ChooseParallelLoopsPass
     int64_t iterations = 1;
     for (auto [lb, ub, step] :
          llvm::zip(op.getLowerBound(), op.getUpperBound(), op.getStep())) {
-      auto l = getConstantIntValue(lb), u = getConstantIntValue(ub),
-           s = getConstantIntValue(step);
-      if (!l || !u || !s || *s <= 0)
+      std::optional<int64_t> count = constantTripCount(lb, ub, step);
+      if (!count)
         return; // Unknown trip counts: left as they are.
-      iterations *= std::max<int64_t>(1, (*u - *l + *s - 1) / *s);
+      iterations *= std::max<int64_t>(1, *count);
       ++shared;
       if (iterations >= kParallelPrefix)
         break;
