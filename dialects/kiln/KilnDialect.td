@@ -14,7 +14,10 @@ def Kiln_Dialect : Dialect {
   let description = [{
     The `kiln` dialect holds the operations that models imported from ONNX are
     made of. Every value is a ranked tensor with a static shape; element types
-    are f32, f16, bf16, f64, i64, i32, i8 and i1. Operations have value
+    are f32, f16, bf16, f64, i64, i32, i16, i8, ui64, ui32, ui16, ui8 and i1.
+    Unsigned integers divide, compare, extend and convert as unsigned numbers;
+    convert-kiln-to-linalg picks those arith ops and then makes every type
+    signless, as arith and LLVM want. Operations have value
     semantics. Broadcasting is always explicit (`kiln.broadcast`), so every
     elementwise operation sees operands of one shape; this keeps type
     inference, differentiation and fusion simple.
@@ -36,19 +39,27 @@ class Kiln_Op<string mnemonic, list<Trait> traits = []>
 //===----------------------------------------------------------------------===//
 
 def Kiln_Float : AnyTypeOf<[F32, F16, BF16, F64]>;
-def Kiln_Int : AnyTypeOf<[I64, I32, I8]>;
-def Kiln_Element : AnyTypeOf<[F32, F16, BF16, F64, I64, I32, I8, I1]>;
+// Unsigned integers (ONNX's uint8 to uint64) keep their signedness in the
+// type up to the lowering, which picks unsigned arithmetic for them and then
+// makes every type signless.
+def Kiln_Int : AnyTypeOf<[I64, I32, I16, I8, UI64, UI32, UI16, UI8]>;
+def Kiln_Element : AnyTypeOf<[F32, F16, BF16, F64, I64, I32, I16, I8, UI64,
+                               UI32, UI16, UI8, I1]>;
 
 class Kiln_StaticTensorOf<list<Type> types>
     : TensorOf<types, [HasStaticShapePred], "statically shaped tensor">;
 
-def Kiln_Tensor : Kiln_StaticTensorOf<[F32, F16, BF16, F64, I64, I32, I8, I1]>;
+def Kiln_Tensor : Kiln_StaticTensorOf<[F32, F16, BF16, F64, I64, I32, I16, I8,
+                                       UI64, UI32, UI16, UI8, I1]>;
 def Kiln_FloatTensor : Kiln_StaticTensorOf<[F32, F16, BF16, F64]>;
-def Kiln_IntTensor : Kiln_StaticTensorOf<[I64, I32, I8]>;
+def Kiln_IntTensor : Kiln_StaticTensorOf<[I64, I32, I16, I8, UI64, UI32, UI16,
+                                          UI8]>;
 def Kiln_IndexTensor : Kiln_StaticTensorOf<[I64, I32]>;
-def Kiln_NumericTensor : Kiln_StaticTensorOf<[F32, F16, BF16, F64, I64, I32, I8]>;
+def Kiln_NumericTensor : Kiln_StaticTensorOf<[F32, F16, BF16, F64, I64, I32,
+                                              I16, I8, UI64, UI32, UI16, UI8]>;
 def Kiln_BoolTensor : Kiln_StaticTensorOf<[I1]>;
-def Kiln_IntOrBoolTensor : Kiln_StaticTensorOf<[I64, I32, I8, I1]>;
+def Kiln_IntOrBoolTensor : Kiln_StaticTensorOf<[I64, I32, I16, I8, UI64, UI32,
+                                                UI16, UI8, I1]>;
 def Kiln_SeedTensor : Type<TensorRankOf<[I64], [0]>.predicate,
                             "tensor<i64> random seed", "::mlir::TensorType">,
     BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getI64Type())">;

@@ -28,6 +28,9 @@ DenseElementsAttr foldableConstant(Attribute attr) {
   auto dense = dyn_cast_or_null<DenseElementsAttr>(attr);
   if (!dense || dense.getNumElements() > kMaxFoldElements)
     return nullptr;
+  // Integers are evaluated as int64_t, which holds every value but uint64's.
+  if (dense.getElementType().isUnsignedInteger(64))
+    return nullptr;
   return dense;
 }
 
@@ -57,14 +60,20 @@ SmallVector<double> floatValues(DenseElementsAttr dense) {
   return values;
 }
 
-/// Integers (and booleans) as signed 64-bit values.
+/// Whether `type`'s integers extend with zeros (booleans and unsigned).
+bool zeroExtends(Type type) {
+  return type.isInteger(1) || type.isUnsignedInteger();
+}
+
+/// Integers (and booleans) as 64-bit values; unsigned ones (never uint64:
+/// see foldableConstant) are zero-extended.
 SmallVector<int64_t> intValues(DenseElementsAttr dense) {
   SmallVector<int64_t> values;
   values.reserve(dense.getNumElements());
-  bool isBool = dense.getElementType().isInteger(1);
+  bool zext = zeroExtends(dense.getElementType());
   for (APInt value : dense.getValues<APInt>())
-    values.push_back(isBool ? static_cast<int64_t>(value.getZExtValue())
-                            : value.getSExtValue());
+    values.push_back(zext ? static_cast<int64_t>(value.getZExtValue())
+                          : value.getSExtValue());
   return values;
 }
 
@@ -183,8 +192,11 @@ bool isSplatOf(Attribute attr, double value) {
     return false;
   if (isFloatTensor(dense.getType()))
     return toDouble(dense.getSplatValue<APFloat>()) == value;
-  return dense.getSplatValue<APInt>().getSExtValue() ==
-         static_cast<int64_t>(value);
+  APInt splat = dense.getSplatValue<APInt>();
+  int64_t bits = zeroExtends(dense.getElementType())
+                     ? static_cast<int64_t>(splat.getZExtValue())
+                     : splat.getSExtValue();
+  return bits == static_cast<int64_t>(value);
 }
 
 double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
@@ -286,9 +298,10 @@ OpFoldResult NotOp::fold(FoldAdaptor adaptor) {
   DenseElementsAttr dense = foldableConstant(adaptor.getInput());
   if (!dense)
     return {};
+  bool isBool = getType().getElementType().isInteger(1);
   SmallVector<int64_t> values = intValues(dense);
   for (int64_t &value : values)
-    value = !value;
+    value = isBool ? !value : ~value;
   return makeInts(getType(), values);
 }
 
@@ -403,22 +416,52 @@ OpFoldResult AndOp::fold(FoldAdaptor adaptor) {
   return foldBinary(
       adaptor.getLhs(), adaptor.getRhs(), getType(),
       [](double a, double b) { return a && b; },
-      [](int64_t a, int64_t b) -> std::optional<int64_t> { return a && b; });
+      [](int64_t a, int64_t b) -> std::optional<int64_t> { return a & b; });
 }
 
 OpFoldResult OrOp::fold(FoldAdaptor adaptor) {
   return foldBinary(
       adaptor.getLhs(), adaptor.getRhs(), getType(),
       [](double a, double b) { return a || b; },
-      [](int64_t a, int64_t b) -> std::optional<int64_t> { return a || b; });
+      [](int64_t a, int64_t b) -> std::optional<int64_t> { return a | b; });
 }
 
 OpFoldResult XorOp::fold(FoldAdaptor adaptor) {
   return foldBinary(
       adaptor.getLhs(), adaptor.getRhs(), getType(),
       [](double a, double b) { return (a != 0) != (b != 0); },
-      [](int64_t a, int64_t b) -> std::optional<int64_t> {
-        return (a != 0) != (b != 0);
+      [](int64_t a, int64_t b) -> std::optional<int64_t> { return a ^ b; });
+}
+
+/// Whether `shift` lies outside [0, bit width of `type`).
+static bool shiftOutOfRange(Type type, int64_t shift) {
+  return shift < 0 ||
+         shift >= static_cast<int64_t>(type.getIntOrFloatBitWidth());
+}
+
+OpFoldResult ShiftLeftOp::fold(FoldAdaptor adaptor) {
+  Type element = getType().getElementType();
+  return foldBinary(
+      adaptor.getLhs(), adaptor.getRhs(), getType(),
+      [](double, double) { return 0.0; },
+      [element](int64_t a, int64_t b) -> std::optional<int64_t> {
+        if (shiftOutOfRange(element, b))
+          return 0;
+        return static_cast<int64_t>(static_cast<uint64_t>(a) << b);
+      });
+}
+
+OpFoldResult ShiftRightOp::fold(FoldAdaptor adaptor) {
+  Type element = getType().getElementType();
+  // intValues sign-extends signed integers and zero-extends unsigned ones,
+  // so an arithmetic shift of the int64_t is right for both.
+  return foldBinary(
+      adaptor.getLhs(), adaptor.getRhs(), getType(),
+      [](double, double) { return 0.0; },
+      [element](int64_t a, int64_t b) -> std::optional<int64_t> {
+        if (shiftOutOfRange(element, b))
+          return a < 0 ? -1 : 0;
+        return a >> b;
       });
 }
 

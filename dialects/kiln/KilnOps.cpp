@@ -137,6 +137,22 @@ LogicalResult CastOp::verify() {
   return success();
 }
 
+LogicalResult BitcastOp::verify() {
+  auto inType = getInput().getType();
+  auto outType = getType();
+  if (inType.getShape() != outType.getShape())
+    return emitOpError("cannot change the shape (")
+           << inType << " to " << outType << ")";
+  auto bits = [](Type element) {
+    return element.isInteger(1) ? 8u : element.getIntOrFloatBitWidth();
+  };
+  if (bits(inType.getElementType()) != bits(outType.getElementType()))
+    return emitOpError("needs element types of one width (")
+           << inType.getElementType() << " to " << outType.getElementType()
+           << ")";
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Shape and data movement.
 //===----------------------------------------------------------------------===//

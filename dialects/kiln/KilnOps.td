@@ -112,7 +112,8 @@ def Kiln_CeilOp : Kiln_UnaryFloatOp<"ceil", "ceil(x)">;
 def Kiln_RoundOp : Kiln_UnaryFloatOp<"round", "round half to even(x)">;
 def Kiln_HardSwishOp : Kiln_UnaryFloatOp<"hard_swish",
     "x * max(0, min(1, x / 6 + 1 / 2))">;
-def Kiln_NotOp : Kiln_UnaryOp<"not", Kiln_BoolTensor, "!x">;
+def Kiln_NotOp : Kiln_UnaryOp<"not", Kiln_IntOrBoolTensor,
+    "!x (booleans), ~x (integers)">;
 
 class Kiln_ParamUnaryOp<string mnemonic, string formula, dag params,
                         string example>
@@ -190,9 +191,17 @@ def Kiln_DivOp : Kiln_BinaryOp<"div", Kiln_NumericTensor,
 def Kiln_PowOp : Kiln_BinaryOp<"pow", Kiln_NumericTensor, "x ^ y">;
 def Kiln_MaxOp : Kiln_BinaryOp<"max", Kiln_NumericTensor, "max(x, y)", [Commutative]>;
 def Kiln_MinOp : Kiln_BinaryOp<"min", Kiln_NumericTensor, "min(x, y)", [Commutative]>;
-def Kiln_AndOp : Kiln_BinaryOp<"and", Kiln_BoolTensor, "x && y", [Commutative]>;
-def Kiln_OrOp : Kiln_BinaryOp<"or", Kiln_BoolTensor, "x || y", [Commutative]>;
-def Kiln_XorOp : Kiln_BinaryOp<"xor", Kiln_BoolTensor, "x != y", [Commutative]>;
+def Kiln_AndOp : Kiln_BinaryOp<"and", Kiln_IntOrBoolTensor, "x & y (bitwise)",
+    [Commutative]>;
+def Kiln_OrOp : Kiln_BinaryOp<"or", Kiln_IntOrBoolTensor, "x | y (bitwise)",
+    [Commutative]>;
+def Kiln_XorOp : Kiln_BinaryOp<"xor", Kiln_IntOrBoolTensor, "x ^ y (bitwise)",
+    [Commutative]>;
+def Kiln_ShiftLeftOp : Kiln_BinaryOp<"shift_left", Kiln_IntTensor,
+    "x << y (0 where y < 0 or y >= the bit width)">;
+def Kiln_ShiftRightOp : Kiln_BinaryOp<"shift_right", Kiln_IntTensor,
+    "x >> y (arithmetic for signed x; a shift by y < 0 or y >= the bit width "
+    "shifts by the width: 0, or -1 for negative signed x)">;
 
 def Kiln_RemOp : Kiln_Op<"rem", [Pure, Elementwise, SameOperandsAndResultType]> {
   let summary = "elementwise remainder";
@@ -264,6 +273,22 @@ def Kiln_CastOp : Kiln_Op<"cast", [Pure, Elementwise]> {
   let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
   let hasVerifier = 1;
   let hasFolder = 1;
+}
+
+def Kiln_BitcastOp : Kiln_Op<"bitcast", [Pure, Elementwise]> {
+  let summary = "elementwise reinterpretation of the element bits";
+  let description = [{
+    Keeps every element's bits under the result's element type, of the same
+    width (a boolean is the byte 0 or 1).
+
+    ```mlir
+    %i = kiln.bitcast %x : tensor<4xf32> to tensor<4xi32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

@@ -16,6 +16,15 @@ llvm::Error makeError(const llvm::Twine &message) {
 }
 
 llvm::Expected<bundle::ElementType> elementTypeOf(Type type) {
+  // Before isInteger(n), which holds for any signedness.
+  if (type.isUnsignedInteger(64))
+    return bundle::U64;
+  if (type.isUnsignedInteger(32))
+    return bundle::U32;
+  if (type.isUnsignedInteger(16))
+    return bundle::U16;
+  if (type.isUnsignedInteger(8))
+    return bundle::U8;
   if (type.isF32())
     return bundle::F32;
   if (type.isF16())
@@ -28,6 +37,8 @@ llvm::Expected<bundle::ElementType> elementTypeOf(Type type) {
     return bundle::I64;
   if (type.isInteger(32))
     return bundle::I32;
+  if (type.isInteger(16))
+    return bundle::I16;
   if (type.isInteger(8))
     return bundle::I8;
   if (type.isInteger(1))

@@ -541,18 +541,18 @@ def custom_domain():
                  domains=["com.example"])
 
 
-@artefact("uint8-input")
-def uint8_input():
+@artefact("string-input")
+def string_input():
     return model([node("Identity", ["x"], ["y"])],
-                 [value("x", [4], TensorProto.UINT8)],
-                 [value("y", [4], TensorProto.UINT8)])
+                 [value("x", [4], TensorProto.STRING)],
+                 [value("y", [4], TensorProto.STRING)])
 
 
-@artefact("uint8-initializer")
-def uint8_initializer():
+@artefact("complex-initializer")
+def complex_initializer():
     return model([node("Cast", ["lut"], ["y"], to=FLOAT)], [],
                  [value("y", [4])],
-                 [tensor("lut", np.arange(4, dtype=np.uint8))])
+                 [tensor("lut", np.arange(4).astype(np.complex64))])
 
 
 @artefact("unbound-dim")
@@ -1101,6 +1101,35 @@ def bf16_io():
          node("Cast", ["twice"], ["y"], to=TensorProto.BFLOAT16)],
         [value("x", [3], TensorProto.BFLOAT16)],
         [value("y", [3], TensorProto.BFLOAT16)])
+
+
+@artefact("unsigned-ops")
+def unsigned_ops():
+    # uint8 values above 127 and uint64 values above 2^63, where signed
+    # arithmetic would give other results; int16 beside them.
+    lut = np.array([3, 16, 2, 100], np.uint8)
+    return model(
+        [node("Div", ["x", "lut"], ["quotient"]),
+         node("Max", ["x", "lut"], ["larger"]),
+         node("Greater", ["x", "lut"], ["greater"]),
+         node("Cast", ["x"], ["wide"], to=FLOAT),
+         node("ReduceMax", ["x"], ["top"], keepdims=0),
+         node("BitShift", ["x", "lut"], ["shifted"], direction="RIGHT"),
+         node("Div", ["big", "two"], ["half"]),
+         node("Neg", ["small"], ["negated"])],
+        [value("x", [4], TensorProto.UINT8),
+         value("big", [2], TensorProto.UINT64),
+         value("small", [2], TensorProto.INT16)],
+        [value("quotient", [4], TensorProto.UINT8),
+         value("larger", [4], TensorProto.UINT8),
+         value("greater", [4], TensorProto.BOOL),
+         value("wide", [4]),
+         value("top", [], TensorProto.UINT8),
+         value("shifted", [4], TensorProto.UINT8),
+         value("half", [2], TensorProto.UINT64),
+         value("negated", [2], TensorProto.INT16)],
+        [tensor("lut", lut),
+         tensor("two", np.array([2, 2], np.uint64))])
 
 
 @artefact("large-products")

@@ -26,7 +26,8 @@ def load_npz(path):
 
 SAFETENSORS_DTYPES = {
     "F32": np.float32, "F64": np.float64, "F16": np.float16, "I64": np.int64,
-    "I32": np.int32, "I8": np.int8, "BOOL": np.bool_,
+    "I32": np.int32, "I16": np.int16, "I8": np.int8, "U64": np.uint64,
+    "U32": np.uint32, "U16": np.uint16, "U8": np.uint8, "BOOL": np.bool_,
 }
 
 

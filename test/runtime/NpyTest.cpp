@@ -173,9 +173,9 @@ TEST_F(NpyTest, RefusesWhatItCannotRepresent) {
        "Fortran-order arrays are not supported"},
       {"{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }",
        "big-endian dtype '>f4' is not supported"},
-      {"{'descr': '<u2', 'fortran_order': False, 'shape': (2, 3), }",
-       "dtype '<u2' is not supported (supported: f4 f8 f2 i8 i4 i1 b1, and V2 "
-       "for bf16)"},
+      {"{'descr': '<c8', 'fortran_order': False, 'shape': (2, 3), }",
+       "dtype '<c8' is not supported (supported: f4 f8 f2 i8 i4 i2 i1 u8 u4 "
+       "u2 u1 b1, and V2 for bf16)"},
       {"{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2, 3), }",
        "structured dtypes are not supported"},
       {"{'descr': '<f4', 'shape': (2, 3), }",
@@ -230,6 +230,11 @@ TEST_F(NpyTest, NpzRoundTripsEveryDtypePlainAndCompressed) {
   arrays.push_back(makeArray("i64", KILN_ELEMENT_TYPE_I64, {}, 4));
   arrays.push_back(makeArray("i32", KILN_ELEMENT_TYPE_I32, {0, 5}, 5));
   arrays.push_back(makeArray("i8", KILN_ELEMENT_TYPE_I8, {7}, 6));
+  arrays.push_back(makeArray("i16", KILN_ELEMENT_TYPE_I16, {3}, 9));
+  arrays.push_back(makeArray("u8", KILN_ELEMENT_TYPE_U8, {5}, 10));
+  arrays.push_back(makeArray("u16", KILN_ELEMENT_TYPE_U16, {2}, 11));
+  arrays.push_back(makeArray("u32", KILN_ELEMENT_TYPE_U32, {2, 2}, 12));
+  arrays.push_back(makeArray("u64", KILN_ELEMENT_TYPE_U64, {3}, 13));
   arrays.push_back(makeArray("input:0/b", KILN_ELEMENT_TYPE_BOOL, {2, 2}, 7));
   arrays.push_back(makeArray("big", KILN_ELEMENT_TYPE_F32, {256, 300}, 8));
   for (bool compress : {false, true}) {

@@ -45,8 +45,18 @@ const char *safetensorsDtype(kiln_element_type_t type) {
     return "I64";
   case KILN_ELEMENT_TYPE_I32:
     return "I32";
+  case KILN_ELEMENT_TYPE_I16:
+    return "I16";
   case KILN_ELEMENT_TYPE_I8:
     return "I8";
+  case KILN_ELEMENT_TYPE_U64:
+    return "U64";
+  case KILN_ELEMENT_TYPE_U32:
+    return "U32";
+  case KILN_ELEMENT_TYPE_U16:
+    return "U16";
+  case KILN_ELEMENT_TYPE_U8:
+    return "U8";
   case KILN_ELEMENT_TYPE_BOOL:
     return "BOOL";
   }
@@ -57,7 +67,9 @@ bool elementTypeOfDtype(const std::string &dtype, kiln_element_type_t &type) {
   static const kiln_element_type_t kTypes[] = {
       KILN_ELEMENT_TYPE_F32, KILN_ELEMENT_TYPE_F16, KILN_ELEMENT_TYPE_BF16,
       KILN_ELEMENT_TYPE_F64, KILN_ELEMENT_TYPE_I64, KILN_ELEMENT_TYPE_I32,
-      KILN_ELEMENT_TYPE_I8,  KILN_ELEMENT_TYPE_BOOL};
+      KILN_ELEMENT_TYPE_I16, KILN_ELEMENT_TYPE_I8,  KILN_ELEMENT_TYPE_U64,
+      KILN_ELEMENT_TYPE_U32, KILN_ELEMENT_TYPE_U16, KILN_ELEMENT_TYPE_U8,
+      KILN_ELEMENT_TYPE_BOOL};
   for (kiln_element_type_t candidate : kTypes) {
     if (dtype == safetensorsDtype(candidate)) {
       type = candidate;

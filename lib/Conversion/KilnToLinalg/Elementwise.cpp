@@ -12,6 +12,28 @@ using namespace kiln::lowering;
 
 bool kiln::lowering::isFloat(Type type) { return isa<FloatType>(type); }
 
+bool kiln::lowering::isUnsignedLike(Type type) {
+  return type.isInteger(1) || type.isUnsignedInteger();
+}
+
+arith::CmpIPredicate kiln::lowering::orderFor(Type type,
+                                              arith::CmpIPredicate predicate) {
+  if (!isUnsignedLike(type))
+    return predicate;
+  switch (predicate) {
+  case arith::CmpIPredicate::slt:
+    return arith::CmpIPredicate::ult;
+  case arith::CmpIPredicate::sle:
+    return arith::CmpIPredicate::ule;
+  case arith::CmpIPredicate::sgt:
+    return arith::CmpIPredicate::ugt;
+  case arith::CmpIPredicate::sge:
+    return arith::CmpIPredicate::uge;
+  default:
+    return predicate;
+  }
+}
+
 Value kiln::lowering::scalarConstant(OpBuilder &b, Location loc, Type type,
                                      double value) {
   if (auto f = dyn_cast<FloatType>(type))
@@ -71,19 +93,26 @@ Value kiln::lowering::castScalar(OpBuilder &b, Location loc, Value value,
     Value wide = arith::ExtFOp::create(b, loc, b.getF32Type(), value);
     return arith::TruncFOp::create(b, loc, to, wide);
   }
-  if (isFloat(from))
+  if (isFloat(from)) {
+    if (to.isUnsignedInteger())
+      return arith::FPToUIOp::create(b, loc, to, value);
     return arith::FPToSIOp::create(b, loc, to, value);
+  }
   if (isFloat(to)) {
-    if (from.isInteger(1))
+    if (isUnsignedLike(from))
       return arith::UIToFPOp::create(b, loc, to, value);
     return arith::SIToFPOp::create(b, loc, to, value);
   }
   unsigned fromWidth = from.getIntOrFloatBitWidth();
   unsigned toWidth = to.getIntOrFloatBitWidth();
+  // Integers of one width but another signedness (i8 <-> ui8) keep their
+  // bits: the types are made signless at the end of the lowering.
   if (fromWidth < toWidth)
-    return from.isInteger(1)
+    return isUnsignedLike(from)
                ? arith::ExtUIOp::create(b, loc, to, value)
                : arith::ExtSIOp::create(b, loc, to, value).getResult();
+  if (fromWidth == toWidth)
+    return arith::BitcastOp::create(b, loc, to, value);
   return arith::TruncIOp::create(b, loc, to, value);
 }
 
@@ -119,10 +148,11 @@ Value signOf(OpBuilder &b, Location loc, Value x) {
     positive = cmpf(b, loc, arith::CmpFPredicate::OGT, x, zero);
     negative = cmpf(b, loc, arith::CmpFPredicate::OLT, x, zero);
   } else {
-    positive =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, x, zero);
-    negative =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, zero);
+    Type type = x.getType();
+    positive = arith::CmpIOp::create(
+        b, loc, orderFor(type, arith::CmpIPredicate::sgt), x, zero);
+    negative = arith::CmpIOp::create(
+        b, loc, orderFor(type, arith::CmpIPredicate::slt), x, zero);
   }
   return selectOf(b, loc, positive, one,
                   selectOf(b, loc, negative, minusOne, zero));
@@ -130,6 +160,9 @@ Value signOf(OpBuilder &b, Location loc, Value x) {
 
 /// Python-style remainder: the result takes the divisor's sign.
 Value floorMod(OpBuilder &b, Location loc, Value x, Value y) {
+  // Unsigned remainders are never negative.
+  if (x.getType().isUnsignedInteger())
+    return arith::RemUIOp::create(b, loc, x, y);
   bool f = isFloat(x.getType());
   Value r = f ? arith::RemFOp::create(b, loc, x, y).getResult()
               : arith::RemSIOp::create(b, loc, x, y).getResult();
@@ -177,7 +210,6 @@ Value compareScalars(OpBuilder &b, Location loc, ComparePredicate p, Value x,
     }
     return cmpf(b, loc, fp, x, y);
   }
-  bool isBool = x.getType().isInteger(1);
   arith::CmpIPredicate ip;
   switch (p) {
   case ComparePredicate::eq:
@@ -187,19 +219,19 @@ Value compareScalars(OpBuilder &b, Location loc, ComparePredicate p, Value x,
     ip = arith::CmpIPredicate::ne;
     break;
   case ComparePredicate::lt:
-    ip = isBool ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt;
+    ip = arith::CmpIPredicate::slt;
     break;
   case ComparePredicate::le:
-    ip = isBool ? arith::CmpIPredicate::ule : arith::CmpIPredicate::sle;
+    ip = arith::CmpIPredicate::sle;
     break;
   case ComparePredicate::gt:
-    ip = isBool ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::sgt;
+    ip = arith::CmpIPredicate::sgt;
     break;
   case ComparePredicate::ge:
-    ip = isBool ? arith::CmpIPredicate::uge : arith::CmpIPredicate::sge;
+    ip = arith::CmpIPredicate::sge;
     break;
   }
-  return arith::CmpIOp::create(b, loc, ip, x, y);
+  return arith::CmpIOp::create(b, loc, orderFor(x.getType(), ip), x, y);
 }
 
 template <typename FloatOp, typename IntOp>
@@ -207,6 +239,14 @@ Value numeric(OpBuilder &b, Location loc, Value x, Value y) {
   if (isFloat(x.getType()))
     return FloatOp::create(b, loc, x, y);
   return IntOp::create(b, loc, x, y);
+}
+
+/// Like numeric, with `UnsignedOp` for unsigned integers.
+template <typename FloatOp, typename SignedOp, typename UnsignedOp>
+Value ordered(OpBuilder &b, Location loc, Value x, Value y) {
+  if (x.getType().isUnsignedInteger())
+    return UnsignedOp::create(b, loc, x, y);
+  return numeric<FloatOp, SignedOp>(b, loc, x, y);
 }
 
 Value expMinusOne(OpBuilder &b, Location loc, Value x) {
@@ -229,12 +269,16 @@ Value kiln::lowering::buildElementwiseScalar(Operation *op, OpBuilder &b,
       .Case([&](AbsOp) -> Value {
         if (isFloat(x.getType()))
           return math::AbsFOp::create(b, loc, x);
+        if (x.getType().isUnsignedInteger())
+          return x;
         return math::AbsIOp::create(b, loc, x);
       })
       .Case([&](SignOp) { return signOf(b, loc, x); })
       .Case([&](ReluOp) -> Value {
         if (isFloat(x.getType()))
           return arith::MaximumFOp::create(b, loc, x, c(0));
+        if (x.getType().isUnsignedInteger())
+          return x;
         return arith::MaxSIOp::create(b, loc, x, c(0));
       })
       .Case([&](ExpOp) { return math::ExpOp::create(b, loc, x); })
@@ -283,7 +327,12 @@ Value kiln::lowering::buildElementwiseScalar(Operation *op, OpBuilder &b,
             b, loc, arith::DivFOp::create(b, loc, x, c(6)), c(0.5));
         return arith::MulFOp::create(b, loc, x, clamp01(b, loc, t));
       })
-      .Case([&](NotOp) { return arith::XOrIOp::create(b, loc, x, c(1)); })
+      .Case([&](NotOp) -> Value {
+        unsigned width = x.getType().getIntOrFloatBitWidth();
+        Value ones = arith::ConstantOp::create(
+            b, loc, b.getIntegerAttr(x.getType(), APInt::getAllOnes(width)));
+        return arith::XOrIOp::create(b, loc, x, ones);
+      })
       .Case([&](GeluOp g) -> Value {
         Value half = arith::MulFOp::create(b, loc, x, c(0.5));
         Value inner;
@@ -360,13 +409,16 @@ Value kiln::lowering::buildElementwiseScalar(Operation *op, OpBuilder &b,
         return numeric<arith::MulFOp, arith::MulIOp>(b, loc, x, y);
       })
       .Case([&](DivOp) {
-        return numeric<arith::DivFOp, arith::DivSIOp>(b, loc, x, y);
+        return ordered<arith::DivFOp, arith::DivSIOp, arith::DivUIOp>(b, loc, x,
+                                                                      y);
       })
       .Case([&](MaxOp) {
-        return numeric<arith::MaximumFOp, arith::MaxSIOp>(b, loc, x, y);
+        return ordered<arith::MaximumFOp, arith::MaxSIOp, arith::MaxUIOp>(
+            b, loc, x, y);
       })
       .Case([&](MinOp) {
-        return numeric<arith::MinimumFOp, arith::MinSIOp>(b, loc, x, y);
+        return ordered<arith::MinimumFOp, arith::MinSIOp, arith::MinUIOp>(
+            b, loc, x, y);
       })
       .Case([&](PowOp) -> Value {
         if (isFloat(x.getType()))
@@ -376,16 +428,50 @@ Value kiln::lowering::buildElementwiseScalar(Operation *op, OpBuilder &b,
       .Case([&](RemOp r) -> Value {
         if (!r.getFmod())
           return floorMod(b, loc, x, y);
-        return numeric<arith::RemFOp, arith::RemSIOp>(b, loc, x, y);
+        return ordered<arith::RemFOp, arith::RemSIOp, arith::RemUIOp>(b, loc, x,
+                                                                      y);
       })
       .Case([&](AndOp) { return arith::AndIOp::create(b, loc, x, y); })
       .Case([&](OrOp) { return arith::OrIOp::create(b, loc, x, y); })
       .Case([&](XorOp) { return arith::XOrIOp::create(b, loc, x, y); })
+      .Case([&](ShiftLeftOp) -> Value {
+        // The amount compares as unsigned: a negative one is out of range.
+        Value width = c(x.getType().getIntOrFloatBitWidth());
+        Value inRange =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, y, width);
+        return selectOf(b, loc, inRange, arith::ShLIOp::create(b, loc, x, y),
+                        c(0));
+      })
+      .Case([&](ShiftRightOp) -> Value {
+        unsigned bits = x.getType().getIntOrFloatBitWidth();
+        Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                              y, c(bits));
+        if (x.getType().isUnsignedInteger())
+          return selectOf(b, loc, inRange, arith::ShRUIOp::create(b, loc, x, y),
+                          c(0));
+        // Out of range, a signed shift fills every bit with the sign.
+        Value amount = selectOf(b, loc, inRange, y, c(bits - 1));
+        return arith::ShRSIOp::create(b, loc, x, amount);
+      })
       .Case([&](CompareOp cmp) {
         return compareScalars(b, loc, cmp.getPredicate(), x, y);
       })
       .Case(
           [&](SelectOp) { return selectOf(b, loc, args[0], args[1], args[2]); })
+      .Case([&](BitcastOp bitcast) -> Value {
+        Type to =
+            mlir::cast<RankedTensorType>(bitcast.getType()).getElementType();
+        Type from = x.getType();
+        if (from.isInteger(1))
+          return arith::ExtUIOp::create(b, loc, to, x);
+        if (to.isInteger(1))
+          return castScalar(b, loc, x, to);
+        if (isa<IntegerType>(from) && isa<IntegerType>(to))
+          return castScalar(b, loc, x, to);
+        // Float <-> integer of one width; the integer types are made
+        // signless at the end of the lowering, as arith.bitcast wants.
+        return arith::BitcastOp::create(b, loc, to, x);
+      })
       .Case([&](CastOp castOp) {
         return castScalar(
             b, loc, x,

@@ -4,6 +4,7 @@
 #include "kiln/Conversion/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AttrTypeSubElements.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace kiln {
@@ -13,6 +14,36 @@ namespace kiln {
 
 using namespace mlir;
 using namespace kiln;
+
+void kiln::lowering::makeSignless(Operation *root) {
+  auto signless = [](Type type) -> Type {
+    auto integer = dyn_cast<IntegerType>(type);
+    if (!integer || !integer.isUnsigned())
+      return nullptr;
+    return IntegerType::get(type.getContext(), integer.getWidth());
+  };
+  AttrTypeReplacer replacer;
+  replacer.addReplacement([&](IntegerType type) -> std::optional<Type> {
+    if (Type replaced = signless(type))
+      return replaced;
+    return std::nullopt;
+  });
+  // Constants keep their bits under the signless type.
+  replacer.addReplacement(
+      [&](DenseIntOrFPElementsAttr attr) -> std::optional<Attribute> {
+        if (Type replaced = signless(attr.getElementType()))
+          return attr.bitcast(replaced);
+        return std::nullopt;
+      });
+  replacer.addReplacement([&](IntegerAttr attr) -> std::optional<Attribute> {
+    if (Type replaced = signless(attr.getType()))
+      return IntegerAttr::get(replaced, attr.getValue());
+    return std::nullopt;
+  });
+  replacer.recursivelyReplaceElementsIn(root, /*replaceAttrs=*/true,
+                                        /*replaceLocs=*/false,
+                                        /*replaceTypes=*/true);
+}
 
 namespace {
 
@@ -39,8 +70,11 @@ struct ConvertKilnToLinalgPass
     lowering::populateStructuredLoweringPatterns(patterns);
     lowering::populateNNLoweringPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target,
-                                      std::move(patterns))))
+                                      std::move(patterns)))) {
       signalPassFailure();
+      return;
+    }
+    lowering::makeSignless(getOperation());
   }
 };
 

@@ -18,6 +18,21 @@ using BodyBuilder = llvm::function_ref<mlir::Value(
 
 bool isFloat(mlir::Type type);
 
+/// Whether integers of `type` compare, divide and extend as unsigned ones:
+/// booleans and the unsigned types. The lowering builds arith ops on the
+/// unsigned types as they come and makes every type signless at its end
+/// (makeSignless), so the scalar builders see the signedness.
+bool isUnsignedLike(mlir::Type type);
+
+/// The signed ordering `predicate` (slt, sle, sgt, sge) as it applies to
+/// integers of `type`: its unsigned form where isUnsignedLike(type).
+mlir::arith::CmpIPredicate orderFor(mlir::Type type,
+                                    mlir::arith::CmpIPredicate predicate);
+
+/// Rewrites every unsigned integer type under `root` (results, block
+/// arguments, function types, attributes) to the signless type of its width.
+void makeSignless(mlir::Operation *root);
+
 /// A scalar constant of `type` (float, integer or i1).
 mlir::Value scalarConstant(mlir::OpBuilder &b, mlir::Location loc,
                            mlir::Type type, double value);

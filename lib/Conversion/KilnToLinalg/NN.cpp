@@ -505,10 +505,11 @@ struct LowerTopK : OpRewritePattern<TopKOp> {
                                          xj, xi);
         equal = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, xj, xi);
       } else {
-        strictly = arith::CmpIOp::create(b, l,
-                                         largest ? arith::CmpIPredicate::sgt
-                                                 : arith::CmpIPredicate::slt,
-                                         xj, xi);
+        strictly = arith::CmpIOp::create(
+            b, l,
+            orderFor(xj.getType(), largest ? arith::CmpIPredicate::sgt
+                                           : arith::CmpIPredicate::slt),
+            xj, xi);
         equal = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, xj, xi);
       }
       Value lower =

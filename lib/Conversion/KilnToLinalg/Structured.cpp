@@ -573,9 +573,10 @@ Value reductionInit(OpBuilder &b, Location loc, Type type, ReduceKind kind) {
           b, loc,
           b.getFloatAttr(f, APFloat::getInf(f.getFloatSemantics(), max)));
     unsigned width = type.getIntOrFloatBitWidth();
-    APInt value = width == 1 ? APInt(1, max ? 0 : 1)
-                  : max      ? APInt::getSignedMinValue(width)
-                             : APInt::getSignedMaxValue(width);
+    APInt value = isUnsignedLike(type)
+                      ? (max ? APInt::getZero(width) : APInt::getAllOnes(width))
+                  : max ? APInt::getSignedMinValue(width)
+                        : APInt::getSignedMaxValue(width);
     return arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, value));
   }
   }
@@ -596,11 +597,15 @@ Value reductionStep(OpBuilder &b, Location loc, ReduceKind kind, Value acc,
   case ReduceKind::Max:
     if (isBool)
       return arith::OrIOp::create(b, loc, acc, x);
+    if (x.getType().isUnsignedInteger())
+      return arith::MaxUIOp::create(b, loc, acc, x);
     return f ? arith::MaximumFOp::create(b, loc, acc, x).getResult()
              : arith::MaxSIOp::create(b, loc, acc, x).getResult();
   case ReduceKind::Min:
     if (isBool)
       return arith::AndIOp::create(b, loc, acc, x);
+    if (x.getType().isUnsignedInteger())
+      return arith::MinUIOp::create(b, loc, acc, x);
     return f ? arith::MinimumFOp::create(b, loc, acc, x).getResult()
              : arith::MinSIOp::create(b, loc, acc, x).getResult();
   }
@@ -707,8 +712,8 @@ template <typename OpTy> struct LowerArgReduce : OpRewritePattern<OpTy> {
                 isMax ? arith::CmpIPredicate::sgt : arith::CmpIPredicate::slt;
             auto loose =
                 isMax ? arith::CmpIPredicate::sge : arith::CmpIPredicate::sle;
-            better =
-                arith::CmpIOp::create(b, l, last ? loose : strict, x, best);
+            better = arith::CmpIOp::create(
+                b, l, orderFor(x.getType(), last ? loose : strict), x, best);
           }
           // The first element always wins over the initial value.
           Value first =

@@ -188,6 +188,31 @@ LogicalResult importCast(NodeContext &n) {
   return n.setResult(n.cast(n.input(0), element));
 }
 
+LogicalResult importBitCast(NodeContext &n) {
+  if (failed(n.expectInputs(1, 1)))
+    return failure();
+  int64_t to = n.getInt("to", 0);
+  Type element = elementTypeOf(static_cast<int32_t>(to), n.ctx);
+  if (!element)
+    return n.fail("bitcast to " + onnxTypeName(static_cast<int32_t>(to)) +
+                  " is not supported");
+  RankedTensorType type = n.inputType(0);
+  return n.setResult(
+      n.create<BitcastOp>(n.input(0), {}, {type.clone(element)}));
+}
+
+LogicalResult importBitShift(NodeContext &n) {
+  std::string direction = n.getString("direction", "");
+  SmallVector<Value> operands;
+  if (failed(broadcastInputs(n, 2, operands)))
+    return failure();
+  if (direction == "LEFT")
+    return n.setResult(n.create<ShiftLeftOp>(operands));
+  if (direction == "RIGHT")
+    return n.setResult(n.create<ShiftRightOp>(operands));
+  return n.fail("direction '" + direction + "' is not LEFT or RIGHT");
+}
+
 LogicalResult importCastLike(NodeContext &n) {
   if (failed(n.expectInputs(2, 2)))
     return failure();
@@ -411,6 +436,7 @@ void kiln::onnx_import::registerElementwiseOps(OpImporterTable &t) {
   t["Round"] = importUnary<RoundOp>;
   t["HardSwish"] = importUnary<HardSwishOp>;
   t["Not"] = importUnary<NotOp>;
+  t["BitwiseNot"] = importUnary<NotOp>;
   t["IsNaN"] = importUnary<IsNanOp>;
   t["IsInf"] = importIsInf;
   t["Gelu"] = importGelu;
@@ -446,6 +472,11 @@ void kiln::onnx_import::registerElementwiseOps(OpImporterTable &t) {
   t["And"] = importBinary<AndOp>;
   t["Or"] = importBinary<OrOp>;
   t["Xor"] = importBinary<XorOp>;
+  t["BitwiseAnd"] = importBinary<AndOp>;
+  t["BitwiseOr"] = importBinary<OrOp>;
+  t["BitwiseXor"] = importBinary<XorOp>;
+  t["BitShift"] = importBitShift;
+  t["BitCast"] = importBitCast;
   t["Pow"] = importPow;
   t["Mod"] = importMod;
   t["Equal"] = importCompare<ComparePredicate::eq>;

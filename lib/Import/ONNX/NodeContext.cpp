@@ -98,9 +98,15 @@ FailureOr<SmallVector<int64_t>> NodeContext::constInts(unsigned i,
   if (!isa<IntegerType>(attr.getElementType()))
     return fail("input '" + node.input(i) + "' (" + what +
                 ") must hold integers");
+  bool isUnsigned = attr.getElementType().isUnsignedInteger();
   SmallVector<int64_t> values;
-  for (APInt value : attr.getValues<APInt>())
-    values.push_back(value.getSExtValue());
+  for (APInt value : attr.getValues<APInt>()) {
+    if (isUnsigned && value.getActiveBits() > 63)
+      return fail("input '" + node.input(i) + "' (" + what +
+                  ") holds an unsigned value above 2^63");
+    values.push_back(isUnsigned ? static_cast<int64_t>(value.getZExtValue())
+                                : value.getSExtValue());
+  }
   return values;
 }
 
@@ -118,8 +124,10 @@ FailureOr<SmallVector<double>> NodeContext::constFloats(unsigned i,
       values.push_back(value.convertToDouble());
     }
   } else {
+    bool isUnsigned = attr.getElementType().isUnsignedInteger();
     for (APInt value : attr.getValues<APInt>())
-      values.push_back(static_cast<double>(value.getSExtValue()));
+      values.push_back(isUnsigned ? static_cast<double>(value.getZExtValue())
+                                  : static_cast<double>(value.getSExtValue()));
   }
   return values;
 }
@@ -150,9 +158,13 @@ Value NodeContext::splat(RankedTensorType type, double value) {
   unsigned width = element.getIntOrFloatBitWidth();
   if (width == 1)
     return constant(DenseElementsAttr::get(type, value != 0));
+  // Unsigned values above 2^63 do not fit an int64_t.
+  uint64_t bits = element.isUnsignedInteger() && value >= 0x1p63
+                      ? static_cast<uint64_t>(value)
+                      : static_cast<uint64_t>(static_cast<int64_t>(value));
   return constant(DenseElementsAttr::get(
-      type, APInt(width, static_cast<uint64_t>(static_cast<int64_t>(value)),
-                  /*isSigned=*/true, /*implicitTrunc=*/true)));
+      type, APInt(width, bits, /*isSigned=*/!element.isUnsignedInteger(),
+                  /*implicitTrunc=*/true)));
 }
 
 Value NodeContext::scalar(Type elementType, double value) {

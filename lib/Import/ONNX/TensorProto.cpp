@@ -30,8 +30,18 @@ Type kiln::onnx_import::elementTypeOf(int32_t onnxType, MLIRContext *context) {
     return b.getI64Type();
   case onnx::TensorProto::INT32:
     return b.getI32Type();
+  case onnx::TensorProto::INT16:
+    return b.getI16Type();
   case onnx::TensorProto::INT8:
     return b.getI8Type();
+  case onnx::TensorProto::UINT64:
+    return b.getIntegerType(64, /*isSigned=*/false);
+  case onnx::TensorProto::UINT32:
+    return b.getIntegerType(32, /*isSigned=*/false);
+  case onnx::TensorProto::UINT16:
+    return b.getIntegerType(16, /*isSigned=*/false);
+  case onnx::TensorProto::UINT8:
+    return b.getIntegerType(8, /*isSigned=*/false);
   case onnx::TensorProto::BOOL:
     return b.getI1Type();
   default:
@@ -103,8 +113,19 @@ bool typedFieldBytes(const onnx::TensorProto &tensor, Type element,
     appendAs<int32_t>(bytes, tensor.int32_data());
     return true;
   case onnx::TensorProto::INT8:
+  case onnx::TensorProto::UINT8:
   case onnx::TensorProto::BOOL:
     appendAs<int8_t>(bytes, tensor.int32_data());
+    return true;
+  case onnx::TensorProto::INT16:
+  case onnx::TensorProto::UINT16:
+    appendAs<int16_t>(bytes, tensor.int32_data());
+    return true;
+  case onnx::TensorProto::UINT32:
+    appendAs<uint32_t>(bytes, tensor.uint64_data());
+    return true;
+  case onnx::TensorProto::UINT64:
+    appendAs<uint64_t>(bytes, tensor.uint64_data());
     return true;
   case onnx::TensorProto::FLOAT16:
   case onnx::TensorProto::BFLOAT16:
@@ -297,8 +318,12 @@ kiln::onnx_import::readNpyFile(StringRef path, MLIRContext *context,
     element = b.getI64Type();
   else if (descr == "<i4")
     element = b.getI32Type();
+  else if (descr == "<i2")
+    element = b.getI16Type();
   else if (descr == "|i1")
     element = b.getI8Type();
+  else if (descr == "<u8" || descr == "<u4" || descr == "<u2" || descr == "|u1")
+    element = b.getIntegerType(8 * (descr.back() - '0'), /*isSigned=*/false);
   else if (descr == "|b1")
     element = b.getI1Type();
   else

@@ -84,9 +84,15 @@ typedef enum kiln_element_type_t {
   KILN_ELEMENT_TYPE_I8 = 7,
   /* One byte per element, 0 or 1. */
   KILN_ELEMENT_TYPE_BOOL = 8,
+  KILN_ELEMENT_TYPE_U8 = 9,
+  KILN_ELEMENT_TYPE_U16 = 10,
+  KILN_ELEMENT_TYPE_U32 = 11,
+  KILN_ELEMENT_TYPE_U64 = 12,
+  KILN_ELEMENT_TYPE_I16 = 13,
 } kiln_element_type_t;
 
-/* "f32", "f16", "bf16", "f64", "i64", "i32", "i8", "bool", or "unknown".
+/* "f32", "f16", "bf16", "f64", "i64", "i32", "i16", "i8", "u64", "u32",
+ * "u16", "u8", "bool", or "unknown".
  * Thread safety: safe from any thread. */
 KILN_API const char *kiln_element_type_name(kiln_element_type_t type);
 

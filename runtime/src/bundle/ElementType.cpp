@@ -10,14 +10,19 @@ uint64_t elementTypeSize(int type) {
   switch (type) {
   case KILN_ELEMENT_TYPE_F64:
   case KILN_ELEMENT_TYPE_I64:
+  case KILN_ELEMENT_TYPE_U64:
     return 8;
   case KILN_ELEMENT_TYPE_F32:
   case KILN_ELEMENT_TYPE_I32:
+  case KILN_ELEMENT_TYPE_U32:
     return 4;
   case KILN_ELEMENT_TYPE_F16:
   case KILN_ELEMENT_TYPE_BF16:
+  case KILN_ELEMENT_TYPE_I16:
+  case KILN_ELEMENT_TYPE_U16:
     return 2;
   case KILN_ELEMENT_TYPE_I8:
+  case KILN_ELEMENT_TYPE_U8:
   case KILN_ELEMENT_TYPE_BOOL:
     return 1;
   default:
@@ -39,8 +44,18 @@ const char *elementTypeName(int type) {
     return "i64";
   case KILN_ELEMENT_TYPE_I32:
     return "i32";
+  case KILN_ELEMENT_TYPE_I16:
+    return "i16";
   case KILN_ELEMENT_TYPE_I8:
     return "i8";
+  case KILN_ELEMENT_TYPE_U64:
+    return "u64";
+  case KILN_ELEMENT_TYPE_U32:
+    return "u32";
+  case KILN_ELEMENT_TYPE_U16:
+    return "u16";
+  case KILN_ELEMENT_TYPE_U8:
+    return "u8";
   case KILN_ELEMENT_TYPE_BOOL:
     return "bool";
   default:

@@ -44,7 +44,12 @@ static_assert(sameValue(KILN_ELEMENT_TYPE_F32, bp::F32) &&
                   sameValue(KILN_ELEMENT_TYPE_I64, bp::I64) &&
                   sameValue(KILN_ELEMENT_TYPE_I32, bp::I32) &&
                   sameValue(KILN_ELEMENT_TYPE_I8, bp::I8) &&
-                  sameValue(KILN_ELEMENT_TYPE_BOOL, bp::BOOL),
+                  sameValue(KILN_ELEMENT_TYPE_BOOL, bp::BOOL) &&
+                  sameValue(KILN_ELEMENT_TYPE_U8, bp::U8) &&
+                  sameValue(KILN_ELEMENT_TYPE_U16, bp::U16) &&
+                  sameValue(KILN_ELEMENT_TYPE_U32, bp::U32) &&
+                  sameValue(KILN_ELEMENT_TYPE_U64, bp::U64) &&
+                  sameValue(KILN_ELEMENT_TYPE_I16, bp::I16),
               "kiln_element_type_t must mirror kiln.bundle.ElementType");
 static_assert(KILN_STATUS_INTERNAL == static_cast<int>(StatusCode::Internal) &&
                   KILN_STATUS_COLLECTIVE_ERROR ==

@@ -31,7 +31,12 @@ constexpr DtypeEntry kDtypes[] = {
     {KILN_ELEMENT_TYPE_F16, 'f', 2},
     {KILN_ELEMENT_TYPE_I64, 'i', 8},
     {KILN_ELEMENT_TYPE_I32, 'i', 4},
+    {KILN_ELEMENT_TYPE_I16, 'i', 2},
     {KILN_ELEMENT_TYPE_I8, 'i', 1},
+    {KILN_ELEMENT_TYPE_U64, 'u', 8},
+    {KILN_ELEMENT_TYPE_U32, 'u', 4},
+    {KILN_ELEMENT_TYPE_U16, 'u', 2},
+    {KILN_ELEMENT_TYPE_U8, 'u', 1},
     {KILN_ELEMENT_TYPE_BOOL, 'b', 1},
     // NumPy has no bf16; ml_dtypes' bfloat16 arrays (what PyTorch's and
     // ONNX's Python packages give) save as the 2-byte void type, and Kiln
@@ -59,8 +64,8 @@ Status parseDescr(const std::string &descr, kiln_element_type_t &type) {
   }
   return unsupported(
       "dtype '", descr,
-      "' is not supported (supported: f4 f8 f2 i8 i4 i1 b1, and V2 "
-      "for bf16)");
+      "' is not supported (supported: f4 f8 f2 i8 i4 i2 i1 u8 u4 u2 u1 b1, "
+      "and V2 for bf16)");
 }
 
 /// Parses the Python dict literal of an .npy header:
@@ -248,8 +253,18 @@ const char *npyDescr(kiln_element_type_t type) {
     return "<i8";
   case KILN_ELEMENT_TYPE_I32:
     return "<i4";
+  case KILN_ELEMENT_TYPE_I16:
+    return "<i2";
   case KILN_ELEMENT_TYPE_I8:
     return "|i1";
+  case KILN_ELEMENT_TYPE_U64:
+    return "<u8";
+  case KILN_ELEMENT_TYPE_U32:
+    return "<u4";
+  case KILN_ELEMENT_TYPE_U16:
+    return "<u2";
+  case KILN_ELEMENT_TYPE_U8:
+    return "|u1";
   case KILN_ELEMENT_TYPE_BOOL:
     return "|b1";
   }

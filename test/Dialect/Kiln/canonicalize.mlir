@@ -457,6 +457,64 @@ func.func @div_i32_truncates() -> tensor<4xi32> {
   return %y : tensor<4xi32>
 }
 
+// Unsigned constants fold as unsigned values (NumPy's uint8 results).
+// CHECK-LABEL: func.func @div_ui8_unsigned(
+// CHECK: %[[C:.*]] = kiln.constant dense<[66, 15]> : tensor<2xui8>
+// CHECK-NEXT: return %[[C]] : tensor<2xui8>
+func.func @div_ui8_unsigned() -> tensor<2xui8> {
+  %a = kiln.constant dense<[200, 255]> : tensor<2xui8>
+  %b = kiln.constant dense<[3, 16]> : tensor<2xui8>
+  %y = kiln.div %a, %b : tensor<2xui8>
+  return %y : tensor<2xui8>
+}
+
+// CHECK-LABEL: func.func @compare_ui8_unsigned(
+// CHECK: %[[C:.*]] = kiln.constant dense<[false, true]> : tensor<2xi1>
+// CHECK-NEXT: return %[[C]] : tensor<2xi1>
+func.func @compare_ui8_unsigned() -> tensor<2xi1> {
+  %a = kiln.constant dense<[200, 100]> : tensor<2xui8>
+  %b = kiln.constant dense<[100, 200]> : tensor<2xui8>
+  %y = kiln.compare <lt>, %a, %b : tensor<2xui8>
+  return %y : tensor<2xi1>
+}
+
+// CHECK-LABEL: func.func @cast_ui8_to_f32(
+// CHECK: %[[C:.*]] = kiln.constant dense<[2.000000e+02, 2.550000e+02]> : tensor<2xf32>
+// CHECK-NEXT: return %[[C]] : tensor<2xf32>
+func.func @cast_ui8_to_f32() -> tensor<2xf32> {
+  %a = kiln.constant dense<[200, 255]> : tensor<2xui8>
+  %y = kiln.cast %a : tensor<2xui8> to tensor<2xf32>
+  return %y : tensor<2xf32>
+}
+
+// uint64 values above 2^63 do not fit the folder's int64_t: left alone.
+// CHECK-LABEL: func.func @div_ui64_not_folded(
+// CHECK: kiln.div
+func.func @div_ui64_not_folded() -> tensor<1xui64> {
+  %a = kiln.constant dense<[18446744073709551615]> : tensor<1xui64>
+  %b = kiln.constant dense<[2]> : tensor<1xui64>
+  %y = kiln.div %a, %b : tensor<1xui64>
+  return %y : tensor<1xui64>
+}
+
+// Shifts out of range give 0, or -1 for a negative signed value shifted
+// right (ONNX BitShift); bitwise not flips every bit of an integer.
+// CHECK-LABEL: func.func @shifts_and_not(
+// CHECK-DAG: kiln.constant dense<[0, 16]> : tensor<2xui8>
+// CHECK-DAG: kiln.constant dense<[-1, -32]> : tensor<2xi8>
+// CHECK-DAG: kiln.constant dense<[-6, 5]> : tensor<2xi16>
+func.func @shifts_and_not() -> (tensor<2xui8>, tensor<2xi8>, tensor<2xi16>) {
+  %a = kiln.constant dense<[1, 1]> : tensor<2xui8>
+  %s = kiln.constant dense<[8, 4]> : tensor<2xui8>
+  %l = kiln.shift_left %a, %s : tensor<2xui8>
+  %b = kiln.constant dense<[-128, -128]> : tensor<2xi8>
+  %t = kiln.constant dense<[9, 2]> : tensor<2xi8>
+  %r = kiln.shift_right %b, %t : tensor<2xi8>
+  %c = kiln.constant dense<[5, -6]> : tensor<2xi16>
+  %n = kiln.not %c : tensor<2xi16>
+  return %l, %r, %n : tensor<2xui8>, tensor<2xi8>, tensor<2xi16>
+}
+
 // CHECK-LABEL: func.func @rem_i32_sign_of_divisor(
 // CHECK: %[[C:.*]] = kiln.constant dense<[1, 1, -1, -1]> : tensor<4xi32>
 // CHECK-NEXT: return %[[C]] : tensor<4xi32>

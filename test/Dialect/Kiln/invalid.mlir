@@ -47,16 +47,16 @@ func.func @dynamic_conv(%x: tensor<1x3x?x8xf32>, %w: tensor<4x3x3x3xf32>) {
 
 // -----
 
-func.func @unsupported_element_type(%x: tensor<4xi16>) -> tensor<4xi16> {
-  // expected-error @+1 {{operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float or 64-bit signless integer or 32-bit signless integer or 8-bit signless integer values, but got 'tensor<4xi16>'}}
-  %y = kiln.neg %x : tensor<4xi16>
-  return %y : tensor<4xi16>
+func.func @unsupported_element_type(%x: tensor<4xi4>) -> tensor<4xi4> {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float or 64-bit signless integer or 32-bit signless integer or 16-bit signless integer or 8-bit signless integer or 64-bit unsigned integer or 32-bit unsigned integer or 16-bit unsigned integer or 8-bit unsigned integer values, but got 'tensor<4xi4>'}}
+  %y = kiln.neg %x : tensor<4xi4>
+  return %y : tensor<4xi4>
 }
 
 // -----
 
 func.func @numeric_op_on_booleans(%x: tensor<4xi1>) -> tensor<4xi1> {
-  // expected-error @+1 {{operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float or 64-bit signless integer or 32-bit signless integer or 8-bit signless integer values, but got 'tensor<4xi1>'}}
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float or 64-bit signless integer or 32-bit signless integer or 16-bit signless integer or 8-bit signless integer or 64-bit unsigned integer or 32-bit unsigned integer or 16-bit unsigned integer or 8-bit unsigned integer values, but got 'tensor<4xi1>'}}
   %y = kiln.add %x, %x : tensor<4xi1>
   return %y : tensor<4xi1>
 }
@@ -64,7 +64,7 @@ func.func @numeric_op_on_booleans(%x: tensor<4xi1>) -> tensor<4xi1> {
 // -----
 
 func.func @boolean_op_on_floats(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{operand #0 must be statically shaped tensor of 1-bit signless integer values, but got 'tensor<4xf32>'}}
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of 64-bit signless integer or 32-bit signless integer or 16-bit signless integer or 8-bit signless integer or 64-bit unsigned integer or 32-bit unsigned integer or 16-bit unsigned integer or 8-bit unsigned integer or 1-bit signless integer values, but got 'tensor<4xf32>'}}
   %y = kiln.and %x, %x : tensor<4xf32>
   return %y : tensor<4xf32>
 }
@@ -136,10 +136,10 @@ func.func @select_branch_types_differ(%m: tensor<4xi1>, %x: tensor<4xf32>, %y: t
 
 // -----
 
-func.func @not_on_integers(%x: tensor<4xi8>) -> tensor<4xi8> {
-  // expected-error @+1 {{operand #0 must be statically shaped tensor of 1-bit signless integer values}}
-  %y = kiln.not %x : tensor<4xi8>
-  return %y : tensor<4xi8>
+func.func @not_on_floats(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of 64-bit signless integer}}
+  %y = kiln.not %x : tensor<4xf32>
+  return %y : tensor<4xf32>
 }
 
 // -----
@@ -1600,4 +1600,20 @@ func.func @fused_layer_norm_grad_accumulate(%x: tensor<4x16xf32>, %g: tensor<16x
   // expected-error @+1 {{'kiln.fused_layer_norm_grad' op accumulate must be f32 of shape [4, 16], not 'tensor<4x16xbf16>'}}
   %dx, %dg, %db, %p = kiln.fused_layer_norm_grad %x, %g, %x accumulate %a : (tensor<4x16xf32>, tensor<16xf32>, tensor<4x16xf32>, tensor<4x16xbf16>) -> (tensor<4x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<1x2x16xf32>)
   return
+}
+
+// -----
+
+func.func @bitcast_width(%x: tensor<4xf32>) -> tensor<4xi16> {
+  // expected-error @+1 {{'kiln.bitcast' op needs element types of one width ('f32' to 'i16')}}
+  %y = kiln.bitcast %x : tensor<4xf32> to tensor<4xi16>
+  return %y : tensor<4xi16>
+}
+
+// -----
+
+func.func @shift_of_floats(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of}}
+  %y = kiln.shift_left %x, %x : tensor<4xf32>
+  return %y : tensor<4xf32>
 }

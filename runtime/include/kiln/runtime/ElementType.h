@@ -15,8 +15,8 @@ namespace kiln::runtime {
 /// Bytes per element of `type`; 0 for an unknown or unspecified type.
 uint64_t elementTypeSize(int type);
 
-/// "f32", "f16", "bf16", "f64", "i64", "i32", "i8", "bool"; "unknown" for
-/// anything else.
+/// "f32", "f16", "bf16", "f64", "i64", "i32", "i16", "i8", "u64", "u32",
+/// "u16", "u8", "bool"; "unknown" for anything else.
 const char *elementTypeName(int type);
 
 } // namespace kiln::runtime
