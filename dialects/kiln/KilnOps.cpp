@@ -462,6 +462,10 @@ LogicalResult CumsumOp::verify() {
   return checkAxis(getLoc(), getAxis(), getType().getRank());
 }
 
+LogicalResult CumprodOp::verify() {
+  return checkAxis(getLoc(), getAxis(), getType().getRank());
+}
+
 LogicalResult TopKOp::inferReturnTypes(MLIRContext *context,
                                        std::optional<Location> loc,
                                        Adaptor adaptor,

@@ -576,6 +576,23 @@ def Kiln_CumsumOp : Kiln_Op<"cumsum", [Pure, SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
+def Kiln_CumprodOp : Kiln_Op<"cumprod", [Pure, SameOperandsAndResultType]> {
+  let summary = "cumulative product along a dimension";
+  let description = [{
+    As `kiln.cumsum`, with products (an exclusive product starts at 1).
+    It has no gradient rule yet.
+
+    ```mlir
+    %y = kiln.cumprod %x {axis = 1 : i64, exclusive, reverse} : tensor<2x5xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_NumericTensor:$input, I64Attr:$axis,
+                       UnitAttr:$exclusive, UnitAttr:$reverse);
+  let results = (outs Kiln_NumericTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
 def Kiln_TopKOp : Kiln_Op<"top_k", [Pure, Kiln_InferTypeOpAdaptor]> {
   let summary = "the k largest or smallest elements along an axis";
   let description = [{
@@ -623,8 +640,9 @@ class Kiln_ReduceOp<string mnemonic, string what, Type type = Kiln_NumericTensor
 }
 def Kiln_ReduceSumOp : Kiln_ReduceOp<"reduce_sum", "sum">;
 def Kiln_ReduceMeanOp : Kiln_ReduceOp<"reduce_mean", "mean", Kiln_FloatTensor>;
-def Kiln_ReduceMaxOp : Kiln_ReduceOp<"reduce_max", "maximum">;
-def Kiln_ReduceMinOp : Kiln_ReduceOp<"reduce_min", "minimum">;
+// Of booleans: any and all.
+def Kiln_ReduceMaxOp : Kiln_ReduceOp<"reduce_max", "maximum", Kiln_Tensor>;
+def Kiln_ReduceMinOp : Kiln_ReduceOp<"reduce_min", "minimum", Kiln_Tensor>;
 def Kiln_ReduceProdOp : Kiln_ReduceOp<"reduce_prod", "product">;
 def Kiln_ReduceL2Op : Kiln_ReduceOp<"reduce_l2", "Euclidean norm", Kiln_FloatTensor>;
 def Kiln_ReduceLogSumExpOp : Kiln_ReduceOp<"reduce_logsumexp",

@@ -1132,6 +1132,14 @@ def unsigned_ops():
          tensor("two", np.array([2, 2], np.uint64))])
 
 
+@artefact("integer-pow")
+def integer_pow():
+    return model([node("Pow", ["x", "y"], ["z"])],
+                 [value("x", [4], TensorProto.INT32),
+                  value("y", [4], TensorProto.INT32)],
+                 [value("z", [4], TensorProto.INT32)])
+
+
 @artefact("large-products")
 def large_products():
     # Products big enough (over 2^20 multiply-adds) that the CPU target

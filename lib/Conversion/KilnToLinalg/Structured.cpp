@@ -735,10 +735,12 @@ template <typename OpTy> struct LowerArgReduce : OpRewritePattern<OpTy> {
 
 /// Cumulative sums as a reduction over a second copy of the axis:
 /// out[i] = sum_k x[k] * (k <= i) (or k < i, or k >= i ...).
-struct LowerCumsum : OpRewritePattern<CumsumOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(CumsumOp op,
-                                PatternRewriter &r) const override {
+/// kiln.cumsum and kiln.cumprod: each output element reduces the inputs up
+/// to it (or from it, reversed) along the axis.
+template <typename OpTy, ReduceKind kind>
+struct LowerCumulative : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpTy op, PatternRewriter &r) const override {
     Location loc = op.getLoc();
     auto type = cast<RankedTensorType>(op.getType());
     int64_t rank = type.getRank(), axis = op.getAxis();
@@ -753,7 +755,7 @@ struct LowerCumsum : OpRewritePattern<CumsumOp> {
     iterators.push_back(utils::IteratorType::reduction);
     Type element = type.getElementType();
     Value filled =
-        linalg::FillOp::create(r, loc, scalarConstant(r, loc, element, 0),
+        linalg::FillOp::create(r, loc, reductionInit(r, loc, element, kind),
                                emptyTensor(r, loc, type))
             .getResult(0);
     auto generic = linalg::GenericOp::create(
@@ -770,9 +772,8 @@ struct LowerCumsum : OpRewritePattern<CumsumOp> {
                                    : arith::CmpIPredicate::sle);
           Value take = arith::CmpIOp::create(b, l, p, k, i);
           Value x = arith::SelectOp::create(b, l, take, args[0],
-                                            scalarConstant(b, l, element, 0));
-          linalg::YieldOp::create(
-              b, l, reductionStep(b, l, ReduceKind::Sum, args[1], x));
+                                            reductionInit(b, l, element, kind));
+          linalg::YieldOp::create(b, l, reductionStep(b, l, kind, args[1], x));
         });
     r.replaceOp(op, generic.getResult(0));
     return success();
@@ -783,14 +784,14 @@ struct LowerCumsum : OpRewritePattern<CumsumOp> {
 
 void kiln::lowering::populateStructuredLoweringPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<LowerConstant, LowerReshape, LowerBroadcast, LowerTranspose,
-               LowerSlice, LowerReverse, LowerConcat, LowerSplit, LowerPad,
-               LowerTile, LowerIota, LowerGather, LowerGatherElements,
-               LowerGatherNd, LowerScatterElements, LowerScatterNd, LowerTrilu,
-               LowerReduce<ReduceSumOp, ReduceKind::Sum>,
-               LowerReduce<ReduceProdOp, ReduceKind::Prod>,
-               LowerReduce<ReduceMaxOp, ReduceKind::Max>,
-               LowerReduce<ReduceMinOp, ReduceKind::Min>,
-               LowerArgReduce<ArgMaxOp>, LowerArgReduce<ArgMinOp>, LowerCumsum>(
-      patterns.getContext());
+  patterns.add<
+      LowerConstant, LowerReshape, LowerBroadcast, LowerTranspose, LowerSlice,
+      LowerReverse, LowerConcat, LowerSplit, LowerPad, LowerTile, LowerIota,
+      LowerGather, LowerGatherElements, LowerGatherNd, LowerScatterElements,
+      LowerScatterNd, LowerTrilu, LowerReduce<ReduceSumOp, ReduceKind::Sum>,
+      LowerReduce<ReduceProdOp, ReduceKind::Prod>,
+      LowerReduce<ReduceMaxOp, ReduceKind::Max>,
+      LowerReduce<ReduceMinOp, ReduceKind::Min>, LowerArgReduce<ArgMaxOp>,
+      LowerArgReduce<ArgMinOp>, LowerCumulative<CumsumOp, ReduceKind::Sum>,
+      LowerCumulative<CumprodOp, ReduceKind::Prod>>(patterns.getContext());
 }

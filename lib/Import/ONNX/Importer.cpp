@@ -42,6 +42,7 @@ const OpImporterTable &opImporters() {
     registerShapeOps(t);
     registerNNOps(t);
     registerReductionOps(t);
+    registerQuantizeOps(t);
     registerEinsumOp(t);
     registerAttentionOps(t);
     return t;

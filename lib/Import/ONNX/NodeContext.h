@@ -223,6 +223,8 @@ void registerShapeOps(OpImporterTable &table);
 void registerNNOps(OpImporterTable &table);
 void registerReductionOps(OpImporterTable &table);
 void registerEinsumOp(OpImporterTable &table);
+/// QuantizeLinear and DequantizeLinear to and from 8- and 16-bit integers.
+void registerQuantizeOps(OpImporterTable &table);
 /// The tensors SplitToSequence splits its input into.
 mlir::FailureOr<llvm::SmallVector<mlir::Value>> splitToSequence(NodeContext &n);
 /// Attention and RotaryEmbedding (opset 23).

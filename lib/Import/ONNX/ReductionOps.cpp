@@ -135,6 +135,50 @@ template <typename OpTy> LogicalResult importSoftmax(NodeContext &n) {
   });
 }
 
+/// x / ||x||_p along one axis, p 1 or 2.
+LogicalResult importLpNormalization(NodeContext &n) {
+  if (failed(n.expectInputs(1, 1)))
+    return failure();
+  Value x = n.input(0);
+  RankedTensorType type = n.inputType(0);
+  FailureOr<int64_t> axis =
+      n.normalizeAxis(n.getInt("axis", -1), type.getRank());
+  if (failed(axis))
+    return failure();
+  int64_t p = n.getInt("p", 2);
+  if (p != 1 && p != 2)
+    return n.fail("p must be 1 or 2, not " + std::to_string(p));
+  if (!isa<FloatType>(type.getElementType()))
+    return n.fail("expected a float input");
+  FailureOr<Value> norm;
+  if (p == 2) {
+    norm = reduce<ReduceL2Op>(n, x, {*axis}, /*keepdims=*/true);
+  } else {
+    FailureOr<Value> magnitude = n.create<AbsOp>(x);
+    if (failed(magnitude))
+      return failure();
+    norm = reduce<ReduceSumOp>(n, *magnitude, {*axis}, /*keepdims=*/true);
+  }
+  if (failed(norm))
+    return failure();
+  FailureOr<Value> spread = n.broadcastTo(*norm, type.getShape());
+  if (failed(spread))
+    return failure();
+  FailureOr<Value> quotient = n.create<DivOp>(ValueRange{x, *spread});
+  if (failed(quotient))
+    return failure();
+  // A zero norm gives 0, not 0 / 0 (the spec's reference).
+  Value zero = n.splat(type, 0.0);
+  FailureOr<Value> isZero = n.create<CompareOp>(
+      ValueRange{*spread, zero},
+      {n.named("predicate",
+               ComparePredicateAttr::get(n.ctx, ComparePredicate::eq))});
+  if (failed(isZero))
+    return failure();
+  return n.setResult(
+      n.create<SelectOp>(ValueRange{*isZero, zero, *quotient}, {}, {type}));
+}
+
 LogicalResult importHardmax(NodeContext &n) {
   return importSoftmaxLike(n, [&](Value x, int64_t axis) -> FailureOr<Value> {
     auto type = cast<RankedTensorType>(x.getType());
@@ -521,6 +565,7 @@ void kiln::onnx_import::registerReductionOps(OpImporterTable &t) {
   t["Softmax"] = importSoftmax<SoftmaxOp>;
   t["LogSoftmax"] = importSoftmax<LogSoftmaxOp>;
   t["Hardmax"] = importHardmax;
+  t["LpNormalization"] = importLpNormalization;
   t["LayerNormalization"] = importLayerNormalization;
   t["BatchNormalization"] = importBatchNormalization;
   t["InstanceNormalization"] = importInstanceNormalization;

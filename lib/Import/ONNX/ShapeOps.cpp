@@ -439,6 +439,52 @@ FailureOr<Value> wrapPad(NodeContext &n, Value x, ArrayRef<int64_t> low,
   return x;
 }
 
+/// Crops or zero-pads each of `axes` (all by default) to the shape input,
+/// centred; an odd difference puts the extra element at the end.
+LogicalResult importCenterCropPad(NodeContext &n) {
+  if (failed(n.expectInputs(2, 2)))
+    return failure();
+  Value x = n.input(0);
+  RankedTensorType type = n.inputType(0);
+  int64_t rank = type.getRank();
+  FailureOr<SmallVector<int64_t>> shape = n.constInts(1, "shape");
+  if (failed(shape))
+    return failure();
+  SmallVector<int64_t> axes;
+  if (std::optional<SmallVector<int64_t>> given = n.getInts("axes"))
+    axes = *given;
+  else
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  if (axes.size() != shape->size())
+    return n.fail("shape has " + std::to_string(shape->size()) +
+                  " values for " + std::to_string(axes.size()) + " axes");
+  SmallVector<int64_t> start(rank, 0), limit(type.getShape()), stride(rank, 1),
+      low(rank, 0), high(rank, 0);
+  for (auto [axis, size] : llvm::zip(axes, *shape)) {
+    FailureOr<int64_t> d = n.normalizeAxis(axis, rank);
+    if (failed(d))
+      return failure();
+    if (size < 0)
+      return n.fail("shape value " + std::to_string(size) + " is negative");
+    int64_t dim = type.getDimSize(*d);
+    if (size < dim) {
+      start[*d] = (dim - size) / 2;
+      limit[*d] = start[*d] + size;
+    } else {
+      low[*d] = (size - dim) / 2;
+      high[*d] = size - dim - low[*d];
+    }
+  }
+  FailureOr<Value> cropped =
+      n.create<SliceOp>(x, {n.array("start", start), n.array("limit", limit),
+                            n.array("stride", stride)});
+  if (failed(cropped))
+    return failure();
+  return n.setResult(
+      n.create<PadOp>(*cropped, {n.array("low", low), n.array("high", high)}));
+}
+
 LogicalResult importPad(NodeContext &n) {
   // Since opset 18 an optional fourth input names the axes pads refer to.
   if (failed(n.expectInputs(1, n.opset >= 18 ? 4 : 3)))
@@ -710,7 +756,8 @@ LogicalResult importTrilu(NodeContext &n) {
   return n.setResult(n.create<TriluOp>(n.input(0), attrs));
 }
 
-LogicalResult importCumSum(NodeContext &n) {
+/// CumSum and CumProd.
+template <typename OpTy> LogicalResult importCumulative(NodeContext &n) {
   if (failed(n.expectInputs(2, 2)))
     return failure();
   FailureOr<SmallVector<int64_t>> axisValue = n.constInts(1, "axis");
@@ -727,7 +774,7 @@ LogicalResult importCumSum(NodeContext &n) {
     attrs.push_back(n.unit("exclusive"));
   if (n.getInt("reverse", 0))
     attrs.push_back(n.unit("reverse"));
-  return n.setResult(n.create<CumsumOp>(n.input(0), attrs));
+  return n.setResult(n.create<OpTy>(n.input(0), attrs));
 }
 
 LogicalResult importTopK(NodeContext &n) {
@@ -985,7 +1032,9 @@ void kiln::onnx_import::registerShapeOps(OpImporterTable &t) {
   t["Range"] = importRange;
   t["EyeLike"] = importEyeLike;
   t["Trilu"] = importTrilu;
-  t["CumSum"] = importCumSum;
+  t["CumSum"] = importCumulative<CumsumOp>;
+  t["CumProd"] = importCumulative<CumprodOp>;
+  t["CenterCropPad"] = importCenterCropPad;
   t["TopK"] = importTopK;
   t["ArgMax"] = importArgReduce<ArgMaxOp>;
   t["ArgMin"] = importArgReduce<ArgMinOp>;

@@ -209,6 +209,8 @@ void buildLLVMLowering(PassManager &pm) {
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
+  // Integer powers (math.ipowi) become calls of generated functions.
+  pm.addPass(createConvertMathToFuncs());
   pm.addPass(math::createMathExtendToSupportedTypes());
   pm.addPass(std::make_unique<ApproximateMathPass>());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
