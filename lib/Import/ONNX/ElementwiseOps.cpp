@@ -177,28 +177,31 @@ LogicalResult importClip(NodeContext &n) {
   return success();
 }
 
-LogicalResult importCast(NodeContext &n) {
+/// The element type of a Cast or BitCast node's `to` attribute.
+FailureOr<Type> castTarget(NodeContext &n, StringRef what) {
   if (failed(n.expectInputs(1, 1)))
     return failure();
-  int64_t to = n.getInt("to", 0);
-  Type element = elementTypeOf(static_cast<int32_t>(to), n.ctx);
+  auto to = static_cast<int32_t>(n.getInt("to", 0));
+  Type element = elementTypeOf(to, n.ctx);
   if (!element)
-    return n.fail("cast to " + onnxTypeName(static_cast<int32_t>(to)) +
-                  " is not supported");
-  return n.setResult(n.cast(n.input(0), element));
+    return n.fail(what + " to " + onnxTypeName(to) + " is not supported");
+  return element;
+}
+
+LogicalResult importCast(NodeContext &n) {
+  FailureOr<Type> element = castTarget(n, "cast");
+  if (failed(element))
+    return failure();
+  return n.setResult(n.cast(n.input(0), *element));
 }
 
 LogicalResult importBitCast(NodeContext &n) {
-  if (failed(n.expectInputs(1, 1)))
+  FailureOr<Type> element = castTarget(n, "bitcast");
+  if (failed(element))
     return failure();
-  int64_t to = n.getInt("to", 0);
-  Type element = elementTypeOf(static_cast<int32_t>(to), n.ctx);
-  if (!element)
-    return n.fail("bitcast to " + onnxTypeName(static_cast<int32_t>(to)) +
-                  " is not supported");
   RankedTensorType type = n.inputType(0);
   return n.setResult(
-      n.create<BitcastOp>(n.input(0), {}, {type.clone(element)}));
+      n.create<BitcastOp>(n.input(0), {}, {type.clone(*element)}));
 }
 
 LogicalResult importBitShift(NodeContext &n) {

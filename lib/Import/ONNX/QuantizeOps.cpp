@@ -101,6 +101,16 @@ LogicalResult quantizationAxis(NodeContext &n, int64_t rank, int64_t &axis,
   return success();
 }
 
+/// Input `i` (a scale or zero point) as `floatType`, spread over `shape`.
+FailureOr<Value> spreadInput(NodeContext &n, unsigned i, Type floatType,
+                             ArrayRef<int64_t> shape, int64_t axis,
+                             int64_t blockSize, StringRef what) {
+  FailureOr<Value> value = n.cast(n.input(i), floatType);
+  if (failed(value))
+    return failure();
+  return spread(n, *value, shape, axis, blockSize, what);
+}
+
 LogicalResult importQuantizeLinear(NodeContext &n) {
   if (failed(n.expectInputs(2, 3)))
     return failure();
@@ -122,10 +132,8 @@ LogicalResult importQuantizeLinear(NodeContext &n) {
   int64_t axis, blockSize;
   if (failed(quantizationAxis(n, type.getRank(), axis, blockSize)))
     return failure();
-  FailureOr<Value> scale = n.cast(n.input(1), floatType);
-  if (failed(scale))
-    return failure();
-  scale = spread(n, *scale, type.getShape(), axis, blockSize, "y_scale");
+  FailureOr<Value> scale =
+      spreadInput(n, 1, floatType, type.getShape(), axis, blockSize, "y_scale");
   if (failed(scale))
     return failure();
   FailureOr<Value> scaled = n.create<DivOp>(ValueRange{n.input(0), *scale});
@@ -135,10 +143,8 @@ LogicalResult importQuantizeLinear(NodeContext &n) {
   if (failed(q))
     return failure();
   if (n.hasInput(2)) {
-    FailureOr<Value> zero = n.cast(n.input(2), floatType);
-    if (failed(zero))
-      return failure();
-    zero = spread(n, *zero, type.getShape(), axis, blockSize, "y_zero_point");
+    FailureOr<Value> zero = spreadInput(n, 2, floatType, type.getShape(), axis,
+                                        blockSize, "y_zero_point");
     if (failed(zero))
       return failure();
     q = n.create<AddOp>(ValueRange{*q, *zero});
@@ -174,20 +180,16 @@ LogicalResult importDequantizeLinear(NodeContext &n) {
   if (failed(x))
     return failure();
   if (n.hasInput(2)) {
-    FailureOr<Value> zero = n.cast(n.input(2), floatType);
-    if (failed(zero))
-      return failure();
-    zero = spread(n, *zero, type.getShape(), axis, blockSize, "x_zero_point");
+    FailureOr<Value> zero = spreadInput(n, 2, floatType, type.getShape(), axis,
+                                        blockSize, "x_zero_point");
     if (failed(zero))
       return failure();
     x = n.create<SubOp>(ValueRange{*x, *zero});
     if (failed(x))
       return failure();
   }
-  FailureOr<Value> scale = n.cast(n.input(1), floatType);
-  if (failed(scale))
-    return failure();
-  scale = spread(n, *scale, type.getShape(), axis, blockSize, "x_scale");
+  FailureOr<Value> scale =
+      spreadInput(n, 1, floatType, type.getShape(), axis, blockSize, "x_scale");
   if (failed(scale))
     return failure();
   return n.setResult(n.create<MulOp>(ValueRange{*x, *scale}));
