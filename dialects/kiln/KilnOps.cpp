@@ -1158,7 +1158,58 @@ LogicalResult AvgPoolOp::inferReturnTypes(MLIRContext *,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &inferred) {
-  return inferPool(loc, adaptor, std::nullopt, inferred);
+  std::optional<ArrayRef<int64_t>> dilations;
+  if (auto attr = adaptor.getDilationsAttr())
+    dilations = attr.asArrayRef();
+  return inferPool(loc, adaptor, dilations, inferred);
+}
+
+SmallVector<int64_t> AvgPoolOp::getDilationsOrOnes() {
+  if (std::optional<ArrayRef<int64_t>> dilations = getDilations())
+    return SmallVector<int64_t>(*dilations);
+  return SmallVector<int64_t>(getKernel().size(), 1);
+}
+
+DenseElementsAttr AvgPoolOp::getDivisors() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto out = cast<RankedTensorType>(getType());
+  ArrayRef<int64_t> kernel = getKernel(), strides = getStrides(),
+                    padding = getPadding();
+  SmallVector<int64_t> dilations = getDilationsOrOnes();
+  int64_t spatial = kernel.size();
+  ArrayRef<int64_t> outSpatial = out.getShape().drop_front(2);
+  bool includePad = getCountIncludePad();
+  auto element = cast<FloatType>(out.getElementType());
+  SmallVector<APFloat> values;
+  SmallVector<int64_t> position(spatial, 0);
+  for (int64_t p = 0, e = out.getNumElements() /
+                          (out.getDimSize(0) * out.getDimSize(1));
+       p < e; ++p) {
+    double count = 1;
+    for (int64_t i = 0; i < spatial; ++i) {
+      int64_t size = in.getDimSize(i + 2);
+      int64_t lowest = includePad ? -padding[i] : 0;
+      int64_t bound = includePad ? size + padding[i + spatial] : size;
+      int64_t taps = 0;
+      for (int64_t t = 0; t < kernel[i]; ++t) {
+        int64_t at = position[i] * strides[i] - padding[i] + t * dilations[i];
+        taps += at >= lowest && at < bound;
+      }
+      count *= std::max<int64_t>(taps, 1);
+    }
+    APFloat value(count);
+    bool lost;
+    value.convert(element.getFloatSemantics(), APFloat::rmNearestTiesToEven,
+                  &lost);
+    values.push_back(value);
+    for (int64_t i = spatial - 1; i >= 0; --i) {
+      if (++position[i] < outSpatial[i])
+        break;
+      position[i] = 0;
+    }
+  }
+  return DenseElementsAttr::get(RankedTensorType::get(outSpatial, element),
+                                values);
 }
 
 LogicalResult ResizeOp::verify() {

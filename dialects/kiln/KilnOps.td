@@ -730,7 +730,18 @@ class Kiln_PoolOp<string mnemonic, string what, dag extra>
 def Kiln_MaxPoolOp : Kiln_PoolOp<"max_pool", "maximum",
     (ins OptionalAttr<DenseI64ArrayAttr>:$dilations)>;
 def Kiln_AvgPoolOp : Kiln_PoolOp<"avg_pool", "average",
-    (ins UnitAttr:$count_include_pad)>;
+    (ins UnitAttr:$count_include_pad,
+         OptionalAttr<DenseI64ArrayAttr>:$dilations)> {
+  let extraClassDeclaration = [{
+    /// What each output position divides its window's sum by, as a constant
+    /// of the result's spatial shape and element type: the window's taps
+    /// inside the input and its padding (with count_include_pad) or inside
+    /// the input alone, never the ceil-mode overhang (PyTorch's rule).
+    ::mlir::DenseElementsAttr getDivisors();
+    /// The dilation of each spatial dimension (1 where none is given).
+    ::llvm::SmallVector<int64_t> getDilationsOrOnes();
+  }];
+}
 
 def Kiln_ResizeOp : Kiln_Op<"resize", [Pure]> {
   let summary = "resizes a tensor by interpolation (ONNX Resize)";

@@ -244,46 +244,11 @@ LogicalResult rule(AvgPoolOp op, RuleBuilder &k, ArrayRef<Value> grads,
   Value g = grads[0], x = op.getInput();
   auto inType = RuleBuilder::typeOf(x);
   auto outType = RuleBuilder::typeOf(g);
-  SmallVector<int64_t> in = spatialShape(x), outSpatial = spatialShape(g);
-  int64_t spatial = in.size();
+  SmallVector<int64_t> in = spatialShape(x);
   Window w{SmallVector<int64_t>(op.getKernel()),
            SmallVector<int64_t>(op.getStrides()),
-           SmallVector<int64_t>(op.getPadding()),
-           SmallVector<int64_t>(spatial, 1)};
-  // PyTorch's divisor: the window clipped to the input and its padding (with
-  // count_include_pad) or to the input alone, never the ceil-mode overhang.
-  int64_t positions = 1;
-  for (int64_t size : outSpatial)
-    positions *= size;
-  SmallVector<double> divisors;
-  for (int64_t p = 0; p < positions; ++p) {
-    double count = 1;
-    for (int64_t i = spatial - 1, rest = p; i >= 0; --i) {
-      int64_t o = rest % outSpatial[i];
-      rest /= outSpatial[i];
-      int64_t begin = o * w.strides[i] - w.padding[i];
-      int64_t end =
-          std::min(begin + w.kernel[i], in[i] + w.padding[i + spatial]);
-      if (!op.getCountIncludePad()) {
-        begin = std::max<int64_t>(begin, 0);
-        end = std::min(end, in[i]);
-      }
-      count *= std::max<int64_t>(end - begin, 1);
-    }
-    divisors.push_back(count);
-  }
-  auto divisorType =
-      RankedTensorType::get(outSpatial, outType.getElementType());
-  auto element = cast<FloatType>(outType.getElementType());
-  SmallVector<APFloat> values;
-  for (double d : divisors) {
-    APFloat v(d);
-    bool lost;
-    v.convert(element.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
-    values.push_back(v);
-  }
-  Value divisor = ConstantOp::create(
-      k.b, k.loc, DenseElementsAttr::get(divisorType, values));
+           SmallVector<int64_t>(op.getPadding()), op.getDilationsOrOnes()};
+  Value divisor = ConstantOp::create(k.b, k.loc, op.getDivisors());
   Value scaled = k.div(g, k.broadcast(divisor, outType.getShape()));
   int64_t channels = inType.getDimSize(1);
   SmallVector<int64_t> filterShape{channels, 1};

@@ -193,6 +193,9 @@ def cases():
                             "ceil_mode": 1, "count_include_pad": 1}),
         case("avg_pool_1d", "AveragePool", {"x": r(2, 2, 7)}, (2, 2, 3),
              {"kernel_shape": [3], "strides": [2]}),
+        case("avg_pool_dilated_pads", "AveragePool", {"x": r(1, 1, 7, 7)},
+             (1, 1, 5, 5), {"kernel_shape": [3, 3], "dilations": [2, 2],
+                            "pads": [1, 1, 1, 1]}),
         # Training-mode batch normalization (batch statistics), differentiated
         # through its decomposition; the running statistics it does not read
         # are constants here.

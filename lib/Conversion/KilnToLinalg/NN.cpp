@@ -294,9 +294,8 @@ template <typename OpTy> struct LowerPool : OpRewritePattern<OpTy> {
     ArrayRef<int64_t> kernel = op.getKernel(), strides = op.getStrides(),
                       padding = op.getPadding();
     SmallVector<int64_t> dilations(spatial, 1);
-    if constexpr (isMax)
-      if (auto d = op.getDilations())
-        dilations.assign(d->begin(), d->end());
+    if (auto d = op.getDilations())
+      dilations.assign(d->begin(), d->end());
     // Pad enough for every window (ceil mode may run past the end padding).
     SmallVector<int64_t> low, high;
     for (int64_t i = 0; i < spatial; ++i) {
@@ -344,42 +343,7 @@ template <typename OpTy> struct LowerPool : OpRewritePattern<OpTy> {
         });
     Value result = generic.getResult(0);
     if constexpr (!isMax) {
-      bool includePad = op.getCountIncludePad();
-      // Divisors per output position, PyTorch's rule: count the padded
-      // region (with count_include_pad) but never the ceil-mode overhang.
-      SmallVector<int64_t> outSpatial(out.getShape().drop_front(2));
-      int64_t positions = 1;
-      for (int64_t s : outSpatial)
-        positions *= s;
-      SmallVector<double> divisors(positions, 1.0);
-      for (int64_t p = 0; p < positions; ++p) {
-        int64_t rest = p;
-        double countHere = 1;
-        for (int64_t i = spatial - 1; i >= 0; --i) {
-          int64_t o = rest % outSpatial[i];
-          rest /= outSpatial[i];
-          int64_t start = o * strides[i] - padding[i];
-          int64_t end = std::min(start + kernel[i],
-                                 in.getDimSize(i + 2) + padding[i + spatial]);
-          if (!includePad) {
-            start = std::max<int64_t>(start, 0);
-            end = std::min(end, in.getDimSize(i + 2));
-          }
-          countHere *= std::max<int64_t>(end - start, 1);
-        }
-        divisors[p] = countHere;
-      }
-      auto divisorType = RankedTensorType::get(outSpatial, element);
-      SmallVector<APFloat> values;
-      for (double d : divisors) {
-        APFloat v(d);
-        bool lost;
-        v.convert(cast<FloatType>(element).getFloatSemantics(),
-                  APFloat::rmNearestTiesToEven, &lost);
-        values.push_back(v);
-      }
-      Value divisor = arith::ConstantOp::create(
-          r, loc, DenseElementsAttr::get(divisorType, values));
+      Value divisor = arith::ConstantOp::create(r, loc, op.getDivisors());
       SmallVector<AffineExpr> divExprs;
       for (int64_t i = 0; i < spatial; ++i)
         divExprs.push_back(r.getAffineDimExpr(2 + i));

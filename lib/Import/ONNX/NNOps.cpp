@@ -292,12 +292,10 @@ LogicalResult importConvTranspose(NodeContext &n) {
   return n.setResult(addChannelBias(n, *conv, n.input(2)));
 }
 
-template <typename OpTy> LogicalResult importPool(NodeContext &n) {
-  if (failed(n.expectInputs(1, 1)))
-    return failure();
-  if (n.wantsOutput(1))
-    return n.fail("the Indices output is not supported");
-  auto type = n.inputType(0);
+/// A pool of `input` with the node's window attributes.
+template <typename OpTy>
+FailureOr<Value> buildPool(NodeContext &n, Value input) {
+  auto type = cast<RankedTensorType>(input.getType());
   if (type.getRank() < 3)
     return n.fail("input needs rank 3 or more");
   size_t spatial = type.getRank() - 2;
@@ -324,11 +322,55 @@ template <typename OpTy> LogicalResult importPool(NodeContext &n) {
       attrs.push_back(n.array("dilations", dilations));
   } else {
     if (llvm::any_of(dilations, [](int64_t d) { return d != 1; }))
-      return n.fail("dilated average pooling is not supported");
+      attrs.push_back(n.array("dilations", dilations));
     if (n.getInt("count_include_pad", 0))
       attrs.push_back(n.unit("count_include_pad"));
   }
-  return n.setResult(n.create<OpTy>(n.input(0), attrs));
+  return n.create<OpTy>(input, attrs);
+}
+
+template <typename OpTy> LogicalResult importPool(NodeContext &n) {
+  if (failed(n.expectInputs(1, 1)))
+    return failure();
+  if (n.wantsOutput(1))
+    return n.fail("the Indices output is not supported");
+  return n.setResult(buildPool<OpTy>(n, n.input(0)));
+}
+
+/// (the sum of |x|^p over each window)^(1/p): an average pool of |x|^p
+/// times its divisors (zero padding adds nothing to the sums).
+LogicalResult importLpPool(NodeContext &n) {
+  if (failed(n.expectInputs(1, 1)))
+    return failure();
+  int64_t p = n.getInt("p", 2);
+  if (p < 1)
+    return n.fail("p must be 1 or more, not " + Twine(p));
+  Value x = n.input(0);
+  RankedTensorType type = n.inputType(0);
+  FailureOr<Value> magnitude = n.create<AbsOp>(x);
+  if (failed(magnitude))
+    return failure();
+  FailureOr<Value> powered = magnitude;
+  if (p > 1)
+    powered = n.create<PowOp>(ValueRange{*magnitude, n.splat(type, p)});
+  if (failed(powered))
+    return failure();
+  FailureOr<Value> average = buildPool<AvgPoolOp>(n, *powered);
+  if (failed(average))
+    return failure();
+  auto pool = average->getDefiningOp<AvgPoolOp>();
+  if (!pool)
+    return n.fail("expected an average pool");
+  auto outType = cast<RankedTensorType>(pool.getType());
+  FailureOr<Value> divisors =
+      n.broadcastTo(n.constant(pool.getDivisors()), outType.getShape());
+  if (failed(divisors))
+    return failure();
+  FailureOr<Value> sum = n.create<MulOp>(ValueRange{*average, *divisors});
+  if (failed(sum) || p == 1)
+    return n.setResult(sum);
+  return n.setResult(
+      n.create<PowOp>(ValueRange{*sum, n.splat(outType, 1.0 / p)}));
 }
 
 template <typename ReduceTy> LogicalResult importGlobalPool(NodeContext &n) {
@@ -570,6 +612,7 @@ void kiln::onnx_import::registerNNOps(OpImporterTable &t) {
   t["ConvTranspose"] = importConvTranspose;
   t["MaxPool"] = importPool<MaxPoolOp>;
   t["AveragePool"] = importPool<AvgPoolOp>;
+  t["LpPool"] = importLpPool;
   t["GlobalAveragePool"] = importGlobalPool<ReduceMeanOp>;
   t["GlobalMaxPool"] = importGlobalPool<ReduceMaxOp>;
   t["Dropout"] = importDropout;
