@@ -461,12 +461,9 @@ Value kiln::lowering::buildElementwiseScalar(Operation *op, OpBuilder &b,
       .Case([&](BitcastOp bitcast) -> Value {
         Type to =
             mlir::cast<RankedTensorType>(bitcast.getType()).getElementType();
-        Type from = x.getType();
-        if (from.isInteger(1))
-          return arith::ExtUIOp::create(b, loc, to, x);
-        if (to.isInteger(1))
-          return castScalar(b, loc, x, to);
-        if (isa<IntegerType>(from) && isa<IntegerType>(to))
+        // Between integers castScalar keeps the bits: a boolean (one byte)
+        // zero-extends, a byte becomes a boolean by its bits being non-zero.
+        if (isa<IntegerType>(x.getType()) && isa<IntegerType>(to))
           return castScalar(b, loc, x, to);
         // Float <-> integer of one width; the integer types are made
         // signless at the end of the lowering, as arith.bitcast wants.
