@@ -104,6 +104,16 @@ def compare(name, got, want):
     bf16 = want.dtype.name == "bfloat16"
     if bf16 and got.dtype.kind == "V" and got.dtype.itemsize == 2:
         got = got.view(want.dtype)
+    # So do ml_dtypes' one-byte types (float8, float4, int4, int2), as V1;
+    # their values are compared exactly, NaNs alike whatever their sign.
+    if want.dtype.itemsize == 1 and want.dtype.type.__module__.startswith("ml_dtypes"):
+        if got.dtype.kind != "V" or got.dtype.itemsize != 1:
+            raise Failure("mismatch", "%s: dtype %s, expected %s" % (name, got.dtype, want.dtype))
+        wide = np.float64 if "float" in want.dtype.name else np.int64
+        if not np.array_equal(got.view(want.dtype).astype(wide), want.astype(wide),
+                              equal_nan=wide is np.float64):
+            raise Failure("mismatch", "%s: values differ" % name)
+        return
     if want.dtype.kind == "f" or bf16:
         if got.dtype != want.dtype:
             raise Failure("mismatch", "%s: dtype %s, expected %s" % (name, got.dtype, want.dtype))

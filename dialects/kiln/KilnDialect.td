@@ -60,6 +60,16 @@ def Kiln_NumericTensor : Kiln_StaticTensorOf<[F32, F16, BF16, F64, I64, I32,
 def Kiln_BoolTensor : Kiln_StaticTensorOf<[I1]>;
 def Kiln_IntOrBoolTensor : Kiln_StaticTensorOf<[I64, I32, I16, I8, UI64, UI32,
                                                 UI16, UI8, I1]>;
+// The narrow types of ONNX (float8, float4, 4- and 2-bit integers) are for
+// storage only: kiln.cast converts to and from them, nothing computes on
+// them. A value of one travels in one byte per element (ml_dtypes' layout:
+// the element's bits in the low bits of the byte); the lowering stores them
+// as i8.
+def Kiln_Narrow : AnyTypeOf<[F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ,
+                             F8E8M0FNU, F4E2M1FN, I<4>, UI<4>, I<2>, UI<2>]>;
+def Kiln_CastTensor : Kiln_StaticTensorOf<[F32, F16, BF16, F64, I64, I32, I16,
+                                           I8, UI64, UI32, UI16, UI8, I1,
+                                           Kiln_Narrow]>;
 def Kiln_SeedTensor : Type<TensorRankOf<[I64], [0]>.predicate,
                             "tensor<i64> random seed", "::mlir::TensorType">,
     BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getI64Type())">;
@@ -150,6 +160,18 @@ def Kiln_NearestMode : I32EnumAttr<"NearestMode",
 }
 def Kiln_NearestModeAttr
     : EnumAttr<Kiln_Dialect, Kiln_NearestMode, "nearest_mode"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def Kiln_RoundMode : I32EnumAttr<"RoundMode",
+    "rounding of a cast to the exponent-only f8E8M0FNU", [
+      I32EnumAttrCase<"up", 0>, I32EnumAttrCase<"down", 1>,
+      I32EnumAttrCase<"nearest", 2>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::kiln";
+}
+def Kiln_RoundModeAttr
+    : EnumAttr<Kiln_Dialect, Kiln_RoundMode, "round_mode"> {
   let assemblyFormat = "`<` $value `>`";
 }
 

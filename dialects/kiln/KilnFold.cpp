@@ -28,8 +28,10 @@ DenseElementsAttr foldableConstant(Attribute attr) {
   auto dense = dyn_cast_or_null<DenseElementsAttr>(attr);
   if (!dense || dense.getNumElements() > kMaxFoldElements)
     return nullptr;
-  // Integers are evaluated as int64_t, which holds every value but uint64's.
-  if (dense.getElementType().isUnsignedInteger(64))
+  // Integers are evaluated as int64_t, which holds every value but uint64's;
+  // the narrow types are the lowering's alone.
+  if (dense.getElementType().isUnsignedInteger(64) ||
+      isNarrowType(dense.getElementType()))
     return nullptr;
   return dense;
 }
@@ -511,6 +513,10 @@ OpFoldResult SelectOp::fold(FoldAdaptor adaptor) {
 OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
   if (getInput().getType() == getType())
     return getInput();
+  // The narrow types' conversions are the lowering's alone.
+  if (isNarrowType(getInput().getType().getElementType()) ||
+      isNarrowType(getType().getElementType()))
+    return {};
   DenseElementsAttr dense = foldableConstant(adaptor.getInput());
   if (!dense)
     return {};

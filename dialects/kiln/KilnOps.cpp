@@ -130,6 +130,13 @@ LogicalResult SelectOp::verify() {
   return success();
 }
 
+bool kiln::isNarrowType(Type type) {
+  if (auto integer = dyn_cast<IntegerType>(type))
+    return integer.getWidth() == 4 || integer.getWidth() == 2;
+  return isa<Float8E4M3FNType, Float8E4M3FNUZType, Float8E5M2Type,
+             Float8E5M2FNUZType, Float8E8M0FNUType, Float4E2M1FNType>(type);
+}
+
 LogicalResult CastOp::verify() {
   if (getInput().getType().getShape() != getType().getShape())
     return emitOpError("cannot change the shape (")

@@ -16,6 +16,10 @@
 #include "kiln/KilnEnums.h.inc"
 
 namespace kiln {
+/// Whether `type` is one of the narrow storage types (float8, float4, 4- and
+/// 2-bit integers) that only kiln.cast converts.
+bool isNarrowType(mlir::Type type);
+
 /// Whether `a predicate b` holds, as kiln.compare computes it.
 template <typename T>
 bool comparisonHolds(ComparePredicate predicate, T a, T b) {

@@ -16,14 +16,15 @@ def Kiln_ConstantOp : Kiln_Op<"constant", [ConstantLike, Pure,
     AllTypesMatch<["value", "result"]>]> {
   let summary = "a tensor constant";
   let description = [{
-    A tensor whose value is known at compile time.
+    A tensor whose value is known at compile time; of any type kiln.cast
+    takes, the narrow ones included.
 
     ```mlir
     %c = kiln.constant dense<[1, 2]> : tensor<2xi64>
     ```
   }];
   let arguments = (ins ElementsAttr:$value);
-  let results = (outs Kiln_Tensor:$result);
+  let results = (outs Kiln_CastTensor:$result);
   let assemblyFormat = "attr-dict $value";
   let hasFolder = 1;
 }
@@ -264,12 +265,24 @@ def Kiln_CastOp : Kiln_Op<"cast", [Pure, Elementwise]> {
     Converts every element to the result's element type. Floats convert to
     integers by truncation toward zero; any non-zero value converts to true.
 
+    The narrow types (float8, float4, 4- and 2-bit integers) are converted
+    as ONNX's Cast converts them: to a narrow float by rounding to nearest
+    even, where `saturate` (the default) clamps values beyond the largest
+    finite one (infinities included) to it, and without it they become
+    infinity or NaN as the type has them; to f8E8M0FNU by `round_mode`
+    (`up`, the default, `down` or `nearest`); floats to a narrow integer by
+    truncation toward zero, a value out of its range (or NaN) giving 0.
+
     ```mlir
     %i = kiln.cast %x : tensor<4xf32> to tensor<4xi64>
+    %q = kiln.cast %x {saturate = false} : tensor<4xf32> to tensor<4xf8E5M2>
     ```
   }];
-  let arguments = (ins Kiln_Tensor:$input);
-  let results = (outs Kiln_Tensor:$result);
+  let arguments = (ins Kiln_CastTensor:$input,
+                   DefaultValuedAttr<BoolAttr, "true">:$saturate,
+                   DefaultValuedAttr<Kiln_RoundModeAttr,
+                                     "::kiln::RoundMode::up">:$round_mode);
+  let results = (outs Kiln_CastTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
   let hasVerifier = 1;
   let hasFolder = 1;

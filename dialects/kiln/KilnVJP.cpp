@@ -273,6 +273,14 @@ LogicalResult rule(SelectOp op, RuleBuilder &k, ArrayRef<Value> grads,
 template <>
 LogicalResult rule(CastOp op, RuleBuilder &k, ArrayRef<Value> grads,
                    SmallVectorImpl<Value> &out) {
+  // Rounding through a narrow type would need a straight-through rule. (Only
+  // ops between a parameter and the loss get here: a cast of narrow data
+  // does not.)
+  if (isNarrowType(op.getType().getElementType()) ||
+      isNarrowType(op.getInput().getType().getElementType()))
+    return op.emitOpError("has no gradient: a parameter rounded through a "
+                          "narrow type (float8, float4, int4, int2) is not "
+                          "differentiable yet");
   if (!isFloatTensor(op.getInput())) {
     out.push_back(Value());
     return success();

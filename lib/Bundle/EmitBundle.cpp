@@ -16,6 +16,26 @@ llvm::Error makeError(const llvm::Twine &message) {
 }
 
 llvm::Expected<bundle::ElementType> elementTypeOf(Type type) {
+  if (isa<Float8E4M3FNType>(type))
+    return bundle::F8E4M3FN;
+  if (isa<Float8E4M3FNUZType>(type))
+    return bundle::F8E4M3FNUZ;
+  if (isa<Float8E5M2Type>(type))
+    return bundle::F8E5M2;
+  if (isa<Float8E5M2FNUZType>(type))
+    return bundle::F8E5M2FNUZ;
+  if (isa<Float8E8M0FNUType>(type))
+    return bundle::F8E8M0;
+  if (isa<Float4E2M1FNType>(type))
+    return bundle::F4E2M1;
+  if (type.isUnsignedInteger(4))
+    return bundle::U4;
+  if (type.isUnsignedInteger(2))
+    return bundle::U2;
+  if (type.isInteger(4))
+    return bundle::I4;
+  if (type.isInteger(2))
+    return bundle::I2;
   // Before isInteger(n), which holds for any signedness.
   if (type.isUnsignedInteger(64))
     return bundle::U64;

@@ -1140,6 +1140,54 @@ def integer_pow():
                  [value("z", [4], TensorProto.INT32)])
 
 
+@artefact("narrow-types", valid=False)
+def narrow_types():
+    # float8, float4 and int4 (onnx.proto's 17, 18, 19, 22, 23, 24; ONNX
+    # 1.12's helpers and checker predate them, and opset 24) converted from
+    # f32, as bytes out and in;
+    # `q` is an int4 initializer packed two to a byte ([-1, -8, 7]).
+    f8e4m3fn, f8e4m3fnuz, f8e5m2, int4, f4e2m1, f8e8m0 = 17, 18, 19, 22, 23, 24
+    q = TensorProto(name="q", data_type=int4, dims=[3],
+                    raw_data=bytes([0x8F, 0x07]))
+    return model(
+        [node("Cast", ["x"], ["e4m3"], to=f8e4m3fn),
+         node("Cast", ["x"], ["e5m2"], to=f8e5m2, saturate=0),
+         node("Cast", ["x"], ["fnuz"], to=f8e4m3fnuz),
+         node("Cast", ["x"], ["i4"], to=int4),
+         node("Cast", ["x"], ["f4"], to=f4e2m1),
+         node("Abs", ["x"], ["magnitude"]),
+         node("Cast", ["magnitude"], ["e8m0"], to=f8e8m0,
+              round_mode="nearest"),
+         node("Cast", ["e4m3"], ["back"], to=FLOAT),
+         node("Cast", ["n"], ["n_wide"], to=FLOAT),
+         node("DequantizeLinear", ["q", "half"], ["dequantized"])],
+        [value("x", [8]), value("n", [4], int4)],
+        [value("e4m3", [8], f8e4m3fn), value("e5m2", [8], f8e5m2),
+         value("fnuz", [8], f8e4m3fnuz), value("i4", [8], int4),
+         value("f4", [8], f4e2m1), value("e8m0", [8], f8e8m0),
+         value("back", [8]), value("n_wide", [4]),
+         value("dequantized", [3])],
+        [q, tensor("half", np.array(0.5, np.float32))], opset=24)
+
+
+@artefact("zero-elements")
+def zero_elements():
+    # Tensors without elements: an input [2, 0, 4] summed over its empty
+    # axis (zeros), multiplied (an empty output), and a slice starting past
+    # the end of its axis (empty too).
+    return model(
+        [node("ReduceSum", ["x", "axes"], ["sum"], keepdims=1),
+         node("ReduceMax", ["x"], ["max"], axes=[1], keepdims=0),
+         node("Mul", ["x", "x"], ["square"]),
+         node("Slice", ["y", "start", "end", "axes"], ["past_end"])],
+        [value("x", [2, 0, 4]), value("y", [3, 10])],
+        [value("sum", [2, 1, 4]), value("max", [2, 4]),
+         value("square", [2, 0, 4]), value("past_end", [3, 0])],
+        [tensor("axes", np.array([1], np.int64)),
+         tensor("start", np.array([1000], np.int64)),
+         tensor("end", np.array([1000], np.int64))])
+
+
 @artefact("large-products")
 def large_products():
     # Products big enough (over 2^20 multiply-adds) that the CPU target

@@ -59,17 +59,35 @@ const char *safetensorsDtype(kiln_element_type_t type) {
     return "U8";
   case KILN_ELEMENT_TYPE_BOOL:
     return "BOOL";
+  case KILN_ELEMENT_TYPE_F8E4M3FN:
+    return "F8_E4M3";
+  case KILN_ELEMENT_TYPE_F8E5M2:
+    return "F8_E5M2";
+  case KILN_ELEMENT_TYPE_F8E8M0:
+    return "F8_E8M0";
+  // Types safetensors does not name.
+  case KILN_ELEMENT_TYPE_F8E4M3FNUZ:
+  case KILN_ELEMENT_TYPE_F8E5M2FNUZ:
+  case KILN_ELEMENT_TYPE_F4E2M1:
+  case KILN_ELEMENT_TYPE_I4:
+  case KILN_ELEMENT_TYPE_U4:
+  case KILN_ELEMENT_TYPE_I2:
+  case KILN_ELEMENT_TYPE_U2:
+    return nullptr;
   }
   return nullptr;
 }
 
 bool elementTypeOfDtype(const std::string &dtype, kiln_element_type_t &type) {
   static const kiln_element_type_t kTypes[] = {
-      KILN_ELEMENT_TYPE_F32, KILN_ELEMENT_TYPE_F16, KILN_ELEMENT_TYPE_BF16,
-      KILN_ELEMENT_TYPE_F64, KILN_ELEMENT_TYPE_I64, KILN_ELEMENT_TYPE_I32,
-      KILN_ELEMENT_TYPE_I16, KILN_ELEMENT_TYPE_I8,  KILN_ELEMENT_TYPE_U64,
-      KILN_ELEMENT_TYPE_U32, KILN_ELEMENT_TYPE_U16, KILN_ELEMENT_TYPE_U8,
-      KILN_ELEMENT_TYPE_BOOL};
+      KILN_ELEMENT_TYPE_F32,    KILN_ELEMENT_TYPE_F16,
+      KILN_ELEMENT_TYPE_BF16,   KILN_ELEMENT_TYPE_F64,
+      KILN_ELEMENT_TYPE_I64,    KILN_ELEMENT_TYPE_I32,
+      KILN_ELEMENT_TYPE_I16,    KILN_ELEMENT_TYPE_I8,
+      KILN_ELEMENT_TYPE_U64,    KILN_ELEMENT_TYPE_U32,
+      KILN_ELEMENT_TYPE_U16,    KILN_ELEMENT_TYPE_U8,
+      KILN_ELEMENT_TYPE_BOOL,   KILN_ELEMENT_TYPE_F8E4M3FN,
+      KILN_ELEMENT_TYPE_F8E5M2, KILN_ELEMENT_TYPE_F8E8M0};
   for (kiln_element_type_t candidate : kTypes) {
     if (dtype == safetensorsDtype(candidate)) {
       type = candidate;
@@ -206,12 +224,16 @@ bool setParameters(const kiln_bundle_t *bundle, kiln_session_t *session,
     // A sharded state is stored whole (every rank's shard, as
     // encodeSafetensors gathers it); this rank takes its own.
     std::vector<int64_t> expected = storedShape(parameter);
-    if (array.array.elementType != declared.element_type ||
-        array.array.shape != expected) {
+    // ml_dtypes' narrow arrays say only "one byte each".
+    kiln_element_type_t type =
+        array.array.narrowBytes &&
+                kiln::runtime::isNarrowElementType(declared.element_type)
+            ? declared.element_type
+            : array.array.elementType;
+    if (type != declared.element_type || array.array.shape != expected) {
       printError(source + ": array '" + array.name + "' has type " +
-                 kiln::runtime::describeTensorType(array.array.elementType,
-                                                   array.array.shape.data(),
-                                                   array.array.shape.size()) +
+                 kiln::runtime::describeTensorType(
+                     type, array.array.shape.data(), array.array.shape.size()) +
                  ", the parameter is " +
                  kiln::runtime::describeTensorType(
                      declared.element_type, expected.data(), expected.size()) +

@@ -62,6 +62,7 @@ bool readDataset(const Options &options, const kiln_bundle_t *bundle,
       return false;
     }
     const std::vector<int64_t> &shape = found->array.shape;
+    kiln::runtime::adoptNarrowType(found->array, input.element_type);
     bool fits = found->array.elementType == input.element_type &&
                 input.rank >= 1 &&
                 shape.size() == static_cast<size_t>(input.rank) &&

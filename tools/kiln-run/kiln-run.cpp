@@ -499,7 +499,8 @@ bool printInfo(const Options &options, const kiln_bundle_t *bundle) {
   return true;
 }
 
-bool readInputs(const Options &options, const kiln_entry_point_info_t &entry,
+bool readInputs(const Options &options, const kiln_bundle_t *bundle,
+                size_t index, const kiln_entry_point_info_t &entry,
                 std::vector<NamedArray> &arrays) {
   if (options.inputs.empty()) {
     if (entry.input_count == 0)
@@ -513,6 +514,18 @@ bool readInputs(const Options &options, const kiln_entry_point_info_t &entry,
   if (!status.ok()) {
     printError(status.message());
     return false;
+  }
+  // ml_dtypes' narrow arrays say only "one byte each": they take the type of
+  // the input they are bound to.
+  for (NamedArray &array : arrays) {
+    for (size_t i = 0; i < entry.input_count; ++i) {
+      kiln_tensor_info_t input;
+      if (kiln_status_t error =
+              kiln_bundle_get_entry_point_input(bundle, index, i, &input))
+        return failed(error);
+      if (array.name == input.name)
+        kiln::runtime::adoptNarrowType(array.array, input.element_type);
+    }
   }
   return true;
 }
@@ -553,7 +566,7 @@ bool runEntryPoint(const Options &options, const kiln_bundle_t *bundle) {
       (!options.saveParams.empty() &&
        !checkWritable("--save-params", options.saveParams)) ||
       !selectEntryPoint(options, bundle, index, entry) ||
-      !readInputs(options, entry, inputArrays) ||
+      !readInputs(options, bundle, index, entry, inputArrays) ||
       !allocateOutputs(bundle, index, entry, outputArrays))
     return false;
 

@@ -73,10 +73,18 @@ Value kiln::lowering::buildMap(OpBuilder &b, Location loc, ValueRange inputs,
 }
 
 Value kiln::lowering::castScalar(OpBuilder &b, Location loc, Value value,
-                                 Type to) {
+                                 Type to, bool saturate, RoundMode roundMode) {
   Type from = value.getType();
   if (from == to)
     return value;
+  if (isNarrowType(from)) {
+    value = widenNarrow(b, loc, value);
+    from = value.getType();
+    if (from == to)
+      return value;
+  }
+  if (isNarrowType(to))
+    return narrowScalar(b, loc, value, to, saturate, roundMode);
   if (to.isInteger(1)) {
     if (isFloat(from))
       return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, value,
@@ -117,6 +125,42 @@ Value kiln::lowering::castScalar(OpBuilder &b, Location loc, Value value,
 }
 
 namespace {
+
+/// x^y for integers, by squaring over every bit of y (no branches, so it
+/// vectorizes, and no call: the CUDA target has no math.ipowi); products
+/// wrap as integer products do. A negative exponent gives x^y truncated
+/// toward zero: 1 for x = 1, +-1 for x = -1, 0 otherwise.
+Value integerPower(OpBuilder &b, Location loc, Value x, Value y) {
+  Type type = x.getType();
+  unsigned width = type.getIntOrFloatBitWidth();
+  auto c = [&](int64_t v) { return scalarConstant(b, loc, type, v); };
+  auto eq = [&](Value l, Value r) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, l, r);
+  };
+  Value result = c(1), base = x;
+  for (unsigned bit = 0; bit < width; ++bit) {
+    Value set = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ne,
+        arith::AndIOp::create(b, loc, arith::ShRUIOp::create(b, loc, y, c(bit)),
+                              c(1)),
+        c(0));
+    result = arith::SelectOp::create(
+        b, loc, set, arith::MulIOp::create(b, loc, result, base), result);
+    if (bit + 1 < width)
+      base = arith::MulIOp::create(b, loc, base, base);
+  }
+  if (isUnsignedLike(type))
+    return result;
+  Value odd = eq(arith::AndIOp::create(b, loc, y, c(1)), c(1));
+  Value negative = arith::SelectOp::create(
+      b, loc, eq(x, c(1)), c(1),
+      arith::SelectOp::create(b, loc, eq(x, c(-1)),
+                              arith::SelectOp::create(b, loc, odd, c(-1), c(1)),
+                              c(0)));
+  Value below =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, y, c(0));
+  return arith::SelectOp::create(b, loc, below, negative, result);
+}
 
 Value constantLike(OpBuilder &b, Location loc, Value like, double value) {
   return scalarConstant(b, loc, like.getType(), value);
@@ -423,7 +467,7 @@ Value kiln::lowering::buildElementwiseScalar(Operation *op, OpBuilder &b,
       .Case([&](PowOp) -> Value {
         if (isFloat(x.getType()))
           return math::PowFOp::create(b, loc, x, y);
-        return math::IPowIOp::create(b, loc, x, y);
+        return integerPower(b, loc, x, y);
       })
       .Case([&](RemOp r) -> Value {
         if (!r.getFmod())
@@ -472,7 +516,8 @@ Value kiln::lowering::buildElementwiseScalar(Operation *op, OpBuilder &b,
       .Case([&](CastOp castOp) {
         return castScalar(
             b, loc, x,
-            mlir::cast<RankedTensorType>(castOp.getType()).getElementType());
+            mlir::cast<RankedTensorType>(castOp.getType()).getElementType(),
+            castOp.getSaturate(), castOp.getRoundMode());
       })
       .Default([](Operation *) { return Value(); });
 }

@@ -5,6 +5,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AttrTypeSubElements.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace kiln {
@@ -47,6 +48,30 @@ void kiln::lowering::makeSignless(Operation *root) {
 
 namespace {
 
+/// A pure kiln op whose results hold no elements computes nothing: its
+/// results are empty tensors (and its operands' offsets, such as a slice
+/// starting at the end of its input, need no checking).
+struct LowerZeroElementResults : RewritePattern {
+  LowerZeroElementResults(MLIRContext *context)
+      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/10, context) {}
+
+  LogicalResult matchAndRewrite(Operation *op,
+                                PatternRewriter &r) const override {
+    if (!isa<KilnDialect>(op->getDialect()) || op->getNumResults() == 0 ||
+        !isMemoryEffectFree(op))
+      return failure();
+    SmallVector<Value> empties;
+    for (Type type : op->getResultTypes()) {
+      auto tensor = dyn_cast<RankedTensorType>(type);
+      if (!tensor || !tensor.hasStaticShape() || tensor.getNumElements() != 0)
+        return failure();
+      empties.push_back(lowering::emptyTensor(r, op->getLoc(), tensor));
+    }
+    r.replaceOp(op, empties);
+    return success();
+  }
+};
+
 struct ConvertKilnToLinalgPass
     : kiln::impl::ConvertKilnToLinalgBase<ConvertKilnToLinalgPass> {
   void runOnOperation() override {
@@ -56,6 +81,9 @@ struct ConvertKilnToLinalgPass
                            arith::ArithDialect, math::MathDialect,
                            scf::SCFDialect, func::FuncDialect>();
     target.addIllegalDialect<KilnDialect>();
+    // The narrow types' scalar code reaches their bytes through these
+    // (storeNarrowAsBytes drops them).
+    target.addLegalOp<UnrealizedConversionCastOp>();
     // Parameters stay as module symbols: their values go into the bundle.
     target.addLegalOp<ParamOp>();
     // Collectives stay kiln ops until the target lowers their buffer form.
@@ -66,6 +94,7 @@ struct ConvertKilnToLinalgPass
     target.addLegalOp<FlashAttentionOp, FlashAttentionGradOp, FusedLayerNormOp,
                       FusedLayerNormGradOp>();
     RewritePatternSet patterns(context);
+    patterns.add<LowerZeroElementResults>(context);
     lowering::populateElementwiseLoweringPatterns(patterns);
     lowering::populateStructuredLoweringPatterns(patterns);
     lowering::populateNNLoweringPatterns(patterns);
@@ -75,6 +104,7 @@ struct ConvertKilnToLinalgPass
       return;
     }
     lowering::makeSignless(getOperation());
+    lowering::storeNarrowAsBytes(getOperation());
   }
 };
 

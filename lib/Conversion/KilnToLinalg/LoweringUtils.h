@@ -53,9 +53,24 @@ mlir::Value buildMap(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value buildElementwiseScalar(mlir::Operation *op, mlir::OpBuilder &b,
                                    mlir::Location loc, mlir::ValueRange args);
 
-/// Converts a scalar between element types with kiln.cast semantics.
+/// Converts a scalar between element types with kiln.cast semantics;
+/// `saturate` and `roundMode` apply to the narrow float types.
 mlir::Value castScalar(mlir::OpBuilder &b, mlir::Location loc,
-                       mlir::Value value, mlir::Type to);
+                       mlir::Value value, mlir::Type to, bool saturate = true,
+                       RoundMode roundMode = RoundMode::up);
+
+/// A narrow scalar (isNarrowType) as f32 (its floats) or i32 (its integers).
+mlir::Value widenNarrow(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::Value value);
+
+/// A float, integer or boolean scalar converted to the narrow type `narrow`.
+mlir::Value narrowScalar(mlir::OpBuilder &b, mlir::Location loc,
+                         mlir::Value value, mlir::Type narrow, bool saturate,
+                         RoundMode roundMode);
+
+/// Rewrites every narrow type under `root` to i8, the byte that stores it,
+/// and drops the casts to and from that byte the scalar code went through.
+void storeNarrowAsBytes(mlir::Operation *root);
 
 void populateElementwiseLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateStructuredLoweringPatterns(mlir::RewritePatternSet &patterns);

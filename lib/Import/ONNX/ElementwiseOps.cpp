@@ -188,11 +188,32 @@ FailureOr<Type> castTarget(NodeContext &n, StringRef what) {
   return element;
 }
 
+/// Cast and CastLike to `element`, with their `saturate` (opset 19) and
+/// `round_mode` (opset 24) attributes, which matter for the narrow floats.
+LogicalResult importCastTo(NodeContext &n, Type element) {
+  RankedTensorType type = n.inputType(0);
+  if (type.getElementType() == element) {
+    n.setOutput(0, n.input(0));
+    return success();
+  }
+  SmallVector<NamedAttribute> attrs;
+  attrs.push_back(n.b.getNamedAttr(
+      "saturate", n.b.getBoolAttr(n.getInt("saturate", 1) != 0)));
+  std::string mode = n.getString("round_mode", "up");
+  std::optional<RoundMode> roundMode = symbolizeRoundMode(mode);
+  if (!roundMode)
+    return n.fail("round_mode '" + mode + "' is not up, down or nearest");
+  attrs.push_back(
+      n.b.getNamedAttr("round_mode", RoundModeAttr::get(n.ctx, *roundMode)));
+  return n.setResult(
+      n.create<CastOp>(n.input(0), attrs, {type.clone(element)}));
+}
+
 LogicalResult importCast(NodeContext &n) {
   FailureOr<Type> element = castTarget(n, "cast");
   if (failed(element))
     return failure();
-  return n.setResult(n.cast(n.input(0), *element));
+  return importCastTo(n, *element);
 }
 
 LogicalResult importBitCast(NodeContext &n) {
@@ -219,11 +240,7 @@ LogicalResult importBitShift(NodeContext &n) {
 LogicalResult importCastLike(NodeContext &n) {
   if (failed(n.expectInputs(2, 2)))
     return failure();
-  FailureOr<Value> result = n.cast(n.input(0), n.inputType(1).getElementType());
-  if (failed(result))
-    return failure();
-  n.setOutput(0, *result);
-  return success();
+  return importCastTo(n, n.inputType(1).getElementType());
 }
 
 LogicalResult importConstant(NodeContext &n) {

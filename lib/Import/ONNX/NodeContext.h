@@ -223,7 +223,8 @@ void registerShapeOps(OpImporterTable &table);
 void registerNNOps(OpImporterTable &table);
 void registerReductionOps(OpImporterTable &table);
 void registerEinsumOp(OpImporterTable &table);
-/// QuantizeLinear and DequantizeLinear to and from 8- and 16-bit integers.
+/// QuantizeLinear and DequantizeLinear to and from 16-, 8-, 4- and 2-bit
+/// integers and the float8 and float4 types.
 void registerQuantizeOps(OpImporterTable &table);
 /// The tensors SplitToSequence splits its input into.
 mlir::FailureOr<llvm::SmallVector<mlir::Value>> splitToSequence(NodeContext &n);
@@ -235,6 +236,20 @@ void registerTrainingOps(OpImporterTable &table);
 
 /// The kiln element type of an ONNX TensorProto data type, or null.
 mlir::Type elementTypeOf(int32_t onnxType, mlir::MLIRContext *context);
+
+/// onnx.proto's numbers of the types newer than ONNX 1.12.
+enum NewerOnnxType : int32_t {
+  kFloat8E4M3FN = 17,
+  kFloat8E4M3FNUZ = 18,
+  kFloat8E5M2 = 19,
+  kFloat8E5M2FNUZ = 20,
+  kUInt4 = 21,
+  kInt4 = 22,
+  kFloat4E2M1 = 23,
+  kFloat8E8M0 = 24,
+  kUInt2 = 25,
+  kInt2 = 26,
+};
 /// The ONNX name of a TensorProto data type, for messages.
 llvm::StringRef onnxTypeName(int32_t onnxType);
 

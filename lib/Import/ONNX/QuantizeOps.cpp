@@ -1,14 +1,18 @@
 //===- QuantizeOps.cpp - importers of QuantizeLinear, DequantizeLinear ----===//
 //
-// Linear quantization to and from the 8- and 16-bit integer types, per
-// tensor, per axis or per block, written out as kiln elementwise ops:
+// Linear quantization to and from the 16-, 8-, 4- and 2-bit integer types and
+// the float8 and float4 types, per tensor, per axis or per block, written out
+// as kiln elementwise ops:
 //   QuantizeLinear:   y = saturate(round_half_even(x / scale) + zero_point)
+//                     (to a float type: cast(x / scale + zero_point), which
+//                     rounds, saturating as the `saturate` attribute says)
 //   DequantizeLinear: y = (x - zero_point) * scale
-// The float8 and 4-bit types have no kiln type: their nodes fail at import.
 //
 //===----------------------------------------------------------------------===//
 
 #include "NodeContext.h"
+
+#include <numeric>
 
 using namespace mlir;
 using namespace kiln;
@@ -125,10 +129,15 @@ LogicalResult importQuantizeLinear(NodeContext &n) {
     quantized = elementTypeOf(static_cast<int32_t>(dtype), n.ctx);
   else
     quantized = IntegerType::get(n.ctx, 8, IntegerType::Unsigned);
-  if (!quantized || !isa<IntegerType>(quantized) ||
-      quantized.getIntOrFloatBitWidth() > 16 || quantized.isInteger(1))
-    return n.fail("quantizing to other than 8- and 16-bit integers is not "
-                  "supported yet");
+  bool toFloat =
+      quantized && isNarrowType(quantized) && isa<FloatType>(quantized);
+  if (!quantized || (!toFloat && (!isa<IntegerType>(quantized) ||
+                                  quantized.getIntOrFloatBitWidth() > 16 ||
+                                  quantized.isInteger(1))))
+    return n.fail("quantizing to other than 16-, 8-, 4- and 2-bit integers "
+                  "and float8 and float4 types is not supported yet");
+  if (isa<Float8E8M0FNUType>(quantized))
+    return n.fail("quantizing to float8e8m0 is not supported yet");
   int64_t axis, blockSize;
   if (failed(quantizationAxis(n, type.getRank(), axis, blockSize)))
     return failure();
@@ -139,7 +148,7 @@ LogicalResult importQuantizeLinear(NodeContext &n) {
   FailureOr<Value> scaled = n.create<DivOp>(ValueRange{n.input(0), *scale});
   if (failed(scaled))
     return failure();
-  FailureOr<Value> q = n.create<RoundOp>(*scaled);
+  FailureOr<Value> q = toFloat ? scaled : n.create<RoundOp>(*scaled);
   if (failed(q))
     return failure();
   if (n.hasInput(2)) {
@@ -150,6 +159,12 @@ LogicalResult importQuantizeLinear(NodeContext &n) {
     q = n.create<AddOp>(ValueRange{*q, *zero});
     if (failed(q))
       return failure();
+  }
+  if (toFloat) {
+    auto saturate =
+        n.b.getNamedAttr("saturate", n.b.getBoolAttr(n.getInt("saturate", 1)));
+    return n.setResult(
+        n.create<CastOp>(*q, {saturate}, {type.clone(quantized)}));
   }
   auto [lowest, highest] = integerRange(quantized);
   q = n.create<MaxOp>(ValueRange{*q, n.splat(type, lowest)});
@@ -165,9 +180,11 @@ LogicalResult importDequantizeLinear(NodeContext &n) {
   if (failed(n.expectInputs(2, 3)))
     return failure();
   RankedTensorType type = n.inputType(0);
-  if (!isa<IntegerType>(type.getElementType()) ||
-      type.getElementType().isInteger(1))
-    return n.fail("dequantizing other than integers is not supported yet");
+  Type quantized = type.getElementType();
+  if ((!isa<IntegerType>(quantized) && !isNarrowType(quantized)) ||
+      quantized.isInteger(1))
+    return n.fail("dequantizing other than integers and the float8 and "
+                  "float4 types is not supported yet");
   Type floatType = n.inputType(1).getElementType();
   if (int64_t dtype = n.getInt("output_dtype", 0))
     floatType = elementTypeOf(static_cast<int32_t>(dtype), n.ctx);
@@ -195,9 +212,94 @@ LogicalResult importDequantizeLinear(NodeContext &n) {
   return n.setResult(n.create<MulOp>(ValueRange{*x, *scale}));
 }
 
+/// DynamicQuantizeLinear: uint8 quantization whose scale and zero point
+/// come from the input's range (widened to hold 0), as the spec computes
+/// them: scale = (max - min) / 255 (1 / 255 for a constant input), zero
+/// point = round(clamp(-min / scale, 0, 255)).
+LogicalResult importDynamicQuantizeLinear(NodeContext &n) {
+  if (failed(n.expectInputs(1, 1)))
+    return failure();
+  RankedTensorType type = n.inputType(0);
+  if (!type.getElementType().isF32())
+    return n.fail("expected an f32 input");
+  auto scalar = RankedTensorType::get({}, type.getElementType());
+  SmallVector<int64_t> all(type.getRank());
+  std::iota(all.begin(), all.end(), 0);
+  auto dims = n.array("dimensions", all);
+  auto zero = n.splat(scalar, 0);
+  FailureOr<Value> high = n.create<ReduceMaxOp>(n.input(0), {dims});
+  FailureOr<Value> low = n.create<ReduceMinOp>(n.input(0), {dims});
+  if (failed(high) || failed(low))
+    return failure();
+  high = n.create<MaxOp>(ValueRange{*high, zero});
+  low = n.create<MinOp>(ValueRange{*low, zero});
+  if (failed(high) || failed(low))
+    return failure();
+  FailureOr<Value> range = n.create<SubOp>(ValueRange{*high, *low});
+  if (failed(range))
+    return failure();
+  FailureOr<Value> constant = n.create<CompareOp>(
+      ValueRange{*range, zero},
+      {n.named("predicate",
+               ComparePredicateAttr::get(n.ctx, ComparePredicate::eq))});
+  if (failed(constant))
+    return failure();
+  range = n.create<SelectOp>(ValueRange{*constant, n.splat(scalar, 1), *range});
+  if (failed(range))
+    return failure();
+  FailureOr<Value> scale =
+      n.create<DivOp>(ValueRange{*range, n.splat(scalar, 255)});
+  if (failed(scale))
+    return failure();
+  FailureOr<Value> point = n.create<DivOp>(ValueRange{*low, *scale});
+  if (failed(point))
+    return failure();
+  point = n.create<SubOp>(ValueRange{zero, *point});
+  if (failed(point))
+    return failure();
+  auto clamp = [&](Value v, RankedTensorType t) -> FailureOr<Value> {
+    FailureOr<Value> c = n.create<MaxOp>(ValueRange{v, n.splat(t, 0)});
+    if (failed(c))
+      return failure();
+    return n.create<MinOp>(ValueRange{*c, n.splat(t, 255)});
+  };
+  point = clamp(*point, scalar);
+  if (failed(point))
+    return failure();
+  point = n.create<RoundOp>(*point);
+  if (failed(point))
+    return failure();
+  FailureOr<Value> spreadScale = n.broadcastTo(*scale, type.getShape());
+  FailureOr<Value> spreadPoint = n.broadcastTo(*point, type.getShape());
+  if (failed(spreadScale) || failed(spreadPoint))
+    return failure();
+  FailureOr<Value> q = n.create<DivOp>(ValueRange{n.input(0), *spreadScale});
+  if (failed(q))
+    return failure();
+  q = n.create<RoundOp>(*q);
+  if (failed(q))
+    return failure();
+  q = n.create<AddOp>(ValueRange{*q, *spreadPoint});
+  if (failed(q))
+    return failure();
+  q = clamp(*q, type);
+  if (failed(q))
+    return failure();
+  Type u8 = IntegerType::get(n.ctx, 8, IntegerType::Unsigned);
+  FailureOr<Value> y = n.cast(*q, u8);
+  FailureOr<Value> zeroPoint = n.cast(*point, u8);
+  if (failed(y) || failed(zeroPoint))
+    return failure();
+  n.setOutput(0, *y);
+  n.setOutput(1, *scale);
+  n.setOutput(2, *zeroPoint);
+  return success();
+}
+
 } // namespace
 
 void kiln::onnx_import::registerQuantizeOps(OpImporterTable &t) {
+  t["DynamicQuantizeLinear"] = importDynamicQuantizeLinear;
   t["QuantizeLinear"] = importQuantizeLinear;
   t["DequantizeLinear"] = importDequantizeLinear;
 }

@@ -44,6 +44,28 @@ Type kiln::onnx_import::elementTypeOf(int32_t onnxType, MLIRContext *context) {
     return b.getIntegerType(8, /*isSigned=*/false);
   case onnx::TensorProto::BOOL:
     return b.getI1Type();
+  // The narrow types of ONNX 1.14 and later (onnx.proto's numbers: Kiln's
+  // ONNX library may predate them).
+  case kFloat8E4M3FN:
+    return b.getType<Float8E4M3FNType>();
+  case kFloat8E4M3FNUZ:
+    return b.getType<Float8E4M3FNUZType>();
+  case kFloat8E5M2:
+    return b.getType<Float8E5M2Type>();
+  case kFloat8E5M2FNUZ:
+    return b.getType<Float8E5M2FNUZType>();
+  case kUInt4:
+    return b.getIntegerType(4, /*isSigned=*/false);
+  case kInt4:
+    return b.getIntegerType(4);
+  case kFloat4E2M1:
+    return b.getType<Float4E2M1FNType>();
+  case kFloat8E8M0:
+    return b.getType<Float8E8M0FNUType>();
+  case kUInt2:
+    return b.getIntegerType(2, /*isSigned=*/false);
+  case kInt2:
+    return b.getIntegerType(2);
   default:
     return nullptr;
   }
@@ -66,11 +88,27 @@ StringRef kiln::onnx_import::onnxTypeName(int32_t onnxType) {
 
 namespace {
 
-/// Bytes of one element as stored in `raw_data`.
+/// Bytes of one element as Kiln holds it: booleans and the narrow types take
+/// one byte each.
 size_t storageBytes(Type element) {
-  if (element.isInteger(1))
+  if (element.isInteger(1) || isNarrowType(element))
     return 1;
   return element.getIntOrFloatBitWidth() / 8;
+}
+
+/// Elements of a narrow type of fewer than 8 bits packed into bytes (`raw_data`
+/// and `int32_data` alike), the first in the lowest bits, spread to one byte
+/// each.
+std::vector<char> unpackNarrow(ArrayRef<char> packed, unsigned width,
+                               int64_t count) {
+  unsigned perByte = 8 / width;
+  std::vector<char> bytes(count);
+  uint8_t mask = (1u << width) - 1;
+  for (int64_t i = 0; i < count; ++i)
+    bytes[i] = static_cast<char>(
+        (static_cast<uint8_t>(packed[i / perByte]) >> (width * (i % perByte))) &
+        mask);
+  return bytes;
 }
 
 /// Builds the attribute from little-endian element bytes, one element per
@@ -133,6 +171,12 @@ bool typedFieldBytes(const onnx::TensorProto &tensor, Type element,
     appendAs<uint16_t>(bytes, tensor.int32_data());
     return true;
   default:
+    // The narrow types keep a byte each in int32_data (float8) or their
+    // packed bytes (the 4- and 2-bit types, unpacked by the caller).
+    if (isNarrowType(element)) {
+      appendAs<uint8_t>(bytes, tensor.int32_data());
+      return true;
+    }
     return false;
   }
 }
@@ -227,7 +271,11 @@ kiln::onnx_import::convertTensor(const onnx::TensorProto &tensor,
     count *= dim;
   }
   auto type = RankedTensorType::get(shape, element);
-  size_t expected = static_cast<size_t>(count) * storageBytes(element);
+  unsigned width = element.isInteger(1) ? 8 : element.getIntOrFloatBitWidth();
+  // What the file holds: the 4- and 2-bit types packed, `8 / width` a byte.
+  size_t expected = width < 8
+                        ? static_cast<size_t>((count * width + 7) / 8)
+                        : static_cast<size_t>(count) * storageBytes(element);
 
   std::vector<char> bytes;
   if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
@@ -244,6 +292,8 @@ kiln::onnx_import::convertTensor(const onnx::TensorProto &tensor,
             " for shape and type";
     return failure();
   }
+  if (width < 8)
+    bytes = unpackNarrow(bytes, width, count);
   return fromBytes(type, bytes);
 }
 

@@ -194,6 +194,43 @@ struct ApproximateMathPass
   }
 };
 
+/// Gives every zero-element memref argument the type memref<0xT>, which the
+/// bare-pointer calling convention the entry points use can pass (MLIR finds
+/// no strides for an identity layout with a zero dimension, and would give
+/// the whole function memref descriptors instead). Nothing reads or writes a
+/// zero-element buffer: its uses take a zero-element alloca.
+struct ZeroElementArgumentsPass
+    : PassWrapper<ZeroElementArgumentsPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ZeroElementArgumentsPass)
+  void runOnOperation() override {
+    getOperation().walk([](func::FuncOp function) {
+      if (function.isExternal())
+        return;
+      SmallVector<Type> inputs(function.getArgumentTypes());
+      bool changed = false;
+      for (auto [i, type] : llvm::enumerate(inputs)) {
+        auto memref = dyn_cast<MemRefType>(type);
+        if (!memref || !memref.hasStaticShape() ||
+            memref.getNumElements() != 0 ||
+            memref.getShape() == ArrayRef<int64_t>{0})
+          continue;
+        BlockArgument argument = function.getArgument(i);
+        OpBuilder b = OpBuilder::atBlockBegin(&function.front());
+        Value empty = memref::AllocaOp::create(
+            b, function.getLoc(),
+            MemRefType::get(memref.getShape(), memref.getElementType()));
+        argument.replaceAllUsesWith(empty);
+        type = MemRefType::get({0}, memref.getElementType());
+        argument.setType(type);
+        changed = true;
+      }
+      if (changed)
+        function.setFunctionType(FunctionType::get(
+            function.getContext(), inputs, function.getResultTypes()));
+    });
+  }
+};
+
 /// memref IR -> LLVM dialect.
 void buildLLVMLowering(PassManager &pm) {
   pm.addPass(kiln::createKilnOutlineKernels());
@@ -209,10 +246,12 @@ void buildLLVMLowering(PassManager &pm) {
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
-  // Integer powers (math.ipowi) become calls of generated functions.
+  // Integer powers left in the IR (math.ipowi, math.fpowi: kiln.pow's own
+  // integer form is inline code) become calls of generated functions.
   pm.addPass(createConvertMathToFuncs());
   pm.addPass(math::createMathExtendToSupportedTypes());
   pm.addPass(std::make_unique<ApproximateMathPass>());
+  pm.addPass(std::make_unique<ZeroElementArgumentsPass>());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());

@@ -89,10 +89,24 @@ typedef enum kiln_element_type_t {
   KILN_ELEMENT_TYPE_U32 = 11,
   KILN_ELEMENT_TYPE_U64 = 12,
   KILN_ELEMENT_TYPE_I16 = 13,
+  /* The narrow types: one byte per element, its bits in the low bits (the
+   * layout of ml_dtypes' float8_e4m3fn ... uint2 arrays). */
+  KILN_ELEMENT_TYPE_F8E4M3FN = 14,
+  KILN_ELEMENT_TYPE_F8E4M3FNUZ = 15,
+  KILN_ELEMENT_TYPE_F8E5M2 = 16,
+  KILN_ELEMENT_TYPE_F8E5M2FNUZ = 17,
+  KILN_ELEMENT_TYPE_F8E8M0 = 18,
+  KILN_ELEMENT_TYPE_F4E2M1 = 19,
+  KILN_ELEMENT_TYPE_I4 = 20,
+  KILN_ELEMENT_TYPE_U4 = 21,
+  KILN_ELEMENT_TYPE_I2 = 22,
+  KILN_ELEMENT_TYPE_U2 = 23,
 } kiln_element_type_t;
 
 /* "f32", "f16", "bf16", "f64", "i64", "i32", "i16", "i8", "u64", "u32",
- * "u16", "u8", "bool", or "unknown".
+ * "u16", "u8", "bool", the narrow types' "f8e4m3fn", "f8e4m3fnuz",
+ * "f8e5m2", "f8e5m2fnuz", "f8e8m0", "f4e2m1", "i4", "u4", "i2", "u2", or
+ * "unknown".
  * Thread safety: safe from any thread. */
 KILN_API const char *kiln_element_type_name(kiln_element_type_t type);
 

@@ -24,6 +24,16 @@ uint64_t elementTypeSize(int type) {
   case KILN_ELEMENT_TYPE_I8:
   case KILN_ELEMENT_TYPE_U8:
   case KILN_ELEMENT_TYPE_BOOL:
+  case KILN_ELEMENT_TYPE_F8E4M3FN:
+  case KILN_ELEMENT_TYPE_F8E4M3FNUZ:
+  case KILN_ELEMENT_TYPE_F8E5M2:
+  case KILN_ELEMENT_TYPE_F8E5M2FNUZ:
+  case KILN_ELEMENT_TYPE_F8E8M0:
+  case KILN_ELEMENT_TYPE_F4E2M1:
+  case KILN_ELEMENT_TYPE_I4:
+  case KILN_ELEMENT_TYPE_U4:
+  case KILN_ELEMENT_TYPE_I2:
+  case KILN_ELEMENT_TYPE_U2:
     return 1;
   default:
     return 0;
@@ -58,6 +68,27 @@ const char *elementTypeName(int type) {
     return "u8";
   case KILN_ELEMENT_TYPE_BOOL:
     return "bool";
+  case KILN_ELEMENT_TYPE_F8E4M3FN:
+    return "f8e4m3fn";
+  case KILN_ELEMENT_TYPE_F8E4M3FNUZ:
+    return "f8e4m3fnuz";
+  case KILN_ELEMENT_TYPE_F8E5M2:
+    return "f8e5m2";
+  case KILN_ELEMENT_TYPE_F8E5M2FNUZ:
+    return "f8e5m2fnuz";
+  case KILN_ELEMENT_TYPE_F8E8M0:
+    return "f8e8m0";
+  case KILN_ELEMENT_TYPE_F4E2M1:
+    return "f4e2m1";
+  case KILN_ELEMENT_TYPE_I4:
+    return "i4";
+  case KILN_ELEMENT_TYPE_U4:
+    return "u4";
+  case KILN_ELEMENT_TYPE_I2:
+    return "i2";
+  case KILN_ELEMENT_TYPE_U2:
+    return "u2";
+
   default:
     return "unknown";
   }

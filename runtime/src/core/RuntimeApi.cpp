@@ -49,7 +49,17 @@ static_assert(sameValue(KILN_ELEMENT_TYPE_F32, bp::F32) &&
                   sameValue(KILN_ELEMENT_TYPE_U16, bp::U16) &&
                   sameValue(KILN_ELEMENT_TYPE_U32, bp::U32) &&
                   sameValue(KILN_ELEMENT_TYPE_U64, bp::U64) &&
-                  sameValue(KILN_ELEMENT_TYPE_I16, bp::I16),
+                  sameValue(KILN_ELEMENT_TYPE_I16, bp::I16) &&
+                  sameValue(KILN_ELEMENT_TYPE_F8E4M3FN, bp::F8E4M3FN) &&
+                  sameValue(KILN_ELEMENT_TYPE_F8E4M3FNUZ, bp::F8E4M3FNUZ) &&
+                  sameValue(KILN_ELEMENT_TYPE_F8E5M2, bp::F8E5M2) &&
+                  sameValue(KILN_ELEMENT_TYPE_F8E5M2FNUZ, bp::F8E5M2FNUZ) &&
+                  sameValue(KILN_ELEMENT_TYPE_F8E8M0, bp::F8E8M0) &&
+                  sameValue(KILN_ELEMENT_TYPE_F4E2M1, bp::F4E2M1) &&
+                  sameValue(KILN_ELEMENT_TYPE_I4, bp::I4) &&
+                  sameValue(KILN_ELEMENT_TYPE_U4, bp::U4) &&
+                  sameValue(KILN_ELEMENT_TYPE_I2, bp::I2) &&
+                  sameValue(KILN_ELEMENT_TYPE_U2, bp::U2),
               "kiln_element_type_t must mirror kiln.bundle.ElementType");
 static_assert(KILN_STATUS_INTERNAL == static_cast<int>(StatusCode::Internal) &&
                   KILN_STATUS_COLLECTIVE_ERROR ==

@@ -45,8 +45,16 @@ constexpr DtypeEntry kDtypes[] = {
     {KILN_ELEMENT_TYPE_BF16, 'V', 2},
 };
 
-/// Maps a descr such as "<f4" or "|b1" to an element type.
-Status parseDescr(const std::string &descr, kiln_element_type_t &type) {
+/// Maps a descr such as "<f4" or "|b1" to an element type; ml_dtypes'
+/// one-byte types ("|V1", and "<f1" for float8_e5m2) set `narrowBytes`.
+Status parseDescr(const std::string &descr, kiln_element_type_t &type,
+                  bool &narrowBytes) {
+  if (descr.size() == 3 && (descr[1] == 'V' || descr[1] == 'f') &&
+      descr[2] == '1' && descr[0] != '>') {
+    type = KILN_ELEMENT_TYPE_U8;
+    narrowBytes = true;
+    return Status();
+  }
   if (descr.size() == 3) {
     char order = descr[0];
     int size = descr[2] - '0';
@@ -65,7 +73,7 @@ Status parseDescr(const std::string &descr, kiln_element_type_t &type) {
   return unsupported(
       "dtype '", descr,
       "' is not supported (supported: f4 f8 f2 i8 i4 i2 i1 u8 u4 u2 u1 b1, "
-      "and V2 for bf16)");
+      "V2 for bf16 and V1 for the float8, float4, int4 and int2 types)");
 }
 
 /// Parses the Python dict literal of an .npy header:
@@ -239,6 +247,15 @@ Status readHeaderText(NpyStream &in, std::string &text) {
 
 } // namespace
 
+bool isNarrowElementType(int type) {
+  return type >= KILN_ELEMENT_TYPE_F8E4M3FN && type <= KILN_ELEMENT_TYPE_U2;
+}
+
+void adoptNarrowType(NpyArray &array, int declared) {
+  if (array.narrowBytes && isNarrowElementType(declared))
+    array.elementType = static_cast<kiln_element_type_t>(declared);
+}
+
 const char *npyDescr(kiln_element_type_t type) {
   switch (type) {
   case KILN_ELEMENT_TYPE_F32:
@@ -267,6 +284,17 @@ const char *npyDescr(kiln_element_type_t type) {
     return "|u1";
   case KILN_ELEMENT_TYPE_BOOL:
     return "|b1";
+  case KILN_ELEMENT_TYPE_F8E4M3FN:
+  case KILN_ELEMENT_TYPE_F8E4M3FNUZ:
+  case KILN_ELEMENT_TYPE_F8E5M2:
+  case KILN_ELEMENT_TYPE_F8E5M2FNUZ:
+  case KILN_ELEMENT_TYPE_F8E8M0:
+  case KILN_ELEMENT_TYPE_F4E2M1:
+  case KILN_ELEMENT_TYPE_I4:
+  case KILN_ELEMENT_TYPE_U4:
+  case KILN_ELEMENT_TYPE_I2:
+  case KILN_ELEMENT_TYPE_U2:
+    return "|V1";
   }
   return nullptr; // Not a type of the enumeration.
 }
@@ -336,7 +364,7 @@ Status readNpy(NpyStream &in, NpyArray &out) {
   NpyArray array;
   KILN_RETURN_IF_ERROR(
       HeaderParser(text).parse(descr, fortranOrder, array.shape));
-  KILN_RETURN_IF_ERROR(parseDescr(descr, array.elementType));
+  KILN_RETURN_IF_ERROR(parseDescr(descr, array.elementType, array.narrowBytes));
   if (fortranOrder)
     return unsupported("Fortran-order arrays are not supported; save the "
                        "array in C order (numpy.ascontiguousarray)");

@@ -16,7 +16,8 @@ namespace kiln::runtime {
 uint64_t elementTypeSize(int type);
 
 /// "f32", "f16", "bf16", "f64", "i64", "i32", "i16", "i8", "u64", "u32",
-/// "u16", "u8", "bool"; "unknown" for anything else.
+/// "u16", "u8", "bool", the narrow "f8e4m3fn" ... "u2"; "unknown" for
+/// anything else.
 const char *elementTypeName(int type);
 
 } // namespace kiln::runtime

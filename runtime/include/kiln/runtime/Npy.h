@@ -27,7 +27,19 @@ struct NpyArray {
   kiln_element_type_t elementType = KILN_ELEMENT_TYPE_F32;
   std::vector<int64_t> shape;
   AlignedBuffer data;
+  /// Read from a one-byte void ("|V1") or "<f1" array, as ml_dtypes' float8,
+  /// float4, int4 and int2 arrays save: the dtype does not say which narrow
+  /// type it is (elementType is U8 until adoptNarrowType names it).
+  bool narrowBytes = false;
 };
+
+/// Whether `type` is a narrow type (float8, float4, int4, int2).
+bool isNarrowElementType(int type);
+
+/// Gives an array read as narrow bytes the narrow type `declared` (the
+/// bundle's, for the tensor the array is bound to); anything else is left
+/// as it is, for the caller's type check to refuse.
+void adoptNarrowType(NpyArray &array, int declared);
 
 /// An array of an .npz archive; the name is the entry's without ".npy".
 struct NamedArray {
@@ -36,7 +48,9 @@ struct NamedArray {
 };
 
 /// The .npy dtype of `type` ("<f4", "|b1", ...; bf16 is "<V2", as
-/// ml_dtypes' bfloat16 saves); nullptr for a type .npy cannot hold.
+/// ml_dtypes' bfloat16 saves, and the narrow types "|V1", to be read back
+/// with `.view(ml_dtypes.float8_e4m3fn)` and so on); nullptr for a type .npy
+/// cannot hold.
 const char *npyDescr(kiln_element_type_t type);
 
 /// Bytes of an array of `type` and `shape`; false for a negative dimension,
