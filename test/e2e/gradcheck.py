@@ -196,6 +196,20 @@ def cases():
         case("avg_pool_dilated_pads", "AveragePool", {"x": r(1, 1, 7, 7)},
              (1, 1, 5, 5), {"kernel_shape": [3, 3], "dilations": [2, 2],
                             "pads": [1, 1, 1, 1]}),
+        # Recurrent ops, unrolled: every weight and the input through three
+        # steps; the sequence output Y.
+        case("rnn_bidirectional", "RNN",
+             {"x": r(3, 2, 4), "w": r(2, 3, 4), "r": r(2, 3, 3), "b": r(2, 6)},
+             (3, 2, 2, 3), {"hidden_size": 3, "direction": "bidirectional"}),
+        case("gru_linear_before_reset", "GRU",
+             {"x": r(3, 2, 4), "w": r(1, 9, 4), "r": r(1, 9, 3), "b": r(1, 18)},
+             (3, 1, 2, 3), {"hidden_size": 3, "linear_before_reset": 1}),
+        case("gru_reset_first", "GRU",
+             {"x": r(3, 2, 4), "w": r(1, 9, 4), "r": r(1, 9, 3), "b": r(1, 18)},
+             (3, 1, 2, 3), {"hidden_size": 3}),
+        case("lstm_reverse", "LSTM",
+             {"x": r(3, 2, 4), "w": r(1, 12, 4), "r": r(1, 12, 3), "b": r(1, 24)},
+             (3, 1, 2, 3), {"hidden_size": 3, "direction": "reverse"}),
         # Training-mode batch normalization (batch statistics), differentiated
         # through its decomposition; the running statistics it does not read
         # are constants here.

@@ -487,6 +487,30 @@ def nonzero():
                  [value("x", [2, 3])], [value("y", [2, None], INT64)])
 
 
+@artefact("lstm-reverse-ragged")
+def lstm_reverse_ragged():
+    # Reverse-direction LSTM whose batch elements have different lengths:
+    # not unrolled yet.
+    r = rng()
+    return model(
+        [node("LSTM", ["x", "w", "r", "", "lengths"], ["y"], name="lstm",
+              hidden_size=3, direction="reverse")],
+        [value("x", [4, 2, 2])], [value("y", [4, 1, 2, 3])],
+        [tensor("w", r.standard_normal((1, 12, 2)).astype(np.float32)),
+         tensor("r", r.standard_normal((1, 12, 3)).astype(np.float32)),
+         tensor("lengths", np.array([4, 2], np.int32))])
+
+
+@artefact("compress-dynamic")
+def compress_dynamic():
+    # Compress whose condition is a graph input: the result's shape would
+    # depend on its values.
+    return model([node("Compress", ["x", "keep"], ["y"], name="select_rows",
+                       axis=0)],
+                 [value("x", [3, 2]), value("keep", [3], TensorProto.BOOL)],
+                 [value("y", [None, 2])])
+
+
 @artefact("matmul-mismatch")
 def matmul_mismatch():
     # Inner dims 3 and 4 differ; the checker does not look at shapes.

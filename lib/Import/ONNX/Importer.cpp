@@ -43,6 +43,8 @@ const OpImporterTable &opImporters() {
     registerNNOps(t);
     registerReductionOps(t);
     registerQuantizeOps(t);
+    registerSignalOps(t);
+    registerRecurrentOps(t);
     registerEinsumOp(t);
     registerAttentionOps(t);
     return t;

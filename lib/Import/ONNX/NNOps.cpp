@@ -95,6 +95,106 @@ LogicalResult importMatMul(NodeContext &n) {
   return n.setResult(numpyMatmul(n, n.input(0), n.input(1)));
 }
 
+/// Input `i` (8-bit integers) as i32, less zero point input `zeroPoint` when
+/// the node has it (a scalar, or one per row of a / column of b).
+FailureOr<Value> centered(NodeContext &n, unsigned i, unsigned zeroPoint) {
+  Type i32 = n.b.getI32Type();
+  FailureOr<Value> x = n.cast(n.input(i), i32);
+  if (failed(x) || !n.hasInput(zeroPoint))
+    return x;
+  if (n.inputType(zeroPoint).getNumElements() != 1)
+    return n.fail("zero points other than one per tensor are not supported "
+                  "yet");
+  FailureOr<Value> zero = n.cast(n.input(zeroPoint), i32);
+  if (failed(zero))
+    return failure();
+  FailureOr<Value> flat = n.reshape(*zero, {});
+  if (failed(flat))
+    return failure();
+  FailureOr<Value> spread =
+      n.broadcastTo(*flat, cast<RankedTensorType>(x->getType()).getShape());
+  if (failed(spread))
+    return failure();
+  return n.create<SubOp>(ValueRange{*x, *spread});
+}
+
+/// MatMulInteger: (a - a_zero_point) @ (b - b_zero_point) in i32.
+LogicalResult importMatMulInteger(NodeContext &n) {
+  if (failed(n.expectInputs(2, 4)))
+    return failure();
+  FailureOr<Value> a = centered(n, 0, 2);
+  FailureOr<Value> b = failed(a) ? a : centered(n, 1, 3);
+  if (failed(b))
+    return failure();
+  return n.setResult(numpyMatmul(n, *a, *b));
+}
+
+/// QLinearMatMul, as the reference computes it: the i32 product of the
+/// centered inputs, scaled by a_scale * b_scale / y_scale (in the scales'
+/// type) in f64, plus y_zero_point, rounded half to even and saturated.
+LogicalResult importQLinearMatMul(NodeContext &n) {
+  if (failed(n.expectInputs(8, 8)))
+    return failure();
+  for (unsigned i : {1u, 4u, 6u, 7u})
+    if (n.inputType(i).getNumElements() != 1)
+      return n.fail("scales and zero points other than one per tensor are "
+                    "not supported yet");
+  FailureOr<Value> a = centered(n, 0, 2);
+  FailureOr<Value> b = failed(a) ? a : centered(n, 3, 5);
+  if (failed(b))
+    return failure();
+  FailureOr<Value> product = numpyMatmul(n, *a, *b);
+  if (failed(product))
+    return failure();
+  auto flat = [&](unsigned i) { return n.reshape(n.input(i), {}); };
+  FailureOr<Value> aScale = flat(1), bScale = flat(4), yScale = flat(6);
+  if (failed(aScale) || failed(bScale) || failed(yScale))
+    return failure();
+  FailureOr<Value> scale = n.create<MulOp>(ValueRange{*aScale, *bScale});
+  if (failed(scale))
+    return failure();
+  scale = n.create<DivOp>(ValueRange{*scale, *yScale});
+  if (failed(scale))
+    return failure();
+  Type f64 = n.b.getF64Type();
+  auto shape = cast<RankedTensorType>(product->getType()).getShape();
+  auto wide = [&](Value v) -> FailureOr<Value> {
+    FailureOr<Value> cast = n.cast(v, f64);
+    if (failed(cast))
+      return failure();
+    return n.broadcastTo(*cast, shape);
+  };
+  FailureOr<Value> y = n.cast(*product, f64);
+  FailureOr<Value> factor = wide(*scale);
+  FailureOr<Value> zeroPoint = flat(7);
+  if (failed(y) || failed(factor) || failed(zeroPoint))
+    return failure();
+  FailureOr<Value> offset = wide(*zeroPoint);
+  if (failed(offset))
+    return failure();
+  y = n.create<MulOp>(ValueRange{*y, *factor});
+  if (failed(y))
+    return failure();
+  y = n.create<AddOp>(ValueRange{*y, *offset});
+  if (failed(y))
+    return failure();
+  y = n.create<RoundOp>(*y);
+  if (failed(y))
+    return failure();
+  Type quantized = n.inputType(7).getElementType();
+  if (!isa<IntegerType>(quantized) || quantized.getIntOrFloatBitWidth() != 8)
+    return n.fail("expected an 8-bit integer y_zero_point");
+  auto type = cast<RankedTensorType>(y->getType());
+  bool isUnsigned = quantized.isUnsignedInteger();
+  y = n.create<MaxOp>(ValueRange{*y, n.splat(type, isUnsigned ? 0 : -128)});
+  if (failed(y))
+    return failure();
+  y = n.create<MinOp>(ValueRange{*y, n.splat(type, isUnsigned ? 255 : 127)});
+  if (failed(y))
+    return failure();
+  return n.setResult(n.cast(*y, quantized));
+}
+
 LogicalResult importGemm(NodeContext &n) {
   if (failed(n.expectInputs(2, 3)))
     return failure();
@@ -601,12 +701,129 @@ LogicalResult importResize(NodeContext &n) {
       n.create<ResizeOp>(n.input(0), attrs, {type.clone(sizes)}));
 }
 
+/// MeanVarianceNormalization, as its function body: (x - E[x]) /
+/// (sqrt(E[x^2] - E[x]^2) + 1e-9), the expectations over `axes` (0, 2, 3).
+LogicalResult importMeanVarianceNormalization(NodeContext &n) {
+  if (failed(n.expectInputs(1, 1)))
+    return failure();
+  RankedTensorType type = n.inputType(0);
+  if (!isa<FloatType>(type.getElementType()))
+    return n.fail("expected a float input");
+  SmallVector<int64_t> axes;
+  for (int64_t axis :
+       n.getInts("axes").value_or(SmallVector<int64_t>{0, 2, 3})) {
+    FailureOr<int64_t> normalized = n.normalizeAxis(axis, type.getRank());
+    if (failed(normalized))
+      return failure();
+    axes.push_back(*normalized);
+  }
+  llvm::sort(axes);
+  axes.erase(llvm::unique(axes), axes.end());
+  auto mean = [&](Value v) -> FailureOr<Value> {
+    FailureOr<Value> reduced = n.create<ReduceMeanOp>(
+        v, {n.array("dimensions", axes), n.unit("keepdims")});
+    if (failed(reduced))
+      return failure();
+    return n.broadcastTo(*reduced, type.getShape());
+  };
+  Value x = n.input(0);
+  FailureOr<Value> square = n.create<MulOp>(ValueRange{x, x});
+  if (failed(square))
+    return failure();
+  FailureOr<Value> average = mean(x), averageSquare = mean(*square);
+  if (failed(average) || failed(averageSquare))
+    return failure();
+  FailureOr<Value> variance = n.create<MulOp>(ValueRange{*average, *average});
+  if (failed(variance))
+    return failure();
+  variance = n.create<SubOp>(ValueRange{*averageSquare, *variance});
+  if (failed(variance))
+    return failure();
+  FailureOr<Value> deviation = n.create<SqrtOp>(*variance);
+  if (failed(deviation))
+    return failure();
+  deviation = n.create<AddOp>(ValueRange{*deviation, n.splat(type, 1e-9)});
+  if (failed(deviation))
+    return failure();
+  FailureOr<Value> centered = n.create<SubOp>(ValueRange{x, *average});
+  if (failed(centered))
+    return failure();
+  return n.setResult(n.create<DivOp>(ValueRange{*centered, *deviation}));
+}
+
+/// LRN: y = x / (bias + alpha / size * s)^beta, where s sums x^2 over the
+/// channels within [c - floor((size - 1) / 2), c + ceil((size - 1) / 2)]:
+/// the sum of `size` shifted slices of x^2 padded with zeros along channels.
+LogicalResult importLRN(NodeContext &n) {
+  if (failed(n.expectInputs(1, 1)))
+    return failure();
+  RankedTensorType type = n.inputType(0);
+  if (!isa<FloatType>(type.getElementType()) || type.getRank() < 2)
+    return n.fail("expected a float input of rank 2 or more");
+  int64_t size = n.getInt("size", 0);
+  if (size <= 0)
+    return n.fail("size must be positive");
+  double alpha = n.getFloat("alpha", 1e-4), beta = n.getFloat("beta", 0.75),
+         bias = n.getFloat("bias", 1.0);
+  Value x = n.input(0);
+  FailureOr<Value> square = n.create<MulOp>(ValueRange{x, x});
+  if (failed(square))
+    return failure();
+  int64_t rank = type.getRank(), channels = type.getDimSize(1);
+  SmallVector<int64_t> low(rank, 0), high(rank, 0);
+  low[1] = (size - 1) / 2;
+  high[1] = size - 1 - low[1];
+  FailureOr<Value> padded = n.create<PadOp>(
+      *square, {n.array("low", low), n.array("high", high),
+                n.named("mode", PadModeAttr::get(n.ctx, PadMode::constant)),
+                n.f64("value", 0.0)});
+  if (failed(padded))
+    return failure();
+  auto paddedShape = cast<RankedTensorType>(padded->getType()).getShape();
+  Value sum;
+  for (int64_t offset = 0; offset < size; ++offset) {
+    SmallVector<int64_t> start(rank, 0), limit(paddedShape), stride(rank, 1);
+    start[1] = offset;
+    limit[1] = offset + channels;
+    FailureOr<Value> window = n.create<SliceOp>(
+        *padded, {n.array("start", start), n.array("limit", limit),
+                  n.array("stride", stride)});
+    if (failed(window))
+      return failure();
+    if (!sum) {
+      sum = *window;
+      continue;
+    }
+    FailureOr<Value> added = n.create<AddOp>(ValueRange{sum, *window});
+    if (failed(added))
+      return failure();
+    sum = *added;
+  }
+  FailureOr<Value> scaled =
+      n.create<MulOp>(ValueRange{sum, n.splat(type, alpha / size)});
+  if (failed(scaled))
+    return failure();
+  FailureOr<Value> base =
+      n.create<AddOp>(ValueRange{*scaled, n.splat(type, bias)});
+  if (failed(base))
+    return failure();
+  FailureOr<Value> power =
+      n.create<PowOp>(ValueRange{*base, n.splat(type, beta)});
+  if (failed(power))
+    return failure();
+  return n.setResult(n.create<DivOp>(ValueRange{x, *power}));
+}
+
 } // namespace
 
 void kiln::onnx_import::registerNNOps(OpImporterTable &t) {
+  t["LRN"] = importLRN;
+  t["MeanVarianceNormalization"] = importMeanVarianceNormalization;
   t["Resize"] = importResize;
   t["Upsample"] = importResize;
   t["MatMul"] = importMatMul;
+  t["MatMulInteger"] = importMatMulInteger;
+  t["QLinearMatMul"] = importQLinearMatMul;
   t["Gemm"] = importGemm;
   t["Conv"] = importConv;
   t["ConvTranspose"] = importConvTranspose;

@@ -228,6 +228,10 @@ void registerEinsumOp(OpImporterTable &table);
 void registerQuantizeOps(OpImporterTable &table);
 /// The tensors SplitToSequence splits its input into.
 mlir::FailureOr<llvm::SmallVector<mlir::Value>> splitToSequence(NodeContext &n);
+/// RNN, GRU and LSTM, unrolled over the sequence.
+void registerRecurrentOps(OpImporterTable &table);
+/// HannWindow, HammingWindow, BlackmanWindow.
+void registerSignalOps(OpImporterTable &table);
 /// Attention and RotaryEmbedding (opset 23).
 void registerAttentionOps(OpImporterTable &table);
 /// The ai.onnx.preview.training operators (Gradient, Adam, Adagrad,

@@ -599,6 +599,90 @@ LogicalResult importGatherElements(NodeContext &n) {
       ValueRange{n.input(0), n.input(1)}, {n.i64("axis", *axis)}));
 }
 
+/// Compress with a constant condition: a gather of the indices where it is
+/// true (of the flattened input when there is no axis). A condition shorter
+/// than the axis drops the rest, as the spec says.
+LogicalResult importCompress(NodeContext &n) {
+  if (failed(n.expectInputs(2, 2)))
+    return failure();
+  FailureOr<SmallVector<int64_t>> condition = n.constInts(1, "condition");
+  if (failed(condition))
+    return failure();
+  Value x = n.input(0);
+  RankedTensorType type = n.inputType(0);
+  int64_t axis = 0;
+  if (n.attr("axis")) {
+    FailureOr<int64_t> normalized =
+        n.normalizeAxis(n.getInt("axis", 0), type.getRank());
+    if (failed(normalized))
+      return failure();
+    axis = *normalized;
+  } else {
+    FailureOr<Value> flat = n.reshape(x, {type.getNumElements()});
+    if (failed(flat))
+      return failure();
+    x = *flat;
+  }
+  int64_t extent = cast<RankedTensorType>(x.getType()).getDimSize(axis);
+  if (static_cast<int64_t>(condition->size()) > extent)
+    return n.fail("condition has " + Twine(condition->size()) +
+                  " elements, more than the " + Twine(extent) +
+                  " along the axis");
+  SmallVector<int64_t> kept;
+  for (auto [i, keep] : llvm::enumerate(*condition))
+    if (keep)
+      kept.push_back(i);
+  auto indexType = RankedTensorType::get({static_cast<int64_t>(kept.size())},
+                                         n.b.getI64Type());
+  Value indices = n.constant(DenseElementsAttr::get(indexType, ArrayRef(kept)));
+  return n.setResult(
+      n.create<GatherOp>(ValueRange{x, indices}, {n.i64("axis", axis)}));
+}
+
+/// ReverseSequence with constant sequence_lens: batch b's first lens[b]
+/// steps reversed, the rest kept; a gather of elements along the time axis
+/// at constant indices.
+LogicalResult importReverseSequence(NodeContext &n) {
+  if (failed(n.expectInputs(2, 2)))
+    return failure();
+  FailureOr<SmallVector<int64_t>> lengths = n.constInts(1, "sequence_lens");
+  if (failed(lengths))
+    return failure();
+  RankedTensorType type = n.inputType(0);
+  int64_t timeAxis = n.getInt("time_axis", 0),
+          batchAxis = n.getInt("batch_axis", 1);
+  if (type.getRank() < 2 ||
+      !((timeAxis == 0 && batchAxis == 1) || (timeAxis == 1 && batchAxis == 0)))
+    return n.fail("expected time_axis and batch_axis 0 and 1 (either way) "
+                  "of an input of rank 2 or more");
+  int64_t steps = type.getDimSize(timeAxis), batch = type.getDimSize(batchAxis);
+  if (static_cast<int64_t>(lengths->size()) != batch)
+    return n.fail("sequence_lens must hold one length per batch element");
+  // [steps, batch] or [batch, steps] indices, spread over the other dims.
+  SmallVector<int64_t> shape(type.getRank(), 1);
+  shape[timeAxis] = steps;
+  shape[batchAxis] = batch;
+  SmallVector<int64_t> indices(steps * batch);
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t length = (*lengths)[b];
+    if (length < 0 || length > steps)
+      return n.fail("sequence length " + Twine(length) + " is outside [0, " +
+                    Twine(steps) + "]");
+    for (int64_t t = 0; t < steps; ++t) {
+      int64_t at = timeAxis == 0 ? t * batch + b : b * steps + t;
+      indices[at] = t < length ? length - 1 - t : t;
+    }
+  }
+  auto indexType = RankedTensorType::get(shape, n.b.getI64Type());
+  FailureOr<Value> spread = n.broadcastTo(
+      n.constant(DenseElementsAttr::get(indexType, ArrayRef(indices))),
+      type.getShape());
+  if (failed(spread))
+    return failure();
+  return n.setResult(n.create<GatherElementsOp>(ValueRange{n.input(0), *spread},
+                                                {n.i64("axis", timeAxis)}));
+}
+
 LogicalResult importGatherND(NodeContext &n) {
   if (failed(n.expectInputs(2, 2)))
     return failure();
@@ -1009,6 +1093,8 @@ kiln::onnx_import::splitToSequence(NodeContext &n) {
 }
 
 void kiln::onnx_import::registerShapeOps(OpImporterTable &t) {
+  t["Compress"] = importCompress;
+  t["ReverseSequence"] = importReverseSequence;
   t["Shape"] = importShape;
   t["Size"] = importSize;
   t["Reshape"] = importReshape;
