@@ -29,10 +29,10 @@ namespace {
 
 /// Where a narrow float keeps its special values.
 enum class Specials {
-  IEEE,   // e5m2: infinities and NaNs at the largest exponent.
-  NanOnly, // e4m3fn: NaN is S.1111.111; no infinity.
+  IEEE,      // e5m2: infinities and NaNs at the largest exponent.
+  NanOnly,   // e4m3fn: NaN is S.1111.111; no infinity.
   Unsigned0, // the fnuz types: NaN is 1000.0000; no infinity, no -0.
-  None,   // f4e2m1fn: every code is finite; NaN and infinity saturate.
+  None,      // f4e2m1fn: every code is finite; NaN and infinity saturate.
 };
 
 /// A sign-exponent-mantissa float of `exponent` + `mantissa` + 1 bits.
@@ -139,14 +139,13 @@ Value decodeMiniFloat(Bits &k, const MiniFloat &f, Value code) {
           k.b.getF32FloatAttr(std::ldexp(1.0f, 1 - f.bias - f.mantissa))));
   Value subnormal =
       arith::BitcastOp::create(k.b, k.loc, k.i32(), scaled).getResult();
-  Value bits =
-      k.bor(k.select(k.eq(exponent, k.c(0)), subnormal, normal), sign);
+  Value bits = k.bor(k.select(k.eq(exponent, k.c(0)), subnormal, normal), sign);
   Value nan = k.bor(k.c(0x7FC00000), sign);
   switch (f.specials) {
   case Specials::IEEE: {
     Value top = k.eq(exponent, k.c((1 << f.exponent) - 1));
-    Value special = k.select(k.eq(mantissa, k.c(0)),
-                             k.bor(k.c(0x7F800000), sign), nan);
+    Value special =
+        k.select(k.eq(mantissa, k.c(0)), k.bor(k.c(0x7F800000), sign), nan);
     bits = k.select(top, special, bits);
     break;
   }
@@ -154,8 +153,7 @@ Value decodeMiniFloat(Bits &k, const MiniFloat &f, Value code) {
     bits = k.select(k.eq(magnitude, k.c(f.magnitudeMask())), nan, bits);
     break;
   case Specials::Unsigned0:
-    bits = k.select(k.eq(code, k.c(1 << f.signShift())), k.c(0x7FC00000),
-                    bits);
+    bits = k.select(k.eq(code, k.c(1 << f.signShift())), k.c(0x7FC00000), bits);
     break;
   case Specials::None:
     break;
@@ -185,8 +183,7 @@ Value encodeMiniFloat(Bits &k, const MiniFloat &f, Value x, bool saturate) {
   // rounded to nearest even (reaching 1 << mantissa makes the least normal).
   Value significand = k.bor(k.band(a, k.c(0x7FFFFF)), k.c(0x800000));
   Value amount = arith::MinSIOp::create(
-      k.b, k.loc, k.add(k.sub(k.c(minNormal), exponent), k.c(shift)),
-      k.c(31));
+      k.b, k.loc, k.add(k.sub(k.c(minNormal), exponent), k.c(shift)), k.c(31));
   Value q = k.shr(significand, amount);
   Value remainder = k.band(significand, k.sub(k.shl(k.c(1), amount), k.c(1)));
   Value half = k.shl(k.c(1), k.sub(amount, k.c(1)));
@@ -211,8 +208,7 @@ Value encodeMiniFloat(Bits &k, const MiniFloat &f, Value x, bool saturate) {
     return k.bor(code, signBit);
   case Specials::Unsigned0: {
     Value nan = k.c(1 << f.signShift());
-    Value signed_ =
-        k.select(k.eq(code, k.c(0)), k.c(0), k.bor(code, signBit));
+    Value signed_ = k.select(k.eq(code, k.c(0)), k.c(0), k.bor(code, signBit));
     return k.select(k.boolOr(isNan, overflow), nan, signed_);
   }
   case Specials::None:
@@ -225,8 +221,8 @@ Value encodeMiniFloat(Bits &k, const MiniFloat &f, Value x, bool saturate) {
 
 /// f8E8M0FNU: an exponent alone, 2^(code - 127); 0xFF is NaN.
 Value decodeE8M0(Bits &k, Value code) {
-  Value bits = k.select(k.eq(code, k.c(0)), k.c(0x00400000),
-                        k.shl(code, k.c(23)));
+  Value bits =
+      k.select(k.eq(code, k.c(0)), k.c(0x00400000), k.shl(code, k.c(23)));
   return toF32(k.b, k.loc,
                k.select(k.eq(code, k.c(0xFF)), k.c(0x7FC00000), bits));
 }
@@ -249,15 +245,15 @@ Value encodeE8M0(Bits &k, Value x, bool saturate, RoundMode mode) {
   case RoundMode::nearest: {
     // The guard bit, and any bit below it or an odd exponent to break ties.
     Value lsb = k.ugt(exponent, k.c(0));
-    roundUp = k.boolAnd(nonZero(0x400000),
-                        k.boolOr(k.boolOr(nonZero(0x200000), nonZero(0x1FFFFF)),
-                                 lsb));
+    roundUp = k.boolAnd(
+        nonZero(0x400000),
+        k.boolOr(k.boolOr(nonZero(0x200000), nonZero(0x1FFFFF)), lsb));
     break;
   }
   }
   if (saturate)
-    roundUp = k.boolAnd(roundUp, k.cmp(arith::CmpIPredicate::ne, exponent,
-                                       k.c(0xFE)));
+    roundUp = k.boolAnd(roundUp,
+                        k.cmp(arith::CmpIPredicate::ne, exponent, k.c(0xFE)));
   Value code =
       k.add(exponent, arith::ExtUIOp::create(k.b, k.loc, k.i32(), roundUp));
   return k.select(special, k.c(0xFF), code);
@@ -291,9 +287,8 @@ Value kiln::lowering::widenNarrow(OpBuilder &b, Location loc, Value value) {
     if (integer.isUnsigned())
       return arith::ExtUIOp::create(
           b, loc, k.i32(),
-          arith::ShRUIOp::create(b, loc,
-                                 arith::ShLIOp::create(b, loc, byte, shift),
-                                 shift));
+          arith::ShRUIOp::create(
+              b, loc, arith::ShLIOp::create(b, loc, byte, shift), shift));
     return arith::ExtSIOp::create(
         b, loc, k.i32(),
         arith::ShRSIOp::create(
@@ -324,11 +319,11 @@ Value kiln::lowering::narrowScalar(OpBuilder &b, Location loc, Value value,
       auto bound = [&](double v) {
         return scalarConstant(b, loc, x.getType(), v);
       };
-      Value inRange = k.boolAnd(
-          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x,
-                                bound(double(lowest - 1))),
-          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x,
-                                bound(double(highest + 1))));
+      Value inRange =
+          k.boolAnd(arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x,
+                                          bound(double(lowest - 1))),
+                    arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x,
+                                          bound(double(highest + 1))));
       x = arith::SelectOp::create(b, loc, inRange, x, bound(0));
       code = arith::FPToSIOp::create(b, loc, k.i32(), x);
     } else if (from.getIntOrFloatBitWidth() < 32) {

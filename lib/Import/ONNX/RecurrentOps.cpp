@@ -53,9 +53,9 @@ private:
   FailureOr<Value> slice(Value v, ArrayRef<int64_t> start,
                          ArrayRef<int64_t> limit) {
     SmallVector<int64_t> stride(start.size(), 1);
-    return n.create<SliceOp>(v, {n.array("start", start),
-                                 n.array("limit", limit),
-                                 n.array("stride", stride)});
+    return n.create<SliceOp>(v,
+                             {n.array("start", start), n.array("limit", limit),
+                              n.array("stride", stride)});
   }
   /// Columns [gate * hidden, (gate + 1) * hidden) of a [rows, G * hidden]
   /// value.
@@ -166,10 +166,9 @@ LogicalResult Recurrence::readActivations() {
   for (int i = 0; i < names->strings_size(); ++i) {
     Activation f{names->strings(i)};
     // HardSigmoid's defaults, as the spec gives them.
-    f.alpha = alphas && i < static_cast<int>(alphas->size()) ? (*alphas)[i]
-                                                              : 0.2;
-    f.beta =
-        betas && i < static_cast<int>(betas->size()) ? (*betas)[i] : 0.5;
+    f.alpha =
+        alphas && i < static_cast<int>(alphas->size()) ? (*alphas)[i] : 0.2;
+    f.beta = betas && i < static_cast<int>(betas->size()) ? (*betas)[i] : 0.5;
     activations.push_back(f);
   }
   return success();
@@ -192,8 +191,7 @@ LogicalResult Recurrence::runDirection(int64_t d, bool reverse,
     if (failed(both))
       return failure();
     FailureOr<Value> wb = slice(*both, {0}, {count * hidden});
-    FailureOr<Value> rb =
-        slice(*both, {count * hidden}, {2 * count * hidden});
+    FailureOr<Value> rb = slice(*both, {count * hidden}, {2 * count * hidden});
     if (failed(wb) || failed(rb))
       return failure();
     inputBias = *wb;
@@ -227,8 +225,8 @@ LogicalResult Recurrence::runDirection(int64_t d, bool reverse,
   FailureOr<Value> flat = n.reshape(x, {steps * batch, inputSize});
   if (failed(flat))
     return failure();
-  FailureOr<Value> projected = n.create<MatmulOp>(ValueRange{*flat, *w},
-                                                  {n.unit("transpose_rhs")});
+  FailureOr<Value> projected =
+      n.create<MatmulOp>(ValueRange{*flat, *w}, {n.unit("transpose_rhs")});
   if (failed(projected))
     return failure();
   auto stepsType = typeOf({steps * batch, count * hidden});
@@ -267,19 +265,19 @@ LogicalResult Recurrence::runDirection(int64_t d, bool reverse,
   FailureOr<Value> c = cell == Cell::LSTM ? initial(6) : h;
   if (failed(h) || failed(c))
     return failure();
-  ArrayRef<Activation> fs =
-      ArrayRef(activations).slice(d * (activations.size() / directions),
-                                  activations.size() / directions);
+  ArrayRef<Activation> fs = ArrayRef(activations)
+                                .slice(d * (activations.size() / directions),
+                                       activations.size() / directions);
   bool ragged = llvm::any_of(lengths, [&](int64_t l) { return l != steps; });
   outputs.assign(steps, Value());
   for (int64_t i = 0; i < steps; ++i) {
     int64_t t = reverse ? steps - 1 - i : i;
-    FailureOr<Value> xt = slice(*projected, {t * batch, 0},
-                                {(t + 1) * batch, count * hidden});
+    FailureOr<Value> xt =
+        slice(*projected, {t * batch, 0}, {(t + 1) * batch, count * hidden});
     if (failed(xt))
       return failure();
-    FailureOr<Value> hr = n.create<MatmulOp>(ValueRange{*h, *r},
-                                             {n.unit("transpose_rhs")});
+    FailureOr<Value> hr =
+        n.create<MatmulOp>(ValueRange{*h, *r}, {n.unit("transpose_rhs")});
     if (failed(hr))
       return failure();
     Value newH, newC;
@@ -303,8 +301,7 @@ LogicalResult Recurrence::runDirection(int64_t d, bool reverse,
         return failure();
       FailureOr<Value> candidate;
       // Rh: rows [2 hidden, 3 hidden) of R.
-      FailureOr<Value> rh =
-          slice(*r, {2 * hidden, 0}, {3 * hidden, hidden});
+      FailureOr<Value> rh = slice(*r, {2 * hidden, 0}, {3 * hidden, hidden});
       if (failed(rh))
         return failure();
       if (resetAfter) {
@@ -348,8 +345,7 @@ LogicalResult Recurrence::runDirection(int64_t d, bool reverse,
         if (failed(gi) || failed(gf))
           return failure();
       }
-      FailureOr<Value> in = activate(fs[0], *gi),
-                       forget = activate(fs[0], *gf),
+      FailureOr<Value> in = activate(fs[0], *gi), forget = activate(fs[0], *gf),
                        cand = activate(fs[1], *gc);
       if (failed(in) || failed(forget) || failed(cand))
         return failure();
@@ -388,10 +384,9 @@ LogicalResult Recurrence::runDirection(int64_t d, bool reverse,
           {batch, hidden});
       if (failed(mask))
         return failure();
-      FailureOr<Value> keptH =
-          n.create<SelectOp>(ValueRange{*mask, newH, *h});
-      FailureOr<Value> zeroed = n.create<SelectOp>(
-          ValueRange{*mask, newH, n.splat(stateType, 0)});
+      FailureOr<Value> keptH = n.create<SelectOp>(ValueRange{*mask, newH, *h});
+      FailureOr<Value> zeroed =
+          n.create<SelectOp>(ValueRange{*mask, newH, n.splat(stateType, 0)});
       if (failed(keptH) || failed(zeroed))
         return failure();
       newH = *keptH;
@@ -458,9 +453,8 @@ LogicalResult Recurrence::import() {
         return n.fail("sequence length " + Twine(l) + " is outside [0, " +
                       Twine(steps) + "]");
     lengths.assign(given->begin(), given->end());
-    if (way != "forward" && llvm::any_of(lengths, [&](int64_t l) {
-          return l != steps;
-        }))
+    if (way != "forward" &&
+        llvm::any_of(lengths, [&](int64_t l) { return l != steps; }))
       return n.fail("sequence_lens shorter than the sequence are supported "
                     "forward only yet");
   }
@@ -480,8 +474,8 @@ LogicalResult Recurrence::import() {
   for (int64_t d = 0; d < directions; ++d) {
     SmallVector<Value> outputs;
     Value lastH, lastC;
-    if (failed(runDirection(d, way == "reverse" || d == 1, outputs, lastH,
-                            lastC)))
+    if (failed(
+            runDirection(d, way == "reverse" || d == 1, outputs, lastH, lastC)))
       return failure();
     // [steps][batch, hidden] -> [steps, 1, batch, hidden].
     SmallVector<Value> steps4;
@@ -531,7 +525,5 @@ LogicalResult Recurrence::import() {
 void kiln::onnx_import::registerRecurrentOps(OpImporterTable &t) {
   t["RNN"] = [](NodeContext &n) { return Recurrence(n, Cell::RNN).import(); };
   t["GRU"] = [](NodeContext &n) { return Recurrence(n, Cell::GRU).import(); };
-  t["LSTM"] = [](NodeContext &n) {
-    return Recurrence(n, Cell::LSTM).import();
-  };
+  t["LSTM"] = [](NodeContext &n) { return Recurrence(n, Cell::LSTM).import(); };
 }

@@ -30,8 +30,8 @@ LogicalResult importWindow(NodeContext &n, CosineWindow coefficients) {
   if (size->size() != 1 || (*size)[0] < 0 || (*size)[0] > (int64_t(1) << 24))
     return n.fail("size must be one length from 0 to 2^24");
   int64_t length = (*size)[0];
-  Type element =
-      elementTypeOf(static_cast<int32_t>(n.getInt("output_datatype", 1)), n.ctx);
+  Type element = elementTypeOf(
+      static_cast<int32_t>(n.getInt("output_datatype", 1)), n.ctx);
   if (!element || !isa<FloatType>(element) || isNarrowType(element))
     return n.fail("output_datatype must be a float type");
   double denominator = n.getInt("periodic", 1) ? length : length - 1;
