@@ -2,7 +2,7 @@
 2.x with its default (dynamo) exporter, trained by torch.optim.AdamW.
 
     pypi_models.py prepare MODEL DIR --opset N [--steps S] [--batch B]
-        [--lr LR] [--weight-decay W] [--optimize]
+        [--lr LR] [--weight-decay W] [--optimize] [--bf16-matmul]
 
 writes DIR/MODEL.onnx (the model followed by its mean cross-entropy loss,
 output 'loss', exported with torch.onnx.export(dynamo=True,
@@ -44,6 +44,30 @@ import numpy as np
 
 VOCAB, SEQ, DIM, HEADS, KV_HEADS = 64, 16, 64, 4, 2
 IMAGE, IMAGE_CLASSES = 16, 10
+# Set for the reference of --bf16-matmul: attention as its two products,
+# which the rounded-product mode then rounds (the exported graph keeps SDPA).
+EXPLICIT_ATTENTION = False
+
+
+def attention(F, q, k, v, attn_mask=None, is_causal=False, enable_gqa=False):
+    """F.scaled_dot_product_attention, or its products spelled out."""
+    if not EXPLICIT_ATTENTION:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask,
+                                              is_causal=is_causal,
+                                              enable_gqa=enable_gqa)
+    import torch
+    if enable_gqa:
+        repeat = q.shape[1] // k.shape[1]
+        k = k.repeat_interleave(repeat, 1)
+        v = v.repeat_interleave(repeat, 1)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if is_causal:
+        s = scores.shape[-1]
+        causal = torch.ones(s, s, dtype=torch.bool).tril()
+        scores = scores.masked_fill(~causal, float("-inf"))
+    if attn_mask is not None:
+        scores = scores.masked_fill(~attn_mask, float("-inf"))
+    return torch.softmax(scores, -1) @ v
 
 
 def build(name):
@@ -84,8 +108,8 @@ def build(name):
             q = self.q(x).view(b, s, HEADS, head).transpose(1, 2)
             k, v = self.kv(x).view(b, s, 2, KV_HEADS, head).unbind(2)
             k, v = k.transpose(1, 2), v.transpose(1, 2)
-            a = F.scaled_dot_product_attention(self.rope(q), self.rope(k), v,
-                                               is_causal=True, enable_gqa=True)
+            a = attention(F, self.rope(q), self.rope(k), v, is_causal=True,
+                          enable_gqa=True)
             h = h + self.o(a.transpose(1, 2).reshape(b, s, DIM))
             x = self.norm2(h)
             h = h + self.down(F.silu(self.gate(x)) * self.up(x))
@@ -146,7 +170,7 @@ def build(name):
             keep = attention_mask.bool()[:, None, None, :]
             q, k, v = self.qkv(h).chunk(3, -1)
             q, k, v = (t.reshape(b, s, HEADS, head).transpose(1, 2) for t in (q, k, v))
-            a = F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+            a = attention(F, q, k, v, attn_mask=keep)
             h = self.ln1(h + self.proj(a.transpose(1, 2).reshape(b, s, DIM)))
             h = self.ln2(h + self.out(F.gelu(self.fc(h))))
             return F.cross_entropy(self.head(h).reshape(-1, VOCAB),
@@ -178,7 +202,7 @@ def build(name):
             s = h.shape[1]
             q, k, v = self.qkv(self.ln1(h)).chunk(3, -1)
             q, k, v = (t.reshape(b, s, HEADS, head).transpose(1, 2) for t in (q, k, v))
-            a = F.scaled_dot_product_attention(q, k, v)
+            a = attention(F, q, k, v)
             h = h + self.proj(a.transpose(1, 2).reshape(b, s, DIM))
             h = h + self.out(F.gelu(self.fc(self.ln2(h))))
             return F.cross_entropy(self.head(h[:, 0]), labels)
@@ -264,6 +288,15 @@ def prepare(args):
                                     ("labels", labels)]})
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr,
                                   weight_decay=args.weight_decay)
+    if args.bf16_matmul:
+        # kilnc --amp=bf16's arithmetic: every product (attention's too) on
+        # bf16-rounded operands with f32 accumulation, the rest in f32.
+        global EXPLICIT_ATTENTION
+        EXPLICIT_ATTENTION = True
+        here = os.path.dirname(os.path.abspath(__file__))
+        sys.path[:0] = [here, os.path.join(here, "..", "lib")]
+        from compare_training import rounded_matmul_mode
+        rounded_matmul_mode(torch, torch.bfloat16).__enter__()
     losses = []
     for step in range(args.steps):
         optimizer.zero_grad()
@@ -291,6 +324,9 @@ def main():
     p.add_argument("--weight-decay", type=float, default=0.01)
     p.add_argument("--optimize", action="store_true",
                    help="export with optimize=True (what not to train)")
+    p.add_argument("--bf16-matmul", action="store_true",
+                   help="train the reference with products of bf16-rounded "
+                        "operands, as kilnc --amp=bf16 computes them")
     args = parser.parse_args()
     return prepare(args)
 
