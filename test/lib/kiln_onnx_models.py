@@ -11,6 +11,7 @@ The PyTorch models are also there in eval mode, with inputs, for the
 end-to-end tests (test/e2e/compare_model.py) and the benchmark
 (bench/forward_latency.py): eval_model, run_eval, export_eval.
 """
+import os
 import sys
 
 import numpy as np
@@ -434,6 +435,34 @@ def external_data(path):
     onnx.save_model(result, path, save_as_external_data=True,
                     all_tensors_to_one_file=True, location="weights.bin",
                     size_threshold=0)
+
+
+@artefact("external-data-large")
+def external_data_large(path):
+    # external-data's model with its weights past 2 GiB and 4 GiB into a
+    # data file of over 4 GiB, as an export of a model over 2 GB places
+    # them (64-bit offsets). The file is sparse: the gap takes no disk.
+    weight = np.arange(12, dtype=np.float32).reshape(4, 3) / 8
+    bias = np.array([1.0, 2.0, 3.0], np.float32)
+    at = {"w": 2**31 + 64, "b": 2**32 + 128}
+    with open(os.path.join(os.path.dirname(path), "weights.bin"), "wb") as f:
+        for name, array in (("w", weight), ("b", bias)):
+            f.seek(at[name])
+            f.write(array.tobytes())
+    initializers = []
+    for name, array in (("w", weight), ("b", bias)):
+        t = TensorProto(name=name, data_type=TensorProto.FLOAT,
+                        dims=array.shape)
+        for key, entry in (("location", "weights.bin"),
+                           ("offset", str(at[name])),
+                           ("length", str(array.nbytes))):
+            t.external_data.add(key=key, value=entry)
+        t.data_location = TensorProto.EXTERNAL
+        initializers.append(t)
+    result = model(
+        [node("MatMul", ["x", "w"], ["h"]), node("Add", ["h", "b"], ["y"])],
+        [value("x", [2, 4])], [value("y", [2, 3])], initializers)
+    onnx.save_model(result, path)
 
 
 @artefact("symbolic-dims")
