@@ -3,6 +3,7 @@
 
     pypi_models.py prepare MODEL DIR --opset N [--steps S] [--batch B]
         [--lr LR] [--weight-decay W] [--optimize] [--bf16-matmul]
+        [--dynamic-batch] [--external-data]
 
 writes DIR/MODEL.onnx (the model followed by its mean cross-entropy loss,
 output 'loss', exported with torch.onnx.export(dynamo=True,
@@ -275,10 +276,18 @@ def prepare(args):
                               do_constant_folding=False,
                               input_names=names, output_names=["loss"])
         else:
+            extra_args = {}
+            if args.dynamic_batch:
+                # The batch dimension named by torch.export.Dim: kilnc
+                # --batch-size binds it.
+                batch = torch.export.Dim("batch", min=1, max=4096)
+                extra_args["dynamic_shapes"] = {name: {0: batch}
+                                                for name in names}
             torch.onnx.export(model, example, onnx_path, dynamo=True,
                               opset_version=args.opset, optimize=args.optimize,
                               input_names=names, output_names=["loss"],
-                              verbose=False)
+                              external_data=args.external_data,
+                              verbose=False, **extra_args)
     model.train()
     with open(os.path.join(args.dir, args.model + "-params.txt"), "w") as f:
         f.writelines(name + "\n" for name, _ in model.named_parameters())
@@ -324,6 +333,11 @@ def main():
     p.add_argument("--weight-decay", type=float, default=0.01)
     p.add_argument("--optimize", action="store_true",
                    help="export with optimize=True (what not to train)")
+    p.add_argument("--dynamic-batch", action="store_true",
+                   help="export with a torch.export.Dim batch dimension")
+    p.add_argument("--external-data", action="store_true",
+                   help="export with external_data=True (weights in "
+                        "MODEL.onnx.data)")
     p.add_argument("--bf16-matmul", action="store_true",
                    help="train the reference with products of bf16-rounded "
                         "operands, as kilnc --amp=bf16 computes them")
