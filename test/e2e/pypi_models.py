@@ -3,7 +3,7 @@
 
     pypi_models.py prepare MODEL DIR --opset N [--steps S] [--batch B]
         [--lr LR] [--weight-decay W] [--optimize] [--bf16-matmul]
-        [--dynamic-batch] [--external-data]
+        [--dynamic-batch] [--external-data] [--exporter dynamo|torchscript]
 
 writes DIR/MODEL.onnx (the model followed by its mean cross-entropy loss,
 output 'loss', exported with torch.onnx.export(dynamo=True,
@@ -267,7 +267,8 @@ def prepare(args):
     names = [first, *extra, "labels"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        if args.model == "resnet":
+        if (args.exporter or ("torchscript" if args.model == "resnet"
+                              else "dynamo")) == "torchscript":
             # The dynamo exporter writes training-mode batch norm as the
             # inference form: training exports take the TorchScript one.
             torch.onnx.export(model, example, onnx_path, dynamo=False,
@@ -333,6 +334,9 @@ def main():
     p.add_argument("--weight-decay", type=float, default=0.01)
     p.add_argument("--optimize", action="store_true",
                    help="export with optimize=True (what not to train)")
+    p.add_argument("--exporter", choices=["dynamo", "torchscript"],
+                   help="the exporter (default: TorchScript for resnet, "
+                        "dynamo for the others)")
     p.add_argument("--dynamic-batch", action="store_true",
                    help="export with a torch.export.Dim batch dimension")
     p.add_argument("--external-data", action="store_true",

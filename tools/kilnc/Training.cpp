@@ -447,4 +447,24 @@ void kilnc::noteTrainedParameters(mlir::ModuleOp module, StringRef inputFile,
           "trains\")";
     WithColor::warning(errs(), "kilnc") << ws.str() << "\n";
   }
+  if (auto norms = module->getAttrOfType<mlir::ArrayAttr>(
+          "kiln.training_batch_norms_as_inference")) {
+    std::string warning;
+    raw_string_ostream ws(warning);
+    ws << inputFile << ": " << norms.size() << " BatchNormalization node"
+       << (norms.size() == 1 ? " is a" : "s are")
+       << " PyTorch training-mode batch norm" << (norms.size() == 1 ? "" : "s")
+       << " that the dynamo exporter "
+       << "wrote in inference form (";
+    for (size_t i = 0; i < norms.size() && i < 3; ++i)
+      ws << (i ? ", " : "") << cast<mlir::StringAttr>(norms[i]).getValue();
+    if (norms.size() > 3)
+      ws << " and " << norms.size() - 3 << " more";
+    ws << "): Kiln normalizes with the running statistics, not the batch's, "
+          "and never updates them, so training differs from PyTorch's; "
+          "export with torch.onnx.export(..., dynamo=False, "
+          "training=torch.onnx.TrainingMode.TRAINING) (docs/kilnc.md, "
+          "\"What trains\")";
+    WithColor::warning(errs(), "kilnc") << ws.str() << "\n";
+  }
 }

@@ -226,6 +226,14 @@ FailureOr<Value> NodeContext::cast(Value value, Type elementType) {
   return create<CastOp>(value, {}, {type.clone(elementType)});
 }
 
+void NodeContext::noteOnModule(StringRef name, Attribute value) {
+  SmallVector<Attribute> values;
+  if (auto seen = module->getAttrOfType<ArrayAttr>(name))
+    values.assign(seen.begin(), seen.end());
+  values.push_back(value);
+  module->setAttr(name, b.getArrayAttr(values));
+}
+
 FailureOr<int64_t> NodeContext::normalizeAxis(int64_t axis, int64_t rank) {
   int64_t normalized = axis < 0 ? axis + rank : axis;
   if (normalized < 0 || normalized >= rank)

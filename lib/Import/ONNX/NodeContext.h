@@ -199,6 +199,9 @@ public:
 
   /// The directory external tensor data is read relative to.
   llvm::StringRef externalDataDir() const { return baseDir; }
+  /// Appends `value` to the module's array attribute `name`, for what the
+  /// import notes for the compiler driver.
+  void noteOnModule(llvm::StringRef name, mlir::Attribute value);
 
 private:
   mlir::FailureOr<mlir::Operation *>

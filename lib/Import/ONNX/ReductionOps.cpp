@@ -284,10 +284,19 @@ LogicalResult importBatchNormalization(NodeContext &n) {
       n.opset >= 14
           ? n.getInt("training_mode", 0) != 0
           : n.wantsOutput(1) || (n.opset < 7 && n.getInt("is_test", 0) == 0);
-  if (!training)
+  if (!training) {
+    // PyTorch's dynamo exporter writes a training-mode batch norm
+    // (aten._native_batch_norm_legit_functional; an eval-mode one is
+    // _legit_no_training) as this inference form: noted for kilnc's
+    // warning when it compiles for training.
+    if (StringRef(n.node.name())
+            .contains("_native_batch_norm_legit_functional"))
+      n.noteOnModule("kiln.training_batch_norms_as_inference",
+                     n.b.getStringAttr(n.node.name()));
     return n.setResult(n.create<BatchNormOp>(
         ValueRange{n.input(0), n.input(1), n.input(2), n.input(3), n.input(4)},
         {n.f64("epsilon", epsilon)}, {n.input(0).getType()}));
+  }
   if (n.opset < 14)
     return n.fail("training-mode batch normalization needs opset 14 or newer");
   FailureOr<Operation *> op = n.createOp<BatchNormTrainOp>(
