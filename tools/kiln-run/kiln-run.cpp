@@ -66,7 +66,9 @@ options:
 
 Arrays must match the entry point exactly: every input present once, no extra
 arrays, the declared element type and shape. Supported .npy dtypes: f4 f8 f2 i8
-i4 i1 b1, little-endian, C order.
+i4 i2 i1 u8 u4 u2 u1 b1, V2 (ml_dtypes' bfloat16) and V1 (ml_dtypes' float8,
+float4, int4 and int2 types, taking the type of the input they are bound to),
+little-endian, C order.
 
 Training: --data TRAIN.npz --steps N runs N optimizer steps of the entry point
 train_step (compiled with kilnc --optimizer) on batches of TRAIN.npz: one array
