@@ -21,6 +21,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
@@ -206,6 +207,10 @@ int main(int argc, char **argv) {
   mlir::registerMLIRContextCLOptions();
   cl::HideUnrelatedOptions(
       {&kilncCategory, &kilnc::trainingCategory(), &kilnc::memoryCategory()});
+  cl::SetVersionPrinter([](raw_ostream &os) {
+    os << "kilnc (Kiln) " << KILN_VERSION << "\n  LLVM/MLIR "
+       << LLVM_VERSION_STRING << "\n";
+  });
   cl::ParseCommandLineOptions(
       argc, argv,
       "kilnc: compiles ONNX models with Kiln\n\n"
