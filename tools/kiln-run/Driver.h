@@ -39,6 +39,7 @@ struct Options {
   bool noShuffle = false;
   bool dropLast = false;
   std::string metrics;
+  std::string tensorboard;
   std::string checkpointDir;
   long checkpointEvery = 0; // 0: only at the end
   long keepCheckpoints = 0; // 0: keep every checkpoint

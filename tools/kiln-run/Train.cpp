@@ -5,6 +5,7 @@
 #include "Checkpoint.h"
 #include "Json.h"
 #include "Parameters.h"
+#include "TensorBoard.h"
 #include "kiln/runtime/Manifest.h"
 
 #include <algorithm>
@@ -432,6 +433,21 @@ private:
   int fd = -1;
 };
 
+/// A step's scalars for TensorBoard, named as in the --metrics records.
+std::vector<std::pair<std::string, float>> scalarsOf(const StepReport &report) {
+  std::vector<std::pair<std::string, float>> scalars{{"loss", report.loss}};
+  if (report.hasLr)
+    scalars.emplace_back("lr", report.lr);
+  if (report.hasGradNorm)
+    scalars.emplace_back("grad_norm", report.gradNorm);
+  if (report.hasLossScale)
+    scalars.emplace_back("loss_scale", report.lossScale);
+  scalars.emplace_back("samples_per_s",
+                       static_cast<float>(static_cast<double>(report.samples) /
+                                          std::max(report.seconds, 1e-9)));
+  return scalars;
+}
+
 /// "1:02:03".
 std::string describeDuration(double seconds) {
   long total = static_cast<long>(seconds + 0.5);
@@ -543,7 +559,8 @@ public:
         !options.noShuffle, options.dropLast, ranks.rank, ranks.world_size);
     long firstStep = 0;
     if (!prepareCheckpoints(firstStep) ||
-        (isRoot() && !metrics.open(options, firstStep)))
+        (isRoot() && (!metrics.open(options, firstStep) ||
+                      !tensorboard.open(options.tensorboard))))
       return false;
     consumed = stream->cursor();
     loader = std::make_unique<BatchLoader>(
@@ -569,7 +586,8 @@ public:
       // rank 0 alone writes them (sharded state is gathered to it).
       if (isRoot()) {
         progress.report(report);
-        if (!metrics.append(report))
+        if (!metrics.append(report) ||
+            !tensorboard.append(report.step, scalarsOf(report)))
           return false;
       }
       // Before the checkpoint: a halted run keeps the last finite one.
@@ -580,7 +598,7 @@ public:
     }
     if (isRoot()) {
       progress.finish();
-      if (!metrics.sync())
+      if (!metrics.sync() || !tensorboard.sync())
         return false;
     }
     return saveParameters(options, bundle, session.get());
@@ -622,6 +640,7 @@ private:
     if (options.haltOnNonfinite) {
       if (isRoot()) {
         metrics.sync();
+        tensorboard.sync();
         printError("step " + std::to_string(report.step) + ": " + what +
                    "; stopped by --halt-on-nonfinite" +
                    (options.checkpointDir.empty()
@@ -871,7 +890,7 @@ private:
     if (!encodeSafetensors(bundle, session.get(), parameters))
       return false;
     return !isRoot() ||
-           (metrics.sync() &&
+           (metrics.sync() && tensorboard.sync() &&
             writeCheckpoint(options.checkpointDir, info, parameters) &&
             (options.keepCheckpoints == 0 ||
              rotateCheckpoints(options.checkpointDir, step,
@@ -976,6 +995,7 @@ private:
   /// After `session`, so that it stops before the session goes.
   std::unique_ptr<BatchLoader> loader;
   MetricsFile metrics;
+  TensorBoardWriter tensorboard;
   ProgressReporter progress;
   /// Held by rank 0 from checkOutputs to the end of the run.
   CheckpointLock checkpointLock;

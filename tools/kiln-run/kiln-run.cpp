@@ -87,6 +87,9 @@ train_step, each on the next batch, and its loss is the mean of the K losses.
                     lr, grad_norm, loss_scale, samples, samples_per_s,
                     elapsed_s); F must not exist, unless with --resume,
                     which continues it
+  --tensorboard D   write the same scalars (loss, lr, grad_norm, loss_scale,
+                    samples_per_s) per step as a TensorBoard event file in
+                    D (created if needed; a new file per run)
   --checkpoint-dir D
                     write checkpoints to D: D/step-N.safetensors (parameters
                     and optimizer state), D/step-N.json (step, data cursor,
@@ -106,7 +109,8 @@ train_step, each on the next batch, and its loss is the mean of the K losses.
                     so the checkpoints hold only finite steps; without it
                     the first such step is reported as a warning
 
-Every output (--save-params, --metrics, --checkpoint-dir, --outputs) is
+Every output (--save-params, --metrics, --tensorboard, --checkpoint-dir,
+--outputs) is
 checked writable before the first step. A run locks its --checkpoint-dir
 (D/kiln-run.lock): a second run given the same directory is refused while the
 first runs; temporary files an interrupted run left there are removed.
@@ -194,6 +198,8 @@ std::string *stringFor(Options &options, const std::string &flag) {
     return &options.target;
   if (flag == "--metrics")
     return &options.metrics;
+  if (flag == "--tensorboard")
+    return &options.tensorboard;
   if (flag == "--checkpoint-dir")
     return &options.checkpointDir;
   return nullptr;
@@ -280,6 +286,7 @@ bool checkTrainingArguments(const Options &options) {
     bool given;
     const char *flag;
   } trainingFlags[] = {{!options.metrics.empty(), "--metrics"},
+                       {!options.tensorboard.empty(), "--tensorboard"},
                        {!options.checkpointDir.empty(), "--checkpoint-dir"},
                        {options.checkpointEvery > 0, "--checkpoint-every"},
                        {options.resume, "--resume"},
