@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Creates (once) and caches the virtual environment with today's PyTorch,
 # onnx and onnxscript from PyPI (and TensorBoard, whose reader checks
-# kiln-run's event files), which the tests and benchmarks that compare
+# kiln-run's event files; pytest and setuptools, for the Python package), which the tests and benchmarks that compare
 # Kiln with the current release of each peer use. Prints the environment's
 # python on stdout; everything else goes to stderr.
 #
@@ -24,6 +24,8 @@ packages=(
   "numpy>=2.0"
   "ml_dtypes>=0.5"
   "tensorboard>=2.18"
+  "pytest>=8"
+  "setuptools>=61"
 )
 stamp="$venv/.kiln-packages"
 wanted=$(printf '%s\n' "${packages[@]}")
