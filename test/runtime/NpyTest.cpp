@@ -163,6 +163,36 @@ TEST_F(NpyTest, AcceptsOtherSpellingsOfTheDict) {
   EXPECT_EQ(array.shape, (std::vector<int64_t>{2, 3}));
 }
 
+// ml_dtypes' one-byte types (float8, float4, int4, int2) save as |V1 (and
+// float8_e5m2 as <f1) without naming the type: such an array takes the narrow
+// type of what it is bound to, and only a narrow one; narrow outputs are
+// written as |V1.
+TEST_F(NpyTest, NarrowTypesTravelAsOneByteVoids) {
+  for (const char *descr : {"|V1", "<f1"}) {
+    SCOPED_TRACE(descr);
+    std::string dict = std::string("{'descr': '") + descr +
+                       "', 'fortran_order': False, 'shape': (3,), }";
+    std::string bytes = numpyStyleNpy(dict);
+    bytes.resize(bytes.size() - 24); // The header alone.
+    bytes += std::string("\x0f\x08\x07", 3);
+    writeBytes("narrow.npy", bytes);
+    NpyArray array;
+    ASSERT_TRUE(readNpyFile(dir + "/narrow.npy", array).ok());
+    EXPECT_TRUE(array.narrowBytes);
+    adoptNarrowType(array, KILN_ELEMENT_TYPE_F32);
+    EXPECT_EQ(array.elementType, KILN_ELEMENT_TYPE_U8);
+    adoptNarrowType(array, KILN_ELEMENT_TYPE_I4);
+    EXPECT_EQ(array.elementType, KILN_ELEMENT_TYPE_I4);
+    EXPECT_EQ(array.data.size(), 3u);
+  }
+  NpyArray plain;
+  plain.elementType = KILN_ELEMENT_TYPE_U8;
+  adoptNarrowType(plain, KILN_ELEMENT_TYPE_I4);
+  EXPECT_EQ(plain.elementType, KILN_ELEMENT_TYPE_U8);
+  EXPECT_STREQ(npyDescr(KILN_ELEMENT_TYPE_F8E4M3FN), "|V1");
+  EXPECT_STREQ(npyDescr(KILN_ELEMENT_TYPE_U2), "|V1");
+}
+
 TEST_F(NpyTest, RefusesWhatItCannotRepresent) {
   struct Case {
     std::string dict;
@@ -175,7 +205,8 @@ TEST_F(NpyTest, RefusesWhatItCannotRepresent) {
        "big-endian dtype '>f4' is not supported"},
       {"{'descr': '<c8', 'fortran_order': False, 'shape': (2, 3), }",
        "dtype '<c8' is not supported (supported: f4 f8 f2 i8 i4 i2 i1 u8 u4 "
-       "u2 u1 b1, and V2 for bf16)"},
+       "u2 u1 b1, V2 for bf16 and V1 for the float8, float4, int4 and int2 "
+       "types)"},
       {"{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2, 3), }",
        "structured dtypes are not supported"},
       {"{'descr': '<f4', 'shape': (2, 3), }",

@@ -89,8 +89,7 @@ std::string tfRecord(const std::string &payload) {
   appendLittleEndian(record, payload.size(), 8);
   appendLittleEndian(record, masked(crc32c(record.data(), 8)), 4);
   record += payload;
-  appendLittleEndian(record, masked(crc32c(payload.data(), payload.size())),
-                     4);
+  appendLittleEndian(record, masked(crc32c(payload.data(), payload.size())), 4);
   return record;
 }
 

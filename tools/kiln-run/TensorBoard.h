@@ -1,4 +1,5 @@
-//===- TensorBoard.h - TensorBoard event files of kiln-run -------*- C++ -*-===//
+//===- TensorBoard.h - TensorBoard event files of kiln-run -------*- C++
+//-*-===//
 //
 // kiln-run --tensorboard DIR writes each step's scalars as TensorBoard reads
 // them: an event file (TFRecord framing: length, masked CRC-32C of the
@@ -27,8 +28,9 @@ std::string tfRecord(const std::string &payload);
 
 /// A serialized tensorflow.Event of scalars: wall_time, step and a Summary
 /// of (tag, simple_value) pairs.
-std::string scalarEvent(double wallTime, int64_t step,
-                        const std::vector<std::pair<std::string, float>> &values);
+std::string
+scalarEvent(double wallTime, int64_t step,
+            const std::vector<std::pair<std::string, float>> &values);
 
 class TensorBoardWriter {
 public:
