@@ -234,6 +234,7 @@ struct ZeroElementArgumentsPass
 /// memref IR -> LLVM dialect.
 void buildLLVMLowering(PassManager &pm) {
   pm.addPass(kiln::createKilnOutlineKernels());
+  pm.addPass(kiln::createKilnProfileMarks());
   pm.addPass(std::make_unique<CopyToLinalgPass>());
   pm.addPass(createConvertLinalgToParallelLoopsPass());
   pm.addPass(kiln::createKilnPromoteReductionAccumulators());

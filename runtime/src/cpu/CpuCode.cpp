@@ -1,6 +1,7 @@
 //===- CpuCode.cpp - a target's ELF shared object, loaded -----------------===//
 
 #include "cpu/CpuCode.h"
+#include "cpu/CpuProfile.h"
 
 #include "bundle/MappedFile.h"
 #include "kiln/abi/collectives.h"
@@ -8,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
@@ -321,8 +323,24 @@ Status loadFromTempFile(ByteSpan image, void *&handle) {
 } // namespace
 
 CpuCode::~CpuCode() {
-  if (handle)
-    dlclose(handle);
+  if (!handle)
+    return;
+  if (cpuProfileEnabled()) {
+    auto *table =
+        static_cast<const char *>(dlsym(handle, "kiln_cpu_profile_table"));
+    auto *slots =
+        static_cast<const int64_t *>(dlsym(handle, "kiln_cpu_profile_slots"));
+    std::string report;
+    // Code compiled before kiln-profile-marks has no table.
+    if (table && slots) {
+      Status status = cpuProfileReport(name, table, slots, report);
+      if (status.ok())
+        writeCpuProfile("Kiln CPU profile of " + name + "\n" + report);
+      else
+        std::fprintf(stderr, "kiln: %s\n", status.message().c_str());
+    }
+  }
+  dlclose(handle);
 }
 
 Status CpuCode::load(ByteSpan image, const std::string &what,

@@ -43,6 +43,8 @@
 // CHECK: %[[LDB:.*]] = arith.constant 16 : i32
 // CHECK: %[[LDC:.*]] = arith.constant 32 : i32
 // CHECK: call @cblas_sgemm(%[[ORDER]], %[[TA]], %[[TB]], %[[M]], %[[N]], %[[K]], %[[ALPHA]], %[[AP]], %[[LDA]], %[[BP]], %[[LDB]], %[[BETA]], %[[CP]], %[[LDC]])
+// What kiln-profile-marks reports: 2 m n k operations; A, B read, C written.
+// CHECK-SAME: kiln.cost = {flops = 8192 : i64, kind = "gemm", read = 2560 : i64, what = "sgemm 8x32x16 B^T", written = 1024 : i64}
 // CHECK-NOT: linalg.generic
 // CHECK: return
 func.func @sgemm_transpose_rhs(%a: memref<8x16xf32>, %b: memref<32x16xf32>, %c: memref<8x32xf32>) {
@@ -114,7 +116,8 @@ func.func @sgemm_transpose_lhs(%a: memref<5x4xf32>, %b: memref<5x6xf32>, %c: mem
 // CHECK: %[[N:.*]] = arith.constant 6 : i32
 // CHECK: %[[K:.*]] = arith.constant 5 : i32
 // CHECK: func.call @cblas_dgemm(%{{.*}}, %[[TA]], %[[TB]], %[[M]], %[[N]], %[[K]], %[[ALPHA]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[BETA]], %{{.*}}, %{{.*}}) : (i32, i32, i32, i32, i32, i32, f64, !llvm.ptr, i32, !llvm.ptr, i32, f64, !llvm.ptr, i32) -> ()
-// CHECK-NEXT: }
+// The loop carries the cost of all six: C is read too (beta 1).
+// CHECK-NEXT: } {kiln.cost = {flops = 1440 : i64, kind = "gemm", read = 3552 : i64, what = "6 x dgemm 4x6x5 A^T C+=", written = 1152 : i64}}
 // CHECK-NEXT: return
 func.func @dgemm_batched(%a: memref<2x3x5x4xf64>, %b: memref<2x3x5x6xf64>, %c: memref<2x3x4x6xf64>) {
   linalg.generic {indexing_maps = [#batched_at, #batched_b, #batched_c],

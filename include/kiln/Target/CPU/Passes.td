@@ -29,6 +29,38 @@ def KilnOutlineKernels : Pass<"kiln-outline-kernels", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def KilnProfileMarks : Pass<"kiln-profile-marks", "mlir::ModuleOp"> {
+  let summary = "Has every command of each entry function report its time";
+  let description = [{
+    Runs after kiln-outline-kernels. Each public function with a body (an
+    entry point) calls `kiln_cpu_profile_start(slots)` first and
+    `kiln_cpu_profile_mark(slots, id)` after each of its commands: a call of
+    an outlined kernel, a matrix product kiln-lower-gemm-to-blas made (its
+    `kiln.cost` attribute, which the pass removes), a call into the runtime
+    (collectives and the like; not `omp_*` queries), any other op with
+    regions. libkilnrt (kiln/abi/profile.h) adds the time since the previous
+    call to the command's total when the environment variable
+    `KILN_CPU_PROFILE` names a report file, and returns at once otherwise.
+
+    Two exported globals carry the rest: `kiln_cpu_profile_slots`, i64s
+    (the last mark's time, then each command's nanoseconds and count), and
+    `kiln_cpu_profile_table`, a NUL-terminated text whose first line is
+    `kiln-cpu-profile 1` and then one tab-separated line per command id:
+    entry, kind (kernel, gemm, collective, call, loop), floating-point
+    operations (a kernel's iterations times the arithmetic of its body; a
+    product's 2 m n k per batch element), bytes read and bytes written (each
+    operand's buffer once; an output is read too when the body reads it or a
+    product accumulates into it), what it is (the op, its loop ranges and
+    its body's arithmetic; a product's sizes) and where it came from (the
+    ONNX node's name). Ids count from 0 across the module, in entry and op
+    order. A module without commands is left as it is.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::LLVM::LLVMDialect"];
+}
+
 def KilnLowerGemmToBlas : Pass<"kiln-lower-gemm-to-blas", "mlir::ModuleOp"> {
   let summary = "Calls BLAS for f32 and f64 matrix products on buffers";
   let description = [{

@@ -214,6 +214,35 @@ LogicalResult lowerGemm(linalg::GenericOp op, ModuleOp module) {
           emitCall(nb, ivs[0], first, count);
         });
   }
+  // What kiln-profile-marks reports for the product: the op just made is
+  // the last before `op`.
+  Operation *lowered = op->getPrevNode();
+  bool accumulates = !deadFill && !g.overwrite;
+  auto elements = [&](int operand, int64_t rows, int64_t columns) {
+    return (g.batchStride[operand] == 0 ? 1 : batch) * rows * columns;
+  };
+  int64_t read = (elements(0, m, k) + elements(1, k, n) +
+                  (accumulates ? batch * m * n : 0)) *
+                 elementBytes;
+  std::string what;
+  llvm::raw_string_ostream os(what);
+  if (batch > 1)
+    os << batch << " x ";
+  os << name.drop_front(strlen("cblas_")) << " " << m << "x" << n << "x" << k
+     << (transLhs ? " A^T" : "") << (transRhs ? " B^T" : "")
+     << (accumulates ? " C+=" : "");
+  Builder attrs(op.getContext());
+  lowered->setAttr(
+      "kiln.cost",
+      attrs.getDictionaryAttr({
+          attrs.getNamedAttr("kind", attrs.getStringAttr("gemm")),
+          attrs.getNamedAttr("what", attrs.getStringAttr(what)),
+          attrs.getNamedAttr("flops",
+                             attrs.getI64IntegerAttr(2 * batch * m * n * k)),
+          attrs.getNamedAttr("read", attrs.getI64IntegerAttr(read)),
+          attrs.getNamedAttr(
+              "written", attrs.getI64IntegerAttr(batch * m * n * elementBytes)),
+      }));
   if (deadFill)
     deadFill.erase();
   op.erase();
