@@ -131,6 +131,11 @@ void kiln::buildTensorPipeline(OpPassManager &pm,
   kiln::KilnFuseElementwiseOptions fuse;
   fuse.transposes = forCuda;
   fuse.cheapBroadcasts = forCuda;
+  // On the CPU a merged update streams seven arrays per parameter; eight
+  // parameters' 56 streams ran the Llama-style model's AdamW at 6 GB/s
+  // (KILN_CPU_PROFILE), two at a time took 8 to 20 ms less per step. On
+  // CUDA merging saves launches.
+  fuse.updatesPerLoop = forCuda ? 8 : 2;
   pm.addPass(kiln::createKilnFuseElementwise(fuse));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(kiln::createKilnSplitSharedFills());

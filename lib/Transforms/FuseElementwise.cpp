@@ -208,14 +208,10 @@ linalg::GenericOp mergeLoops(linalg::GenericOp first, linalg::GenericOp second,
   return merged;
 }
 
-/// How many parameters' updates one merged loop takes at most, to keep the
-/// kernels' argument lists reasonable.
-constexpr unsigned kUpdatesPerLoop = 8;
-
 /// Merges the finished updates of parameters of the same shape, up to
-/// kUpdatesPerLoop at a time, into one loop each: an optimizer step takes a
-/// few loops (one per shape) instead of one per parameter.
-void mergeUpdatesByShape(func::FuncOp function) {
+/// `perLoop` at a time, into one loop each: an optimizer step takes a few
+/// loops (one per shape) instead of one per parameter.
+void mergeUpdatesByShape(func::FuncOp function, unsigned perLoop) {
   // Loop ranges -> the merged loop being grown, and how many updates it has.
   std::map<SmallVector<int64_t>, std::pair<linalg::GenericOp, unsigned>> open;
   SmallVector<linalg::GenericOp> updates;
@@ -228,7 +224,7 @@ void mergeUpdatesByShape(func::FuncOp function) {
     if (llvm::any_of(ranges, ShapedType::isDynamic))
       continue;
     auto found = open.find(ranges);
-    if (found == open.end() || found->second.second == kUpdatesPerLoop) {
+    if (found == open.end() || found->second.second >= perLoop) {
       open[ranges] = {update, 1};
       continue;
     }
@@ -279,7 +275,7 @@ struct KilnFuseElementwisePass
     }
     for (auto function : getOperation().getOps<func::FuncOp>())
       if (!function.isExternal())
-        mergeUpdatesByShape(function);
+        mergeUpdatesByShape(function, updatesPerLoop);
   }
 };
 

@@ -1,4 +1,5 @@
 // RUN: kiln-opt %s --kiln-fuse-elementwise | FileCheck %s
+// RUN: kiln-opt %s --kiln-fuse-elementwise="updates-per-loop=1" | FileCheck %s --check-prefix=ONE
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #tr = affine_map<(d0, d1) -> (d1, d0)>
@@ -262,6 +263,12 @@ func.func @forward_state_not_merged(%m: tensor<8xf32>, %g: tensor<8xf32>, %p: te
 // CHECK-NEXT: %[[R1:.*]] = arith.subf %[[X1]], %[[Y1]] : f32
 // CHECK-NEXT: linalg.yield %[[R0]], %[[R1]] : f32, f32
 // CHECK: return %[[AB]]#0, %[[AB]]#1, %[[CC]]
+// With updates-per-loop=1 each parameter keeps its own loop.
+// ONE-LABEL: func.func @updates_by_shape(
+// ONE: %[[A:.*]] = linalg.generic {{.*}} ins(%arg0, %arg1 : tensor<8xf32>, tensor<8xf32>)
+// ONE: %[[C:.*]] = linalg.generic {{.*}} ins(%arg4, %arg5 : tensor<4xf32>, tensor<4xf32>)
+// ONE: %[[B:.*]] = linalg.generic {{.*}} ins(%arg2, %arg3 : tensor<8xf32>, tensor<8xf32>)
+// ONE: return %[[A]], %[[B]], %[[C]]
 func.func @updates_by_shape(%a: tensor<8xf32>, %ga: tensor<8xf32>, %b: tensor<8xf32>, %gb: tensor<8xf32>, %c: tensor<4xf32>, %gc: tensor<4xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<4xf32>) {
   %e = tensor.empty() : tensor<8xf32> loc(fused<"kiln.optimizer">[unknown])
   %a2 = linalg.generic {indexing_maps = [#id1, #id1, #id1], iterator_types = ["parallel"]}

@@ -58,12 +58,13 @@ TEST(CpuProfileTest, ReportsTimesBytesAndRatesPerEntryPoint) {
 TEST(CpuProfileTest, RefusesATableInAnotherFormat) {
   int64_t slots[3] = {0, 0, 0};
   std::string report;
-  Status status = cpuProfileReport("code", "kiln-cpu-profile 2\n", slots,
-                                   report);
+  Status status =
+      cpuProfileReport("code", "kiln-cpu-profile 2\n", slots, report);
   EXPECT_FALSE(status.ok());
   EXPECT_NE(status.message().find("does not start with 'kiln-cpu-profile 1'"),
             std::string::npos);
-  status = cpuProfileReport("code", "kiln-cpu-profile 1\nstep\tkernel\tx\t1\t1\ta\tb\n",
+  status = cpuProfileReport("code",
+                            "kiln-cpu-profile 1\nstep\tkernel\tx\t1\t1\ta\tb\n",
                             slots, report);
   EXPECT_FALSE(status.ok());
   EXPECT_NE(status.message().find("code: line 2 of the profile table"),

@@ -182,8 +182,10 @@ def KilnFuseElementwise : Pass<"kiln-fuse-elementwise", "mlir::ModuleOp"> {
     AdamW step then takes one loop per parameter instead of three, and
     `kiln-update-in-place` writes each of its results into its own storage.
     Last, the finished updates (results only returned) of parameters with
-    the same iteration space are merged side by side, up to 8 parameters a
-    loop: the update of all parameters takes one loop per distinct shape.
+    the same iteration space are merged side by side, up to
+    `updates-per-loop` parameters a loop (8 by default, as the CUDA target
+    compiles: fewer launches; the CPU target takes 2, since every merged
+    parameter adds seven arrays the loop streams at once).
 
     With `transposes` (the CUDA target), `linalg.transpose` ops become
     `linalg.generic` first, so that a transposition fuses into the
@@ -201,7 +203,10 @@ def KilnFuseElementwise : Pass<"kiln-fuse-elementwise", "mlir::ModuleOp"> {
     Option<"transposes", "transposes", "bool", /*default=*/"false",
            "Fuse linalg.transpose ops too, as linalg.generic">,
     Option<"cheapBroadcasts", "cheap-broadcasts", "bool", /*default=*/"false",
-           "Fuse cheap producers into consumers that broadcast them">
+           "Fuse cheap producers into consumers that broadcast them">,
+    Option<"updatesPerLoop", "updates-per-loop", "unsigned", /*default=*/"8",
+           "Merge at most this many same-shaped parameters' optimizer "
+           "updates into one loop (1: none merged)">
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::math::MathDialect",

@@ -60,8 +60,7 @@ void kiln::runtime::writeCpuProfile(const std::string &report) {
     return;
   }
   written = true;
-  bool ok = std::fwrite(report.data(), 1, report.size(), file) ==
-            report.size();
+  bool ok = std::fwrite(report.data(), 1, report.size(), file) == report.size();
   ok = std::fclose(file) == 0 && ok;
   if (!ok)
     std::fprintf(stderr, "kiln: writing the CPU profile '%s' failed\n",

@@ -94,8 +94,9 @@ Status kiln::runtime::cpuProfileReport(const std::string &what,
   for (size_t i = 1; i < lines.size(); ++i) {
     Row row;
     int64_t id = static_cast<int64_t>(i) - 1;
-    if (!splitFields(lines[i], 7, fields) || !parseCount(fields[2], row.flops) ||
-        !parseCount(fields[3], row.read) || !parseCount(fields[4], row.written))
+    if (!splitFields(lines[i], 7, fields) ||
+        !parseCount(fields[2], row.flops) || !parseCount(fields[3], row.read) ||
+        !parseCount(fields[4], row.written))
       return formatError(what, ": line ", i + 1,
                          " of the profile table is not 7 tab-separated "
                          "fields (entry, kind, flops, read, written, what, "
@@ -121,11 +122,10 @@ Status kiln::runtime::cpuProfileReport(const std::string &what,
     if (runs == 0)
       continue;
     double perRun = double(totalNs) / runs;
-    out += "entry point '" + entry + "': " + std::to_string(runs) +
-           " runs, " + column(perRun / 1e6, 0, true, 3) + " ms per run in " + std::to_string(commands.size()) +
-           " commands\n";
-    const char *columns =
-        "    ms/run   share    MB/run      GB/s  GFLOP/s";
+    out += "entry point '" + entry + "': " + std::to_string(runs) + " runs, " +
+           column(perRun / 1e6, 0, true, 3) + " ms per run in " +
+           std::to_string(commands.size()) + " commands\n";
+    const char *columns = "    ms/run   share    MB/run      GB/s  GFLOP/s";
 
     // By kind, longest first.
     std::map<std::string, Row> kinds;
@@ -146,8 +146,7 @@ Status kiln::runtime::cpuProfileReport(const std::string &what,
     });
     out += std::string("  by kind:\n") + columns + "  commands  kind\n";
     for (const Row &sum : byKind)
-      out += figures(sum.ns, runs, totalNs, sum.read + sum.written,
-                     sum.flops) +
+      out += figures(sum.ns, runs, totalNs, sum.read + sum.written, sum.flops) +
              column(sum.count, 10, true, 0) + "  " + sum.kind + "\n";
 
     auto list = [&](const char *title, std::vector<const Row *> order,
@@ -157,10 +156,10 @@ Status kiln::runtime::cpuProfileReport(const std::string &what,
         const Row &row = *order[i];
         std::string kind = row.kind;
         kind.resize(std::max<size_t>(kind.size(), 10), ' ');
-        out += figures(row.ns, runs, totalNs, row.read + row.written,
-                       row.flops) +
-               "  " + kind + "  " + row.what +
-               (row.where.empty() ? "" : "  [" + row.where + "]") + "\n";
+        out +=
+            figures(row.ns, runs, totalNs, row.read + row.written, row.flops) +
+            "  " + kind + "  " + row.what +
+            (row.where.empty() ? "" : "  [" + row.where + "]") + "\n";
       }
     };
     std::vector<const Row *> order;
@@ -186,4 +185,3 @@ Status kiln::runtime::cpuProfileReport(const std::string &what,
   }
   return Status();
 }
-

@@ -7,10 +7,10 @@
 // call, the product kiln-lower-gemm-to-blas made (its kiln.cost goes) and
 // the collective; none after the team-size query, the constant or the
 // return. Ids count across the module's entries.
-// CHECK: memref.global @kiln_cpu_profile_slots : memref<9xi64> = dense<0> {alignment = 64 : i64}
-// CHECK: llvm.mlir.global external constant @kiln_cpu_profile_table("kiln-cpu-profile 1\0Astep\09kernel\0912\0932\098\09linalg.generic 2x3 (mulf, addf)\09scale\0Astep\09gemm\09100\0912\094\09sgemm 1x2x3\09kiln-profile-marks.mlir:{{[0-9]+}}\0Astep\09collective\090\090\090\09kiln_collective_wait\09kiln-profile-marks.mlir:{{[0-9]+}}\0Aother\09kernel\090\0916\0916\09copy 16 B\09{{.*}}kiln-profile-marks.mlir:{{[0-9]+}}\0A\00")
-// CHECK: func.func private @kiln_cpu_profile_start(memref<9xi64>)
-// CHECK: func.func private @kiln_cpu_profile_mark(memref<9xi64>, i32)
+// CHECK: memref.global @kiln_cpu_profile_slots : memref<11xi64> = dense<0> {alignment = 64 : i64}
+// CHECK: llvm.mlir.global external constant @kiln_cpu_profile_table("kiln-cpu-profile 1\0Astep\09kernel\0912\0932\098\09linalg.generic 2x3 (mulf, addf)\09scale\0Astep\09gemm\09100\0912\094\09sgemm 1x2x3\09kiln-profile-marks.mlir:{{[0-9]+}}\0Astep\09collective\090\090\090\09kiln_collective_wait\09kiln-profile-marks.mlir:{{[0-9]+}}\0Aother\09kernel\090\0916\0916\09copy 16 B\09{{.*}}kiln-profile-marks.mlir:{{[0-9]+}}\0Aother\09kernel\090\0916\0916\09copy 16 B\09moved\0A\00")
+// CHECK: func.func private @kiln_cpu_profile_start(memref<11xi64>)
+// CHECK: func.func private @kiln_cpu_profile_mark(memref<11xi64>, i32)
 // CHECK-LABEL: func.func @step(
 // CHECK-NEXT: %[[SLOTS:.*]] = memref.get_global @kiln_cpu_profile_slots
 // CHECK-NEXT: call @kiln_cpu_profile_start(%[[SLOTS]])
@@ -35,6 +35,10 @@
 // CHECK: call @other_kernel0(
 // CHECK-NEXT: %[[ID3:.*]] = arith.constant 3 : i32
 // CHECK-NEXT: call @kiln_cpu_profile_mark(%{{.*}}, %[[ID3]])
+// A kernel left in the entry (here a copy) is described as one.
+// CHECK-NEXT: memref.copy
+// CHECK-NEXT: %[[ID4:.*]] = arith.constant 4 : i32
+// CHECK-NEXT: call @kiln_cpu_profile_mark(%{{.*}}, %[[ID4]])
 func.func private @omp_get_max_threads() -> i32
 func.func private @cblas_fake(f32)
 func.func private @kiln_collective_wait(i64)
@@ -64,6 +68,7 @@ func.func private @step_kernel0(%x: memref<2x3xf32>, %y: memref<2xf32>)
 }
 func.func @other(%a: memref<4xf32>, %b: memref<4xf32>) {
   call @other_kernel0(%a, %b) : (memref<4xf32>, memref<4xf32>) -> ()
+  memref.copy %b, %a : memref<4xf32> to memref<4xf32> loc("moved")
   return
 }
 func.func private @other_kernel0(%s: memref<4xf32>, %d: memref<4xf32>)

@@ -4,9 +4,9 @@
 // each moves and its floating-point work: what a roofline needs. Every entry
 // function calls the runtime once when it starts and once after each of its
 // commands (a kernel, a product, a call into the runtime); the runtime adds
-// the time since the previous call to that command's total when KILN_CPU_PROFILE
-// is set and returns at once otherwise. What each command is travels with the
-// code, as a table in an exported global.
+// the time since the previous call to that command's total when
+// KILN_CPU_PROFILE is set and returns at once otherwise. What each command is
+// travels with the code, as a table in an exported global.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,8 +45,7 @@ int64_t bytesOf(Type type) {
   auto memref = dyn_cast<MemRefType>(type);
   if (!memref || !memref.hasStaticShape())
     return 0;
-  return memref.getNumElements() *
-         ((memref.getElementTypeBitWidth() + 7) / 8);
+  return memref.getNumElements() * ((memref.getElementTypeBitWidth() + 7) / 8);
 }
 
 /// The op's source, as short as it reads: the ONNX node's name where the
@@ -66,67 +65,74 @@ std::string whereOf(Location loc) {
   return std::string();
 }
 
-/// A kernel function's one linalg op or copy, described: the iterations
-/// times the floating-point operations of its body, the bytes of its
-/// operands read (an output too when the body reads it) and written.
+/// Describes `op` when it is a linalg op or a copy: the iterations times
+/// the floating-point operations of its body, the bytes of its operands
+/// read (an output too when the body reads it) and written.
+bool describeKernelOp(Operation &op, Command &command) {
+  if (auto copy = dyn_cast<memref::CopyOp>(op)) {
+    command.what =
+        "copy " + std::to_string(bytesOf(copy.getSource().getType())) + " B";
+    command.read = command.written = bytesOf(copy.getSource().getType());
+    command.where = whereOf(op.getLoc());
+    return true;
+  }
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  if (!linalgOp)
+    return false;
+  int64_t iterations = 1;
+  for (int64_t range : linalgOp.getStaticLoopRanges())
+    iterations *= ShapedType::isDynamic(range) ? 0 : range;
+  for (OpOperand *input : linalgOp.getDpsInputOperands())
+    command.read += bytesOf(input->get().getType());
+  for (OpOperand &output : linalgOp.getDpsInitsMutable()) {
+    command.written += bytesOf(output.get().getType());
+    if (linalgOp.payloadUsesValueFromOperand(&output))
+      command.read += bytesOf(output.get().getType());
+  }
+  // The body's arithmetic, named once each in order: "exp, subf".
+  int64_t perIteration = 0;
+  SmallVector<StringRef> names;
+  linalgOp->walk([&](Operation *inner) {
+    if (inner == linalgOp.getOperation() ||
+        !isa<arith::ArithDialect, math::MathDialect>(inner->getDialect()) ||
+        isa<arith::ConstantOp, CastOpInterface>(inner))
+      return;
+    if (llvm::any_of(inner->getResultTypes(),
+                     [](Type t) { return isa<FloatType>(t); }))
+      ++perIteration;
+    StringRef name = inner->getName().stripDialect();
+    if (!llvm::is_contained(names, name))
+      names.push_back(name);
+  });
+  command.flops = iterations * perIteration;
+  std::string what = op.getName().getStringRef().str();
+  SmallVector<int64_t> ranges = linalgOp.getStaticLoopRanges();
+  for (auto [i, range] : llvm::enumerate(ranges))
+    what += (i ? "x" : " ") + std::to_string(range);
+  if (!names.empty()) {
+    constexpr size_t kNames = 6;
+    what += " (";
+    for (auto [i, name] : llvm::enumerate(names)) {
+      if (i == kNames) {
+        what += ", ...";
+        break;
+      }
+      what += (i ? ", " : "") + name.str();
+    }
+    what += ")";
+  }
+  command.what = what;
+  command.where = whereOf(op.getLoc());
+  return true;
+}
+
+/// A kernel function, described by its one linalg op or copy; by its name
+/// when it has none (the emulated CUDA target's kernels).
 void describeKernel(func::FuncOp kernel, Command &command) {
   command.kind = "kernel";
-  for (Operation &op : kernel.getBody().front()) {
-    if (auto copy = dyn_cast<memref::CopyOp>(op)) {
-      command.what = "copy " + std::to_string(bytesOf(copy.getSource().getType())) + " B";
-      command.read = command.written = bytesOf(copy.getSource().getType());
-      command.where = whereOf(op.getLoc());
+  for (Operation &op : kernel.getBody().front())
+    if (describeKernelOp(op, command))
       return;
-    }
-    auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
-    if (!linalgOp)
-      continue;
-    int64_t iterations = 1;
-    for (int64_t range : linalgOp.getStaticLoopRanges())
-      iterations *= ShapedType::isDynamic(range) ? 0 : range;
-    for (OpOperand *input : linalgOp.getDpsInputOperands())
-      command.read += bytesOf(input->get().getType());
-    for (OpOperand &output : linalgOp.getDpsInitsMutable()) {
-      command.written += bytesOf(output.get().getType());
-      if (linalgOp.payloadUsesValueFromOperand(&output))
-        command.read += bytesOf(output.get().getType());
-    }
-    // The body's arithmetic, named once each in order: "exp, subf".
-    int64_t perIteration = 0;
-    SmallVector<StringRef> names;
-    linalgOp->walk([&](Operation *inner) {
-      if (inner == linalgOp.getOperation() ||
-          !isa<arith::ArithDialect, math::MathDialect>(inner->getDialect()) ||
-          isa<arith::ConstantOp, CastOpInterface>(inner))
-        return;
-      if (llvm::any_of(inner->getResultTypes(),
-                       [](Type t) { return isa<FloatType>(t); }))
-        ++perIteration;
-      StringRef name = inner->getName().stripDialect();
-      if (!llvm::is_contained(names, name))
-        names.push_back(name);
-    });
-    command.flops = iterations * perIteration;
-    std::string what = op.getName().getStringRef().str();
-    SmallVector<int64_t> ranges = linalgOp.getStaticLoopRanges();
-    for (auto [i, range] : llvm::enumerate(ranges))
-      what += (i ? "x" : " ") + std::to_string(range);
-    if (!names.empty()) {
-      constexpr size_t kNames = 6;
-      what += " (";
-      for (auto [i, name] : llvm::enumerate(names)) {
-        if (i == kNames) {
-          what += ", ...";
-          break;
-        }
-        what += (i ? ", " : "") + name.str();
-      }
-      what += ")";
-    }
-    command.what = what;
-    command.where = whereOf(op.getLoc());
-    return;
-  }
   command.what = kernel.getName().str();
 }
 
@@ -166,8 +172,13 @@ std::optional<Command> describe(Operation &op, ModuleOp module) {
     command.where = whereOf(op.getLoc());
     return command;
   }
-  if (op.getNumRegions() == 0)
+  if (op.getNumRegions() == 0 && !isa<memref::CopyOp>(op))
     return std::nullopt;
+  // A kernel kiln-outline-kernels left in place (an operand with a strided
+  // layout, such as a transposition's).
+  command.kind = "kernel";
+  if (describeKernelOp(op, command))
+    return command;
   command.kind = "loop";
   command.what = op.getName().getStringRef().str();
   command.where = whereOf(op.getLoc());
@@ -235,8 +246,8 @@ struct KilnProfileMarksPass
         /*isConstant=*/true, LLVM::Linkage::External, kTable,
         b.getStringAttr(table));
     auto declare = [&](StringRef name, TypeRange inputs) {
-      auto function = func::FuncOp::create(b, loc, name,
-                                            b.getFunctionType(inputs, {}));
+      auto function =
+          func::FuncOp::create(b, loc, name, b.getFunctionType(inputs, {}));
       function.setPrivate();
       return function;
     };
@@ -251,8 +262,8 @@ struct KilnProfileMarksPass
       func::CallOp::create(eb, entry.getLoc(), start, ValueRange{slots});
       for (Operation *op : ops) {
         eb.setInsertionPointAfter(op);
-        Value idValue = arith::ConstantOp::create(
-            eb, op->getLoc(), eb.getI32IntegerAttr(id++));
+        Value idValue = arith::ConstantOp::create(eb, op->getLoc(),
+                                                  eb.getI32IntegerAttr(id++));
         func::CallOp::create(eb, op->getLoc(), mark,
                              ValueRange{slots, idValue});
         op->removeAttr("kiln.cost");
