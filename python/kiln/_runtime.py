@@ -109,6 +109,8 @@ def _library():
                            p(_TensorInfo)]),
         "kiln_bundle_get_parameter": (
             ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, p(_ParameterInfo)]),
+        "kiln_bundle_get_fingerprint": (
+            ctypes.c_int, [ctypes.c_void_p, p(ctypes.c_uint64)]),
         "kiln_session_create": (
             ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p, p(ctypes.c_void_p)]),
         "kiln_session_release": (None, [ctypes.c_void_p]),
@@ -186,6 +188,11 @@ class Bundle:
             _check(lib.kiln_bundle_get_parameter(handle, index,
                                                  ctypes.byref(raw)))
             self.parameters.append(_info(raw.tensor))
+        fingerprint = ctypes.c_uint64()
+        _check(lib.kiln_bundle_get_fingerprint(handle,
+                                               ctypes.byref(fingerprint)))
+        # Equal for byte-identical bundles: checkpoints record it.
+        self.fingerprint = fingerprint.value
 
     def inputs(self, entry):
         return self._entry(entry)[0]

@@ -7,7 +7,8 @@ import time
 
 import numpy as np
 
-from ._runtime import Bundle, KilnError, Session
+from ._checkpoint import CheckpointDir
+from ._runtime import KilnError, Session
 
 # safetensors dtype names, as kiln-run --save-params writes them.
 _SAFETENSORS = {"float32": "F32", "float16": "F16", "float64": "F64",
@@ -34,6 +35,7 @@ class Trainer:
                             "by the Python trainer yet (kiln-run runs them)")
         self.input_names = [i.name for i in self.bundle.inputs("train_step")]
         self.step = 0
+        self.samples = 0
 
     def _feeds(self, batch):
         if isinstance(batch, dict):
@@ -51,24 +53,84 @@ class Trainer:
                         "a tuple in the inputs' order (%s)"
                         % ", ".join(self.input_names))
 
-    def train(self, batches, steps=None, metrics=None):
-        """Runs one train_step per batch of `batches` (at most `steps`), and
-        yields each step's metrics: step, loss, lr, grad_norm and
-        loss_scale (those the bundle has), samples, samples_per_s,
-        elapsed_s. With `metrics`, also appends them to that file as JSON
-        lines, as kiln-run --metrics writes them."""
+    def train(self, batches, steps=None, metrics=None, checkpoint_dir=None,
+              checkpoint_every=None, keep_checkpoints=None, resume=False):
+        """Runs one train_step per batch of `batches` until the trainer's
+        step reaches `steps` (or the batches end), and yields each step's
+        metrics: step, loss, lr, grad_norm and loss_scale (those the bundle
+        has), samples, samples_per_s, elapsed_s. With `metrics`, also
+        appends them to that file as JSON lines, as kiln-run --metrics
+        writes them.
+
+        With `checkpoint_dir`, writes checkpoints there as kiln-run
+        --checkpoint-dir does (step-N.safetensors, step-N.json, latest;
+        each written atomically; the directory locked while training):
+        every `checkpoint_every` steps and after the last step, keeping the
+        `keep_checkpoints` newest (all by default). A directory that holds
+        checkpoints is refused unless `resume`. With `resume`, the latest
+        checkpoint's parameters, optimizer state and step are restored and
+        the number of batches its run had taken from its iterable are
+        skipped, so `batches` must yield what the first run's did, in the
+        same order (a DataLoader with a seeded generator does); records of
+        `metrics` after that step are dropped."""
+        if checkpoint_every is not None and (not checkpoint_dir or
+                                             checkpoint_every < 1):
+            raise KilnError("invalid argument",
+                            "checkpoint_every needs checkpoint_dir and a "
+                            "count of at least 1")
+        if resume and not checkpoint_dir:
+            raise KilnError("invalid argument", "resume needs checkpoint_dir")
+        directory = None
+        if checkpoint_dir:
+            directory = CheckpointDir(checkpoint_dir, keep_checkpoints)
+            directory.lock()
+        try:
+            skip = 0
+            if directory and resume:
+                state = directory.read_latest(self.bundle)
+                self.load_bytes(state["parameters"],
+                                os.path.join(directory.path, "latest"))
+                self.step, self.samples = state["step"], state["samples"]
+                skip = state["batches"]
+                if metrics and os.path.exists(metrics):
+                    _truncate_metrics(metrics, self.step)
+            elif directory and directory.has_checkpoints():
+                raise KilnError("invalid argument",
+                                "checkpoint_dir %s already holds checkpoints: "
+                                "pass resume=True to continue from them, or "
+                                "another directory" % directory.path)
+            yield from self._train(batches, steps, metrics, directory,
+                                   checkpoint_every, skip)
+        finally:
+            if directory:
+                directory.unlock()
+
+    def _train(self, batches, steps, metrics, directory, every, skip):
         out = open(metrics, "a") if metrics else None
         start = time.perf_counter()
+        taken = skip
+        written = None
+        ran = False
         try:
-            for batch in batches:
+            source = iter(batches)
+            for _ in range(skip):
+                if next(source, _END) is _END:
+                    raise KilnError("invalid argument",
+                                    "resuming needs the %d batches the first "
+                                    "run took from its iterable skipped; this "
+                                    "one ended before" % skip)
+            for batch in source:
                 if steps is not None and self.step >= steps:
                     break
+                taken += 1
                 feeds = self._feeds(batch)
                 begin = time.perf_counter()
                 outputs = self.session.run("train_step", feeds)
                 now = time.perf_counter()
                 self.step += 1
+                ran = True
                 samples = int(np.shape(next(iter(feeds.values())))[0])
+                self.samples += samples
                 record = {"step": self.step, "loss": float(outputs["loss"])}
                 for name in ("lr", "grad_norm", "loss_scale"):
                     if name in outputs:
@@ -79,7 +141,14 @@ class Trainer:
                 if out:
                     out.write(json.dumps(record) + "\n")
                     out.flush()
+                if directory and every and self.step % every == 0:
+                    directory.write(self, taken)
+                    written = self.step
                 yield record
+            # After the last step, unless it was just written (or none ran:
+            # a run resumed at its last step).
+            if directory and ran and written != self.step:
+                directory.write(self, taken)
         finally:
             if out:
                 out.close()
@@ -88,9 +157,10 @@ class Trainer:
         """eval_step's loss on one batch (no update)."""
         return float(self.session.run("eval_step", self._feeds(batch))["loss"])
 
-    def save(self, path):
-        """Every parameter and optimizer state tensor, as a safetensors file
-        (what kiln-run --save-params and its checkpoints write)."""
+    def parameters_bytes(self):
+        """Every parameter and optimizer state tensor, as the bytes of a
+        safetensors file (what kiln-run --save-params and its checkpoints
+        write)."""
         header, blobs, offset = {}, [], 0
         for info in self.bundle.parameters:
             array = self.session.get_parameter(info.name)
@@ -106,32 +176,68 @@ class Trainer:
             offset += len(data)
         text = json.dumps(header, separators=(",", ":")).encode()
         text += b" " * (-len(text) % 8)
+        return b"".join([struct.pack("<Q", len(text)), text] + blobs)
+
+    def save(self, path):
+        """parameters_bytes() written to `path` (through a temporary file
+        renamed into place)."""
         tmp = path + ".tmp"
         with open(tmp, "wb") as f:
-            f.write(struct.pack("<Q", len(text)))
-            f.write(text)
-            for data in blobs:
-                f.write(data)
+            f.write(self.parameters_bytes())
         os.replace(tmp, path)
 
     def load(self, path):
         """Restores a file of save() (or kiln-run's checkpoints and
         --save-params): every tensor it holds replaces the parameter's."""
         with open(path, "rb") as f:
-            (length,) = struct.unpack("<Q", f.read(8))
-            header = json.loads(f.read(length))
-            base = 8 + length
-            by_name = {p.name: p for p in self.bundle.parameters}
-            for name, entry in header.items():
-                if name == "__metadata__":
+            self.load_bytes(f.read(), path)
+
+    def load_bytes(self, data, what):
+        """Restores the parameters from the bytes of a safetensors file;
+        `what` names it in errors."""
+        def bad(why):
+            return KilnError("format error", "%s: %s" % (what, why))
+        if len(data) < 8:
+            raise bad("too short for a safetensors file")
+        (length,) = struct.unpack_from("<Q", data)
+        try:
+            header = json.loads(data[8:8 + length])
+        except ValueError:
+            raise bad("the safetensors header is not JSON") from None
+        base = 8 + length
+        by_name = {p.name: p for p in self.bundle.parameters}
+        for name, entry in header.items():
+            if name == "__metadata__":
+                continue
+            if name not in by_name:
+                raise KilnError("not found",
+                                "%s: the bundle has no parameter '%s'"
+                                % (what, name))
+            begin, end = entry["data_offsets"]
+            info = by_name[name]
+            if base + end > len(data):
+                raise bad("tensor '%s' runs past the end of the file" % name)
+            array = np.frombuffer(data[base + begin:base + end],
+                                  info.dtype).reshape(info.shape)
+            self.session.set_parameter(name, array)
+
+
+_END = object()
+
+
+def _truncate_metrics(path, step):
+    """Drops the records of steps after `step` from a metrics file, as
+    kiln-run --resume does."""
+    kept = []
+    with open(path) as f:
+        for line in f:
+            try:
+                if json.loads(line).get("step", 0) > step:
                     continue
-                if name not in by_name:
-                    raise KilnError("not found",
-                                    "%s: the bundle has no parameter '%s'"
-                                    % (path, name))
-                begin, end = entry["data_offsets"]
-                f.seek(base + begin)
-                data = f.read(end - begin)
-                info = by_name[name]
-                array = np.frombuffer(data, info.dtype).reshape(info.shape)
-                self.session.set_parameter(name, array)
+            except ValueError:
+                pass
+            kept.append(line)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.writelines(kept)
+    os.replace(tmp, path)

@@ -156,3 +156,117 @@ def test_errors_carry_the_runtime_message(bundles, tmp_path):
                     extra=np.zeros(1))
     with pytest.raises(kiln.KilnError, match="no train_step"):
         kiln.Trainer(forward)
+
+
+def test_checkpoint_dir_resume_continues_the_run(bundles, tmp_path):
+    import hashlib
+    import json
+    _, train = bundles
+    data = list(teacher_batches(12, seed=5))
+    reference = [r["loss"] for r in kiln.Trainer(train).train(data, steps=10)]
+    ckpt = tmp_path / "ckpt"
+    metrics = str(tmp_path / "m.jsonl")
+    first = kiln.Trainer(train)
+    losses = [r["loss"] for r in first.train(
+        data, steps=6, metrics=metrics, checkpoint_dir=str(ckpt),
+        checkpoint_every=4)]
+    assert sorted(os.listdir(ckpt)) == [
+        "kiln-run.lock", "latest", "step-4.json", "step-4.safetensors",
+        "step-6.json", "step-6.safetensors"]
+    assert open(ckpt / "latest").read() == "step-6.json\n"
+    sidecar = json.load(open(ckpt / "step-6.json"))
+    assert sidecar["format"] == "kiln python checkpoint"
+    assert sidecar["step"] == 6
+    assert sidecar["data"] == {"batches": 6, "samples": 6 * 32}
+    assert sidecar["bundle_fingerprint"] == "0x%016x" % first.bundle.fingerprint
+    params = open(ckpt / "step-6.safetensors", "rb").read()
+    assert sidecar["parameters_sha256"] == hashlib.sha256(params).hexdigest()
+    assert params == first.parameters_bytes()
+
+    # A fresh run is refused a directory with checkpoints.
+    with pytest.raises(kiln.KilnError) as error:
+        list(kiln.Trainer(train).train(data, checkpoint_dir=str(ckpt)))
+    assert "already holds checkpoints" in error.value.message
+
+    # As if killed after step 6 but before its checkpoint: resuming from
+    # step 4 drops the metrics of steps 5 and 6, skips the 4 batches taken
+    # and continues exactly as the uninterrupted run.
+    (ckpt / "latest").write_text("step-4.json\n")
+    resumed = kiln.Trainer(train)
+    rest = list(resumed.train(data, steps=10, metrics=metrics,
+                              checkpoint_dir=str(ckpt), resume=True,
+                              keep_checkpoints=1))
+    assert [r["step"] for r in rest] == [5, 6, 7, 8, 9, 10]
+    assert losses[:4] + [r["loss"] for r in rest] == reference
+    assert [json.loads(line)["step"] for line in open(metrics)] == list(
+        range(1, 11))
+    assert sorted(os.listdir(ckpt)) == [
+        "kiln-run.lock", "latest", "step-10.json", "step-10.safetensors"]
+
+    # Resumed at its last step, nothing runs and nothing is rewritten.
+    again = kiln.Trainer(train)
+    assert list(again.train(data, steps=10, checkpoint_dir=str(ckpt),
+                            resume=True)) == []
+    assert again.step == 10
+
+
+def test_checkpoint_dir_refusals(bundles, tmp_path):
+    import json
+    _, train = bundles
+    data = list(teacher_batches(4, seed=6))
+    ckpt = tmp_path / "ckpt"
+    list(kiln.Trainer(train).train(data, steps=2, checkpoint_dir=str(ckpt)))
+
+    # kiln-run refuses to resume from it, saying whose it is.
+    np.savez(tmp_path / "data.npz",
+             input=np.concatenate([b["input"] for b in data]),
+             labels=np.concatenate([b["labels"] for b in data]))
+    run = os.path.join(os.path.dirname(os.environ["KILN_KILNC"]), "kiln-run")
+    result = subprocess.run([run, train, "--data", str(tmp_path / "data.npz"),
+                             "--steps", "4", "--checkpoint-dir", str(ckpt),
+                             "--resume"], capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "was written by the Python trainer" in result.stderr
+
+    # Another bundle (another learning rate: another fingerprint).
+    other = str(tmp_path / "other.kiln")
+    kilnc(os.path.join(MLP, "mlp_train.onnx"), "--batch-size=32",
+          "--optimizer=sgd", "--lr=0.05", "--momentum=0.9", "--grad-clip=5",
+          "--target=cpu", "-o", other)
+    with pytest.raises(kiln.KilnError) as error:
+        list(kiln.Trainer(other).train(data, checkpoint_dir=str(ckpt),
+                                       resume=True))
+    assert "was written for bundle" in error.value.message
+
+    # A damaged parameters file.
+    path = ckpt / "step-2.safetensors"
+    damaged = bytearray(path.read_bytes())
+    damaged[-1] ^= 1
+    path.write_bytes(bytes(damaged))
+    with pytest.raises(kiln.KilnError) as error:
+        list(kiln.Trainer(train).train(data, checkpoint_dir=str(ckpt),
+                                       resume=True))
+    assert "does not match its parameters file" in error.value.message
+
+    # A directory in use by a running trainer.
+    busy = tmp_path / "busy"
+    running = kiln.Trainer(train).train(data, checkpoint_dir=str(busy))
+    next(running)
+    with pytest.raises(kiln.KilnError) as error:
+        list(kiln.Trainer(train).train(data, checkpoint_dir=str(busy)))
+    assert "is in use by another run (kiln python trainer process" in \
+        error.value.message
+    running.close()
+
+    # kiln-run's checkpoints count their data in its --data file.
+    runs = tmp_path / "kiln-run"
+    runs.mkdir()
+    (runs / "step-3.json").write_text(json.dumps(
+        {"format": "kiln-run checkpoint", "format_version": 1, "step": 3,
+         "parameters": "step-3.safetensors"}))
+    (runs / "latest").write_text("step-3.json\n")
+    with pytest.raises(kiln.KilnError) as error:
+        list(kiln.Trainer(train).train(data, checkpoint_dir=str(runs),
+                                       resume=True))
+    assert "was written by kiln-run" in error.value.message
+    assert "Trainer.load(" in error.value.message

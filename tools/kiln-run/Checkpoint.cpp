@@ -426,6 +426,18 @@ bool readLatestCheckpoint(const std::string &dir, CheckpointInfo &info,
     valid = false;
   }
   if (!valid) {
+    // The Python trainer's checkpoints count the batches of its iterable,
+    // not a position in a --data file (python/README.md).
+    const JsonValue *format =
+        root.kind == JsonValue::Kind::Object ? root.find("format") : nullptr;
+    if (format && format->kind == JsonValue::Kind::String &&
+        format->text == "kiln python checkpoint") {
+      printError("checkpoint " + sidecarPath +
+                 " was written by the Python trainer, whose data cursor counts "
+                 "the batches of its iterable: resume it with "
+                 "kiln.Trainer.train(..., resume=True)");
+      return false;
+    }
     printError("checkpoint " + sidecarPath +
                " is corrupt or truncated: " + problem);
     return false;
