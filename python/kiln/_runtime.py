@@ -111,6 +111,9 @@ def _library():
             ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, p(_ParameterInfo)]),
         "kiln_bundle_get_fingerprint": (
             ctypes.c_int, [ctypes.c_void_p, p(ctypes.c_uint64)]),
+        "kiln_bundle_get_metadata": (
+            ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p,
+                           p(ctypes.c_char_p)]),
         "kiln_session_create": (
             ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p, p(ctypes.c_void_p)]),
         "kiln_session_release": (None, [ctypes.c_void_p]),
@@ -130,6 +133,10 @@ def _library():
         function.argtypes = argtypes
     _lib = lib
     return lib
+
+
+# kiln_status_t KILN_STATUS_NOT_FOUND (kiln/runtime.h).
+_NOT_FOUND = 4
 
 
 def _check(status):
@@ -193,6 +200,17 @@ class Bundle:
                                                ctypes.byref(fingerprint)))
         # Equal for byte-identical bundles: checkpoints record it.
         self.fingerprint = fingerprint.value
+
+    def metadata(self, key):
+        """The bundle's metadata entry `key` (e.g. "training.grad_accum"),
+        or None where the bundle has none (the key's default)."""
+        value = ctypes.c_char_p()
+        status = _library().kiln_bundle_get_metadata(
+            self._handle, key.encode(), ctypes.byref(value))
+        if status == _NOT_FOUND:
+            return None
+        _check(status)
+        return value.value.decode()
 
     def inputs(self, entry):
         return self._entry(entry)[0]

@@ -29,11 +29,28 @@ class Trainer:
             raise KilnError("not found",
                             "%s has no train_step: compile it with kilnc "
                             "--optimizer=..." % self.bundle.path)
-        if "accumulate_step" in self.bundle.entry_points:
-            raise KilnError("unsupported",
-                            "bundles of kilnc --grad-accum are not supported "
-                            "by the Python trainer yet (kiln-run runs them)")
         self.input_names = [i.name for i in self.bundle.inputs("train_step")]
+        # kilnc --grad-accum=K: each step is K - 1 accumulate_steps, then
+        # train_step, each on a micro-batch of its own (as kiln-run runs it).
+        accum = self.bundle.metadata("training.grad_accum") or "1"
+        if not accum.isdigit() or int(accum) < 1:
+            raise KilnError("format error",
+                            "%s: metadata training.grad_accum is '%s', not a "
+                            "count" % (self.bundle.path, accum))
+        self.grad_accum = int(accum)
+        if self.grad_accum > 1:
+            if "accumulate_step" not in self.bundle.entry_points:
+                raise KilnError("format error",
+                                "%s: metadata training.grad_accum is %d but "
+                                "the bundle has no entry point "
+                                "'accumulate_step'" % (self.bundle.path,
+                                                        self.grad_accum))
+            accumulate = [i.name for i in
+                          self.bundle.inputs("accumulate_step")]
+            if accumulate != self.input_names:
+                raise KilnError("format error",
+                                "%s: 'train_step' and 'accumulate_step' take "
+                                "different inputs" % self.bundle.path)
         self.step = 0
         self.samples = 0
 
@@ -60,7 +77,10 @@ class Trainer:
         metrics: step, loss, lr, grad_norm and loss_scale (those the bundle
         has), samples, samples_per_s, elapsed_s. With `metrics`, also
         appends them to that file as JSON lines, as kiln-run --metrics
-        writes them.
+        writes them. A bundle of kilnc --grad-accum=K takes K batches (its
+        micro-batches) a step: K - 1 accumulate_steps, then train_step; its
+        loss is their mean, as kiln-run reports it, and a last group of
+        fewer than K batches is not run.
 
         With `checkpoint_dir`, writes checkpoints there as kiln-run
         --checkpoint-dir does (step-N.safetensors, step-N.json, latest;
@@ -119,19 +139,34 @@ class Trainer:
                                     "resuming needs the %d batches the first "
                                     "run took from its iterable skipped; this "
                                     "one ended before" % skip)
-            for batch in source:
-                if steps is not None and self.step >= steps:
+            while steps is None or self.step < steps:
+                # A step's micro-batches, all of them before any runs: the
+                # last, short of grad_accum micro-batches, is not run (the
+                # accumulators would keep its gradients).
+                micro = []
+                for batch in source:
+                    micro.append(self._feeds(batch))
+                    if len(micro) == self.grad_accum:
+                        break
+                if len(micro) < self.grad_accum:
                     break
-                taken += 1
-                feeds = self._feeds(batch)
+                taken += len(micro)
                 begin = time.perf_counter()
-                outputs = self.session.run("train_step", feeds)
+                losses = []
+                for i, feeds in enumerate(micro):
+                    entry = ("train_step" if i + 1 == len(micro)
+                             else "accumulate_step")
+                    outputs = self.session.run(entry, feeds)
+                    losses.append(float(outputs["loss"]))
                 now = time.perf_counter()
                 self.step += 1
                 ran = True
-                samples = int(np.shape(next(iter(feeds.values())))[0])
+                samples = sum(int(np.shape(next(iter(feeds.values())))[0])
+                              for feeds in micro)
                 self.samples += samples
-                record = {"step": self.step, "loss": float(outputs["loss"])}
+                # The micro-batches' mean, as kiln-run reports it.
+                loss = float(np.float32(sum(losses) / len(losses)))
+                record = {"step": self.step, "loss": loss}
                 for name in ("lr", "grad_norm", "loss_scale"):
                     if name in outputs:
                         record[name] = float(outputs[name])

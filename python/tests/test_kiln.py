@@ -270,3 +270,30 @@ def test_checkpoint_dir_refusals(bundles, tmp_path):
                                        resume=True))
     assert "was written by kiln-run" in error.value.message
     assert "Trainer.load(" in error.value.message
+
+
+def test_grad_accumulation_matches_kiln_run(tmp_path):
+    import json
+    bundle = str(tmp_path / "accum.kiln")
+    kilnc(os.path.join(MLP, "mlp_train.onnx"), "--batch-size=16",
+          "--grad-accum=2", "--optimizer=sgd", "--lr=0.1", "--momentum=0.9",
+          "--target=cpu", "-o", bundle)
+    micro = list(teacher_batches(9, seed=4, batch=16))
+    trainer = kiln.Trainer(bundle)
+    assert trainer.grad_accum == 2
+    # Nine micro-batches make four steps; the ninth is not run.
+    records = list(trainer.train(micro))
+    assert [r["step"] for r in records] == [1, 2, 3, 4]
+    assert [r["samples"] for r in records] == [32] * 4
+    np.savez(tmp_path / "data.npz",
+             input=np.concatenate([b["input"] for b in micro[:8]]),
+             labels=np.concatenate([b["labels"] for b in micro[:8]]))
+    run = os.path.join(os.path.dirname(os.environ["KILN_KILNC"]), "kiln-run")
+    subprocess.run([run, bundle, "--data", str(tmp_path / "data.npz"),
+                    "--steps", "4", "--no-shuffle", "--metrics",
+                    str(tmp_path / "m.jsonl")], check=True,
+                   capture_output=True)
+    expected = [json.loads(line)["loss"]
+                for line in open(tmp_path / "m.jsonl")]
+    np.testing.assert_allclose([r["loss"] for r in records], expected,
+                               rtol=1e-6, atol=0)
