@@ -14,6 +14,10 @@ config.environment["PATH"] = os.pathsep.join(
     [config.kiln_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%kiln_src", config.kiln_src_root))
+
+import platform
+if platform.machine() in ("x86_64", "AMD64"):
+    config.available_features.add("x86_64")
 config.substitutions.append(("%onnx_testdata", config.onnx_testdata_dir))
 
 # Python test helpers (ONNX model builders) live next to the tests.

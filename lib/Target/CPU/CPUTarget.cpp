@@ -22,6 +22,8 @@
 #include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/IR/DiagnosticHandler.h"
+#include "llvm/IR/DiagnosticInfo.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/MCSubtargetInfo.h"
@@ -113,7 +115,7 @@ struct ChooseParallelLoopsPass
     // that holds it is cloned.
     for (scf::ParallelOp op : sequential) {
       OpBuilder b(op);
-      scf::buildLoopNest(
+      scf::LoopNest nest = scf::buildLoopNest(
           b, op.getLoc(), op.getLowerBound(), op.getUpperBound(), op.getStep(),
           [&](OpBuilder &nb, Location, ValueRange ivs) {
             IRMapping mapping;
@@ -121,6 +123,7 @@ struct ChooseParallelLoopsPass
             for (Operation &inner : op.getBody()->without_terminator())
               nb.clone(inner, mapping);
           });
+      markParallel(nest);
       op.erase();
     }
     // Of a loop kept parallel, only its leading dimensions are shared out:
@@ -166,17 +169,26 @@ struct ChooseParallelLoopsPass
         b, op.getLoc(), lbs.take_front(shared), ubs.take_front(shared),
         steps.take_front(shared),
         [&](OpBuilder &ob, Location loc, ValueRange outer) {
-          scf::buildLoopNest(ob, loc, innerLb, innerUb, innerStep,
-                             [&](OpBuilder &nb, Location, ValueRange inner) {
-                               IRMapping mapping;
-                               mapping.map(outerIvs, outer);
-                               mapping.map(innerIvs, inner);
-                               for (Operation &body :
-                                    op.getBody()->without_terminator())
-                                 nb.clone(body, mapping);
-                             });
+          markParallel(scf::buildLoopNest(
+              ob, loc, innerLb, innerUb, innerStep,
+              [&](OpBuilder &nb, Location, ValueRange inner) {
+                IRMapping mapping;
+                mapping.map(outerIvs, outer);
+                mapping.map(innerIvs, inner);
+                for (Operation &body : op.getBody()->without_terminator())
+                  nb.clone(body, mapping);
+              }));
         });
     op.erase();
+  }
+
+  /// Marks the innermost loop of `nest`, made of parallel dimensions, for
+  /// kiln-simd-loops.
+  static void markParallel(const scf::LoopNest &nest) {
+    if (nest.loops.empty())
+      return;
+    Operation *innermost = nest.loops.back();
+    innermost->setAttr("kiln.parallel", UnitAttr::get(innermost->getContext()));
   }
 };
 
@@ -231,6 +243,13 @@ struct ZeroElementArgumentsPass
   }
 };
 
+/// Drops LLVM's optimization-failure warnings; the rest print as usual.
+struct IgnoreOptimizationFailures : llvm::DiagnosticHandler {
+  bool handleDiagnostics(const llvm::DiagnosticInfo &info) override {
+    return info.getKind() == llvm::DK_OptimizationFailure;
+  }
+};
+
 /// memref IR -> LLVM dialect.
 void buildLLVMLowering(PassManager &pm) {
   pm.addPass(kiln::createKilnOutlineKernels());
@@ -239,6 +258,7 @@ void buildLLVMLowering(PassManager &pm) {
   pm.addPass(createConvertLinalgToParallelLoopsPass());
   pm.addPass(kiln::createKilnPromoteReductionAccumulators());
   pm.addPass(std::make_unique<ChooseParallelLoopsPass>());
+  pm.addPass(kiln::createKilnSimdLoops());
   pm.addPass(createConvertSCFToOpenMPPass());
   // Inlines the memref.alloca_scope regions scf-to-openmp wraps loop bodies
   // in: they must be gone before loops become multi-block control flow.
@@ -396,6 +416,11 @@ Expected<kiln::CPUCode> kiln::compileForCPU(ModuleOp module,
     return machine.takeError();
 
   llvm::LLVMContext llvmContext;
+  // LLVM reports a loop it was asked to vectorize (omp.simd,
+  // kiln-simd-loops) and did not, for a short trip count, say, as a warning
+  // on stderr: a missed speed-up, nothing the user can act on.
+  llvmContext.setDiagnosticHandler(
+      std::make_unique<IgnoreOptimizationFailures>());
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, llvmContext, "kiln");
   if (!llvmModule)

@@ -61,6 +61,29 @@ def KilnProfileMarks : Pass<"kiln-profile-marks", "mlir::ModuleOp"> {
                            "::mlir::LLVM::LLVMDialect"];
 }
 
+def KilnSimdLoops : Pass<"kiln-simd-loops", "mlir::ModuleOp"> {
+  let summary = "Makes the innermost loops of parallel dimensions omp.simd";
+  let description = [{
+    Runs on loops, before scf-to-openmp. An `scf.for` marked `kiln.parallel`
+    (the CPU target marks the innermost loop it makes of a linalg op's
+    parallel dimensions) becomes `omp.simd` around an `omp.loop_nest` with
+    the same bounds and body, when LLVM can vectorize it: no iteration
+    arguments, a body of `memref.load`, `memref.store` (each at an element
+    indexed by the loop's variable) and scalar `arith` and `math` ops, with
+    no call or nested region. The mark goes from every loop.
+
+    Such a loop's iterations are independent however its buffers alias
+    (each writes its own elements and reads an output only where it writes
+    it), which LLVM cannot see when an update passes one buffer as input and
+    output: it left those loops scalar. omp.simd's translation puts every
+    access of the loop in one access group and marks the loop
+    `llvm.loop.parallel_accesses` and `llvm.loop.vectorize.enable`, so LLVM
+    vectorizes it without runtime overlap checks. Results are unchanged:
+    each lane computes what its iteration did.
+  }];
+  let dependentDialects = ["::mlir::omp::OpenMPDialect"];
+}
+
 def KilnLowerGemmToBlas : Pass<"kiln-lower-gemm-to-blas", "mlir::ModuleOp"> {
   let summary = "Calls BLAS for f32 and f64 matrix products on buffers";
   let description = [{
