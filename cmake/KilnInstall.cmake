@@ -85,10 +85,13 @@ set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME kiln-tools)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME kiln-runtime)
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME kiln-dev)
 # Beyond the libraries dpkg-shlibdeps finds: kilnc links the CPU target's
-# kernels with clang against OpenBLAS and LLVM's OpenMP runtime, which the
-# kernels then load from ${KILN_OPENMP_LIBRARY_DIR}.
+# kernels with clang, and clang's builtins library (libclang-rt-22-dev:
+# --rtlib=compiler-rt, for the bf16 conversions libgcc lacks), against
+# OpenBLAS and LLVM's OpenMP runtime, which the kernels then load from
+# ${KILN_OPENMP_LIBRARY_DIR}. Without the builtins kilnc runs but links no
+# bundle (found installing the packages on a fresh Debian 12).
 set(CPACK_DEBIAN_TOOLS_PACKAGE_DEPENDS
-  "kiln-runtime (= ${PROJECT_VERSION}), clang-22 | gcc, libopenblas-dev, libomp-22-dev")
+  "kiln-runtime (= ${PROJECT_VERSION}), clang-22, libclang-rt-22-dev, libopenblas-dev, libomp-22-dev")
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS
   "libopenblas0 | libopenblas0-pthread, libomp-22-dev")
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "kiln-runtime (= ${PROJECT_VERSION})")

@@ -6,7 +6,7 @@
 set -euo pipefail
 
 readonly PACKAGES=(
-  cmake ninja-build ccache pkg-config dpkg-dev
+  cmake ninja-build ccache pkg-config dpkg-dev debootstrap
   clang-22 libclang-rt-22-dev lld-22 clang-format-22
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
