@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Budget.h"
+#include "CostModel.h"
 #include "Report.h"
 #include "Training.h"
 
@@ -172,7 +173,7 @@ cl::opt<std::string>
                  "(default: this machine's)"),
         cl::value_desc("name"), cl::init("host"), cl::cat(kilncCategory));
 
-enum class Report { Fusion, Memory };
+enum class Report { Fusion, Memory, Cost };
 cl::list<Report> reports(
     "report", cl::desc("After compiling a bundle, print a report to stdout"),
     cl::CommaSeparated,
@@ -181,8 +182,16 @@ cl::list<Report> reports(
                           "fusion"),
                clEnumValN(Report::Memory, "memory",
                           "parameter, optimizer-state, input, output and "
-                          "arena bytes")),
+                          "arena bytes"),
+               clEnumValN(Report::Cost, "cost",
+                          "the CUDA target's commands on a roofline of the "
+                          "--gpu: FLOPs, bytes, predicted time")),
     cl::cat(kilncCategory));
+
+cl::opt<std::string>
+    gpu("gpu",
+        cl::desc("The GPU --report=cost models: h100 (default), h200, a100"),
+        cl::value_desc("name"), cl::init("h100"), cl::cat(kilncCategory));
 
 cl::opt<bool> debugIR("debug-ir",
                       cl::desc("Print the IR after every compiler pass to "
@@ -287,6 +296,16 @@ int main(int argc, char **argv) {
   }
   if (emulateCuda && (compileOptions.cudaTarget || !compileOptions.cpuTarget))
     return fail("--emulate-cuda makes a CPU bundle: use it with --target=cpu");
+  bool costReport = llvm::is_contained(reports, Report::Cost);
+  if (gpu.getNumOccurrences() && !costReport)
+    return fail("--gpu names the GPU of --report=cost; add --report=cost");
+  const kilnc::GpuModel *gpuModel = kilnc::findGpu(gpu);
+  if (!gpuModel)
+    return fail("--gpu=" + gpu + ": unknown GPU (known: " + kilnc::gpuNames() +
+                ")");
+  if (costReport && !compileOptions.cudaTarget)
+    return fail("--report=cost models the CUDA target's commands: use it with "
+                "--target=cuda or cpu,cuda");
 
   kiln::ImportOptions options;
   for (const std::string &binding : dims) {
@@ -455,9 +474,14 @@ int main(int argc, char **argv) {
     if (auto error = kiln::writeBundle(
             *compiled, outputFile, sys::path::stem(inputFile), bundleOptions))
       return fail(toString(std::move(error)));
-    for (Report report : reports)
-      report == Report::Fusion ? kilnc::printFusionReport(*compiled, outs())
-                               : kilnc::printMemoryReport(*compiled, outs());
+    for (Report report : reports) {
+      if (report == Report::Fusion)
+        kilnc::printFusionReport(*compiled, outs());
+      else if (report == Report::Memory)
+        kilnc::printMemoryReport(*compiled, outs());
+      else if (compiled->cuda)
+        kilnc::printCostReport(*compiled, *gpuModel, outs());
+    }
     return 0;
   }
 
