@@ -1,4 +1,5 @@
-//===- CostModel.cpp - kilnc --report=cost ---------------------------------===//
+//===- CostModel.cpp - kilnc --report=cost
+//---------------------------------===//
 
 #include "CostModel.h"
 
@@ -88,8 +89,7 @@ std::vector<CommandCost> kilnc::costProgram(const kiln::CudaProgram &program,
       computeEfficiency = efficiency.gemm;
       cost.what = typeName(gemm->inputElement) + " " +
                   dims(batch, gemm->m, gemm->n, gemm->k) + " -> " +
-                  typeName(gemm->element) +
-                  (gemm->transposeA ? " A^T" : "") +
+                  typeName(gemm->element) + (gemm->transposeA ? " A^T" : "") +
                   (gemm->transposeB ? " B^T" : "") +
                   (gemm->beta != 0 ? " C+=" : "") +
                   (gemm->bias.size ? " +bias" : "") +
@@ -143,13 +143,11 @@ std::vector<CommandCost> kilnc::costProgram(const kiln::CudaProgram &program,
       costs.push_back(cost);
       continue;
     }
-    cost.boundSeconds =
-        roofline(cost.flops, rate, cost.bytes, gpu.bandwidth,
-                 cost.computeBound);
+    cost.boundSeconds = roofline(cost.flops, rate, cost.bytes, gpu.bandwidth,
+                                 cost.computeBound);
     bool computeBound = false;
     cost.seconds = roofline(cost.flops, rate * computeEfficiency, cost.bytes,
-                            gpu.bandwidth * efficiency.memory,
-                            computeBound) +
+                            gpu.bandwidth * efficiency.memory, computeBound) +
                    efficiency.commandSeconds;
     costs.push_back(cost);
   }
@@ -166,9 +164,8 @@ void kilnc::printCostReport(const kiln::CompiledModel &model,
      << llvm::format("%.2f", gpu.bandwidth / 1e12) << " TB/s)\n"
      << "predicted: products at " << llvm::format("%.0f", efficiency.gemm * 100)
      << "% of the peak, attention at "
-     << llvm::format("%.0f", efficiency.attention * 100)
-     << "%, memory at " << llvm::format("%.0f", efficiency.memory * 100)
-     << "% of the bandwidth, "
+     << llvm::format("%.0f", efficiency.attention * 100) << "%, memory at "
+     << llvm::format("%.0f", efficiency.memory * 100) << "% of the bandwidth, "
      << llvm::format("%.1f", efficiency.commandSeconds * 1e6)
      << " us per command; lower bound: the peaks, nothing per command\n";
   for (const kiln::CudaProgram &program : model.cuda->programs) {
@@ -195,8 +192,7 @@ void kilnc::printCostReport(const kiln::CompiledModel &model,
        << " ms, lower bound " << llvm::format("%.3f", bound * 1e3) << " ms\n";
     os << "  kind         commands      GFLOP         GB  predicted ms   "
           "share  bound ms\n";
-    std::vector<std::pair<std::string, Sum>> byKind(kinds.begin(),
-                                                    kinds.end());
+    std::vector<std::pair<std::string, Sum>> byKind(kinds.begin(), kinds.end());
     std::sort(byKind.begin(), byKind.end(), [](const auto &a, const auto &b) {
       return a.second.seconds != b.second.seconds
                  ? a.second.seconds > b.second.seconds
@@ -223,8 +219,7 @@ void kilnc::printCostReport(const kiln::CompiledModel &model,
     for (size_t i = 0; i < order.size() && i < 20; ++i) {
       const CommandCost &cost = costs[order[i]];
       os << llvm::format("  %8zu %13.4f %10.4f %10.3f  %-7s  ", order[i],
-                         cost.seconds * 1e3, cost.flops / 1e9,
-                         cost.bytes / 1e6,
+                         cost.seconds * 1e3, cost.flops / 1e9, cost.bytes / 1e6,
                          cost.kind == "collective" ? "-"
                          : cost.computeBound       ? "compute"
                                                    : "memory")

@@ -36,12 +36,19 @@ const GpuModel *findGpu(llvm::StringRef name);
 std::string gpuNames();
 
 /// The fractions of the peaks commands reach, and what each command costs
-/// beyond its work (launch and the shortest kernel's duration).
+/// beyond its work, fit to the H200 profile of GPT-2 small in bf16 of
+/// 2026-11-30 (docs/performance.md, "The cost model"): its 216 products
+/// other than the three vocabulary ones (then slowed by an unpadded
+/// leading dimension) took 18.4 ms where the roofline gives 8.75; its
+/// elementwise kernels over the f32 score matrices (805 MB read and
+/// written) about 0.3 ms each where the bandwidth gives 0.17; commands
+/// were 1.5 us apart on the stream. No attention command had run on a
+/// GPU: its factor is an assumption.
 struct Efficiency {
-  double gemm = 0.6;
+  double gemm = 0.5;
   double attention = 0.35;
-  double memory = 0.7;
-  double commandSeconds = 3e-6;
+  double memory = 0.55;
+  double commandSeconds = 2e-6;
 };
 
 /// One command, costed.
