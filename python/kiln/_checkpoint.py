@@ -23,7 +23,7 @@ def _fsync_dir(path):
         os.close(fd)
 
 
-def _write_atomically(directory, name, data):
+def write_atomically(directory, name, data):
     """Writes `data` to DIR/name through a temporary file, flushed to disk,
     renamed into place, the directory flushed."""
     path = os.path.join(directory, name)
@@ -102,7 +102,7 @@ class CheckpointDir:
         step = trainer.step
         parameters = "step-%d.safetensors" % step
         data = trainer.parameters_bytes()
-        _write_atomically(self.path, parameters, data)
+        write_atomically(self.path, parameters, data)
         sidecar = {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
@@ -115,9 +115,9 @@ class CheckpointDir:
             "data": {"batches": batches, "samples": trainer.samples},
         }
         name = "step-%d.json" % step
-        _write_atomically(self.path, name,
+        write_atomically(self.path, name,
                           (json.dumps(sidecar, indent=2) + "\n").encode())
-        _write_atomically(self.path, "latest", (name + "\n").encode())
+        write_atomically(self.path, "latest", (name + "\n").encode())
         if self.keep is not None:
             for old in self.steps()[:-self.keep]:
                 if old == step:

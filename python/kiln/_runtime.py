@@ -302,10 +302,14 @@ class Session:
         return {name: value for name, value in outputs.items()
                 if not name.startswith("kiln.index_check")}
 
-    def get_parameter(self, name):
+    def _parameter(self, name):
         info = next((p for p in self.bundle.parameters if p.name == name), None)
         if info is None:
             raise KilnError("not found", "no parameter '%s'" % name)
+        return info
+
+    def get_parameter(self, name):
+        info = self._parameter(name)
         array = np.empty(info.shape, info.dtype)
         _check(_library().kiln_session_get_parameter(
             self._handle, name.encode(), array.ctypes.data_as(ctypes.c_void_p),
@@ -313,9 +317,7 @@ class Session:
         return array
 
     def set_parameter(self, name, value):
-        info = next((p for p in self.bundle.parameters if p.name == name), None)
-        if info is None:
-            raise KilnError("not found", "no parameter '%s'" % name)
+        info = self._parameter(name)
         array = _as_array(value, info)
         _check(_library().kiln_session_set_parameter(
             self._handle, name.encode(), array.ctypes.data_as(ctypes.c_void_p),

@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from ._checkpoint import CheckpointDir
+from ._checkpoint import CheckpointDir, write_atomically
 from ._runtime import KilnError, Session
 
 # safetensors dtype names, as kiln-run --save-params writes them.
@@ -215,11 +215,10 @@ class Trainer:
 
     def save(self, path):
         """parameters_bytes() written to `path` (through a temporary file
-        renamed into place)."""
-        tmp = path + ".tmp"
-        with open(tmp, "wb") as f:
-            f.write(self.parameters_bytes())
-        os.replace(tmp, path)
+        renamed into place), as a checkpoint's parameters are."""
+        path = os.fspath(path)
+        write_atomically(os.path.dirname(path) or ".", os.path.basename(path),
+                         self.parameters_bytes())
 
     def load(self, path):
         """Restores a file of save() (or kiln-run's checkpoints and

@@ -22,19 +22,17 @@ struct Row {
   int64_t ns = 0, count = 0;
 };
 
-/// Splits `line` at tabs; false unless it has exactly `fields` fields.
-bool splitFields(const std::string &line, size_t fields,
-                 std::vector<std::string> &out) {
-  out.clear();
+/// The pieces of `text` between `separator`s (one more than there are).
+std::vector<std::string> split(const std::string &text, char separator) {
+  std::vector<std::string> pieces;
   size_t start = 0;
   while (true) {
-    size_t tab = line.find('\t', start);
-    out.push_back(line.substr(start, tab - start));
-    if (tab == std::string::npos)
-      break;
-    start = tab + 1;
+    size_t end = text.find(separator, start);
+    pieces.push_back(text.substr(start, end - start));
+    if (end == std::string::npos)
+      return pieces;
+    start = end + 1;
   }
-  return out.size() == fields;
 }
 
 bool parseCount(const std::string &text, int64_t &out) {
@@ -75,28 +73,22 @@ std::string figures(int64_t ns, int64_t runs, int64_t totalNs, int64_t bytes,
 Status kiln::runtime::cpuProfileReport(const std::string &what,
                                        const char *table, const int64_t *slots,
                                        std::string &out) {
-  std::string text(table);
-  std::vector<std::string> lines;
-  for (size_t start = 0; start < text.size();) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos)
-      end = text.size();
-    lines.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
+  // One line per command after the header, each ending in a newline.
+  std::vector<std::string> lines = split(table, '\n');
+  if (lines.back().empty())
+    lines.pop_back();
   if (lines.empty() || lines[0] != "kiln-cpu-profile 1")
     return formatError(what, ": the profile table does not start with "
                              "'kiln-cpu-profile 1'");
   // Entries in the order the table names them.
   std::vector<std::string> entries;
   std::map<std::string, std::vector<Row>> rows;
-  std::vector<std::string> fields;
   for (size_t i = 1; i < lines.size(); ++i) {
     Row row;
     int64_t id = static_cast<int64_t>(i) - 1;
-    if (!splitFields(lines[i], 7, fields) ||
-        !parseCount(fields[2], row.flops) || !parseCount(fields[3], row.read) ||
-        !parseCount(fields[4], row.written))
+    std::vector<std::string> fields = split(lines[i], '\t');
+    if (fields.size() != 7 || !parseCount(fields[2], row.flops) ||
+        !parseCount(fields[3], row.read) || !parseCount(fields[4], row.written))
       return formatError(what, ": line ", i + 1,
                          " of the profile table is not 7 tab-separated "
                          "fields (entry, kind, flops, read, written, what, "
