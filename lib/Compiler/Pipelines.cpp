@@ -164,6 +164,7 @@ void kiln::buildBufferPipeline(OpPassManager &pm,
   if (precision != kiln::Precision::F32) {
     kiln::KilnAutoMixedPrecisionOptions amp;
     amp.type = precision == kiln::Precision::BF16 ? "bf16" : "f16";
+    amp.store = options.ampNarrowActivations;
     pm.addPass(kiln::createKilnAutoMixedPrecision(amp));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
@@ -495,6 +496,7 @@ namespace {
 struct CompileText {
   std::string target = "cpu";
   std::string amp = "off";
+  std::string ampActivations = "narrow";
   std::string cudaAttention = "flash";
   bool rematerialize = false;
   bool emulateCuda = false;
@@ -502,6 +504,7 @@ struct CompileText {
 const Field<CompileText> kCompileFields[] = {
     {"target", &CompileText::target},
     {"amp", &CompileText::amp},
+    {"amp-activations", &CompileText::ampActivations},
     {"cuda-attention", &CompileText::cudaAttention},
     {"rematerialize", &CompileText::rematerialize},
     {"emulate-cuda", &CompileText::emulateCuda},
@@ -517,6 +520,7 @@ std::string kiln::printCompileOptions(const CompileOptions &options) {
   text.amp = options.cudaPrecision == Precision::BF16  ? "bf16"
              : options.cudaPrecision == Precision::F16 ? "fp16"
                                                        : "off";
+  text.ampActivations = options.ampNarrowActivations ? "narrow" : "f32";
   text.cudaAttention = options.cudaAttention == Attention::Loops ? "loops"
                        : options.cudaAttention == Attention::Expanded
                            ? "expanded"
@@ -547,6 +551,10 @@ Expected<kiln::CompileOptions> kiln::parseCompileOptions(StringRef text) {
   else if (parsed->amp != "off")
     return optionError("amp must be off, bf16 or fp16, not '" + parsed->amp +
                        "'");
+  if (parsed->ampActivations != "narrow" && parsed->ampActivations != "f32")
+    return optionError("amp-activations must be narrow or f32, not '" +
+                       parsed->ampActivations + "'");
+  options.ampNarrowActivations = parsed->ampActivations == "narrow";
   if (parsed->cudaAttention == "loops")
     options.cudaAttention = Attention::Loops;
   else if (parsed->cudaAttention == "expanded")

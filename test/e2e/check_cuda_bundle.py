@@ -1,7 +1,7 @@
 """Checks the CUDA code of a .kiln bundle without a GPU.
 
 usage: check_cuda_bundle.py BUNDLE --kernels N --archs sm_80,sm_90a
-           [--schema DIR [--gemm-types A:C] [--commands ENTRY]]
+           [--schema DIR [--gemm-types A:C[,A:C...]] [--commands ENTRY]]
 
 Reads the section table (docs/bundle-format.md) and checks that the bundle
 has one cubin section per architecture (an ELF image for the NVIDIA CUDA
@@ -13,9 +13,10 @@ same N kernels as functions. Prints one line per section checked.
 With --schema (the directory of bundle.proto, compiled with protoc at run
 time), it also decodes the manifest and prints each entry point's CUDA
 program (launches, gemms, attention and layer-norm commands); --gemm-types
-bf16:f32
-checks that every gemm multiplies A and B of the first type into C of the
-second, and --commands ENTRY lists ENTRY's commands, one per line.
+bf16:f32,bf16:bf16 checks that every gemm multiplies A and B of one pair's
+first type into C of its second, and --commands ENTRY lists ENTRY's
+commands, one per line (a gemm with a 16-bit C ends "into bf16" or "into
+f16").
 """
 
 import argparse
@@ -146,7 +147,10 @@ def describe(command, kernels, names):
         padded = "".join(f" {name} {getattr(g, name)}"
                          for name, ld in dense.items()
                          if getattr(g, name) != ld)
-        return f"gemm {g.m}x{g.n}x{g.k}{bias}{padded}"
+        # A 16-bit result (kiln-amp's stored activations).
+        into = (f" into {names[g.c_type]}"
+                if names[g.c_type] in ("bf16", "f16") else "")
+        return f"gemm {g.m}x{g.n}x{g.k}{bias}{padded}{into}"
     if command.HasField("all_reduce_mean"):
         r = command.all_reduce_mean
         return f"all-reduce-mean {r.count} f32, request {r.request}"
@@ -219,7 +223,8 @@ def check_programs(manifest_bytes, schema, gemm_types, list_entry):
               f"({', '.join(types)})"
               + (f", {attention} attention" if attention else "")
               + (f", {layer_norms} layer norms" if layer_norms else ""))
-        if gemm_types and types != [gemm_types]:
+        allowed = sorted(gemm_types.split(",")) if gemm_types else None
+        if allowed and not set(types) <= set(allowed):
             sys.exit(f"error: {entry.name} has gemms of {types}, expected "
                      f"only {gemm_types}")
         if entry.name == list_entry:

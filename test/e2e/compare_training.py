@@ -175,7 +175,9 @@ def prepare(args):
     narrow = ({"bf16": torch.bfloat16, "fp16": torch.float16}
               .get(args.matmul_operands))
     if narrow:
-        mode = rounded_matmul_mode(torch, narrow)
+        mode = rounded_matmul_mode(torch, narrow, list(model.parameters()),
+                                   store=args.amp_activations == "narrow",
+                                   attention=args.amp_attention)
         mode.__enter__()
     scaler = LossScaler(torch, args) if args.loss_scale else None
     for step in range(args.steps):
@@ -251,23 +253,73 @@ class LossScaler:
             self.tracker += 1
 
 
-def rounded_matmul_mode(torch, narrow):
+def rounded_matmul_mode(torch, narrow, parameters=(), store=True,
+                        attention="flash"):
     """A TorchFunctionMode under which every matrix product (matmul, @,
     linear, mm, bmm), and the products of its backward pass, multiplies its
     operands rounded to `narrow` (bf16 or f16) and accumulates in f32, and a
     linear layer's bias gradient sums the rounded gradient its weight's
     product reads (kilnc folds the sum into that product, as cuBLASLt's
     bias-gradient epilogue): the arithmetic of kilnc --amp=bf16 and
-    --amp=fp16."""
+    --amp=fp16.
+
+    With `store`, the products that multiply one of `parameters` also store
+    their results rounded, as kiln-amp's products do whose results only
+    elementwise ops, reductions and products read: the forward's result
+    (a linear layer's with its bias rounded too, as cuBLASLt's epilogue
+    reads it) unless a layer norm reads it, or reads its sum with another
+    activation first (a residual connection, which kilnc's layer-norm
+    kernels add), and the gradient of the other operand unless a layer
+    norm computed that operand: the layer-norm kernels read f32. A parameter's
+    gradient stays f32. With attention
+    "loops" (kilnc --cuda-attention=loops), a product of two activations
+    reads stored results in f32, as kiln-attention-kernel's loops do."""
+    import weakref
     from torch.overrides import TorchFunctionMode
 
     def rounded(x):
         return x.to(narrow).to(torch.float32)
 
+    parameter_ids = {id(p) for p in parameters}
+
+    def is_parameter(t):
+        base = getattr(t, "_base", None)
+        return id(t) in parameter_ids or (base is not None and
+                                          id(base) in parameter_ids)
+
+    class Registry:
+        """Tensors by identity, for as long as they live."""
+
+        def __init__(self):
+            self.entries = {}
+
+        def add(self, t, value=True):
+            self.entries[id(t)] = (weakref.ref(t), value)
+
+        def get(self, t):
+            entry = self.entries.get(id(t))
+            if entry is None or entry[0]() is not t:
+                return None
+            return entry[1]
+
+        def clear_dead(self):
+            if len(self.entries) > 4096:
+                self.entries = {k: v for k, v in self.entries.items()
+                                if v[0]() is not None}
+
+    # A product's f32 result -> the same rounded, until a reader decides.
+    stored = Registry()
+    # Results of layer norms.
+    from_kernel = Registry()
+    # The sum of a residual connection -> [the sum with the stored result
+    # rounded, whether that is the one its readers read (None: undecided)].
+    residual = Registry()
+
     class RoundedProduct(torch.autograd.Function):
         @staticmethod
-        def forward(ctx, a, b):
+        def forward(ctx, a, b, round_grad_a, round_grad_b):
             ctx.save_for_backward(a, b)
+            ctx.round_grad = (round_grad_a, round_grad_b)
             return torch.matmul(rounded(a), rounded(b))
 
         @staticmethod
@@ -276,12 +328,16 @@ def rounded_matmul_mode(torch, narrow):
             g = rounded(grad)
             grad_a = torch.matmul(g, rounded(b).transpose(-1, -2))
             grad_b = torch.matmul(rounded(a).transpose(-1, -2), g)
+            if ctx.round_grad[0]:
+                grad_a = rounded(grad_a)
+            if ctx.round_grad[1]:
+                grad_b = rounded(grad_b)
             # Broadcast batch dimensions sum back to the operand's shape.
             while grad_a.dim() > a.dim():
                 grad_a = grad_a.sum(0)
             while grad_b.dim() > b.dim():
                 grad_b = grad_b.sum(0)
-            return grad_a, grad_b
+            return grad_a, grad_b, None, None
 
     class RoundedBias(torch.autograd.Function):
         @staticmethod
@@ -293,20 +349,117 @@ def rounded_matmul_mode(torch, narrow):
             rows = tuple(range(grad.dim() - 1))
             return grad, rounded(grad).sum(rows)
 
+    class Rounded(torch.autograd.Function):
+        """The value rounded; the gradient as it is."""
+        @staticmethod
+        def forward(ctx, y):
+            return rounded(y)
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
     products = {torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__,
                 torch.mm, torch.bmm}
+    # Ops that pass their input's elements on as they are.
+    views = {"view", "reshape", "transpose", "permute", "split", "chunk",
+             "__getitem__", "contiguous", "unflatten", "flatten", "t",
+             "narrow", "select", "unsqueeze", "squeeze", "view_as",
+             "reshape_as", "unbind", "movedim", "dropout"}
+    additions = {"add", "__add__", "__radd__"}
+    layer_norms = {"layer_norm"}
+
+    def product(a, b, bias=None):
+        params = is_parameter(a) or is_parameter(b)
+        keep = store and params
+        y = RoundedProduct.apply(a, b,
+                                 keep and not is_parameter(a) and
+                                 from_kernel.get(a) is None,
+                                 keep and not is_parameter(b) and
+                                 from_kernel.get(b) is None)
+        if bias is not None:
+            wide = RoundedBias.apply(y, bias)
+            narrow_result = (RoundedBias.apply(y, Rounded.apply(bias))
+                             if keep else None)
+            y = wide
+        else:
+            narrow_result = y if keep else None
+        if keep:
+            stored.add(y, Rounded.apply(narrow_result))
+        return y
+
+    def outputs(result):
+        return result if isinstance(result, (tuple, list)) else (result,)
 
     class Mode(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
+            for registry in (stored, from_kernel, residual):
+                registry.clear_dead()
+            name = getattr(func, "__name__", "")
             if func in products:
-                return RoundedProduct.apply(*args)
+                if attention == "loops" and not any(map(is_parameter, args)):
+                    return product(*args)
+                return product(*self.read(args, name))
             if func is torch.nn.functional.linear:
-                x, weight = args[0], args[1]
+                x, weight = self.read(args[:2], name)
                 bias = args[2] if len(args) > 2 else kwargs.get("bias")
-                y = RoundedProduct.apply(x, weight.t())
-                return RoundedBias.apply(y, bias) if bias is not None else y
-            return func(*args, **kwargs)
+                return product(x, weight.t(), bias)
+            if name in views:
+                result = func(*args, **kwargs)
+                for source in args[:1]:
+                    narrow_source = stored.get(source)
+                    if narrow_source is not None:
+                        for wide, narrow_view in zip(
+                                outputs(result),
+                                outputs(func(narrow_source, *args[1:],
+                                             **kwargs))):
+                            stored.add(wide, narrow_view)
+                    if from_kernel.get(source) is not None:
+                        for wide in outputs(result):
+                            if isinstance(wide, torch.Tensor):
+                                from_kernel.add(wide)
+                return result
+            tensors = [a for a in args if isinstance(a, torch.Tensor)]
+            if (name in additions and len(tensors) == 2 and
+                    tensors[0].shape == tensors[1].shape and
+                    any(stored.get(t) is not None for t in tensors)):
+                # A residual connection: kilnc's layer-norm kernels add a
+                # stored result in f32 as they normalize the sum, anything
+                # else adds it rounded; the sum's first reader decides.
+                wide_args = tuple(self.settle(a, name) for a in args)
+                result = func(*wide_args, **kwargs)
+                residual.add(result, [func(*self.read(wide_args, name),
+                                           **kwargs), None])
+                return result
+            result = func(*self.read(args, name), **kwargs)
+            if name in layer_norms:
+                from_kernel.add(result)
+            return result
+
+        @staticmethod
+        def settle(a, name):
+            """`a`, or the sum of a residual connection as its first
+            reader decides: f32 for a layer norm, else with the stored
+            result rounded."""
+            if not isinstance(a, torch.Tensor):
+                return a
+            entry = residual.get(a)
+            if entry is None:
+                return a
+            if entry[1] is None:
+                entry[1] = name not in layer_norms
+            return entry[0] if entry[1] else a
+
+        @staticmethod
+        def read(args, name):
+            """The arguments as `name` reads them: a stored product's
+            result rounded, unless a layer norm reads it."""
+            args = tuple(Mode.settle(a, name) for a in args)
+            if name in layer_norms:
+                return args
+            return tuple(stored.get(a) if isinstance(a, torch.Tensor) and
+                         stored.get(a) is not None else a for a in args)
     return Mode()
 
 
@@ -392,11 +545,15 @@ def check(args):
         print("error: %d losses from kiln-run, %d expected" % (len(got), len(expected)))
         return 1
     bad = 0
+    largest = 0.0
     for step, (g, e) in enumerate(zip(got, expected), 1):
         ok = abs(g - e) <= args.rtol * abs(e) + args.atol
         bad += not ok
+        if e != 0:
+            largest = max(largest, abs(g - e) / abs(e))
         print("step %d: %s kiln %.6g torch %.6g %s" % (
             step, args.column, g, e, "" if ok else "MISMATCH"))
+    print("largest relative difference: %.3g" % largest)
     return 1 if bad else 0
 
 
@@ -475,6 +632,16 @@ def main():
     p.add_argument("--fp16-matmul", dest="matmul_operands",
                    action="store_const", const="fp16",
                    help="the same with f16 operands (kilnc --amp=fp16)")
+    p.add_argument("--amp-activations", choices=["narrow", "f32"],
+                   default="narrow",
+                   help="with --bf16-matmul or --fp16-matmul: whether the "
+                        "products store their results rounded, as kilnc "
+                        "--amp-activations says")
+    p.add_argument("--amp-attention", choices=["flash", "loops"],
+                   default="flash",
+                   help="with --bf16-matmul or --fp16-matmul: the attention "
+                        "kilnc builds (--cuda-attention), which decides "
+                        "what reads the stored products' results in f32")
     p.add_argument("--loss-scale", type=float, default=0.0,
                    help="dynamic loss scaling from this initial scale, as "
                         "GradScaler (kilnc --amp=fp16 --loss-scale)")

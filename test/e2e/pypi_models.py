@@ -306,7 +306,8 @@ def prepare(args):
         here = os.path.dirname(os.path.abspath(__file__))
         sys.path[:0] = [here, os.path.join(here, "..", "lib")]
         from compare_training import rounded_matmul_mode
-        rounded_matmul_mode(torch, torch.bfloat16).__enter__()
+        rounded_matmul_mode(torch, torch.bfloat16,
+                            list(model.parameters())).__enter__()
     losses = []
     for step in range(args.steps):
         optimizer.zero_grad()

@@ -130,6 +130,19 @@ cl::opt<Amp>
                               "training step (--loss-scale)")),
         cl::init(Amp::Off), cl::cat(kilncCategory));
 
+enum class AmpActivations { Narrow, F32 };
+cl::opt<AmpActivations> ampActivations(
+    "amp-activations",
+    cl::desc("Under --amp: how the products whose results are activations "
+             "(or their gradients) store them"),
+    cl::values(clEnumValN(AmpActivations::Narrow, "narrow",
+                          "in bf16 (f16 under fp16), summed in f32 and "
+                          "rounded once, as autocast stores them (default)"),
+               clEnumValN(AmpActivations::F32, "f32",
+                          "in f32: twice the bytes for every kernel that "
+                          "reads them, no rounding of the results")),
+    cl::init(AmpActivations::Narrow), cl::cat(kilncCategory));
+
 using CudaAttention = kiln::CompileOptions::CudaAttention;
 cl::opt<CudaAttention> cudaAttention(
     "cuda-attention",
@@ -293,7 +306,11 @@ int main(int argc, char **argv) {
                   "cpu,cuda");
     compileOptions.cudaPrecision =
         amp == Amp::BF16 ? kiln::Precision::BF16 : kiln::Precision::F16;
+  } else if (ampActivations.getNumOccurrences()) {
+    return fail("--amp-activations applies under --amp=bf16 or fp16");
   }
+  compileOptions.ampNarrowActivations =
+      ampActivations == AmpActivations::Narrow;
   if (emulateCuda && (compileOptions.cudaTarget || !compileOptions.cpuTarget))
     return fail("--emulate-cuda makes a CPU bundle: use it with --target=cpu");
   bool costReport = llvm::is_contained(reports, Report::Cost);

@@ -109,6 +109,10 @@ struct CompileOptions {
   CUDATargetOptions cuda;
   /// The CUDA target's precision (--amp); the CPU target computes in f32.
   Precision cudaPrecision = Precision::F32;
+  /// Under a 16-bit cudaPrecision: whether the products whose results are
+  /// activations store them in the 16-bit type, as autocast does
+  /// (--amp-activations; kiln-amp's `store`), or in f32.
+  bool ampNarrowActivations = true;
   /// How the CUDA target computes attention and its gradient
   /// (--cuda-attention): Flash, the tensor-core kernels where they apply
   /// (kiln-flash-attention: bf16 or f16 precision, head sizes they have),

@@ -120,3 +120,44 @@ func.func @layer_norm_copy(%x: memref<4x8xf32>, %r: memref<4x8xf32>, %g: memref<
   kiln.fused_layer_norm %x, %g residual %r into %y, %s, %c : (memref<4x8xf32>, memref<8xf32>, memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>, memref<4x8xbf16>) -> ()
   return
 }
+
+// -----
+
+// A product that stores its f32 sum rounded to bf16 (kiln-amp's
+// `round_once`, as cuBLASLt does) sums into an f32 buffer of its own on the
+// host: the output's zero fill widened into it, the product, then the sum
+// rounded into the output once, and the buffer freed.
+// CHECK-LABEL: func.func @round_once(
+// CHECK-SAME: %[[A:[a-z0-9]+]]: memref<4x8xbf16>, %[[B:[a-z0-9]+]]: memref<8x16xbf16>, %[[C:[a-z0-9]+]]: memref<4x16xbf16>
+// CHECK: linalg.fill ins(%{{.*}} : bf16) outs(%[[C]] :
+// CHECK-NEXT: %[[SUM:.*]] = memref.alloc() : memref<4x16xf32>
+// CHECK-NEXT: linalg.generic {{.*}} ins(%[[C]] : memref<4x16xbf16>) outs(%[[SUM]] : memref<4x16xf32>)
+// CHECK: arith.extf
+// CHECK: linalg.generic {{.*}} ins(%[[A]], %[[B]] : memref<4x8xbf16>, memref<8x16xbf16>) outs(%[[SUM]] : memref<4x16xf32>) attrs = {kiln.matmul = {}}
+// CHECK-NEXT: ^bb0(%{{.*}}: bf16, %{{.*}}: bf16, %[[ACC:.*]]: f32):
+// CHECK-NOT: truncf
+// CHECK: arith.addf %[[ACC]], %{{.*}} : f32
+// CHECK-NOT: truncf
+// CHECK: linalg.yield
+// CHECK: linalg.generic {{.*}} ins(%[[SUM]] : memref<4x16xf32>) outs(%[[C]] : memref<4x16xbf16>)
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: memref.dealloc %[[SUM]]
+// CHECK-NOT: round_once
+#a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#c = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @round_once(%a: memref<4x8xbf16>, %b: memref<8x16xbf16>, %c: memref<4x16xbf16>) {
+  %zero = arith.constant 0.0 : bf16
+  linalg.fill ins(%zero : bf16) outs(%c : memref<4x16xbf16>)
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"], kiln.matmul = {round_once}} ins(%a, %b : memref<4x8xbf16>, memref<8x16xbf16>) outs(%c : memref<4x16xbf16>) {
+  ^bb0(%l: bf16, %r: bf16, %acc: bf16):
+    %accw = arith.extf %acc : bf16 to f32
+    %lw = arith.extf %l : bf16 to f32
+    %rw = arith.extf %r : bf16 to f32
+    %m = arith.mulf %lw, %rw : f32
+    %s = arith.addf %accw, %m : f32
+    %t = arith.truncf %s : f32 to bf16
+    linalg.yield %t : bf16
+  }
+  return
+}

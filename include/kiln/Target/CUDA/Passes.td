@@ -251,13 +251,31 @@ def KilnAutoMixedPrecision : Pass<"kiln-amp", "mlir::ModuleOp"> {
     (the master weights), their gradients, the optimizer, reductions,
     normalizations and the loss.
 
+    With `store` (the default), the products whose results are
+    activations or their gradients also store them in bf16, as autocast
+    does: each sums in f32 and rounds once as it stores (`round_once` in
+    its `kiln.matmul` flags; cuBLASLt's output type), and every elementwise
+    op, reduction or product that reads the result widens each element
+    it reads, exactly. A linear layer's bias added by the product's
+    epilogue (kiln-gemm-bias) is read rounded, as cuBLASLt reads a bias of
+    the output's type. A product keeps its f32 result when that result
+    flows through elementwise work only into what the function returns (a
+    parameter's gradient on its way to the optimizer, a model's output) or
+    into an op other than a linalg.generic (a layer-norm or attention
+    kernel, a collective), or when it accumulates into a value it did not
+    start (a gradient summed over several products). Memory-bound kernels
+    then move about half the bytes of an f32 activation.
+
     With `type=f16` the operands are rounded to f16 instead, whose range
     ends at 65504: values beyond it become infinities and small gradients
     flush to zero, which is what kiln-train-step's `loss-scale` is for.
   }];
   let options = [
     Option<"type", "type", "std::string", "\"bf16\"",
-           "The operands' type: bf16 or f16">
+           "The operands' type: bf16 or f16">,
+    Option<"store", "store", "bool", "true",
+           "Products whose results are activations store them in the "
+           "operands' type">
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",

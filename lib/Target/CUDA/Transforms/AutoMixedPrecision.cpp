@@ -9,6 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "NarrowStorage.h"
+
 #include "kiln/KilnOps.h"
 #include "kiln/Target/CUDA/Passes.h"
 #include "kiln/Transforms/Utils/NarrowType.h"
@@ -156,6 +158,11 @@ struct KilnAutoMixedPrecisionPass
           argument.replaceAllUsesExcept(wide, wide.getDefiningOp());
         }
       }
+      if (store)
+        kiln::narrowProductStorage(function, element, [&](Value bias) {
+          Value narrow = rounded.lookup(bias);
+          return narrow ? narrow : round(bias, element, rounded);
+        });
       // Concatenations and reshapes that only rounded copies were read
       // from go first (the later first), so that their producers' f32
       // results, and f32 layer norms now written rounded, go too.

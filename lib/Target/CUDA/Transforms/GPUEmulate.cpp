@@ -88,6 +88,7 @@ struct KilnGPUEmulatePass : kiln::impl::KilnGPUEmulateBase<KilnGPUEmulatePass> {
     module->removeAttr(gpu::GPUDialect::getContainerModuleAttrName());
     splitBiasGrads();
     restoreZeroFills();
+    widenRoundOnceProducts();
     if (failed(callHostAttention()) || failed(callHostLayerNorms()))
       return signalPassFailure();
   }
@@ -296,6 +297,76 @@ struct KilnGPUEmulatePass : kiln::impl::KilnGPUEmulateBase<KilnGPUEmulatePass> {
       entries.erase("overwrite");
       op->setAttr("kiln.matmul", entries.getDictionary(op.getContext()));
     });
+  }
+
+  /// A product that sums in f32 and rounds once as it stores into a 16-bit
+  /// output (kiln-amp's `round_once`, as cuBLASLt computes it) sums into an
+  /// f32 buffer of its own instead: the output's start (a zero fill or a
+  /// bias broadcast, run before it) widened into it, the product, then the
+  /// sum rounded into the output. A loop nest on the 16-bit output would
+  /// round at every step of the sum.
+  void widenRoundOnceProducts() {
+    SmallVector<linalg::GenericOp> products;
+    getOperation().walk([&](linalg::GenericOp op) {
+      auto flags = op->getAttrOfType<DictionaryAttr>("kiln.matmul");
+      if (flags && flags.contains("round_once") &&
+          op.hasPureBufferSemantics() && op.getNumDpsInits() == 1)
+        products.push_back(op);
+    });
+    for (linalg::GenericOp op : products) {
+      OpBuilder b(op);
+      Location loc = op.getLoc();
+      Value out = op.getDpsInits()[0];
+      auto outType = cast<MemRefType>(out.getType());
+      Type f32 = b.getF32Type();
+      Value wide = memref::AllocOp::create(
+          b, loc, MemRefType::get(outType.getShape(), f32));
+      convert(b, loc, out, wide);
+      op.getDpsInitsMutable()[0].set(wide);
+      Block *body = op.getBody();
+      BlockArgument sum = body->getArguments().back();
+      sum.setType(f32);
+      for (Operation *user : llvm::make_early_inc_range(sum.getUsers()))
+        if (auto extend = dyn_cast<arith::ExtFOp>(user);
+            extend && extend.getType() == f32) {
+          extend.replaceAllUsesWith(sum);
+          extend.erase();
+        }
+      auto yield = cast<linalg::YieldOp>(body->getTerminator());
+      if (auto round = yield->getOperand(0).getDefiningOp<arith::TruncFOp>()) {
+        yield->setOperand(0, round.getIn());
+        if (round->use_empty())
+          round.erase();
+      }
+      NamedAttrList flags(op->getAttrOfType<DictionaryAttr>("kiln.matmul"));
+      flags.erase("round_once");
+      op->setAttr("kiln.matmul", flags.getDictionary(op.getContext()));
+      b.setInsertionPointAfter(op);
+      convert(b, loc, wide, out);
+      memref::DeallocOp::create(b, loc, wide);
+    }
+  }
+
+  /// `to` = `from` converted to `to`'s element type, element by element.
+  static void convert(OpBuilder &b, Location loc, Value from, Value to) {
+    int64_t rank = cast<MemRefType>(from.getType()).getRank();
+    Type element = cast<MemRefType>(to.getType()).getElementType();
+    AffineMap identity = b.getMultiDimIdentityMap(rank);
+    SmallVector<utils::IteratorType> parallel(rank,
+                                              utils::IteratorType::parallel);
+    linalg::GenericOp::create(
+        b, loc, ValueRange{from}, ValueRange{to},
+        ArrayRef<AffineMap>{identity, identity}, parallel,
+        [&](OpBuilder &nb, Location nloc, ValueRange args) {
+          Value converted =
+              element.getIntOrFloatBitWidth() >
+                      args[0].getType().getIntOrFloatBitWidth()
+                  ? arith::ExtFOp::create(nb, nloc, element, args[0])
+                        .getResult()
+                  : arith::TruncFOp::create(nb, nloc, element, args[0])
+                        .getResult();
+          linalg::YieldOp::create(nb, nloc, converted);
+        });
   }
 
   /// `func.func private @<module>_<kernel>(%block, %thread, buffers...)`
