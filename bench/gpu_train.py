@@ -141,7 +141,12 @@ KILN_CUDA_PROFILE=OUT/profile-MODEL-PRECISION.txt (the first run is left
 out; the others run the commands without a CUDA graph), read back into the
 row's "profile" record and one `profile_lines` entry per entry point (the
 step's time on the stream and in commands, by kind, and its longest kernel
-or shape); a profile run that fails counts as a failure.
+or shape); a profile run that fails counts as a failure. On cuda every
+bundle is compiled with kilnc --report=cost --gpu=h100,h200,a100 too, its
+report kept beside it (NAME-PRECISION.cost.txt, packaged with it), and
+each profiled entry point gets a `model_lines` entry: the cost model's
+prediction for this GPU beside the measurement, the step and each kind of
+command (gemm, kernel, layer_norm, attention), measured / predicted ms.
 
 Writes DIR/gpu_train.json (setup, formula, one record per model, precision
 and side) to --out (default: $OUT when set, else ./gpu-bench-out), and ends
@@ -477,7 +482,21 @@ def kilnc_command(args, onnx_path, batch, bundle, amp, data_parallel,
         command.append("--cuda-attention=%s" % attention)
     if args.package_prepare:
         command.append("--external-weights")
+    if args.device == "cuda":
+        # The cost model's prediction for each GPU the benchmark may run
+        # on, beside the bundle (cost_file): the profile compares.
+        command += ["--report=cost", "--gpu=" + ",".join(COST_GPUS)]
     return command + ["-o", bundle]
+
+
+# The GPUs kilnc's cost report models (kilnc --gpu), by the name
+# torch.cuda.get_device_name() and the report's header give them.
+COST_GPUS = ("h100", "h200", "a100")
+
+
+def cost_file(bundle):
+    """Where the cost model's report of `bundle` is kept."""
+    return re.sub(r"\.kiln$", "", bundle) + ".cost.txt"
 
 
 class KilnCompile:
@@ -561,6 +580,10 @@ class KilnCompile:
         if self.code:
             raise RuntimeError("kilnc failed (exit %d): %s" % (
                 self.code, text.strip()[-3000:]))
+        report = text.find("cost report: ")
+        if report >= 0:
+            with open(cost_file(self.bundle), "w") as f:
+                f.write(text[report:])
         return self.bundle, self.precision, self.seconds
 
 
@@ -642,6 +665,63 @@ def parse_profile(text):
     return entries
 
 
+def parse_cost_report(text):
+    """kilnc --report=cost's predictions (tools/kilnc/CostModel.cpp writes
+    them): {GPU (as the header names it, "H200"): {entry point:
+    dict(predicted_ms, bound_ms, kinds={kind: predicted ms})}}."""
+    reports, gpu, entry = {}, None, None
+    for line in text.splitlines():
+        head = re.match(r"^cost report: NVIDIA (\S+)", line)
+        if head:
+            gpu = head.group(1).upper()
+            reports[gpu] = {}
+            continue
+        point = re.match(r"^entry point '([^']*)': \d+ commands, predicted "
+                         r"([0-9.]+) ms, lower bound ([0-9.]+) ms", line)
+        if point and gpu:
+            entry = reports[gpu][point.group(1)] = dict(
+                predicted_ms=float(point.group(2)),
+                bound_ms=float(point.group(3)), kinds={})
+            continue
+        kind = re.match(r"^  (\w+)\s+\d+\s+[0-9.]+\s+[0-9.]+\s+([0-9.]+)"
+                        r"\s+[0-9.]+%\s+[0-9.]+$", line)
+        if kind and entry is not None:
+            entry["kinds"][kind.group(1)] = float(kind.group(2))
+    return reports
+
+
+def cost_gpu(device_name):
+    """The cost report's name of the GPU torch names `device_name` ("NVIDIA
+    H200" -> "H200"), or None for one kilnc does not model."""
+    for gpu in COST_GPUS:
+        if gpu.upper() in device_name.upper():
+            return gpu.upper()
+    return None
+
+
+def model_line(tag, gpu, entry, predicted):
+    """The cost model's prediction for a profiled entry point beside what
+    the profile measured: the step on the stream, then each kind of
+    command, measured / predicted ms."""
+    if not predicted:
+        return "%s %s: no prediction (no cost report of it for %s)" % (
+            tag, entry["entry"], gpu or "this GPU, which kilnc does not model")
+    if not entry["runs"]:
+        return "%s %s: not measured (no run timed); predicted %.2f ms on %s" % (
+            tag, entry["entry"], predicted["predicted_ms"], gpu)
+    measured = entry.get("stream_ms", float("nan"))
+    kinds = {k["what"]: k["ms"] for k in entry["by_kind"]}
+    parts = ["%s %.2f/%.2f" % (kind, kinds.get(kind, 0.0), ms)
+             for kind, ms in sorted(predicted["kinds"].items(),
+                                    key=lambda item: -item[1])]
+    return ("%s %s on %s: measured %.2f ms, predicted %.2f (measured / "
+            "predicted %.2f; bound %.2f); by kind, measured/predicted ms: %s"
+            % (tag, entry["entry"], gpu, measured, predicted["predicted_ms"],
+               measured / predicted["predicted_ms"]
+               if predicted["predicted_ms"] else float("nan"),
+               predicted["bound_ms"], ", ".join(parts)))
+
+
 def profile_line(tag, entry):
     """One line of a profile's figures: the stream's time per run and where
     it went by kind, and the longest kernel or shape."""
@@ -698,6 +778,7 @@ def profile_kiln(args, bundle, data_path, tag, params):
             record["entries"] = parse_profile(f.read())
         if not record["entries"]:
             record["error"] = "%s holds no entry point's figures" % path
+        record["cost"] = predictions(bundle)
     return record
 
 
@@ -1491,6 +1572,34 @@ def result_lines(args, rows, dp_rows):
                  "--data-parallel")]
 
 
+def predictions(bundle):
+    """The cost model's predictions for `bundle` on this GPU: dict(gpu,
+    entries={entry point: prediction}) (entries empty without a report)."""
+    import torch
+    gpu = cost_gpu(torch.cuda.get_device_name(0))
+    entries = {}
+    if gpu and os.path.exists(cost_file(bundle)):
+        with open(cost_file(bundle)) as f:
+            entries = parse_cost_report(f.read()).get(gpu, {})
+    return dict(gpu=gpu, entries=entries)
+
+
+def model_lines(rows):
+    """One line per profiled row and entry point: the cost model's
+    prediction beside the profile's measurement (model_line)."""
+    lines = []
+    for row in rows:
+        profile = row.get("profile")
+        if not profile or "cost" not in profile:
+            continue
+        tag = "%s-%s" % (row["model"], row["precision"])
+        cost = profile["cost"]
+        lines += [model_line(tag, cost["gpu"], entry,
+                             cost["entries"].get(entry["entry"]))
+                  for entry in profile.get("entries", [])]
+    return lines
+
+
 def profile_lines(rows):
     """One line per profiled row and entry point (--profile), or its
     error: `MODEL-PRECISION ENTRY: ...` or `MODEL-PRECISION: FAILED: ...`."""
@@ -1562,6 +1671,7 @@ def benchmark(args):
                       skipped_for_time=budget.skipped,
                       result_lines=result_lines(args, rows, dp_rows),
                       profile_lines=profile_lines(rows),
+                      model_lines=model_lines(rows),
                       wall_s=time.perf_counter() - started)
         with open(os.path.join(args.out, "gpu_train.json"), "w") as f:
             json.dump(result, f, indent=1)
@@ -1584,6 +1694,8 @@ def benchmark(args):
         print(line)
     for line in result["profile_lines"]:
         print("profile " + line)
+    for line in result["model_lines"]:
+        print("model " + line)
     return 1 if failures else 0
 
 

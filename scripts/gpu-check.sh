@@ -29,7 +29,10 @@
 # The benchmark also profiles each row's Kiln bundle (gpu_train.py
 # --profile: a few steps under KILN_CUDA_PROFILE, to profile-MODEL-PREC.txt),
 # and the summary has a `profile` line per profile: the step's time on the
-# stream and by kind of command, and its longest kernel or gemm shape.
+# stream and by kind of command, and its longest kernel or gemm shape; and a
+# `model` line beside it: kilnc's cost model (--report=cost, compiled with
+# every bundle) for this GPU, measured / predicted ms for the step and for
+# each kind of command.
 #
 # The summary has a line per step, and the fp16 and data-parallel results
 # apart: parity-fp16 and parity-dp (the parity check's `result fp16:` and
@@ -121,6 +124,13 @@ record_profiles() {
 for line in json.load(open(sys.argv[1])).get("profile_lines", []):
     print(line)' "$logs/gpu_train.json" 2>/dev/null)
   [[ -n $found ]] || record profile FAILED "no profile (the benchmark stopped or ran out of time first; see bench.log)" -
+  # The cost model (kilnc --report=cost) beside each profile: a line each,
+  # never a failure (the model is a prediction, not a check).
+  while IFS= read -r line; do
+    record model - "$line" -
+  done < <("$python" -c 'import json, sys
+for line in json.load(open(sys.argv[1])).get("model_lines", []):
+    print(line)' "$logs/gpu_train.json" 2>/dev/null)
 }
 finish() {
   {

@@ -201,10 +201,11 @@ cl::list<Report> reports(
                           "--gpu: FLOPs, bytes, predicted time")),
     cl::cat(kilncCategory));
 
-cl::opt<std::string>
-    gpu("gpu",
-        cl::desc("The GPU --report=cost models: h100 (default), h200, a100"),
-        cl::value_desc("name"), cl::init("h100"), cl::cat(kilncCategory));
+cl::list<std::string>
+    gpus("gpu",
+         cl::desc("The GPUs --report=cost models, one report each: h100 "
+                  "(default), h200, a100"),
+         cl::value_desc("names"), cl::CommaSeparated, cl::cat(kilncCategory));
 
 cl::opt<bool> debugIR("debug-ir",
                       cl::desc("Print the IR after every compiler pass to "
@@ -314,12 +315,17 @@ int main(int argc, char **argv) {
   if (emulateCuda && (compileOptions.cudaTarget || !compileOptions.cpuTarget))
     return fail("--emulate-cuda makes a CPU bundle: use it with --target=cpu");
   bool costReport = llvm::is_contained(reports, Report::Cost);
-  if (gpu.getNumOccurrences() && !costReport)
+  if (gpus.getNumOccurrences() && !costReport)
     return fail("--gpu names the GPU of --report=cost; add --report=cost");
-  const kilnc::GpuModel *gpuModel = kilnc::findGpu(gpu);
-  if (!gpuModel)
-    return fail("--gpu=" + gpu + ": unknown GPU (known: " + kilnc::gpuNames() +
-                ")");
+  std::vector<const kilnc::GpuModel *> gpuModels;
+  for (const std::string &name :
+       gpus.empty() ? std::vector<std::string>{"h100"} : gpus) {
+    const kilnc::GpuModel *model = kilnc::findGpu(name);
+    if (!model)
+      return fail("--gpu=" + name +
+                  ": unknown GPU (known: " + kilnc::gpuNames() + ")");
+    gpuModels.push_back(model);
+  }
   if (costReport && !compileOptions.cudaTarget)
     return fail("--report=cost models the CUDA target's commands: use it with "
                 "--target=cuda or cpu,cuda");
@@ -497,7 +503,8 @@ int main(int argc, char **argv) {
       else if (report == Report::Memory)
         kilnc::printMemoryReport(*compiled, outs());
       else if (compiled->cuda)
-        kilnc::printCostReport(*compiled, *gpuModel, outs());
+        for (const kilnc::GpuModel *gpuModel : gpuModels)
+          kilnc::printCostReport(*compiled, *gpuModel, outs());
     }
     return 0;
   }

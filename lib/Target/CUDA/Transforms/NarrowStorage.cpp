@@ -120,9 +120,9 @@ bool narrowProduct(linalg::GenericOp op, FloatType element,
   auto bias = init.getDefiningOp<linalg::GenericOp>();
   if (fill && !matchPattern(fill.getDpsInputs()[0], m_AnyZeroFloat()))
     return false;
-  if (bias && (!bias->hasAttr("kiln.gemm_bias") ||
-               bias.getNumDpsInputs() != 1 ||
-               !bias.getDpsInits()[0].getDefiningOp<tensor::EmptyOp>()))
+  if (bias &&
+      (!bias->hasAttr("kiln.gemm_bias") || bias.getNumDpsInputs() != 1 ||
+       !bias.getDpsInits()[0].getDefiningOp<tensor::EmptyOp>()))
     return false;
   if (!fill && !bias)
     return false;

@@ -15,9 +15,9 @@ namespace kiln {
 /// reads the result widens the element it reads. A bias broadcast into
 /// such a product reads `round(bias)`, the bias rounded to `element`.
 /// Returns how many products it narrowed.
-unsigned narrowProductStorage(mlir::func::FuncOp function,
-                              mlir::FloatType element,
-                              llvm::function_ref<mlir::Value(mlir::Value)> round);
+unsigned
+narrowProductStorage(mlir::func::FuncOp function, mlir::FloatType element,
+                     llvm::function_ref<mlir::Value(mlir::Value)> round);
 
 } // namespace kiln
 
