@@ -896,21 +896,31 @@ LogicalResult FlashAttentionGradOp::verify() {
       getOutputs(), {"query_grad", "key_grad", "value_grad", "delta"});
 }
 
-/// The checks shared by kiln.fused_layer_norm and its gradient: an f32
-/// [rows, cols] input and every other operand f32 of the shape its name
-/// says, and so is what the op produces (`produced`, by name), except
+/// An operand of kiln.fused_layer_norm or its gradient: its name, and
+/// whether it may be bf16 or f16 (stored so by a product, kiln-amp).
+struct LayerNormOperand {
+  Value value;
+  StringRef name;
+  bool narrowable = false;
+};
+
+/// The checks shared by kiln.fused_layer_norm and its gradient: a
+/// [rows, cols] input (f32, or bf16 or f16 where `input` is narrowable) and
+/// every other operand f32 (or 16-bit where narrowable) of the shape its
+/// name says, and so is what the op produces (`produced`, by name), except
 /// entry `narrow` (if any), which may be f32, bf16 or f16 ("result") or
 /// must be bf16 or f16 ("rounded_input_grad"); all tensors or all dense
 /// buffers.
-static LogicalResult
-verifyFusedLayerNorm(Operation *op, Value input,
-                     ArrayRef<std::pair<Value, StringRef>> operands,
-                     ValueRange outputs, ArrayRef<StringRef> produced,
-                     std::optional<size_t> narrow) {
+static LogicalResult verifyFusedLayerNorm(Operation *op,
+                                          ArrayRef<LayerNormOperand> operands,
+                                          ValueRange outputs,
+                                          ArrayRef<StringRef> produced,
+                                          std::optional<size_t> narrow) {
+  Value input = operands.front().value;
   auto input2d = cast<ShapedType>(input.getType());
-  if (input2d.getRank() != 2 || !input2d.getElementType().isF32() ||
-      input2d.getDimSize(0) < 1 || input2d.getDimSize(1) < 1)
-    return op->emitOpError("takes a non-empty f32 [rows, cols] input, not ")
+  if (input2d.getRank() != 2 || input2d.getDimSize(0) < 1 ||
+      input2d.getDimSize(1) < 1)
+    return op->emitOpError("takes a non-empty [rows, cols] input, not ")
            << input2d;
   int64_t rows = input2d.getDimSize(0), cols = input2d.getDimSize(1);
   int64_t blocks = FusedLayerNormGradOp::partialBlocks(rows);
@@ -939,8 +949,9 @@ verifyFusedLayerNorm(Operation *op, Value input,
              << type;
     return success();
   };
-  for (auto [value, name] : operands)
-    if (value && failed(check(value, name, false)))
+  for (const LayerNormOperand &operand : operands)
+    if (operand.value &&
+        failed(check(operand.value, operand.name, operand.narrowable)))
       return failure();
   bool tensors = isa<TensorType>(input.getType());
   if (failed(verifyLibraryOpForm(op, tensors, outputs, produced.size())))
@@ -965,11 +976,14 @@ LogicalResult FusedLayerNormOp::verify() {
            << (getResidual() ? ", the sum" : "") << " and its copy";
   if (count == produced.size() + 1)
     produced.push_back("copy");
-  if (failed(verifyFusedLayerNorm(*this, getInput(),
-                                  {{getInput(), "input"},
+  // A 16-bit input or residual only with a residual: the kernels' later
+  // passes read the f32 sum.
+  bool residual = getResidual() != nullptr;
+  if (failed(verifyFusedLayerNorm(*this,
+                                  {{getInput(), "input", residual},
                                    {getScale(), "scale"},
                                    {getBias(), "bias"},
-                                   {getResidual(), "residual"}},
+                                   {getResidual(), "residual", true}},
                                   getOutputs(), produced, 0)))
     return failure();
   Type result = getProduced().front().getType();
@@ -985,11 +999,11 @@ LogicalResult FusedLayerNormGradOp::verify() {
   size_t count = hasBufferSemantics() ? getOutputs().size() : getNumResults();
   if (count == 5)
     produced.push_back("rounded_input_grad");
-  return verifyFusedLayerNorm(*this, getInput(),
+  return verifyFusedLayerNorm(*this,
                               {{getInput(), "input"},
                                {getScale(), "scale"},
-                               {getGrad(), "grad"},
-                               {getAccumulate(), "accumulate"}},
+                               {getGrad(), "grad", true},
+                               {getAccumulate(), "accumulate", true}},
                               getOutputs(), produced, 4);
 }
 

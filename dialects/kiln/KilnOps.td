@@ -1004,9 +1004,11 @@ def Kiln_FusedLayerNormOp : Kiln_Op<"fused_layer_norm",
     LayerNorm.h): `scale` and the optional `bias` are f32 `[cols]`, and the
     result `[rows, cols]` is f32, bf16 or f16 (the normalized value rounded
     to it, which spares a kernel that rounds it for a matrix product under
-    `--amp`). With the optional f32 `residual` `[rows, cols]` it normalizes
+    `--amp`). With the optional `residual` `[rows, cols]` it normalizes
     `input + residual` (a residual connection's sum) and also returns that
-    sum, f32: the kernel that added them is spared too. One more result,
+    sum, f32: the kernel that added them is spared too. With a residual,
+    `input` and `residual` may each be bf16 or f16 (a product stored them
+    so, kiln-amp), widened exactly as read; the sum is f32. One more result,
     bf16 or f16 after an f32 result, is the result rounded to it: the copy
     the products read where the rest read the f32 result (kiln-amp adds it
     for a post-norm residual stream).
@@ -1059,9 +1061,11 @@ def Kiln_FusedLayerNormGradOp : Kiln_Op<"fused_layer_norm_grad",
     input's gradient `[rows, cols]`, the scale's and the bias's `[cols]`,
     and the kernels' scratch `[ceil(rows / 32), 2, cols]`, each block of 32
     rows' sums of `grad · x̂` and `grad`, which the two vector gradients
-    add up. All f32. With the optional `accumulate` `[rows, cols]` the
-    input's gradient is `accumulate` plus the layer norm's (a residual
-    connection's gradient, summed with it). A fifth result, bf16 or f16,
+    add up. All f32, but `grad` and `accumulate`, which may be bf16 or f16
+    (a product stored them so, kiln-amp), widened exactly as read. With the
+    optional `accumulate` `[rows, cols]` the input's gradient is
+    `accumulate` plus the layer norm's (a residual connection's gradient,
+    summed with it). A fifth result, bf16 or f16,
     is the input's gradient rounded to it, for products under `--amp`
     (kiln-amp adds it).
 

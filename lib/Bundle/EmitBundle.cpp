@@ -259,6 +259,22 @@ llvm::Error fillLayerNorm(bundle::LayerNorm &out,
       return element.takeError();
     out.set_copy_type(*element);
   }
+  // The matrices it reads in 16 bits (unset: f32).
+  const std::pair<mlir::Type, void (bundle::LayerNorm::*)(bundle::ElementType)>
+      reads[] = {
+          {layerNorm.inputElement, &bundle::LayerNorm::set_input_type},
+          {layerNorm.residualElement, &bundle::LayerNorm::set_residual_type},
+          {layerNorm.gradElement, &bundle::LayerNorm::set_grad_type},
+          {layerNorm.accumulateElement,
+           &bundle::LayerNorm::set_accumulate_type}};
+  for (auto [type, set] : reads) {
+    if (!type)
+      continue;
+    auto element = elementTypeOf(type);
+    if (!element)
+      return element.takeError();
+    (out.*set)(*element);
+  }
   out.set_rows(layerNorm.rows);
   out.set_cols(layerNorm.cols);
   out.set_epsilon(layerNorm.epsilon);

@@ -113,9 +113,10 @@ for _masking in ("lowest", "fill", "causal"):
 # fp16 (kilnc --amp=fp16), the GPT-2-style model only, as the last block of
 # test/e2e/train-cuda-emulated.test (the CPU emulation of the same CUDA
 # kernels): eight SGD steps from a loss scale of 2^20 that doubles after
-# every 2 finite updates, so it grows twice and reaches 2^23 at step 7, where
-# the f16 products overflow (the logits' gradient, about scale / 128, passes
-# f16's 65504): that update is skipped and the scale halves. Its own
+# every 2 finite updates, so it reaches 2^21 at step 3, where the
+# activations' gradients, scaled by it and stored in f16 (kiln-amp), pass
+# f16's 65504: that update is skipped and the scale halves (again at step
+# 6). Its own
 # reference, in DIR/fp16/: compare_training.py with f16-rounded product
 # operands and GradScaler's rules.
 FP16 = dict(

@@ -264,16 +264,16 @@ def rounded_matmul_mode(torch, narrow, parameters=(), store=True,
     --amp=fp16.
 
     With `store`, the products that multiply one of `parameters` also store
-    their results rounded, as kiln-amp's products do whose results only
-    elementwise ops, reductions and products read: the forward's result
-    (a linear layer's with its bias rounded too, as cuBLASLt's epilogue
-    reads it) unless a layer norm reads it, or reads its sum with another
-    activation first (a residual connection, which kilnc's layer-norm
-    kernels add), and the gradient of the other operand unless a layer
-    norm computed that operand: the layer-norm kernels read f32. A parameter's
-    gradient stays f32. With attention
-    "loops" (kilnc --cuda-attention=loops), a product of two activations
-    reads stored results in f32, as kiln-attention-kernel's loops do."""
+    their results rounded, as kiln-amp's products do (autocast's storage):
+    the forward's result (a linear layer's with its bias rounded too, as
+    cuBLASLt's epilogue reads it), which everything reads rounded but a
+    layer norm reading it directly (kilnc's layer-norm kernels read 16 bits
+    only in the residual sum they add); and the gradient of the other
+    operand where that operand has no other reader (else kilnc sums its
+    gradients in f32, each product adding onto the last). A parameter's
+    gradient stays f32. With attention "loops" (kilnc
+    --cuda-attention=loops), a product of two activations reads stored
+    results in f32, as kiln-attention-kernel's loops do."""
     import weakref
     from torch.overrides import TorchFunctionMode
 
@@ -296,10 +296,10 @@ def rounded_matmul_mode(torch, narrow, parameters=(), store=True,
         def add(self, t, value=True):
             self.entries[id(t)] = (weakref.ref(t), value)
 
-        def get(self, t):
+        def get(self, t, default=None):
             entry = self.entries.get(id(t))
             if entry is None or entry[0]() is not t:
-                return None
+                return default
             return entry[1]
 
         def clear_dead(self):
@@ -307,13 +307,14 @@ def rounded_matmul_mode(torch, narrow, parameters=(), store=True,
                 self.entries = {k: v for k, v in self.entries.items()
                                 if v[0]() is not None}
 
-    # A product's f32 result -> the same rounded, until a reader decides.
+    # A stored product's f32 result -> the same rounded.
     stored = Registry()
-    # Results of layer norms.
-    from_kernel = Registry()
-    # The sum of a residual connection -> [the sum with the stored result
-    # rounded, whether that is the one its readers read (None: undecided)].
-    residual = Registry()
+    # A view -> the tensor it views (through views), and a tensor -> how
+    # many ops other than views read it or its views.
+    roots, readers = Registry(), Registry()
+
+    def root(t):
+        return roots.get(t, t)
 
     class RoundedProduct(torch.autograd.Function):
         @staticmethod
@@ -328,9 +329,9 @@ def rounded_matmul_mode(torch, narrow, parameters=(), store=True,
             g = rounded(grad)
             grad_a = torch.matmul(g, rounded(b).transpose(-1, -2))
             grad_b = torch.matmul(rounded(a).transpose(-1, -2), g)
-            if ctx.round_grad[0]:
+            if ctx.round_grad[0]():
                 grad_a = rounded(grad_a)
-            if ctx.round_grad[1]:
+            if ctx.round_grad[1]():
                 grad_b = rounded(grad_b)
             # Broadcast batch dimensions sum back to the operand's shape.
             while grad_a.dim() > a.dim():
@@ -366,24 +367,28 @@ def rounded_matmul_mode(torch, narrow, parameters=(), store=True,
              "__getitem__", "contiguous", "unflatten", "flatten", "t",
              "narrow", "select", "unsqueeze", "squeeze", "view_as",
              "reshape_as", "unbind", "movedim", "dropout"}
-    additions = {"add", "__add__", "__radd__"}
     layer_norms = {"layer_norm"}
 
+    def round_grad_of(operand, other):
+        """Whether the gradient of `operand` of a product with `other` is
+        stored rounded (decided in the backward pass, once the forward's
+        readers are all counted)."""
+        if not store or is_parameter(operand) or not is_parameter(other):
+            return lambda: False
+        origin = root(operand)
+        return lambda: readers.get(origin, 0) <= 1
+
     def product(a, b, bias=None):
-        params = is_parameter(a) or is_parameter(b)
-        keep = store and params
-        y = RoundedProduct.apply(a, b,
-                                 keep and not is_parameter(a) and
-                                 from_kernel.get(a) is None,
-                                 keep and not is_parameter(b) and
-                                 from_kernel.get(b) is None)
+        keep = store and (is_parameter(a) or is_parameter(b))
+        y = RoundedProduct.apply(a, b, round_grad_of(a, b),
+                                 round_grad_of(b, a))
         if bias is not None:
             wide = RoundedBias.apply(y, bias)
             narrow_result = (RoundedBias.apply(y, Rounded.apply(bias))
                              if keep else None)
             y = wide
         else:
-            narrow_result = y if keep else None
+            narrow_result = y
         if keep:
             stored.add(y, Rounded.apply(narrow_result))
         return y
@@ -391,23 +396,26 @@ def rounded_matmul_mode(torch, narrow, parameters=(), store=True,
     def outputs(result):
         return result if isinstance(result, (tuple, list)) else (result,)
 
+    def count_reads(args):
+        for a in args:
+            for t in (a if isinstance(a, (tuple, list)) else (a,)):
+                if isinstance(t, torch.Tensor):
+                    readers.add(root(t), readers.get(root(t), 0) + 1)
+
     class Mode(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
-            for registry in (stored, from_kernel, residual):
+            for registry in (stored, roots, readers):
                 registry.clear_dead()
             name = getattr(func, "__name__", "")
-            if func in products:
-                if attention == "loops" and not any(map(is_parameter, args)):
-                    return product(*args)
-                return product(*self.read(args, name))
-            if func is torch.nn.functional.linear:
-                x, weight = self.read(args[:2], name)
-                bias = args[2] if len(args) > 2 else kwargs.get("bias")
-                return product(x, weight.t(), bias)
             if name in views:
                 result = func(*args, **kwargs)
                 for source in args[:1]:
+                    if not isinstance(source, torch.Tensor):
+                        continue
+                    for view in outputs(result):
+                        if isinstance(view, torch.Tensor) and view is not source:
+                            roots.add(view, root(source))
                     narrow_source = stored.get(source)
                     if narrow_source is not None:
                         for wide, narrow_view in zip(
@@ -415,47 +423,26 @@ def rounded_matmul_mode(torch, narrow, parameters=(), store=True,
                                 outputs(func(narrow_source, *args[1:],
                                              **kwargs))):
                             stored.add(wide, narrow_view)
-                    if from_kernel.get(source) is not None:
-                        for wide in outputs(result):
-                            if isinstance(wide, torch.Tensor):
-                                from_kernel.add(wide)
                 return result
-            tensors = [a for a in args if isinstance(a, torch.Tensor)]
-            if (name in additions and len(tensors) == 2 and
-                    tensors[0].shape == tensors[1].shape and
-                    any(stored.get(t) is not None for t in tensors)):
-                # A residual connection: kilnc's layer-norm kernels add a
-                # stored result in f32 as they normalize the sum, anything
-                # else adds it rounded; the sum's first reader decides.
-                wide_args = tuple(self.settle(a, name) for a in args)
-                result = func(*wide_args, **kwargs)
-                residual.add(result, [func(*self.read(wide_args, name),
-                                           **kwargs), None])
-                return result
+            if func in products:
+                count_reads(args)
+                if attention == "loops" and not any(map(is_parameter, args)):
+                    return product(*args)
+                return product(*self.read(args, name))
+            if func is torch.nn.functional.linear:
+                count_reads(args[:1])
+                x, weight = self.read(args[:2], name)
+                bias = args[2] if len(args) > 2 else kwargs.get("bias")
+                return product(x, weight.t(), bias)
             result = func(*self.read(args, name), **kwargs)
-            if name in layer_norms:
-                from_kernel.add(result)
+            if any(isinstance(r, torch.Tensor) for r in outputs(result)):
+                count_reads(args)
             return result
-
-        @staticmethod
-        def settle(a, name):
-            """`a`, or the sum of a residual connection as its first
-            reader decides: f32 for a layer norm, else with the stored
-            result rounded."""
-            if not isinstance(a, torch.Tensor):
-                return a
-            entry = residual.get(a)
-            if entry is None:
-                return a
-            if entry[1] is None:
-                entry[1] = name not in layer_norms
-            return entry[0] if entry[1] else a
 
         @staticmethod
         def read(args, name):
             """The arguments as `name` reads them: a stored product's
             result rounded, unless a layer norm reads it."""
-            args = tuple(Mode.settle(a, name) for a in args)
             if name in layer_norms:
                 return args
             return tuple(stored.get(a) if isinstance(a, torch.Tensor) and

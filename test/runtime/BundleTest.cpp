@@ -1011,6 +1011,20 @@ TEST(BundleReader, RejectsEachBrokenLayerNormRule) {
        [](bp::Manifest &m) { layerNorm(m, 1).set_copy_type(bp::BF16); },
        "layer norm has copy type 3 but no copy (the copy type is set "
        "exactly when the copy is)"},
+      {"a bf16 input without a residual",
+       [](bp::Manifest &m) { layerNorm(m, 0).set_input_type(bp::BF16); },
+       "layer norm has input type 3 (f32 expected: 16 bits only with a "
+       "residual)"},
+      {"a residual type in a backward",
+       [](bp::Manifest &m) { layerNorm(m, 2).set_residual_type(bp::BF16); },
+       "layer norm backward has residual type 3 (f32 expected)"},
+      {"an f64 accumulate",
+       [](bp::Manifest &m) { layerNorm(m, 2).set_accumulate_type(bp::F64); },
+       "layer norm backward has accumulate type 4 (f32 expected, or bf16 or "
+       "f16)"},
+      {"a bf16 grad of f32 size",
+       [](bp::Manifest &m) { layerNorm(m, 2).set_grad_type(bp::BF16); },
+       "layer norm backward grad has"},
       {"a copy of size 0 with its type",
        [](bp::Manifest &m) { layerNorm(m, 8).mutable_copy()->set_size(0); },
        "layer norm has copy type 3 but no copy"},

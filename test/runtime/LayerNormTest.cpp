@@ -576,4 +576,77 @@ TEST(LayerNormKernels, AgreeWithTheHostVersion) {
   EXPECT_EQ(kernels.sum, host.sum);
 }
 
+/// A product may store what the kernels read in 16 bits (kiln-amp): the
+/// forward's input and residual (with a residual), the backward's grad and
+/// accumulate. Widening is exact, so reading the 16-bit values gives the
+/// bits that reading them widened to f32 gives, in the host version and in
+/// the kernels.
+TEST(LayerNormKernels, ReadSixteenBitInputsAsTheirWidenedValues) {
+  Problem wide(70, 37);
+  // The 16-bit values, and the f32 problem that holds them widened: x and
+  // the grad in bf16, the residual and accumulate in f16.
+  auto narrow = [](std::vector<float> &values, bool bf16) {
+    std::vector<uint16_t> bits(values.size());
+    for (size_t i = 0; i < values.size(); ++i) {
+      bits[i] = bf16 ? BF16::fromFloat(values[i]) : F16::fromFloat(values[i]);
+      values[i] = bf16 ? BF16::toFloat(bits[i]) : F16::toFloat(bits[i]);
+    }
+    return bits;
+  };
+  std::vector<uint16_t> x = narrow(wide.x, true);
+  std::vector<uint16_t> residual = narrow(wide.residual, false);
+  std::vector<uint16_t> grad = narrow(wide.grad, true);
+  std::vector<uint16_t> accumulate = narrow(wide.accumulate, false);
+
+  // The host version.
+  Result f32 = runHostForward(wide, Output::BF16, true, true);
+  Result typed(wide, Output::BF16);
+  kiln_layer_norm_forward_typed_host(
+      x.data(), 1, residual.data(), 2, wide.scale.data(), wide.bias.data(),
+      typed.output.data(), typed.sum.data(), 1, nullptr, 0, wide.rows,
+      wide.cols, kEpsilon);
+  EXPECT_EQ(typed.sum, f32.sum);
+  EXPECT_EQ(typed.output, f32.output);
+  Result f32Back = runHostBackward(wide, true);
+  Result typedBack(wide, Output::F32);
+  kiln_layer_norm_backward_typed_host(
+      wide.x.data(), wide.scale.data(), grad.data(), 1, accumulate.data(), 2,
+      typedBack.dx.data(), typedBack.scaleGrad.data(),
+      typedBack.biasGrad.data(), typedBack.partials.data(), nullptr, 0,
+      wide.rows, wide.cols, kEpsilon);
+  EXPECT_EQ(typedBack.dx, f32Back.dx);
+  EXPECT_EQ(typedBack.scaleGrad, f32Back.scaleGrad);
+  EXPECT_EQ(typedBack.biasGrad, f32Back.biasGrad);
+
+  // The kernels.
+  Result kernelF32 = runKernelForward(wide, Output::BF16, true, true);
+  Result kernelTyped(wide, Output::BF16);
+  ln::Params params = kernelParams(wide, kernelTyped);
+  params.bias = wide.bias.data();
+  params.input = x.data();
+  params.inputType = ln::kBF16;
+  params.residual = residual.data();
+  params.residualType = ln::kF16;
+  params.sum = kernelTyped.sum.data();
+  runGrid(ln::forwardBlocks(wide.rows), 0, [&](HostCtx &ctx) {
+    ln::forward<ln::BF16Output, ln::NoOutput>(ctx, params);
+  });
+  EXPECT_EQ(kernelTyped.sum, kernelF32.sum);
+  EXPECT_EQ(kernelTyped.output, kernelF32.output);
+  Result kernelF32Back = runKernelBackward(wide, true);
+  Result kernelTypedBack(wide, Output::F32);
+  params = kernelParams(wide, kernelTypedBack);
+  params.grad = grad.data();
+  params.gradType = ln::kBF16;
+  params.accumulate = accumulate.data();
+  params.accumulateType = ln::kF16;
+  runGrid(ln::partialBlocks(wide.rows), ln::kBackwardSharedBytes,
+          [&](HostCtx &ctx) { ln::backwardRows<ln::NoOutput>(ctx, params); });
+  runGrid(ln::columnBlocks(wide.cols), 0,
+          [&](HostCtx &ctx) { ln::backwardColumns(ctx, params); });
+  EXPECT_EQ(kernelTypedBack.dx, kernelF32Back.dx);
+  EXPECT_EQ(kernelTypedBack.scaleGrad, kernelF32Back.scaleGrad);
+  EXPECT_EQ(kernelTypedBack.biasGrad, kernelF32Back.biasGrad);
+}
+
 } // namespace

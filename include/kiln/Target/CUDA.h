@@ -120,6 +120,10 @@ struct CudaLayerNorm {
   /// The forward's output type, the backward's rounded input gradient's;
   /// the forward's copy's (null: none).
   mlir::Type outputElement, copyElement;
+  /// The types of the matrices it reads that a product stored in 16 bits
+  /// (kiln-amp): the forward's input and residual, the backward's grad and
+  /// accumulate (null: f32).
+  mlir::Type inputElement, residualElement, gradElement, accumulateElement;
   int64_t rows = 0, cols = 0;
   float epsilon = 0;
   CudaBuffer input, scale, bias, residual, output, sum, grad, accumulate,

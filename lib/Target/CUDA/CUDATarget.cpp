@@ -437,6 +437,18 @@ private:
         return buffer.takeError();
       *slot = *buffer;
     }
+    // What it reads in 16 bits (a product stored it so, kiln-amp).
+    auto narrow = [](Value v) -> Type {
+      Type element = v ? getElementTypeOrSelf(v.getType()) : Type();
+      return element && !element.isF32() ? element : Type();
+    };
+    if (forward) {
+      command.inputElement = narrow(forward.getInput());
+      command.residualElement = narrow(forward.getResidual());
+    } else {
+      command.gradElement = narrow(grad.getGrad());
+      command.accumulateElement = narrow(grad.getAccumulate());
+    }
     return command;
   }
 

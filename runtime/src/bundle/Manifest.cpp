@@ -916,6 +916,32 @@ private:
                          residual ? " has a residual but no sum"
                                   : " sets sum without a residual",
                          " (the sum is set exactly when the residual is)");
+    // The types of what it reads: unset is f32; 16 bits where a product
+    // stored it so, and the command reads it.
+    int readTypes[4];
+    const struct {
+      const char *name;
+      int type;
+      bool narrowable;
+    } reads[] = {
+        {"input", layerNorm.input_type(), !backward && residual},
+        {"residual", layerNorm.residual_type(), !backward && residual},
+        {"grad", layerNorm.grad_type(), backward},
+        {"accumulate", layerNorm.accumulate_type(), backward},
+    };
+    for (int i = 0; i < 4; ++i) {
+      int type = reads[i].type == bp::ELEMENT_TYPE_UNSPECIFIED ? bp::F32
+                                                               : reads[i].type;
+      if (type != bp::F32 &&
+          (!reads[i].narrowable || (type != bp::BF16 && type != bp::F16)))
+        return formatError(kind, " has ", reads[i].name, " type ", type,
+                           " (f32 expected",
+                           reads[i].narrowable ? ", or bf16 or f16" : "",
+                           backward || reads[i].narrowable
+                               ? ")"
+                               : ": 16 bits only with a residual)");
+      readTypes[i] = type;
+    }
 
     enum class Use { None, Read, MaybeRead, Written, MaybeWritten };
     /// [rows, cols], [cols], or the backward's scratch [ceil(rows / 32), 2,
@@ -931,8 +957,8 @@ private:
     };
     const Use backwardOnly = backward ? Use::Written : Use::None;
     const Tensor tensors[] = {
-        {"input", layerNorm.has_input(), layerNorm.input(), Use::Read, bp::F32,
-         Shape::Matrix},
+        {"input", layerNorm.has_input(), layerNorm.input(), Use::Read,
+         readTypes[0], Shape::Matrix},
         {"scale", layerNorm.has_scale(), layerNorm.scale(), Use::Read, bp::F32,
          Shape::Vector},
         {"bias", layerNorm.has_bias(), layerNorm.bias(),
@@ -941,7 +967,7 @@ private:
          backward ? Use::MaybeWritten : Use::Written, outputType,
          Shape::Matrix},
         {"grad", layerNorm.has_grad(), layerNorm.grad(),
-         backward ? Use::Read : Use::None, bp::F32, Shape::Matrix},
+         backward ? Use::Read : Use::None, readTypes[2], Shape::Matrix},
         {"input_grad", layerNorm.has_input_grad(), layerNorm.input_grad(),
          backwardOnly, bp::F32, Shape::Matrix},
         {"scale_grad", layerNorm.has_scale_grad(), layerNorm.scale_grad(),
@@ -951,12 +977,12 @@ private:
         {"partials", layerNorm.has_partials(), layerNorm.partials(),
          backwardOnly, bp::F32, Shape::Partials},
         {"residual", layerNorm.has_residual(), layerNorm.residual(),
-         backward ? Use::None : Use::MaybeRead, bp::F32, Shape::Matrix},
+         backward ? Use::None : Use::MaybeRead, readTypes[1], Shape::Matrix},
         {"sum", layerNorm.has_sum(), layerNorm.sum(),
          !backward && residual ? Use::Written : Use::None, bp::F32,
          Shape::Matrix},
         {"accumulate", layerNorm.has_accumulate(), layerNorm.accumulate(),
-         backward ? Use::MaybeRead : Use::None, bp::F32, Shape::Matrix},
+         backward ? Use::MaybeRead : Use::None, readTypes[3], Shape::Matrix},
         {"copy", layerNorm.has_copy(), layerNorm.copy(),
          backward ? Use::None : Use::MaybeWritten, copyType, Shape::Matrix}};
     const int64_t partialBlocks = (rows + KILN_LAYER_NORM_PARTIAL_ROWS - 1) /

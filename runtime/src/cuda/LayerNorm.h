@@ -1,7 +1,9 @@
 //===- LayerNorm.h - layer normalization, a warp per row --------*- C++ -*-===//
 //
 // The LayerNorm command's kernels (schema/bundle.proto) over the rows of a
-// dense row-major [rows, cols] f32 matrix, with f32 sums throughout:
+// dense row-major [rows, cols] f32 matrix, with f32 sums throughout; what a
+// product may have stored in 16 bits (the forward's input and residual,
+// with a residual, the backward's grad and accumulate) is widened as read:
 //
 //   forward:  eight warps a block, one row a warp: its lanes stride over
 //             the columns, and two warp-wide sums give the mean, then the
@@ -57,11 +59,18 @@ constexpr int kRowsPerWarp = kBlockRows / kWarps;
 /// The backward's rows kernel keeps each row's mean and 1/std.
 constexpr int kBackwardSharedBytes = 2 * kBlockRows * 4;
 
+/// The element types of the matrices the kernels read (kiln/abi/
+/// layer_norm.h's numbering): f32, or a 16-bit type widened as it is read.
+enum Element : int { kF32 = 0, kBF16 = 1, kF16 = 2 };
+
 struct Params {
   int64_t rows = 0, cols = 0;
   float epsilon = 0;
-  /// f32 [rows, cols] and [cols].
-  const float *input = nullptr, *scale = nullptr;
+  /// [rows, cols] of `inputType` (16-bit only in a forward with a residual,
+  /// whose later passes read the f32 sum) and f32 [cols].
+  const void *input = nullptr;
+  const float *scale = nullptr;
+  int inputType = kF32;
   /// Forward: f32 [cols], or null: none.
   const float *bias = nullptr;
   /// Forward: [rows, cols] of the kernel's output type. Backward: the
@@ -71,15 +80,20 @@ struct Params {
   /// Forward: the output rounded to the kernel's 16-bit copy type,
   /// [rows, cols], or unused (NoOutput).
   void *copy = nullptr;
-  /// Forward, f32 [rows, cols], or both null: none. The row normalized is
-  /// input + residual, written to `sum`.
-  const float *residual = nullptr;
+  /// Forward, [rows, cols] of `residualType`, or both null: none. The row
+  /// normalized is input + residual, written to `sum` (f32).
+  const void *residual = nullptr;
   float *sum = nullptr;
-  /// Backward, f32: the output's gradient and the input's [rows, cols],
-  /// the vectors' [cols], and [partialBlocks(rows), 2, cols] of scratch.
-  const float *grad = nullptr;
-  /// Backward, f32 [rows, cols] added to the input gradient, or null: none.
-  const float *accumulate = nullptr;
+  int residualType = kF32;
+  /// Backward: the output's gradient [rows, cols] of `gradType`; f32: the
+  /// input's gradient [rows, cols], the vectors' [cols], and
+  /// [partialBlocks(rows), 2, cols] of scratch.
+  const void *grad = nullptr;
+  int gradType = kF32;
+  /// Backward, [rows, cols] of `accumulateType` added to the input
+  /// gradient, or null: none.
+  const void *accumulate = nullptr;
+  int accumulateType = kF32;
   float *inputGrad = nullptr, *scaleGrad = nullptr, *biasGrad = nullptr;
   float *partials = nullptr;
 };
@@ -121,6 +135,15 @@ struct NoOutput {
   static KILN_LN_FN void store(void *, int64_t, float) {}
 };
 
+/// Element `index` of `data`, of element type `type`, as f32 (exact).
+KILN_LN_FN float load(const void *data, int type, int64_t index) {
+  if (type == kBF16)
+    return flash::BF16::toFloat(static_cast<const uint16_t *>(data)[index]);
+  if (type == kF16)
+    return flash::F16::toFloat(static_cast<const uint16_t *>(data)[index]);
+  return static_cast<const float *>(data)[index];
+}
+
 KILN_LN_FN float squareRoot(float x) {
 #if defined(__CUDACC__)
   return sqrtf(x);
@@ -154,11 +177,11 @@ KILN_LN_FN float laneSum(const Params &p, const float *x, int lane) {
 /// starting at element `at` to `sum`, and returns the lane's share of that
 /// row's sum, as laneSum would.
 KILN_LN_FN float addResidual(const Params &p, int64_t at, int lane) {
-  const float *input = p.input + at, *residual = p.residual + at;
   float *sum = p.sum + at;
   float part = 0;
   for (int64_t c = lane; c < p.cols; c += kWarpSize) {
-    float x = input[c] + residual[c];
+    float x = load(p.input, p.inputType, at + c) +
+              load(p.residual, p.residualType, at + c);
     sum[c] = x;
     part += x;
   }
@@ -204,7 +227,8 @@ KILN_LN_FN void forward(Ctx &ctx, const Params &p) {
   // The residual's branch is the same for the whole warp. With one, the
   // later passes read the row back from `sum` (one load where recomputing
   // the add takes two): each lane its own writes, so no barrier.
-  const float *x = p.residual ? p.sum + at : p.input + at;
+  const float *x =
+      p.residual ? p.sum + at : static_cast<const float *>(p.input) + at;
   const float lanePart =
       p.residual ? addResidual(p, at, lane) : laneSum(p, x, lane);
   const RowStats stats = rowStats(ctx, p, x, lanePart, lane);
@@ -238,13 +262,13 @@ KILN_LN_FN void backwardRows(Ctx &ctx, const Params &p) {
     if (local >= rows)
       break;
     const int64_t at = (row0 + local) * p.cols;
-    const float *x = p.input + at, *g = p.grad + at;
+    const float *x = static_cast<const float *>(p.input) + at;
     const RowStats stats = rowStats(ctx, p, x, lane);
     // With gs = grad scale: a = mean(gs), b = mean(gs x̂).
     float sumGs = 0, sumGsXhat = 0;
     for (int64_t c = lane; c < p.cols; c += kWarpSize) {
       float xhat = (x[c] - stats.mean) * stats.rstd;
-      float gs = g[c] * p.scale[c];
+      float gs = load(p.grad, p.gradType, at + c) * p.scale[c];
       sumGs += gs;
       sumGsXhat += gs * xhat;
     }
@@ -252,12 +276,12 @@ KILN_LN_FN void backwardRows(Ctx &ctx, const Params &p) {
     const float b = warpSum(ctx, sumGsXhat) / count;
     float *dx = p.inputGrad + at;
     // Warp-uniform, as the host version: accumulate + the gradient.
-    const float *accumulate = p.accumulate ? p.accumulate + at : nullptr;
     for (int64_t c = lane; c < p.cols; c += kWarpSize) {
       float xhat = (x[c] - stats.mean) * stats.rstd;
-      float gs = g[c] * p.scale[c];
+      float gs = load(p.grad, p.gradType, at + c) * p.scale[c];
       float d = stats.rstd * (gs - a - xhat * b);
-      float value = accumulate ? accumulate[c] + d : d;
+      float value =
+          p.accumulate ? load(p.accumulate, p.accumulateType, at + c) + d : d;
       dx[c] = value;
       Out::store(p.output, at + c, value);
     }
@@ -276,8 +300,9 @@ KILN_LN_FN void backwardRows(Ctx &ctx, const Params &p) {
     float scaleSum = 0, biasSum = 0;
     for (int j = 0; j < rows; ++j) {
       const int64_t at = (row0 + j) * p.cols + c;
-      const float grad = p.grad[at];
-      scaleSum += grad * ((p.input[at] - means[j]) * rstds[j]);
+      const float grad = load(p.grad, p.gradType, at);
+      const float x = static_cast<const float *>(p.input)[at];
+      scaleSum += grad * ((x - means[j]) * rstds[j]);
       biasSum += grad;
     }
     scaleSums[c] = scaleSum;

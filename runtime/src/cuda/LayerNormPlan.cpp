@@ -63,7 +63,12 @@ Status LayerNormPlan::create(
   auto optional = [&](bool has, const bp::BufferRef &buffer) -> float * {
     return has && buffer.size() > 0 ? floats(buffer) : nullptr;
   };
+  // The bundle reader checked the types of what it reads (unset: f32).
+  auto element = [](int type) {
+    return type == bp::BF16 ? ln::kBF16 : type == bp::F16 ? ln::kF16 : ln::kF32;
+  };
   p.input = floats(layerNorm.input());
+  p.inputType = element(layerNorm.input_type());
   p.scale = floats(layerNorm.scale());
   // The bundle reader checked the grid sizes against the driver's limits.
   auto add = [&](const std::string &kernel, int64_t blocks,
@@ -81,6 +86,7 @@ Status LayerNormPlan::create(
     // The bundle reader checked that `sum` is set exactly when `residual`
     // is.
     p.residual = optional(layerNorm.has_residual(), layerNorm.residual());
+    p.residualType = element(layerNorm.residual_type());
     if (p.residual)
       p.sum = floats(layerNorm.sum());
     std::string type = outputTypeName(layerNorm.output_type());
@@ -96,7 +102,9 @@ Status LayerNormPlan::create(
                         " -> ", type);
   } else {
     p.grad = floats(layerNorm.grad());
+    p.gradType = element(layerNorm.grad_type());
     p.accumulate = optional(layerNorm.has_accumulate(), layerNorm.accumulate());
+    p.accumulateType = element(layerNorm.accumulate_type());
     p.inputGrad = floats(layerNorm.input_grad());
     p.scaleGrad = floats(layerNorm.scale_grad());
     p.biasGrad = floats(layerNorm.bias_grad());

@@ -58,15 +58,17 @@ void storeRounded(void *output, int64_t element, int64_t index, float value) {
 /// with a residual, normalizes input + residual, which it writes to `sum`
 /// first.
 template <typename Out>
-void forwardRow(const float *input, const float *residual, const float *scale,
-                const float *bias, void *output, float *sum, void *copy,
-                int64_t copy_element, int64_t row, int64_t cols,
-                float epsilon) {
+void forwardRow(const void *input, int64_t input_element, const void *residual,
+                int64_t residual_element, const float *scale, const float *bias,
+                void *output, float *sum, void *copy, int64_t copy_element,
+                int64_t row, int64_t cols, float epsilon) {
   const int64_t at = row * cols;
-  const float *x = input + at;
+  const float *x = static_cast<const float *>(input) + at;
   if (residual) {
     for (int64_t c = 0; c < cols; ++c)
-      sum[at + c] = input[at + c] + residual[at + c];
+      sum[at + c] =
+          ln::load(input, static_cast<int>(input_element), at + c) +
+          ln::load(residual, static_cast<int>(residual_element), at + c);
     x = sum + at;
   }
   const RowStats stats = rowStats(x, cols, epsilon);
@@ -89,9 +91,9 @@ void kiln_layer_norm_forward_host(const float *input, const float *residual,
                                   void *output, float *sum,
                                   int64_t output_element, int64_t rows,
                                   int64_t cols, double epsilon) {
-  kiln_layer_norm_forward_copy_host(input, residual, scale, bias, output, sum,
-                                    output_element, nullptr, 0, rows, cols,
-                                    epsilon);
+  kiln_layer_norm_forward_typed_host(input, 0, residual, 0, scale, bias, output,
+                                     sum, output_element, nullptr, 0, rows,
+                                     cols, epsilon);
 }
 
 void kiln_layer_norm_forward_copy_host(const float *input,
@@ -101,20 +103,33 @@ void kiln_layer_norm_forward_copy_host(const float *input,
                                        int64_t output_element, void *copy,
                                        int64_t copy_element, int64_t rows,
                                        int64_t cols, double epsilon) {
+  kiln_layer_norm_forward_typed_host(input, 0, residual, 0, scale, bias, output,
+                                     sum, output_element, copy, copy_element,
+                                     rows, cols, epsilon);
+}
+
+void kiln_layer_norm_forward_typed_host(
+    const void *input, int64_t input_element, const void *residual,
+    int64_t residual_element, const float *scale, const float *bias,
+    void *output, float *sum, int64_t output_element, void *copy,
+    int64_t copy_element, int64_t rows, int64_t cols, double epsilon) {
   const float eps = static_cast<float>(epsilon);
   for (int64_t row = 0; row < rows; ++row) {
     switch (output_element) {
     case 1:
-      forwardRow<ln::BF16Output>(input, residual, scale, bias, output, sum,
+      forwardRow<ln::BF16Output>(input, input_element, residual,
+                                 residual_element, scale, bias, output, sum,
                                  copy, copy_element, row, cols, eps);
       break;
     case 2:
-      forwardRow<ln::F16Output>(input, residual, scale, bias, output, sum, copy,
-                                copy_element, row, cols, eps);
+      forwardRow<ln::F16Output>(input, input_element, residual,
+                                residual_element, scale, bias, output, sum,
+                                copy, copy_element, row, cols, eps);
       break;
     default:
-      forwardRow<ln::F32Output>(input, residual, scale, bias, output, sum, copy,
-                                copy_element, row, cols, eps);
+      forwardRow<ln::F32Output>(input, input_element, residual,
+                                residual_element, scale, bias, output, sum,
+                                copy, copy_element, row, cols, eps);
       break;
     }
   }
@@ -127,18 +142,34 @@ void kiln_layer_norm_backward_host(const float *input, const float *scale,
                                    void *rounded_input_grad,
                                    int64_t rounded_element, int64_t rows,
                                    int64_t cols, double epsilon) {
+  kiln_layer_norm_backward_typed_host(
+      input, scale, grad, 0, accumulate, 0, input_grad, scale_grad, bias_grad,
+      partials, rounded_input_grad, rounded_element, rows, cols, epsilon);
+}
+
+void kiln_layer_norm_backward_typed_host(
+    const float *input, const float *scale, const void *grad,
+    int64_t grad_element, const void *accumulate, int64_t accumulate_element,
+    float *input_grad, float *scale_grad, float *bias_grad, float *partials,
+    void *rounded_input_grad, int64_t rounded_element, int64_t rows,
+    int64_t cols, double epsilon) {
+  const int gradType = static_cast<int>(grad_element);
+  const int accumulateType = static_cast<int>(accumulate_element);
   const float eps = static_cast<float>(epsilon);
   const float count = static_cast<float>(cols);
   const int64_t blocks = ln::partialBlocks(rows);
   std::fill(partials, partials + blocks * 2 * cols, 0.0f);
   for (int64_t row = 0; row < rows; ++row) {
-    const float *x = input + row * cols, *g = grad + row * cols;
+    const float *x = input + row * cols;
+    auto g = [&](int64_t c) {
+      return ln::load(grad, gradType, row * cols + c);
+    };
     const RowStats stats = rowStats(x, cols, eps);
     // With gs = grad scale: a = mean(gs), b = mean(gs x̂).
     float sumGs = 0, sumGsXhat = 0;
     for (int64_t c = 0; c < cols; ++c) {
       float xhat = (x[c] - stats.mean) * stats.rstd;
-      float gs = g[c] * scale[c];
+      float gs = g(c) * scale[c];
       sumGs += gs;
       sumGsXhat += gs * xhat;
     }
@@ -148,15 +179,16 @@ void kiln_layer_norm_backward_host(const float *input, const float *scale,
     float *biasSums = scaleSums + cols;
     for (int64_t c = 0; c < cols; ++c) {
       float xhat = (x[c] - stats.mean) * stats.rstd;
-      float gs = g[c] * scale[c];
+      float gs = g(c) * scale[c];
       float dx = stats.rstd * (gs - a - xhat * b);
       const int64_t at = row * cols + c;
-      const float value = accumulate ? accumulate[at] + dx : dx;
+      const float value =
+          accumulate ? ln::load(accumulate, accumulateType, at) + dx : dx;
       input_grad[at] = value;
       if (rounded_input_grad)
         storeRounded(rounded_input_grad, rounded_element, at, value);
-      scaleSums[c] += g[c] * xhat;
-      biasSums[c] += g[c];
+      scaleSums[c] += g(c) * xhat;
+      biasSums[c] += g(c);
     }
   }
   for (int64_t c = 0; c < cols; ++c) {

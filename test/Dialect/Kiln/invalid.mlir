@@ -1493,7 +1493,7 @@ func.func @layer_norm_grad_scale(%x: tensor<4x16xf32>, %g: tensor<8xf32>, %dy: t
 // -----
 
 func.func @fused_layer_norm_rank(%x: tensor<2x4x16xf32>, %g: tensor<16xf32>) {
-  // expected-error @+1 {{'kiln.fused_layer_norm' op takes a non-empty f32 [rows, cols] input, not 'tensor<2x4x16xf32>'}}
+  // expected-error @+1 {{'kiln.fused_layer_norm' op takes a non-empty [rows, cols] input, not 'tensor<2x4x16xf32>'}}
   %y = kiln.fused_layer_norm %x, %g : (tensor<2x4x16xf32>, tensor<16xf32>) -> tensor<2x4x16xf32>
   return
 }
@@ -1565,7 +1565,7 @@ func.func @fused_layer_norm_residual_sum(%x: tensor<4x16xf32>, %g: tensor<16xf32
 // -----
 
 func.func @fused_layer_norm_residual_shape(%x: tensor<4x16xf32>, %g: tensor<16xf32>, %r: tensor<16xf32>) {
-  // expected-error @+1 {{'kiln.fused_layer_norm' op residual must be f32 of shape [4, 16], not 'tensor<16xf32>'}}
+  // expected-error @+1 {{'kiln.fused_layer_norm' op residual must be f32, bf16 or f16 of shape [4, 16], not 'tensor<16xf32>'}}
   %y:2 = kiln.fused_layer_norm %x, %g residual %r : (tensor<4x16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>)
   return
 }
@@ -1596,9 +1596,27 @@ func.func @fused_layer_norm_too_many(%x: tensor<4x16xf32>, %g: tensor<16xf32>) {
 
 // -----
 
-func.func @fused_layer_norm_grad_accumulate(%x: tensor<4x16xf32>, %g: tensor<16xf32>, %a: tensor<4x16xbf16>) {
-  // expected-error @+1 {{'kiln.fused_layer_norm_grad' op accumulate must be f32 of shape [4, 16], not 'tensor<4x16xbf16>'}}
-  %dx, %dg, %db, %p = kiln.fused_layer_norm_grad %x, %g, %x accumulate %a : (tensor<4x16xf32>, tensor<16xf32>, tensor<4x16xf32>, tensor<4x16xbf16>) -> (tensor<4x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<1x2x16xf32>)
+func.func @fused_layer_norm_grad_accumulate(%x: tensor<4x16xf32>, %g: tensor<16xf32>, %a: tensor<4x16xf64>) {
+  // expected-error @+1 {{'kiln.fused_layer_norm_grad' op accumulate must be f32, bf16 or f16 of shape [4, 16], not 'tensor<4x16xf64>'}}
+  %dx, %dg, %db, %p = kiln.fused_layer_norm_grad %x, %g, %x accumulate %a : (tensor<4x16xf32>, tensor<16xf32>, tensor<4x16xf32>, tensor<4x16xf64>) -> (tensor<4x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<1x2x16xf32>)
+  return
+}
+
+// -----
+
+// A 16-bit input only with a residual (the kernels' later passes read the
+// f32 sum), and the gradient's input is f32.
+func.func @fused_layer_norm_narrow_input(%x: tensor<4x16xbf16>, %g: tensor<16xf32>) {
+  // expected-error @+1 {{'kiln.fused_layer_norm' op input must be f32 of shape [4, 16], not 'tensor<4x16xbf16>'}}
+  %y = kiln.fused_layer_norm %x, %g : (tensor<4x16xbf16>, tensor<16xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @fused_layer_norm_grad_narrow_input(%x: tensor<4x16xbf16>, %g: tensor<16xf32>, %dy: tensor<4x16xf32>) {
+  // expected-error @+1 {{'kiln.fused_layer_norm_grad' op input must be f32 of shape [4, 16], not 'tensor<4x16xbf16>'}}
+  %dx, %dg, %db, %p = kiln.fused_layer_norm_grad %x, %g, %dy : (tensor<4x16xbf16>, tensor<16xf32>, tensor<4x16xf32>) -> (tensor<4x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<1x2x16xf32>)
   return
 }
 

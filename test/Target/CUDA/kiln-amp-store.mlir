@@ -143,7 +143,8 @@ func.func @gradient(%x: tensor<4x8xf32>, %dy: tensor<4x16xf32>, %w: tensor<8x16x
 #b = affine_map<(d0, d1, d2) -> (d2, d1)>
 #c = affine_map<(d0, d1, d2) -> (d0, d1)>
 
-// The runtime's layer-norm kernels read f32: a product they read keeps it.
+// The runtime's layer-norm kernels read a plain layer norm's input in f32
+// (their later passes read it again): a product it reads keeps f32.
 // CHECK-LABEL: func.func @layer_norm(
 // CHECK-NOT: round_once
 // CHECK: kiln.fused_layer_norm
@@ -195,4 +196,39 @@ func.func @extract(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %labels: tensor<4x
     linalg.yield %s : f32
   } -> tensor<f32>
   return %loss : tensor<f32>
+}
+
+// -----
+
+#a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#c = affine_map<(d0, d1, d2) -> (d0, d1)>
+
+// They read a residual sum's operands in 16 bits (the later passes read the
+// f32 sum they write), and the gradient's grad and accumulate.
+// CHECK-LABEL: func.func @residual(
+// CHECK: %[[P:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<4x16xbf16>) attrs = {kiln.matmul = {round_once}}
+// CHECK: kiln.fused_layer_norm %{{.*}}, %{{.*}} residual %[[P]] : (tensor<4x16xf32>, tensor<16xf32>, tensor<4x16xbf16>)
+// CHECK: %[[Q:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<4x16xbf16>) attrs = {kiln.matmul = {round_once}}
+// CHECK: kiln.fused_layer_norm_grad %{{.*}}, %{{.*}}, %[[Q]] : (tensor<4x16xf32>, tensor<16xf32>, tensor<4x16xbf16>)
+func.func @residual(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %stream: tensor<4x16xf32>, %scale: tensor<16xf32>) -> (tensor<4x16xbf16>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<16xf32>, tensor<16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %p = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"], kiln.matmul = {}} ins(%x, %w : tensor<4x8xf32>, tensor<8x16xf32>) outs(%init : tensor<4x16xf32>) {
+  ^bb0(%l: f32, %r: f32, %o: f32):
+    %m = arith.mulf %l, %r : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<4x16xf32>
+  %y, %sum = kiln.fused_layer_norm %stream, %scale residual %p {epsilon = 1.0e-5 : f64} : (tensor<4x16xf32>, tensor<16xf32>, tensor<4x16xf32>) -> (tensor<4x16xbf16>, tensor<4x16xf32>)
+  %init2 = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %q = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"], kiln.matmul = {}} ins(%x, %w : tensor<4x8xf32>, tensor<8x16xf32>) outs(%init2 : tensor<4x16xf32>) {
+  ^bb0(%l: f32, %r: f32, %o: f32):
+    %m = arith.mulf %l, %r : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<4x16xf32>
+  %dx, %dg, %db, %partials = kiln.fused_layer_norm_grad %sum, %scale, %q {epsilon = 1.0e-5 : f64} : (tensor<4x16xf32>, tensor<16xf32>, tensor<4x16xf32>) -> (tensor<4x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<1x2x16xf32>)
+  return %y, %sum, %dx, %dg, %db : tensor<4x16xbf16>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<16xf32>, tensor<16xf32>
 }

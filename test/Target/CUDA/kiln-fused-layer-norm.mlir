@@ -34,13 +34,13 @@ func.func @forward(%x: tensor<2x3x4xf32>, %g: tensor<3x4xf32>, %b: tensor<3x4xf3
 // BUF-DAG: %[[P:.*]] = memref.alloc() {{.*}} : memref<2x2x16xf32>
 // BUF: kiln.fused_layer_norm_grad %arg0, %arg1, %arg2 into %[[DX]], %[[DG]], %[[DB]], %[[P]]
 // BUF: return %[[DX]], %[[DG]], %[[DB]]
-// EMU: func.func private @kiln_layer_norm_backward_host(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, f64)
+// EMU: func.func private @kiln_layer_norm_backward_typed_host(!llvm.ptr, !llvm.ptr, !llvm.ptr, i64, !llvm.ptr, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, f64)
 // EMU-LABEL: func.func @grad(
 // EMU-NOT: kiln.fused_layer_norm_grad
 // EMU-DAG: %[[ROWS:.*]] = arith.constant 40 : i64
 // EMU-DAG: %[[COLS:.*]] = arith.constant 16 : i64
 // EMU-DAG: %[[EPS:.*]] = arith.constant 1.000000e-05 : f64
-// EMU: call @kiln_layer_norm_backward_host({{.*}}, %[[ROWS]], %[[COLS]], %[[EPS]])
+// EMU: call @kiln_layer_norm_backward_typed_host({{.*}}, %[[ROWS]], %[[COLS]], %[[EPS]])
 func.func @grad(%x: tensor<40x16xf32>, %g: tensor<16xf32>, %dy: tensor<40x16xf32>) -> (tensor<40x16xf32>, tensor<16xf32>, tensor<16xf32>) {
   %dx, %dg, %db = kiln.layer_norm_grad %x, %g, %dy {axis = 1 : i64} : tensor<40x16xf32>, tensor<16xf32>
   return %dx, %dg, %db : tensor<40x16xf32>, tensor<16xf32>, tensor<16xf32>
@@ -56,8 +56,7 @@ func.func @grad(%x: tensor<40x16xf32>, %g: tensor<16xf32>, %dy: tensor<40x16xf32
 // AMP-NOT: kiln.fused_layer_norm
 // AMP: linalg.generic {{.*}} ins(%[[Y]], %{{.*}} : tensor<8x16xbf16>, tensor<16x4xbf16>) {{.*}} attrs = {kiln.matmul
 // EMU-LABEL: func.func @only_products(
-// EMU: %[[F32:.*]] = arith.constant 0 : i64
-// EMU: call @kiln_layer_norm_forward_host(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[F32]],
+// EMU: call @kiln_layer_norm_forward_typed_host(%{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %c0_i64{{(_[0-9]+)?}},
 func.func @only_products(%x: tensor<8x16xf32>, %g: tensor<16xf32>, %w: tensor<16x4xf32>) -> tensor<8x4xf32> {
   %y = kiln.layer_norm %x, %g {axis = 1 : i64} : tensor<8x16xf32>, tensor<16xf32>
   %p = kiln.matmul %y, %w : tensor<8x16xf32>, tensor<16x4xf32>
@@ -118,7 +117,7 @@ func.func @f16(%x: tensor<4x16xf16>, %g: tensor<16xf16>) -> tensor<4x16xf16> {
 // CHECK-NOT: kiln.add
 // CHECK: return %[[Y]]#0, %[[Y]]#1
 // EMU-LABEL: func.func @residual(
-// EMU: call @kiln_layer_norm_forward_host(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, f64)
+// EMU: call @kiln_layer_norm_forward_typed_host({{.*}}) : (!llvm.ptr, i64, !llvm.ptr, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, !llvm.ptr, i64, i64, i64, f64)
 func.func @residual(%x: tensor<8x16xf32>, %r: tensor<8x16xf32>, %g: tensor<16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>) {
   %s = kiln.add %x, %r : tensor<8x16xf32>
   %y = kiln.layer_norm %s, %g {axis = 1 : i64} : tensor<8x16xf32>, tensor<16xf32>
@@ -148,7 +147,7 @@ func.func @residual_read_before(%x: tensor<8x16xf32>, %r: tensor<8x16xf32>, %g: 
 // CHECK-NOT: kiln.add
 // CHECK: return %[[G]]#0, %[[G]]#1, %[[G]]#2
 // EMU-LABEL: func.func @accumulate(
-// EMU: call @kiln_layer_norm_backward_host({{.*}}) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, f64)
+// EMU: call @kiln_layer_norm_backward_typed_host({{.*}}) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, i64, !llvm.ptr, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, f64)
 func.func @accumulate(%x: tensor<8x16xf32>, %g: tensor<16xf32>, %dy: tensor<8x16xf32>, %other: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<16xf32>, tensor<16xf32>) {
   %dx, %dg, %db = kiln.layer_norm_grad %x, %g, %dy {axis = 1 : i64} : tensor<8x16xf32>, tensor<16xf32>
   %t = kiln.add %other, %dx : tensor<8x16xf32>

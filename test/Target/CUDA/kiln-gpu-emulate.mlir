@@ -105,19 +105,18 @@ func.func @bias_grad(%dy: memref<8x6xbf16>, %x: memref<8x5xbf16>, %dw: memref<6x
 
 // -----
 
-// A layer norm that also writes its f32 output rounded to bf16 calls the
-// host version's _copy_ entry point: the forward's arguments, then the
-// copy and its type (1: bf16), then the shape and epsilon.
-// CHECK: func.func private @kiln_layer_norm_forward_copy_host(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, !llvm.ptr, i64, i64, i64, f64)
+// A layer norm calls the host version's _typed_ entry point: its input and
+// residual with their element types (0: f32, 1: bf16: a residual a product
+// stored in bf16), the scale, bias, output and sum, the output's type, the
+// copy and its type, then the shape and epsilon.
+// CHECK: func.func private @kiln_layer_norm_forward_typed_host(!llvm.ptr, i64, !llvm.ptr, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, !llvm.ptr, i64, i64, i64, f64)
 // CHECK-LABEL: func.func @layer_norm_copy(
 // CHECK-NOT: kiln.fused_layer_norm
-// CHECK-DAG: %[[F32:.*]] = arith.constant 0 : i64
-// CHECK-DAG: %[[BF16:.*]] = arith.constant 1 : i64
 // CHECK-DAG: %[[ROWS:.*]] = arith.constant 4 : i64
 // CHECK-DAG: %[[COLS:.*]] = arith.constant 8 : i64
-// CHECK: call @kiln_layer_norm_forward_copy_host(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[F32]], %{{.*}}, %[[BF16]], %[[ROWS]], %[[COLS]], %{{.*}})
-func.func @layer_norm_copy(%x: memref<4x8xf32>, %r: memref<4x8xf32>, %g: memref<8xf32>, %y: memref<4x8xf32>, %s: memref<4x8xf32>, %c: memref<4x8xbf16>) {
-  kiln.fused_layer_norm %x, %g residual %r into %y, %s, %c : (memref<4x8xf32>, memref<8xf32>, memref<4x8xf32>, memref<4x8xf32>, memref<4x8xf32>, memref<4x8xbf16>) -> ()
+// CHECK: call @kiln_layer_norm_forward_typed_host(%{{[^,]*}}, %c0_i64{{(_[0-9]+)?}}, %{{[^,]*}}, %c1_i64{{(_[0-9]+)?}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %c0_i64{{(_[0-9]+)?}}, %{{[^,]*}}, %c1_i64{{(_[0-9]+)?}}, %[[ROWS]], %[[COLS]], %{{[^,]*}})
+func.func @layer_norm_copy(%x: memref<4x8xf32>, %r: memref<4x8xbf16>, %g: memref<8xf32>, %y: memref<4x8xf32>, %s: memref<4x8xf32>, %c: memref<4x8xbf16>) {
+  kiln.fused_layer_norm %x, %g residual %r into %y, %s, %c : (memref<4x8xf32>, memref<8xf32>, memref<4x8xbf16>, memref<4x8xf32>, memref<4x8xf32>, memref<4x8xbf16>) -> ()
   return
 }
 

@@ -256,14 +256,16 @@ def KilnAutoMixedPrecision : Pass<"kiln-amp", "mlir::ModuleOp"> {
     does: each sums in f32 and rounds once as it stores (`round_once` in
     its `kiln.matmul` flags; cuBLASLt's output type), and every elementwise
     op, reduction or product that reads the result widens each element
-    it reads, exactly. A linear layer's bias added by the product's
-    epilogue (kiln-gemm-bias) is read rounded, as cuBLASLt reads a bias of
-    the output's type. A product keeps its f32 result when that result
-    flows through elementwise work only into what the function returns (a
-    parameter's gradient on its way to the optimizer, a model's output) or
-    into an op other than a linalg.generic (a layer-norm or attention
-    kernel, a collective), or when it accumulates into a value it did not
-    start (a gradient summed over several products). Memory-bound kernels
+    it reads, exactly; so do the layer-norm kernels (kiln.fused_layer_norm's
+    input and residual when it has a residual, its gradient's grad and
+    accumulate), which compute in f32. A linear layer's bias added by the
+    product's epilogue (kiln-gemm-bias) is read rounded, as cuBLASLt reads
+    a bias of the output's type. A product keeps its f32 result when that
+    result flows through elementwise work only into what the function
+    returns (a parameter's gradient on its way to the optimizer, a model's
+    output) or into any other op (an attention kernel, a collective), or
+    when it accumulates into a value it did not start (a gradient summed
+    over several products). Memory-bound kernels
     then move about half the bytes of an f32 activation.
 
     With `type=f16` the operands are rounded to f16 instead, whose range

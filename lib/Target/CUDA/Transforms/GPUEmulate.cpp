@@ -146,37 +146,39 @@ struct KilnGPUEmulatePass : kiln::impl::KilnGPUEmulateBase<KilnGPUEmulatePass> {
       auto integer = [&](int64_t value) -> Value {
         return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(value));
       };
-      // The forward's input, residual, scale, bias, output, sum and output
-      // type (and its copy with that one's type, if it has one), or the
-      // gradient's input, scale, grad, accumulate, its four results and its
-      // rounded input gradient with that one's type; then the shape and
-      // epsilon (kiln/abi/layer_norm.h).
+      // The forward's input and residual with their types, scale, bias,
+      // output, sum and output type, and its copy with that one's type (if
+      // it has one), or the gradient's input, scale, grad and accumulate
+      // with their types, its four results and its rounded input gradient
+      // with that one's type; then the shape and epsilon
+      // (kiln/abi/layer_norm.h's _typed_ functions).
       SmallVector<Value> args;
-      Value input, copy;
+      Value input;
+      auto typed = [&](Value v) {
+        args.push_back(address(v));
+        args.push_back(integer(elementCode(v)));
+      };
       if (forward) {
         input = forward.getInput();
         ValueRange outputs = forward.getOutputs();
-        for (Value v : {forward.getInput(), forward.getResidual(),
-                        forward.getScale(), forward.getBias(), outputs[0],
+        typed(forward.getInput());
+        typed(forward.getResidual());
+        for (Value v : {forward.getScale(), forward.getBias(), outputs[0],
                         forward.getResidual() ? outputs[1] : Value()})
           args.push_back(address(v));
         args.push_back(integer(elementCode(outputs[0])));
-        if ((copy = forward.getCopy())) {
-          args.push_back(address(copy));
-          args.push_back(integer(elementCode(copy)));
-        }
+        typed(forward.getCopy());
       } else {
         input = grad.getInput();
-        for (Value v : {grad.getInput(), grad.getScale(), grad.getGrad(),
-                        grad.getAccumulate()})
-          args.push_back(address(v));
+        args.push_back(address(grad.getInput()));
+        args.push_back(address(grad.getScale()));
+        typed(grad.getGrad());
+        typed(grad.getAccumulate());
         ValueRange outputs = grad.getOutputs();
         for (Value v : outputs.take_front(4))
           args.push_back(address(v));
         // The input's gradient rounded, if the op has it, and its type.
-        Value rounded = outputs.size() > 4 ? outputs[4] : Value();
-        args.push_back(address(rounded));
-        args.push_back(integer(elementCode(rounded)));
+        typed(outputs.size() > 4 ? outputs[4] : Value());
       }
       auto inputType = cast<MemRefType>(input.getType());
       args.push_back(integer(inputType.getDimSize(0)));
@@ -184,9 +186,8 @@ struct KilnGPUEmulatePass : kiln::impl::KilnGPUEmulateBase<KilnGPUEmulatePass> {
       args.push_back(arith::ConstantOp::create(
           b, loc, op->getAttrOfType<FloatAttr>("epsilon")));
       replaceByRuntimeCall(op,
-                           !forward ? "kiln_layer_norm_backward_host"
-                           : copy   ? "kiln_layer_norm_forward_copy_host"
-                                    : "kiln_layer_norm_forward_host",
+                           forward ? "kiln_layer_norm_forward_typed_host"
+                                   : "kiln_layer_norm_backward_typed_host",
                            args);
     }
     return success();

@@ -41,10 +41,26 @@ bool isElementwise(Operation *op) {
          generic.getNumLoops() == generic.getNumParallelLoops();
 }
 
+/// Whether `use` is an operand the runtime's layer-norm kernels read in 16
+/// bits too (widening each element): a forward's input or residual when it
+/// has a residual (the kernels' later passes read the f32 sum), a
+/// backward's grad or accumulate.
+bool readsNarrow(OpOperand &use) {
+  Value value = use.get();
+  if (auto norm = dyn_cast<kiln::FusedLayerNormOp>(use.getOwner()))
+    return !norm.hasBufferSemantics() && norm.getResidual() &&
+           (value == norm.getInput() || value == norm.getResidual());
+  if (auto grad = dyn_cast<kiln::FusedLayerNormGradOp>(use.getOwner()))
+    return !grad.hasBufferSemantics() && value != grad.getInput() &&
+           (value == grad.getGrad() || value == grad.getAccumulate());
+  return false;
+}
+
 /// The operands of linalg.generic ops on tensors that read `value` as an
 /// input, and of tensor.extract ops that read one of its elements (a loss
 /// reading the logit of each label), seen through views (which go to
-/// `views`, outer first). False when
+/// `views`, outer first); the layer-norm kernels' reads (readsNarrow) need
+/// nothing. False when
 /// anything else uses it: an op writing into it, a kernel of the runtime's,
 /// the function's return.
 bool collectReaders(Value value, SmallVectorImpl<OpOperand *> &readers,
@@ -57,6 +73,8 @@ bool collectReaders(Value value, SmallVectorImpl<OpOperand *> &readers,
         return false;
       continue;
     }
+    if (readsNarrow(use))
+      continue;
     auto generic = dyn_cast<linalg::GenericOp>(user);
     if (!isa<tensor::ExtractOp>(user) &&
         (!generic || !generic.hasPureTensorSemantics() ||

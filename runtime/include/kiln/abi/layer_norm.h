@@ -59,6 +59,23 @@ KILN_LAYER_NORM_API void kiln_layer_norm_backward_host(
     float *bias_grad, float *partials, void *rounded_input_grad,
     int64_t rounded_element, int64_t rows, int64_t cols, double epsilon);
 
+/* The same with the element types of what a product may have stored in 16
+ * bits (0: f32, 1: bf16, 2: f16, widened exactly as read): the forward's
+ * input and residual (a 16-bit input only with a residual), the backward's
+ * grad and accumulate. The functions above are these with f32 throughout. */
+KILN_LAYER_NORM_API void kiln_layer_norm_forward_typed_host(
+    const void *input, int64_t input_element, const void *residual,
+    int64_t residual_element, const float *scale, const float *bias,
+    void *output, float *sum, int64_t output_element, void *copy,
+    int64_t copy_element, int64_t rows, int64_t cols, double epsilon);
+
+KILN_LAYER_NORM_API void kiln_layer_norm_backward_typed_host(
+    const float *input, const float *scale, const void *grad,
+    int64_t grad_element, const void *accumulate, int64_t accumulate_element,
+    float *input_grad, float *scale_grad, float *bias_grad, float *partials,
+    void *rounded_input_grad, int64_t rounded_element, int64_t rows,
+    int64_t cols, double epsilon);
+
 #ifdef __cplusplus
 }
 #endif
