@@ -2,10 +2,12 @@
 # On a GPU machine: runs Kiln's GPU checks and the GPU training benchmark,
 # and prints a summary; exit 1 if any step fails.
 #
-#   scripts/gpu-check.sh [--package DIR] [--allow-no-gpu]
+#   scripts/gpu-check.sh [--package DIR|ARCHIVE] [--allow-no-gpu]
 #
 # Package mode, when DIR (default gpu-package/, made on a build machine by
-# scripts/gpu-package.sh) exists: builds nothing. Runs the packaged
+# scripts/gpu-package.sh) or its archive (default gpu-package.tar.xz, which
+# is what travels; unpacked into a temporary directory) exists: builds
+# nothing. Runs the packaged
 # kiln-cuda-unittests (NCCL's all-reduce tests among them), the training
 # parity check (test/cuda/gpu-training-test.py check on the packaged data:
 # fp32, bf16, fp16 and data-parallel bundles) and bench/gpu_train.py
@@ -68,6 +70,8 @@ while [[ $# -gt 0 ]]; do
 done
 if [[ -z $package && -d gpu-package ]]; then
   package=gpu-package
+elif [[ -z $package && -f gpu-package.tar.xz ]]; then
+  package=gpu-package.tar.xz
 fi
 readonly budget=${KILN_GPU_CHECK_SECONDS:-480}
 readonly build_dir=${KILN_BUILD_DIR:-build}
@@ -186,8 +190,18 @@ run_bench() {
 
 # --- package mode ------------------------------------------------------------
 if [[ -n $package ]]; then
-  pkg=$(cd "$package" 2>/dev/null && pwd)
   step_start=$SECONDS
+  if [[ -f $package ]]; then
+    # The archive gpu-package.sh wrote: unpacked next to the logs' parent,
+    # into a directory of its own.
+    unpacked=$(mktemp -d "${TMPDIR:-/tmp}/kiln-gpu-package.XXXXXX")
+    if ! tar -C "$unpacked" -xJf "$package" >"$logs/unpack.log" 2>&1; then
+      record package FAILED "cannot unpack $package: $(tail -n1 "$logs/unpack.log") (tar with xz)"
+      finish
+    fi
+    package=$(find "$unpacked" -mindepth 1 -maxdepth 1 -type d | head -n1)
+  fi
+  pkg=$(cd "$package" 2>/dev/null && pwd)
   if [[ -z $pkg || ! -x $pkg/bin/kiln-run || ! -f $pkg/parity/parity.json ]]; then
     record package FAILED "$package is not a package from scripts/gpu-package.sh (no bin/kiln-run or parity/parity.json)"
     finish
