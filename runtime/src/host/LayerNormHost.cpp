@@ -179,7 +179,8 @@ void kiln_layer_norm_backward_typed_host(
     float *biasSums = scaleSums + cols;
     for (int64_t c = 0; c < cols; ++c) {
       float xhat = (x[c] - stats.mean) * stats.rstd;
-      float gs = g(c) * scale[c];
+      const float gc = g(c);
+      float gs = gc * scale[c];
       float dx = stats.rstd * (gs - a - xhat * b);
       const int64_t at = row * cols + c;
       const float value =
@@ -187,8 +188,8 @@ void kiln_layer_norm_backward_typed_host(
       input_grad[at] = value;
       if (rounded_input_grad)
         storeRounded(rounded_input_grad, rounded_element, at, value);
-      scaleSums[c] += g(c) * xhat;
-      biasSums[c] += g(c);
+      scaleSums[c] += gc * xhat;
+      biasSums[c] += gc;
     }
   }
   for (int64_t c = 0; c < cols; ++c) {

@@ -150,12 +150,8 @@ struct KilnAutoMixedPrecisionPass
             narrow = round(input->get(), element, rounded);
           input->set(narrow);
           // The body reads the narrow element and widens it (exactly).
-          BlockArgument argument = body.getArgument(input->getOperandNumber());
-          argument.setType(element);
-          OpBuilder b = OpBuilder::atBlockBegin(&body);
-          Value wide =
-              arith::ExtFOp::create(b, op.getLoc(), b.getF32Type(), argument);
-          argument.replaceAllUsesExcept(wide, wide.getDefiningOp());
+          kiln::widenWhereDefined(body.getArgument(input->getOperandNumber()),
+                                  element);
         }
       }
       if (store)

@@ -182,13 +182,9 @@ bool narrowProduct(linalg::GenericOp op, FloatType element,
   // sum is f32 and rounds once, as the libraries compute it
   // (kiln-gpu-emulate widens the sum for the host).
   Block *body = op.getBody();
-  BlockArgument sum = body->getArguments().back();
-  sum.setType(element);
-  OpBuilder nb = OpBuilder::atBlockBegin(body);
-  Value wide = arith::ExtFOp::create(nb, loc, nb.getF32Type(), sum);
-  sum.replaceAllUsesExcept(wide, wide.getDefiningOp());
+  kiln::widenWhereDefined(body->getArguments().back(), element);
   auto yield = cast<linalg::YieldOp>(body->getTerminator());
-  nb.setInsertionPoint(yield);
+  OpBuilder nb(yield);
   yield->setOperand(
       0, arith::TruncFOp::create(nb, loc, element, yield->getOperand(0)));
   NamedAttrList flags(op->getAttrOfType<DictionaryAttr>("kiln.matmul"));
@@ -201,28 +197,32 @@ bool narrowProduct(linalg::GenericOp op, FloatType element,
   }
   // Each reader widens the element as it reads it.
   for (OpOperand *reader : readers) {
-    if (auto extract = dyn_cast<tensor::ExtractOp>(reader->getOwner())) {
-      extract.getResult().setType(element);
-      OpBuilder rb(extract->getContext());
-      rb.setInsertionPointAfter(extract);
-      Value widened = arith::ExtFOp::create(
-          rb, extract.getLoc(), rb.getF32Type(), extract.getResult());
-      extract.getResult().replaceAllUsesExcept(widened,
-                                               widened.getDefiningOp());
-      continue;
-    }
-    auto generic = cast<linalg::GenericOp>(reader->getOwner());
-    BlockArgument argument = generic.getMatchingBlockArgument(reader);
-    argument.setType(element);
-    OpBuilder rb = OpBuilder::atBlockBegin(generic.getBody());
-    Value widened =
-        arith::ExtFOp::create(rb, generic.getLoc(), rb.getF32Type(), argument);
-    argument.replaceAllUsesExcept(widened, widened.getDefiningOp());
+    if (auto extract = dyn_cast<tensor::ExtractOp>(reader->getOwner()))
+      kiln::widenWhereDefined(extract.getResult(), element);
+    else
+      kiln::widenWhereDefined(cast<linalg::GenericOp>(reader->getOwner())
+                                  .getMatchingBlockArgument(reader),
+                              element);
   }
   return true;
 }
 
 } // namespace
+
+void kiln::widenWhereDefined(Value value, FloatType element) {
+  value.setType(element);
+  OpBuilder b(value.getContext());
+  // At the op that owns the block, or that defines the value.
+  Location loc = value.getLoc();
+  if (auto argument = dyn_cast<BlockArgument>(value)) {
+    b.setInsertionPointToStart(argument.getOwner());
+    loc = argument.getOwner()->getParentOp()->getLoc();
+  } else {
+    b.setInsertionPointAfterValue(value);
+  }
+  Value wide = arith::ExtFOp::create(b, loc, b.getF32Type(), value);
+  value.replaceAllUsesExcept(wide, wide.getDefiningOp());
+}
 
 unsigned kiln::narrowProductStorage(func::FuncOp function, FloatType element,
                                     llvm::function_ref<Value(Value)> round) {

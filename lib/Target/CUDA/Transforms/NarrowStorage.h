@@ -8,6 +8,12 @@
 
 namespace kiln {
 
+/// `value` (a block argument or an op's result, f32) retyped to `element`,
+/// the 16-bit type it now holds, and widened back to f32 where it is
+/// defined (at the block's start, or just after the op), exactly: its uses
+/// read the widened value.
+void widenWhereDefined(mlir::Value value, mlir::FloatType element);
+
 /// Has the products of `function` whose operands are `element` (kiln-amp
 /// rounded them) and whose results are activations or their gradients
 /// store those results in `element`: each sums in f32 and rounds once
