@@ -81,7 +81,7 @@ cp test/runtime/kernels.ptx "$pkg/data/"
 # Libraries every Linux GPU machine has (glibc, the C++ runtime, zlib) or
 # that must come from the machine's own CUDA install and driver.
 system_library() {
-  [[ $1 =~ ^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|libz|libcuda|libcudart|libcublas|libcublasLt|libcudnn|libnccl)[.] ]]
+  [[ $1 =~ ^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|libz|libcuda|libcudart|libcublas|libcublasLt|libcudnn|libnccl|libnvrtc)[.] ]]
 }
 while read -r name path; do
   system_library "$name" && continue
@@ -108,7 +108,8 @@ try:
     import nvidia
 except ImportError:
     raise SystemExit
-names = ("libcudnn.so.9", "libnccl.so.2", "libcublasLt.so.13")
+names = ("libcudnn.so.9", "libnccl.so.2", "libcublasLt.so.13", "libnvrtc.so.13",
+         "libcudart.so.13")
 print(":".join(sorted({os.path.dirname(p) for d in nvidia.__path__
                        for n in names for p in glob.glob(
                            os.path.join(d, "**", n), recursive=True)})))

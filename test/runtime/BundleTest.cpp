@@ -692,6 +692,16 @@ bp::Attention &attention(bp::Manifest &m, int entry) {
 
 TEST(BundleReader, RejectsEachBrokenAttentionRule) {
   EXPECT_TRUE(readBytes(attentionBundleBytes()).ok());
+  // cuDNN's attention reads and writes 16-bit matrices (the f32 buffers
+  // are large enough for them) and no mask.
+  Status cudnn =
+      readBytes(withManifest(attentionBundleBytes(), [](bp::Manifest &m) {
+        bp::Attention &a = attention(m, 2);
+        a.set_engine(bp::CUDNN);
+        a.set_out_type(bp::BF16);
+        a.set_input_grad_type(bp::BF16);
+      }));
+  EXPECT_TRUE(cudnn.ok()) << cudnn.message();
   struct AttentionCase {
     const char *name;
     std::function<void(bp::Manifest &)> change;
@@ -763,6 +773,32 @@ TEST(BundleReader, RejectsEachBrokenAttentionRule) {
        [](bp::Manifest &m) { attention(m, 0).set_causal_fill(true); },
        "attention is causal_fill in the forward (only the backward with as "
        "many queries as keys takes it)"},
+      {"an unknown engine",
+       [](bp::Manifest &m) {
+         attention(m, 0).set_engine(static_cast<bp::AttentionEngine>(7));
+       },
+       "attention has engine 7 (the runtime's kernels or cuDNN expected)"},
+      {"the runtime's kernels writing 16 bits",
+       [](bp::Manifest &m) { attention(m, 0).set_out_type(bp::BF16); },
+       "attention has out type bf16 (the runtime's kernels write f32: f32 "
+       "expected)"},
+      {"cuDNN writing f32 gradients",
+       [](bp::Manifest &m) {
+         bp::Attention &a = attention(m, 1);
+         a.set_engine(bp::CUDNN);
+         a.set_out_type(bp::BF16);
+       },
+       "attention has input gradient type f32 (cuDNN reads and writes every "
+       "matrix in the element type: bf16 expected)"},
+      {"cuDNN with a mask",
+       [](bp::Manifest &m) {
+         bp::Attention &a = attention(m, 1);
+         a.set_engine(bp::CUDNN);
+         a.set_out_type(bp::BF16);
+         a.set_input_grad_type(bp::BF16);
+       },
+       "attention on cuDNN with a mask, masked_fill or causal_fill is not "
+       "supported yet (the runtime's kernels take them)"},
       {"an output over another",
        [](bp::Manifest &m) {
          bp::Attention &a = attention(m, 1);

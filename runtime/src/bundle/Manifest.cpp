@@ -765,6 +765,31 @@ private:
                          " keys (they must match)");
     if (!std::isfinite(attention.scale()))
       return formatError("attention has scale ", attention.scale());
+    // The types of out and its gradient, and of the three input gradients:
+    // f32 from the runtime's kernels, the element type from cuDNN's.
+    const bool cudnn = attention.engine() == bp::CUDNN;
+    if (!cudnn && attention.engine() != bp::KILN_KERNELS)
+      return formatError("attention has engine ", attention.engine(),
+                         " (the runtime's kernels or cuDNN expected)");
+    auto typeOf = [](int type) {
+      return type == bp::ELEMENT_TYPE_UNSPECIFIED ? int(bp::F32) : type;
+    };
+    const int outType = typeOf(attention.out_type());
+    const int inputGradType = typeOf(attention.input_grad_type());
+    const int wanted = cudnn ? attention.element_type() : int(bp::F32);
+    for (auto [name, type] : {std::pair<const char *, int>{"out", outType},
+                              {"input gradient", inputGradType}})
+      if (type != wanted && (attention.backward() || name[0] == 'o'))
+        return formatError(
+            "attention has ", name, " type ", elementTypeName(type), " (",
+            cudnn ? "cuDNN reads and writes every matrix in the element type"
+                  : "the runtime's kernels write f32",
+            ": ", elementTypeName(wanted), " expected)");
+    if (cudnn && ((attention.has_mask() && attention.mask().buffer().size()) ||
+                  attention.masked_fill() || attention.causal_fill()))
+      return formatError("attention on cuDNN with a mask, masked_fill or "
+                         "causal_fill is not supported yet (the runtime's "
+                         "kernels take them)");
     struct Tensor {
       const char *name;
       const bp::AttentionTensor *tensor;
@@ -777,7 +802,8 @@ private:
         {"query", &attention.query(), q, d, narrow, false},
         {"key", &attention.key(), k, d, narrow, false},
         {"value", &attention.value(), k, d, narrow, false},
-        {"out", &attention.out(), q, d, 4, !attention.backward()}};
+        {"out", &attention.out(), q, d, elementTypeSize(outType),
+         !attention.backward()}};
     bool masked = attention.has_mask() && attention.mask().buffer().size() > 0;
     if (attention.masked_fill() && (!attention.backward() || !masked))
       return formatError("attention is masked_fill ",
@@ -794,10 +820,15 @@ private:
     if (masked)
       tensors.push_back({"mask", &attention.mask(), q, k, 4, false});
     if (attention.backward()) {
-      tensors.push_back({"grad", &attention.grad(), q, d, 4, false});
-      tensors.push_back({"query_grad", &attention.query_grad(), q, d, 4, true});
-      tensors.push_back({"key_grad", &attention.key_grad(), k, d, 4, true});
-      tensors.push_back({"value_grad", &attention.value_grad(), k, d, 4, true});
+      uint64_t gradBytes = elementTypeSize(inputGradType);
+      tensors.push_back(
+          {"grad", &attention.grad(), q, d, elementTypeSize(outType), false});
+      tensors.push_back(
+          {"query_grad", &attention.query_grad(), q, d, gradBytes, true});
+      tensors.push_back(
+          {"key_grad", &attention.key_grad(), k, d, gradBytes, true});
+      tensors.push_back(
+          {"value_grad", &attention.value_grad(), k, d, gradBytes, true});
     }
     // (name, buffer, written) of everything the command touches.
     std::vector<std::tuple<std::string, const bp::BufferRef *, bool>> touched;

@@ -8,6 +8,8 @@
 #include "kiln/runtime/ElementType.h"
 #include "kiln/runtime/Manifest.h"
 
+#include <cudnn.h>
+
 #include <chrono>
 #include <climits>
 #include <cstdio>
@@ -671,6 +673,32 @@ Status CudaSession::planAllReduces(const bp::Program &program, int first,
   return Status();
 }
 
+Status CudaSession::planCudnnAttention(const bp::Attention &attention,
+                                       EntryPlan &plan, Step &step) {
+  if (!cudnn) {
+    cudnnStatus_t created = cudnnCreate(&cudnn);
+    if (created != CUDNN_STATUS_SUCCESS) {
+      cudnn = nullptr;
+      return internalError("cudnnCreate: ", cudnnGetErrorString(created));
+    }
+  }
+  uint64_t needed = cudnnWorkspaceBytes;
+  KILN_RETURN_IF_ERROR(CudnnAttentionPlan::create(
+      cudnn, attention, computeMajor * 10 + computeMinor,
+      [&](const bp::BufferRef &buffer) { return deviceAddress(buffer, plan); },
+      needed, step.cudnnAttention));
+  if (needed > cudnnWorkspaceBytes) {
+    // Nothing has run yet: the plans made before read the new one too.
+    if (cudnnWorkspace)
+      KILN_RETURN_IF_ERROR(checkCu(cuMemFree(cudnnWorkspace), "cuMemFree"));
+    cudnnWorkspace = 0;
+    KILN_RETURN_IF_ERROR(checkCu(cuMemAlloc(&cudnnWorkspace, needed),
+                                 "cuMemAlloc (cuDNN's workspace)"));
+    cudnnWorkspaceBytes = needed;
+  }
+  return Status();
+}
+
 Status CudaSession::planEntryPoint(const bp::EntryPoint &entry,
                                    EntryPlan &plan) {
   // Inputs where staged inputs have them, so they arrive in one copy.
@@ -720,6 +748,13 @@ Status CudaSession::planEntryPoint(const bp::EntryPoint &entry,
           target->kernels(static_cast<int>(command.launch().kernel()));
       step.description = strCat("command ", c, " (kernel '", kernel, "')");
       KILN_RETURN_IF_ERROR(planLaunch(command.launch(), plan, step)
+                               .withContext(step.description));
+    } else if (command.has_attention() &&
+               command.attention().engine() == bp::CUDNN) {
+      step.description =
+          strCat("command ", c, " (",
+                 describeCudnnAttention(command.attention()), ")");
+      KILN_RETURN_IF_ERROR(planCudnnAttention(command.attention(), plan, step)
                                .withContext(step.description));
     } else if (command.has_attention()) {
       if (!attentionKernels)
@@ -913,6 +948,9 @@ Status CudaSession::enqueueStep(const Step &step) {
         .withContext(step.description);
   if (step.attention)
     return step.attention->enqueue(stream).withContext(step.description);
+  if (step.cudnnAttention)
+    return step.cudnnAttention->enqueue(cudnn, cudnnWorkspace, stream)
+        .withContext(step.description);
   if (step.layerNorm)
     return step.layerNorm->enqueue(stream).withContext(step.description);
   const Launch &launch = *step.launch;
@@ -1061,6 +1099,9 @@ Status CudaSession::createProfile(const bp::EntryPoint &entry,
     } else if (step.attention) {
       command.kind = "attention";
       command.what = step.attention->description();
+    } else if (step.cudnnAttention) {
+      command.kind = "attention";
+      command.what = step.cudnnAttention->description();
     } else if (step.layerNorm) {
       command.kind = "layer_norm";
       command.what = step.layerNorm->description();
@@ -1352,6 +1393,10 @@ CudaSession::~CudaSession() {
       cuMemFree(arenaAllocation);
     if (module)
       cuModuleUnload(module);
+    if (cudnn)
+      cudnnDestroy(cudnn);
+    if (cudnnWorkspace)
+      cuMemFree(cudnnWorkspace);
     // While the context is current: they unload the attention and
     // layer-norm kernels.
     attentionKernels.reset();

@@ -25,6 +25,7 @@
 #define KILN_RUNTIME_SRC_CUDA_CUDASESSION_H
 
 #include "Attention.h"
+#include "CudnnAttention.h"
 #include "Gemm.h"
 #include "LayerNormPlan.h"
 #include "Profile.h"
@@ -153,6 +154,7 @@ private:
     std::unique_ptr<Launch> launch;
     std::unique_ptr<GemmPlan> gemm;
     std::unique_ptr<AttentionPlan> attention;
+    std::unique_ptr<CudnnAttentionPlan> cudnnAttention;
     std::unique_ptr<LayerNormPlan> layerNorm;
     std::unique_ptr<AllReduceGroup> allReduces;
     std::unique_ptr<Copy> copy;
@@ -228,6 +230,10 @@ private:
                   size_t outputCount);
   Status planLaunch(const bundle::KernelLaunch &launch, const EntryPlan &plan,
                     Step &step);
+  /// Plans a CUDNN attention command, making the cuDNN handle with the
+  /// first and growing the shared workspace to what each needs.
+  Status planCudnnAttention(const bundle::Attention &attention, EntryPlan &plan,
+                            Step &step);
   /// Plans commands [first, end) of `program`, all NCCL collectives
   /// (AllReduceMean, or a ShardCollective's reduce-scatter or all-gather),
   /// as one group.
@@ -314,6 +320,12 @@ private:
   cublasLtHandle_t blasLt = nullptr;
   /// The attention kernels, loaded with the first attention command.
   std::unique_ptr<AttentionKernels> attentionKernels;
+  /// cuDNN, for attention on it: the handle, made with the first such
+  /// command, and the workspace its plans share (they run one after
+  /// another on the stream), grown as each is planned.
+  cudnnHandle_t cudnn = nullptr;
+  CUdeviceptr cudnnWorkspace = 0;
+  uint64_t cudnnWorkspaceBytes = 0;
   /// The layer-norm kernels, loaded with the first layer-norm command.
   std::unique_ptr<LayerNormKernels> layerNormKernels;
   /// In arenaAllocation, after the arena; empty without gemms.
