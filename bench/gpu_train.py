@@ -5,14 +5,16 @@ optimizer (AdamW), as tokens/s, TFLOP/s, MFU and ratios to torch.compile;
 with --data-parallel also Kiln's data-parallel bundle on one rank (on the
 GPU, its all-reduces through a NCCL communicator of one), and with
 --expanded-attention Kiln's bundle computing attention as score products and
-softmax kernels, and with --loops-attention its bundle computing attention as
-loops on CUDA cores, each as a ratio to the plain Kiln side.
+softmax kernels, with --loops-attention its bundle computing attention as
+loops on CUDA cores, and with --cudnn-attention its bundle computing it on
+cuDNN's fused attention, each as a ratio to the plain Kiln side.
 
     python3 bench/gpu_train.py [--models gpt2,bert128,bert512] [--layers N]
         [--gpt2-batch 8] [--bert128-batch 64] [--bert512-batch 32]
         [--steps 20] [--warmup 3] [--seconds 10] [--time-budget S]
         [--precision bf16|fp16|fp32] [--data-parallel] [--bucket-bytes N]
-        [--expanded-attention] [--loops-attention] [--no-compile]
+        [--expanded-attention] [--loops-attention] [--cudnn-attention]
+        [--no-compile]
         [--kiln-only] [--profile] [--profile-steps 3] [--out DIR]
         [--bin build/bin]
     python3 bench/gpu_train.py --tiny --device cpu     # the logic, on a CPU
@@ -29,8 +31,9 @@ and compiles it, in each of its precisions, with kilnc --target=DEVICE
 (--amp=bf16 or --amp=fp16) --external-weights: the bundle
 DIR/NAME-PRECISION.kiln holds no weights, only its program and kernels; with
 --data-parallel also DIR/NAME-PRECISION-dp.kiln, with --expanded-attention
-DIR/NAME-PRECISION-expanded.kiln and with --loops-attention
-DIR/NAME-PRECISION-loops.kiln, in the model's first precision. Beside them: NAME-train.npz (the batches) and NAME.json (the
+DIR/NAME-PRECISION-expanded.kiln, with --loops-attention
+DIR/NAME-PRECISION-loops.kiln and with --cudnn-attention
+DIR/NAME-PRECISION-cudnn.kiln, in the model's first precision. Beside them: NAME-train.npz (the batches) and NAME.json (the
 architecture, sizes, batch, seed, lr, weight decay, each bundle's precision,
 kilnc command and time, and the name and shape of each of the bundles'
 parameters: the ONNX float initializers, checked to equal the PyTorch
@@ -89,8 +92,10 @@ default). --expanded-attention (cuda only) also compiles each model, in its
 first precision, with --cuda-attention=expanded (score products on tensor
 cores, softmax kernels over the stored scores) and --loops-attention with
 --cuda-attention=loops (a thread per query or key row on CUDA cores), and
-times them, after the PyTorch sides, as the sides "kiln (expanded
-attention)" and "kiln (attention loops)", whose "vs kiln" is their tokens/s
+--cudnn-attention with --cuda-attention=cudnn (cuDNN's fused attention for
+the causal or unmasked attention it takes), and times them, after the
+PyTorch sides, as the sides "kiln (expanded attention)", "kiln (attention
+loops)" and "kiln (cuDNN attention)", whose "vs kiln" is their tokens/s
 over the plain Kiln side's; their losses are checked like every side's.
 
 Timing. Kiln: one `kiln-run --target T --data --steps W+S --no-shuffle
@@ -237,6 +242,10 @@ def parse_args(argv):
     parser.add_argument("--loops-attention", action="store_true",
                         help="also time kilnc --cuda-attention=loops's "
                         "bundle, in each model's first precision")
+    parser.add_argument("--cudnn-attention", action="store_true",
+                        help="also time kilnc --cuda-attention=cudnn's "
+                        "bundle (cuDNN's fused attention), in each model's "
+                        "first precision")
     parser.add_argument("--no-compile", action="store_true",
                         help="leave torch.compile out")
     parser.add_argument("--kiln-only", action="store_true",
@@ -297,12 +306,13 @@ def parse_args(argv):
         parser.error(str(error))
     if args.package:
         if (args.data_parallel or args.bucket_bytes or
-                args.expanded_attention or args.loops_attention):
+                args.expanded_attention or args.loops_attention or
+                args.cudnn_attention):
             parser.error("--package measures the data-parallel and other "
                          "attention bundles the package holds; "
                          "--data-parallel, --bucket-bytes, "
-                         "--expanded-attention and --loops-attention belong "
-                         "to --package-prepare")
+                         "--expanded-attention, --loops-attention and "
+                         "--cudnn-attention belong to --package-prepare")
         rows = package_rows(args.package)
         if not rows:
             parser.error("%s holds no packaged model (NAME.json)"
@@ -314,8 +324,10 @@ def parse_args(argv):
                     if (n, p) in wanted or (n, None) in wanted]
         args.rows = rows
     if args.device != "cuda" and (args.expanded_attention or
-                                  args.loops_attention):
-        parser.error("--expanded-attention and --loops-attention need "
+                                  args.loops_attention or
+                                  args.cudnn_attention):
+        parser.error("--expanded-attention, --loops-attention and "
+                     "--cudnn-attention need "
                      "--device cuda: --cuda-attention chooses between the "
                      "CUDA target's ways (the CPU target always expands "
                      "attention)")
@@ -979,7 +991,8 @@ def check_data_parallel_losses(record, got, want):
 # The other ways kilnc can compute attention on the CUDA target: the job and
 # package kind, the side's name and the bundle's suffix.
 ATTENTION_VARIANTS = [("expanded", "kiln (expanded attention)", "-expanded"),
-                      ("loops", "kiln (attention loops)", "-loops")]
+                      ("loops", "kiln (attention loops)", "-loops"),
+                      ("cudnn", "kiln (cuDNN attention)", "-cudnn")]
 
 
 def data_parallel_side(args):
@@ -1193,9 +1206,11 @@ def prepare(args, name):
 
 def start_compiles(args, name, onnx_path, batch, directory):
     """{precision: {"plain": KilnCompile, "data_parallel": KilnCompile or
-    None, "expanded": KilnCompile or None, "loops": KilnCompile or None}}
+    None, "expanded": KilnCompile or None, "loops": KilnCompile or None,
+    "cudnn": KilnCompile or None}}
     for the model's rows; the data-parallel (--data-parallel) and other
-    attention (--expanded-attention, --loops-attention) bundles in its first
+    attention (--expanded-attention, --loops-attention, --cudnn-attention)
+    bundles in its first
     precision."""
     precisions = [p for n, p in args.rows if n == name]
     jobs = {}
@@ -1203,7 +1218,8 @@ def start_compiles(args, name, onnx_path, batch, directory):
         stem = os.path.join(directory, "%s-%s" % (name, precision))
         jobs[precision] = dict(plain=KilnCompile(
             args, onnx_path, batch, stem + ".kiln", stem + "-kilnc.log",
-            precision), data_parallel=None, expanded=None, loops=None)
+            precision), data_parallel=None, expanded=None, loops=None,
+            cudnn=None)
         if args.data_parallel and precision == precisions[0]:
             jobs[precision]["data_parallel"] = KilnCompile(
                 args, onnx_path, batch, stem + "-dp.kiln",
@@ -1402,11 +1418,13 @@ def prepare_from_package(args, name):
                 ("data_parallel",
                  config["bundles"][precision].get("data_parallel")),
                 ("expanded", config["bundles"][precision].get("expanded")),
-                ("loops", config["bundles"][precision].get("loops")))}
+                ("loops", config["bundles"][precision].get("loops")),
+                ("cudnn", config["bundles"][precision].get("cudnn")))}
     print("%s: packaged bundles (%s; batch %d, %s); %d initial weights saved "
           "for --params" % (name, ", ".join(
               p + "".join(" and " + kind.replace("_", "-")
-                          for kind in ("data_parallel", "expanded", "loops")
+                          for kind in ("data_parallel", "expanded", "loops",
+                                       "cudnn")
                           if c[kind])
               for p, c in compiled.items()), batch,
               ", ".join("%s %s" % kv for kv in sizes.items()), len(arrays)),

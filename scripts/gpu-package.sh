@@ -28,8 +28,9 @@
 #                   small (bf16 and fp16) and BERT-base (bf16) bundles
 #                   without weights, NAME-PRECISION.kiln, each model's
 #                   data-parallel bundle in bf16 (NAME-bf16-dp.kiln) and
-#                   its bundles with --cuda-attention=expanded and loops
-#                   (NAME-bf16-expanded.kiln, NAME-bf16-loops.kiln), their
+#                   its bundles with --cuda-attention=expanded, loops and
+#                   cudnn (NAME-bf16-expanded.kiln, NAME-bf16-loops.kiln,
+#                   NAME-bf16-cudnn.kiln), their
 #                   data and NAME.json (model config, batch, each bundle's
 #                   precision and kilnc command); about 2 MiB a bundle
 #   manifest.txt    the commit, the build and each part's size
@@ -42,8 +43,9 @@
 #                     KILN_PYTHON, else python3)
 #   KILN_BENCH_MODELS the benchmark's models and precisions (default
 #                     gpt2:bf16+fp16,bert128,bert512; each model also gets a
-#                     data-parallel, an expanded-attention and an
-#                     attention-loops bundle in its first precision)
+#                     data-parallel, an expanded-attention, an
+#                     attention-loops and a cuDNN-attention bundle in its
+#                     first precision)
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -140,7 +142,7 @@ echo "== parity data (test/cuda/gpu-training-test.py prepare)"
 echo "== benchmark bundles (bench/gpu_train.py --package-prepare)"
 "$python" bench/gpu_train.py --bin "$root/$build_dir/bin" \
   --models "${KILN_BENCH_MODELS:-gpt2:bf16+fp16,bert128,bert512}" --data-parallel \
-  --expanded-attention --loops-attention \
+  --expanded-attention --loops-attention --cudnn-attention \
   --package-prepare "$pkg/bench"
 
 size_of() { du -sb "$@" | awk '{ s += $1 } END { printf "%.2f MiB", s / 1048576 }'; }

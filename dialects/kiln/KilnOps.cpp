@@ -815,10 +815,13 @@ static LogicalResult verifyLibraryOpForm(Operation *op, bool tensors,
 /// `key` and `value` are [B, H, S, D] of one 16-bit float type with a head
 /// size the kernels have; every other operand and everything produced
 /// (results, or output buffers) has the f32 shape `expected` names, and
-/// the op is all tensors or all buffers.
+/// the op is all tensors or all buffers. For cuDNN (`cudnn`), the output,
+/// its gradient and the input gradients are of the query's 16-bit type
+/// instead, and there is no mask.
 static LogicalResult
 verifyFlash(Operation *op, Value query, Value key, Value value, Value mask,
-            bool causal, ArrayRef<std::pair<Value, StringRef>> f32Operands,
+            bool causal, bool cudnn,
+            ArrayRef<std::pair<Value, StringRef>> f32Operands,
             ValueRange outputs, ArrayRef<StringRef> produced) {
   auto shapeOf = [](Value v) { return cast<ShapedType>(v.getType()); };
   ShapedType q = shapeOf(query), k = shapeOf(key), v = shapeOf(value);
@@ -852,12 +855,19 @@ verifyFlash(Operation *op, Value query, Value key, Value value, Value mask,
                              : name == "key_grad" || name == "value_grad"
                                  ? ArrayRef(keys)
                                  : ArrayRef(rows);
-    if (!type.getElementType().isF32() || type.getShape() != want)
+    bool narrow = cudnn && name != "stats" && name != "delta";
+    Type wantElement = narrow ? element : Float32Type::get(op->getContext());
+    if (type.getElementType() != wantElement || type.getShape() != want)
       return op->emitOpError(name)
-             << " must be f32 of shape [" << llvm::interleaved(want)
-             << "], not " << type;
+             << " must be "
+             << (!narrow            ? "f32"
+                 : element.isBF16() ? "bf16"
+                                    : "f16")
+             << " of shape [" << llvm::interleaved(want) << "], not " << type;
     return success();
   };
+  if (cudnn && mask)
+    return op->emitOpError("on cuDNN takes no mask (causal or none)");
   for (auto [value, name] : f32Operands)
     if (failed(check(value, name)))
       return failure();
@@ -883,15 +893,20 @@ verifyFlash(Operation *op, Value query, Value key, Value value, Value mask,
 
 LogicalResult FlashAttentionOp::verify() {
   return verifyFlash(*this, getQuery(), getKey(), getValue(), getMask(),
-                     getCausal(), {}, getOutputs(), {"out", "stats"});
+                     getCausal(), getCudnn(), {}, getOutputs(),
+                     {"out", "stats"});
 }
 
 LogicalResult FlashAttentionGradOp::verify() {
   if (failed(verifyFills(*this, getMaskedFill(), getCausalFill(), getMask(),
                          getQuery(), getKey(), /*causalFillNeedsNoMask=*/true)))
     return failure();
+  if (getCudnn() && getCausalFill())
+    return emitOpError("on cuDNN takes no causal_fill (without a mask it is "
+                       "causal)");
   return verifyFlash(
       *this, getQuery(), getKey(), getValue(), getMask(), getCausal(),
+      getCudnn(),
       {{getOut(), "out"}, {getGrad(), "grad"}, {getStats(), "stats"}},
       getOutputs(), {"query_grad", "key_grad", "value_grad", "delta"});
 }

@@ -903,7 +903,10 @@ def Kiln_FlashAttentionOp : Kiln_Op<"flash_attention",
     statistics `[B, H, Sq, 2]` of each row, which kiln.flash_attention_grad
     reads: the softmax's shift (the row's largest score, in base-2 units:
     scores times log2 e) and its denominator (the sum of 2^(score -
-    shift)). The optional f32 `mask` `[B or 1, H or 1, Sq or 1, Sk]` is
+    shift)). With `cudnn`, cuDNN's fused attention computes it instead: the
+    output is of the query's type, and the statistics' first half holds
+    each row's log-sum-exp, packed (there is no mask). The optional f32
+    `mask` `[B or 1, H or 1, Sq or 1, Sk]` is
     added to the scores (a padding mask, or a causal mask held in a buffer;
     the kernels skip the tiles it drops whole); `causal` drops every key
     after the query's position (Sq = Sk) without reading a mask. A row that
@@ -928,7 +931,7 @@ def Kiln_FlashAttentionOp : Kiln_Op<"flash_attention",
                        Optional<Kiln_FlashOperand>:$mask,
                        Variadic<AnyStaticShapeMemRef>:$outputs,
                        DefaultValuedAttr<F64Attr, "1.0">:$scale,
-                       UnitAttr:$causal);
+                       UnitAttr:$causal, UnitAttr:$cudnn);
   let results = (outs Variadic<Kiln_FloatTensor>:$results);
   let assemblyFormat = "$query `,` $key `,` $value (`mask` $mask^)? "
       "(`into` $outputs^)? attr-dict `:` functional-type(operands, results)";
@@ -957,7 +960,9 @@ def Kiln_FlashAttentionGradOp : Kiln_Op<"flash_attention_grad",
     out)), `query_grad = dS · key · scale`, `key_grad = dSᵀ · query ·
     scale`. With `masked_fill`, dS is 0 where the mask is at most -2^100
     (kiln.attention's `masked_fill`); with `causal_fill`, after each
-    query's position.
+    query's position. With `cudnn` (a forward's), cuDNN computes it: `out`,
+    `grad` and the three input gradients are of the query's type, and
+    there is no mask or causal_fill.
 
     kiln-flash-attention forms this op from the kiln.attention_grad of an
     attention it made a kiln.flash_attention. The buffer form takes the
@@ -978,7 +983,7 @@ def Kiln_FlashAttentionGradOp : Kiln_Op<"flash_attention_grad",
                        Variadic<AnyStaticShapeMemRef>:$outputs,
                        DefaultValuedAttr<F64Attr, "1.0">:$scale,
                        UnitAttr:$causal, UnitAttr:$masked_fill,
-                       UnitAttr:$causal_fill);
+                       UnitAttr:$causal_fill, UnitAttr:$cudnn);
   let results = (outs Variadic<Kiln_FloatTensor>:$results);
   let assemblyFormat = "$query `,` $key `,` $value `,` $out `,` $grad `,` "
       "$stats (`mask` $mask^)? (`into` $outputs^)? attr-dict `:` "

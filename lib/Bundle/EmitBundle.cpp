@@ -199,6 +199,13 @@ llvm::Error fillAttention(bundle::Attention &out,
   out.set_causal(attention.causal);
   out.set_masked_fill(attention.maskedFill);
   out.set_causal_fill(attention.causalFill);
+  if (attention.cudnn) {
+    // cuDNN reads and writes every matrix in the element type.
+    out.set_engine(bundle::CUDNN);
+    out.set_out_type(*element);
+    if (attention.backward)
+      out.set_input_grad_type(*element);
+  }
   int64_t d = attention.headSize;
   auto tensor = [&](bundle::AttentionTensor *stored,
                     const kiln::CudaBuffer &buffer, int64_t rows) {

@@ -109,9 +109,12 @@ void kiln::buildTensorPipeline(OpPassManager &pm,
     std::string amp;
     if (options.cudaPrecision != kiln::Precision::F32)
       amp = options.cudaPrecision == kiln::Precision::BF16 ? "bf16" : "f16";
-    if (options.cudaAttention == Attention::Flash && !amp.empty()) {
+    if ((options.cudaAttention == Attention::Flash ||
+         options.cudaAttention == Attention::Cudnn) &&
+        !amp.empty()) {
       kiln::KilnFlashAttentionOptions flash;
       flash.amp = amp;
+      flash.cudnn = options.cudaAttention == Attention::Cudnn;
       pm.addPass(kiln::createKilnFlashAttention(flash));
     }
     kiln::KilnAttentionKernelOptions kernel;
@@ -524,7 +527,8 @@ std::string kiln::printCompileOptions(const CompileOptions &options) {
   text.cudaAttention = options.cudaAttention == Attention::Loops ? "loops"
                        : options.cudaAttention == Attention::Expanded
                            ? "expanded"
-                           : "flash";
+                       : options.cudaAttention == Attention::Cudnn ? "cudnn"
+                                                                   : "flash";
   text.rematerialize = options.rematerialize;
   text.emulateCuda = options.emulateCuda;
   // The target is always named.
@@ -559,9 +563,11 @@ Expected<kiln::CompileOptions> kiln::parseCompileOptions(StringRef text) {
     options.cudaAttention = Attention::Loops;
   else if (parsed->cudaAttention == "expanded")
     options.cudaAttention = Attention::Expanded;
+  else if (parsed->cudaAttention == "cudnn")
+    options.cudaAttention = Attention::Cudnn;
   else if (parsed->cudaAttention != "flash")
-    return optionError("cuda-attention must be flash, loops or expanded, "
-                       "not '" +
+    return optionError("cuda-attention must be flash, loops, expanded or "
+                       "cudnn, not '" +
                        parsed->cudaAttention + "'");
   options.rematerialize = parsed->rematerialize;
   options.emulateCuda = parsed->emulateCuda;

@@ -173,6 +173,12 @@ def describe(command, kernels, names):
             text += " masked_fill"
         if a.causal_fill:
             text += " causal_fill"
+        if a.engine == 1:  # CUDNN; an unset type is f32
+            def type_name(t):
+                return names[t] if t else "f32"
+            text += f" on cuDNN, out {type_name(a.out_type)}"
+            if a.backward:
+                text += f", grads {type_name(a.input_grad_type)}"
         if a.backward:
             text += f" dk {strides(a.key_grad)}"
         return text

@@ -273,7 +273,12 @@ def rounded_matmul_mode(torch, narrow, parameters=(), store=True,
     gradients in f32, each product adding onto the last). A parameter's
     gradient stays f32. With attention "loops" (kilnc
     --cuda-attention=loops), a product of two activations reads stored
-    results in f32, as kiln-attention-kernel's loops do."""
+    results in f32, as kiln-attention-kernel's loops do. With "cudnn"
+    (kilnc --cuda-attention=cudnn), attention also stores its output and
+    the gradients of its query, key and value rounded, as cuDNN's fused
+    attention writes them: the product of the probabilities (a softmax's
+    result) and the value stores its result and the value's gradient
+    rounded, the scores' product both operands' gradients."""
     import weakref
     from torch.overrides import TorchFunctionMode
 
@@ -309,6 +314,8 @@ def rounded_matmul_mode(torch, narrow, parameters=(), store=True,
 
     # A stored product's f32 result -> the same rounded.
     stored = Registry()
+    # A softmax's result (attention's probabilities, "cudnn").
+    probabilities = Registry()
     # A view -> the tensor it views (through views), and a tensor -> how
     # many ops other than views read it or its views.
     roots, readers = Registry(), Registry()
@@ -393,6 +400,18 @@ def rounded_matmul_mode(torch, narrow, parameters=(), store=True,
             stored.add(y, Rounded.apply(narrow_result))
         return y
 
+    def attention_product(a, b):
+        """A product within cuDNN's attention: the scores' (both operands'
+        gradients rounded: the query's and the key's) or the output's (of
+        the probabilities: the output and the value's gradient rounded; the
+        probabilities' gradient stays inside the attention, in f32)."""
+        of_probabilities = probabilities.get(root(a), False)
+        y = RoundedProduct.apply(a, b, lambda: not of_probabilities,
+                                 lambda: True)
+        if of_probabilities:
+            stored.add(y, Rounded.apply(y))
+        return y
+
     def outputs(result):
         return result if isinstance(result, (tuple, list)) else (result,)
 
@@ -428,6 +447,8 @@ def rounded_matmul_mode(torch, narrow, parameters=(), store=True,
                 count_reads(args)
                 if attention == "loops" and not any(map(is_parameter, args)):
                     return product(*args)
+                if attention == "cudnn" and not any(map(is_parameter, args)):
+                    return attention_product(*self.read(args, name))
                 return product(*self.read(args, name))
             if func is torch.nn.functional.linear:
                 count_reads(args[:1])
@@ -437,6 +458,8 @@ def rounded_matmul_mode(torch, narrow, parameters=(), store=True,
             result = func(*self.read(args, name), **kwargs)
             if any(isinstance(r, torch.Tensor) for r in outputs(result)):
                 count_reads(args)
+            if attention == "cudnn" and name == "softmax":
+                probabilities.add(result)
             return result
 
         @staticmethod
@@ -624,7 +647,7 @@ def main():
                    help="with --bf16-matmul or --fp16-matmul: whether the "
                         "products store their results rounded, as kilnc "
                         "--amp-activations says")
-    p.add_argument("--amp-attention", choices=["flash", "loops"],
+    p.add_argument("--amp-attention", choices=["flash", "loops", "cudnn"],
                    default="flash",
                    help="with --bf16-matmul or --fp16-matmul: the attention "
                         "kilnc builds (--cuda-attention), which decides "

@@ -79,8 +79,7 @@ TEST(CudnnAttentionTest, GraphsOfGpt2SmallValidate) {
   // GPT-2 small's training step: 8 x 12 heads of 1024 x 64, causal, the
   // heads interleaved in the projections' rows.
   for (bool backward : {false, true})
-    expectValid(
-        command(backward, bp::BF16, 8, 12, 1024, 1024, 64, true, true));
+    expectValid(command(backward, bp::BF16, 8, 12, 1024, 1024, 64, true, true));
 }
 
 TEST(CudnnAttentionTest, GraphsOfOtherShapesValidate) {

@@ -121,7 +121,8 @@ std::vector<CommandCost> kilnc::costProgram(const kiln::CudaProgram &program,
                   std::to_string(attention->queries) + " queries, " +
                   std::to_string(attention->keys) + " keys, head size " +
                   std::to_string(attention->headSize) +
-                  (attention->causal ? ", causal)" : ")");
+                  (attention->causal ? ", causal" : "") +
+                  (attention->cudnn ? ", cuDNN)" : ")");
     } else if (auto *norm = std::get_if<kiln::CudaLayerNorm>(&command)) {
       cost.kind = "layer_norm";
       for (const kiln::CudaBuffer *buffer :

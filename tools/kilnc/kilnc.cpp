@@ -157,7 +157,12 @@ cl::opt<CudaAttention> cudaAttention(
                           "store the score matrices"),
                clEnumValN(CudaAttention::Expanded, "expanded",
                           "score products, softmax kernels and products, as "
-                          "the CPU target")),
+                          "the CPU target"),
+               clEnumValN(CudaAttention::Cudnn, "cudnn",
+                          "cuDNN's fused attention, under --amp=bf16 or fp16, "
+                          "for causal or unmasked attention (its output and "
+                          "gradients stored in 16 bits); as flash for the "
+                          "rest")),
     cl::init(CudaAttention::Flash), cl::cat(kilncCategory));
 
 cl::opt<bool> externalWeights(

@@ -118,8 +118,10 @@ struct CompileOptions {
   /// (kiln-flash-attention: bf16 or f16 precision, head sizes they have),
   /// loops that never store the scores for the rest; Loops, those loops for
   /// all (kiln-attention-kernel); Expanded, as the CPU target does, products
-  /// and softmax kernels.
-  enum class CudaAttention { Flash, Loops, Expanded };
+  /// and softmax kernels; Cudnn, cuDNN's fused attention (16-bit outputs
+  /// and gradients) for the causal or unmasked attention it takes, as Flash
+  /// for the rest.
+  enum class CudaAttention { Flash, Loops, Expanded, Cudnn };
   CudaAttention cudaAttention = CudaAttention::Flash;
   /// Prints the IR after every pass to stderr (the debug switch).
   bool printIRAfterAll = false;

@@ -98,6 +98,9 @@ struct CudaShard {
 /// after each query's position.
 struct CudaAttention {
   bool backward = false;
+  /// On cuDNN's fused attention rather than the runtime's kernels: then
+  /// out, grad and the three input gradients are of `element` too.
+  bool cudnn = false;
   /// Of query, key and value (bf16 or f16); the rest is f32.
   mlir::Type element;
   int64_t batch = 0, heads = 0, queries = 0, keys = 0, headSize = 0;

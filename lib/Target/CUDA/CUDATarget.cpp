@@ -349,6 +349,7 @@ private:
     command.causal = op->hasAttr("causal");
     command.maskedFill = grad && grad.getMaskedFill();
     command.causalFill = grad && grad.getCausalFill();
+    command.cudnn = op->hasAttr("cudnn");
     SmallVector<std::pair<Value, kiln::CudaBuffer *>> slots = {
         {query, &command.query}, {key, &command.key}, {value, &command.value}};
     if (mask) {

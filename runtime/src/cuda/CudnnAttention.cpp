@@ -46,8 +46,8 @@ enum Uid : int64_t {
 Status checkFrontend(fe::error_t error, const char *step) {
   if (error.is_good())
     return Status();
-  return unsupported("cuDNN's ", step, " refused the graph: ",
-                     error.get_message());
+  return unsupported("cuDNN's ", step,
+                     " refused the graph: ", error.get_message());
 }
 
 } // namespace
@@ -173,11 +173,13 @@ Status CudnnAttentionPlan::create(
       checkFrontend(graph.create_execution_plans({fe::HeurMode_t::A}),
                     "heuristic")
           .withContext(plan->text));
-  KILN_RETURN_IF_ERROR(checkFrontend(graph.check_support(handle), "support check")
-                           .withContext(plan->text));
   KILN_RETURN_IF_ERROR(
-      checkFrontend(graph.build_plans(handle, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE),
-                    "plan build")
+      checkFrontend(graph.check_support(handle), "support check")
+          .withContext(plan->text));
+  KILN_RETURN_IF_ERROR(
+      checkFrontend(
+          graph.build_plans(handle, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE),
+          "plan build")
           .withContext(plan->text));
   KILN_RETURN_IF_ERROR(
       checkFrontend(graph.get_workspace_size(built->workspaceBytes),
@@ -210,9 +212,10 @@ Status CudnnAttentionPlan::enqueue(cudnnHandle_t handle, CUdeviceptr workspace,
   cudnnStatus_t status = cudnnSetStream(handle, stream);
   if (status != CUDNN_STATUS_SUCCESS)
     return internalError("cudnnSetStream: ", cudnnGetErrorString(status));
-  return checkFrontend(graph->graph.execute(handle, graph->pack,
-                                            reinterpret_cast<void *>(workspace)),
-                       "execution");
+  return checkFrontend(
+      graph->graph.execute(handle, graph->pack,
+                           reinterpret_cast<void *>(workspace)),
+      "execution");
 }
 
 #else // !KILN_HAVE_CUDNN_FRONTEND
@@ -243,8 +246,7 @@ Status CudnnAttentionPlan::create(
   return noFrontend().withContext(describeCudnnAttention(attention));
 }
 
-Status CudnnAttentionPlan::enqueue(cudnnHandle_t, CUdeviceptr,
-                                   CUstream) const {
+Status CudnnAttentionPlan::enqueue(cudnnHandle_t, CUdeviceptr, CUstream) const {
   return noFrontend();
 }
 

@@ -1484,6 +1484,38 @@ func.func @flash_attention_strided(%q: memref<1x1x4x16xbf16, strided<[128, 128, 
 
 // -----
 
+func.func @flash_attention_cudnn_f32_out(%q: tensor<1x1x4x16xbf16>) {
+  // expected-error @+1 {{'kiln.flash_attention' op out must be bf16 of shape [1, 1, 4, 16], not 'tensor<1x1x4x16xf32>'}}
+  %o, %s = kiln.flash_attention %q, %q, %q {cudnn} : (tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>) -> (tensor<1x1x4x16xf32>, tensor<1x1x4x2xf32>)
+  return
+}
+
+// -----
+
+func.func @flash_attention_cudnn_mask(%q: tensor<1x1x4x16xbf16>, %m: tensor<1x1x4x4xf32>) {
+  // expected-error @+1 {{'kiln.flash_attention' op on cuDNN takes no mask (causal or none)}}
+  %o, %s = kiln.flash_attention %q, %q, %q mask %m {cudnn} : (tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4x4xf32>) -> (tensor<1x1x4x16xbf16>, tensor<1x1x4x2xf32>)
+  return
+}
+
+// -----
+
+func.func @flash_attention_grad_cudnn_f32_grad(%q: tensor<1x1x4x16xbf16>, %o: tensor<1x1x4x16xbf16>, %g: tensor<1x1x4x16xf32>, %s: tensor<1x1x4x2xf32>) {
+  // expected-error @+1 {{'kiln.flash_attention_grad' op grad must be bf16 of shape [1, 1, 4, 16], not 'tensor<1x1x4x16xf32>'}}
+  %dq, %dk, %dv, %d = kiln.flash_attention_grad %q, %q, %q, %o, %g, %s {cudnn} : (tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4x16xf32>, tensor<1x1x4x2xf32>) -> (tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4xf32>)
+  return
+}
+
+// -----
+
+func.func @flash_attention_grad_cudnn_causal_fill(%q: tensor<1x1x4x16xbf16>, %s: tensor<1x1x4x2xf32>) {
+  // expected-error @+1 {{'kiln.flash_attention_grad' op on cuDNN takes no causal_fill (without a mask it is causal)}}
+  %dq, %dk, %dv, %d = kiln.flash_attention_grad %q, %q, %q, %q, %q, %s {causal, causal_fill, cudnn} : (tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4x2xf32>) -> (tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4xf32>)
+  return
+}
+
+// -----
+
 func.func @layer_norm_grad_scale(%x: tensor<4x16xf32>, %g: tensor<8xf32>, %dy: tensor<4x16xf32>) {
   // expected-error @+1 {{'kiln.layer_norm_grad' op scale must have the normalized shape and the input element type}}
   %dx, %dg, %db = kiln.layer_norm_grad %x, %g, %dy {axis = 1 : i64} : tensor<4x16xf32>, tensor<8xf32>

@@ -51,10 +51,20 @@ def KilnFlashAttention : Pass<"kiln-flash-attention", "mlir::ModuleOp"> {
     the keys' (any other dimension may broadcast: a padding mask, whose
     dropped tiles the kernels skip). Attention they cannot
     take stays for kiln-attention-kernel or kiln-decompose.
+
+    With `cudnn`, the ops are marked `cudnn` for cuDNN's fused attention
+    where it takes them (causal or no mask; a causal_fill is then the same
+    as causal, since every row keeps its diagonal) and store their output
+    and gradients in `amp`, as cuDNN writes them: readers widen them
+    (kiln.cast), and the output's gradient is rounded to `amp` before the
+    backward reads it. Masked attention stays with Kiln's kernels.
   }];
   let options = [
     Option<"amp", "amp", "std::string", /*default=*/"\"bf16\"",
            "The 16-bit type the kernels compute in: bf16 or f16">,
+    Option<"cudnn", "cudnn", "bool", /*default=*/"false",
+           "Hand causal and unmasked attention to cuDNN's fused attention "
+           "instead (16-bit output and gradients)">,
   ];
 }
 

@@ -4,8 +4,10 @@
 // of its result kiln.flash_attention_grad, where the CUDA target's
 // tensor-core kernels can compute them: 16-bit [B, H, S, D] operands with a
 // head size they have, and a mask they can read (or a causal one they need
-// not read). The forward's statistics go to the gradient, which then needs
-// no pass over the keys to find each row's maximum and sum.
+// not read). With `cudnn`, those without a mask to read go to cuDNN's fused
+// attention instead, which stores its output and gradients in 16 bits. The
+// forward's statistics go to the gradient, which then needs no pass over the
+// keys to find each row's maximum and sum.
 //
 //===----------------------------------------------------------------------===//
 
@@ -123,9 +125,22 @@ struct KilnFlashAttentionPass
     auto statsType = queryType.clone(statsShape);
     FloatAttr scale = attention.getScaleAttr();
     UnitAttr causal = plan->causal ? b.getUnitAttr() : nullptr;
-    auto flash =
-        FlashAttentionOp::create(b, loc, TypeRange{queryType, statsType}, q, k,
-                                 v, mask, ValueRange{}, scale, causal);
+    // cuDNN takes causal or unmasked attention, and writes its output and
+    // gradients in the 16-bit type: f32 readers read them widened.
+    bool onCudnn = cudnn && !mask;
+    UnitAttr cudnnAttr = onCudnn ? b.getUnitAttr() : nullptr;
+    auto stored = [&](RankedTensorType type) {
+      return onCudnn ? type.clone(narrow) : type;
+    };
+    auto widened = [&](OpBuilder &at, Value v) -> Value {
+      if (!onCudnn)
+        return v;
+      auto type = cast<RankedTensorType>(v.getType());
+      return CastOp::create(at, v.getLoc(), type.clone(at.getF32Type()), v);
+    };
+    auto flash = FlashAttentionOp::create(
+        b, loc, TypeRange{stored(queryType), statsType}, q, k, v, mask,
+        ValueRange{}, scale, causal, cudnnAttr);
     Value out = flash.getResults()[0], stats = flash.getResults()[1];
 
     // Its gradients, where they come after it in its block (as autodiff
@@ -145,17 +160,25 @@ struct KilnFlashAttentionPass
           grads.push_back(grad);
     for (AttentionGradOp grad : grads) {
       b.setInsertionPoint(grad);
+      // On cuDNN the output's gradient is read in 16 bits too; a
+      // causal_fill without a mask is causal (every row keeps its
+      // diagonal, so no row fills all its scores).
+      Value outGrad = onCudnn ? rounded(grad.getGrad()) : grad.getGrad();
       auto flashGrad = FlashAttentionGradOp::create(
           b, grad.getLoc(),
-          TypeRange{queryType, keyType, keyType,
+          TypeRange{stored(queryType), stored(keyType), stored(keyType),
                     queryType.clone(queryType.getShape().drop_back())},
-          q, k, v, out, grad.getGrad(), stats, mask, ValueRange{}, scale,
-          causal, mask ? grad.getMaskedFillAttr() : nullptr,
-          grad.getCausalFillAttr());
-      grad.replaceAllUsesWith(flashGrad.getResults().take_front(3));
+          q, k, v, out, outGrad, stats, mask, ValueRange{}, scale, causal,
+          mask ? grad.getMaskedFillAttr() : nullptr,
+          onCudnn ? nullptr : grad.getCausalFillAttr(), cudnnAttr);
+      b.setInsertionPointAfter(flashGrad);
+      for (unsigned i = 0; i < 3; ++i)
+        grad.getResult(i).replaceAllUsesWith(
+            widened(b, flashGrad.getResult(i)));
       grad.erase();
     }
-    attention.replaceAllUsesWith(out);
+    b.setInsertionPointAfter(flash);
+    attention.replaceAllUsesWith(widened(b, out));
     attention.erase();
   }
 };
@@ -171,7 +194,7 @@ void createBufferForm(OpBuilder &b, Location loc, FlashAttentionOp op,
   FlashAttentionOp::create(b, loc, TypeRange{}, mapped(op.getQuery()),
                            mapped(op.getKey()), mapped(op.getValue()),
                            mapped(op.getMask()), outputs, op.getScaleAttr(),
-                           op.getCausalAttr());
+                           op.getCausalAttr(), op.getCudnnAttr());
 }
 
 void createBufferForm(OpBuilder &b, Location loc, FlashAttentionGradOp op,
@@ -181,7 +204,8 @@ void createBufferForm(OpBuilder &b, Location loc, FlashAttentionGradOp op,
       b, loc, TypeRange{}, mapped(op.getQuery()), mapped(op.getKey()),
       mapped(op.getValue()), mapped(op.getOut()), mapped(op.getGrad()),
       mapped(op.getStats()), mapped(op.getMask()), outputs, op.getScaleAttr(),
-      op.getCausalAttr(), op.getMaskedFillAttr(), op.getCausalFillAttr());
+      op.getCausalAttr(), op.getMaskedFillAttr(), op.getCausalFillAttr(),
+      op.getCudnnAttr());
 }
 
 } // namespace kiln

@@ -195,7 +195,10 @@ struct KilnGPUEmulatePass : kiln::impl::KilnGPUEmulateBase<KilnGPUEmulatePass> {
 
   /// The tensor-core attention kernels' commands become calls into the
   /// runtime's host version of them (kiln/abi/attention.h), on the same
-  /// buffers.
+  /// buffers. cuDNN's attention (`cudnn`) is that arithmetic too, on f32
+  /// copies of its 16-bit output, output gradient and input gradients,
+  /// rounded as cuDNN stores them (its statistics are then the kernels',
+  /// which only the backward reads).
   LogicalResult callHostAttention() {
     ModuleOp module = getOperation();
     SmallVector<Operation *> ops;
@@ -212,7 +215,24 @@ struct KilnGPUEmulatePass : kiln::impl::KilnGPUEmulateBase<KilnGPUEmulatePass> {
         return op->emitError("must be bufferized before kiln-gpu-emulate");
       OpBuilder b(op);
       Location loc = op->getLoc();
-      auto address = [&](Value buffer) { return addressOf(b, loc, buffer); };
+      OpBuilder after(op->getContext());
+      after.setInsertionPointAfter(op);
+      // A 16-bit buffer the host version takes in f32: a copy, widened
+      // before the call where it is read, rounded back after it where it
+      // is written.
+      auto address = [&](Value buffer, bool written = false) {
+        if (!buffer || elementCode(buffer) == 0)
+          return addressOf(b, loc, buffer);
+        auto type = cast<MemRefType>(buffer.getType());
+        Value wide = memref::AllocOp::create(
+            b, loc, MemRefType::get(type.getShape(), b.getF32Type()));
+        if (written)
+          convert(after, loc, wide, buffer);
+        else
+          convert(b, loc, buffer, wide);
+        memref::DeallocOp::create(after, loc, wide);
+        return addressOf(b, loc, wide);
+      };
       // Pointers: query, key, value, then the forward's mask, out and
       // stats, or the gradient's out, grad, stats, mask, and its four
       // results.
@@ -224,19 +244,20 @@ struct KilnGPUEmulatePass : kiln::impl::KilnGPUEmulateBase<KilnGPUEmulatePass> {
         mask = forward.getMask();
         for (Value v : {forward.getQuery(), forward.getKey(),
                         forward.getValue(), forward.getMask()})
-          args.push_back(address(v));
+          args.push_back(addressOf(b, loc, v));
         for (Value v : forward.getOutputs())
-          args.push_back(address(v));
+          args.push_back(address(v, /*written=*/true));
       } else {
         query = grad.getQuery();
         key = grad.getKey();
         mask = grad.getMask();
+        for (Value v : {grad.getQuery(), grad.getKey(), grad.getValue()})
+          args.push_back(addressOf(b, loc, v));
         for (Value v :
-             {grad.getQuery(), grad.getKey(), grad.getValue(), grad.getOut(),
-              grad.getGrad(), grad.getStats(), grad.getMask()})
+             {grad.getOut(), grad.getGrad(), grad.getStats(), grad.getMask()})
           args.push_back(address(v));
         for (Value v : grad.getOutputs())
-          args.push_back(address(v));
+          args.push_back(address(v, /*written=*/true));
       }
       auto queryType = cast<MemRefType>(query.getType());
       ArrayRef<int64_t> shape = queryType.getShape();
