@@ -7,14 +7,16 @@ GPU, its all-reduces through a NCCL communicator of one), and with
 --expanded-attention Kiln's bundle computing attention as score products and
 softmax kernels, with --loops-attention its bundle computing attention as
 loops on CUDA cores, and with --cudnn-attention its bundle computing it on
-cuDNN's fused attention, each as a ratio to the plain Kiln side.
+cuDNN's fused attention, and with --gelu-epilogue its bundle applying the
+tanh GELU and its derivative as cuBLASLt epilogues, each as a ratio to the
+plain Kiln side.
 
     python3 bench/gpu_train.py [--models gpt2,bert128,bert512] [--layers N]
         [--gpt2-batch 8] [--bert128-batch 64] [--bert512-batch 32]
         [--steps 20] [--warmup 3] [--seconds 10] [--time-budget S]
         [--precision bf16|fp16|fp32] [--data-parallel] [--bucket-bytes N]
         [--expanded-attention] [--loops-attention] [--cudnn-attention]
-        [--no-compile]
+        [--gelu-epilogue] [--no-compile]
         [--kiln-only] [--profile] [--profile-steps 3] [--out DIR]
         [--bin build/bin]
     python3 bench/gpu_train.py --tiny --device cpu     # the logic, on a CPU
@@ -246,6 +248,10 @@ def parse_args(argv):
                         help="also time kilnc --cuda-attention=cudnn's "
                         "bundle (cuDNN's fused attention), in each model's "
                         "first precision")
+    parser.add_argument("--gelu-epilogue", action="store_true",
+                        help="also time kilnc --cuda-gelu-epilogue's bundle "
+                        "(the tanh GELU and its derivative as cuBLASLt "
+                        "epilogues), in each model's first precision")
     parser.add_argument("--no-compile", action="store_true",
                         help="leave torch.compile out")
     parser.add_argument("--kiln-only", action="store_true",
@@ -307,12 +313,13 @@ def parse_args(argv):
     if args.package:
         if (args.data_parallel or args.bucket_bytes or
                 args.expanded_attention or args.loops_attention or
-                args.cudnn_attention):
+                args.cudnn_attention or args.gelu_epilogue):
             parser.error("--package measures the data-parallel and other "
                          "attention bundles the package holds; "
                          "--data-parallel, --bucket-bytes, "
-                         "--expanded-attention, --loops-attention and "
-                         "--cudnn-attention belong to --package-prepare")
+                         "--expanded-attention, --loops-attention, "
+                         "--cudnn-attention and --gelu-epilogue belong to "
+                         "--package-prepare")
         rows = package_rows(args.package)
         if not rows:
             parser.error("%s holds no packaged model (NAME.json)"
@@ -325,9 +332,9 @@ def parse_args(argv):
         args.rows = rows
     if args.device != "cuda" and (args.expanded_attention or
                                   args.loops_attention or
-                                  args.cudnn_attention):
-        parser.error("--expanded-attention, --loops-attention and "
-                     "--cudnn-attention need "
+                                  args.cudnn_attention or args.gelu_epilogue):
+        parser.error("--expanded-attention, --loops-attention, "
+                     "--cudnn-attention and --gelu-epilogue need "
                      "--device cuda: --cuda-attention chooses between the "
                      "CUDA target's ways (the CPU target always expands "
                      "attention)")
@@ -490,7 +497,9 @@ def kilnc_command(args, onnx_path, batch, bundle, amp, data_parallel,
         command.append("--data-parallel")
         if args.bucket_bytes:
             command.append("--bucket-bytes=%d" % args.bucket_bytes)
-    if attention:
+    if attention == "gelu":
+        command.append("--cuda-gelu-epilogue")
+    elif attention:
         command.append("--cuda-attention=%s" % attention)
     if args.package_prepare:
         command.append("--external-weights")
@@ -988,11 +997,20 @@ def check_data_parallel_losses(record, got, want):
                                 if diff <= DATA_PARALLEL_RTOL else "WRONG")
 
 
-# The other ways kilnc can compute attention on the CUDA target: the job and
-# package kind, the side's name and the bundle's suffix.
+# The other ways kilnc can compute attention on the CUDA target, and the
+# GELU epilogues: the job and package kind, the side's name and the
+# bundle's suffix.
 ATTENTION_VARIANTS = [("expanded", "kiln (expanded attention)", "-expanded"),
                       ("loops", "kiln (attention loops)", "-loops"),
-                      ("cudnn", "kiln (cuDNN attention)", "-cudnn")]
+                      ("cudnn", "kiln (cuDNN attention)", "-cudnn"),
+                      ("gelu", "kiln (GELU epilogues)", "-gelu")]
+
+
+def variant_wanted(args, kind):
+    """Whether the command line asks for the bundle of this kind."""
+    if kind == "gelu":
+        return args.gelu_epilogue
+    return getattr(args, kind + "_attention")
 
 
 def data_parallel_side(args):
@@ -1207,10 +1225,10 @@ def prepare(args, name):
 def start_compiles(args, name, onnx_path, batch, directory):
     """{precision: {"plain": KilnCompile, "data_parallel": KilnCompile or
     None, "expanded": KilnCompile or None, "loops": KilnCompile or None,
-    "cudnn": KilnCompile or None}}
+    "cudnn": KilnCompile or None, "gelu": KilnCompile or None}}
     for the model's rows; the data-parallel (--data-parallel) and other
     attention (--expanded-attention, --loops-attention, --cudnn-attention)
-    bundles in its first
+    and GELU-epilogue (--gelu-epilogue) bundles in its first
     precision."""
     precisions = [p for n, p in args.rows if n == name]
     jobs = {}
@@ -1219,13 +1237,13 @@ def start_compiles(args, name, onnx_path, batch, directory):
         jobs[precision] = dict(plain=KilnCompile(
             args, onnx_path, batch, stem + ".kiln", stem + "-kilnc.log",
             precision), data_parallel=None, expanded=None, loops=None,
-            cudnn=None)
+            cudnn=None, gelu=None)
         if args.data_parallel and precision == precisions[0]:
             jobs[precision]["data_parallel"] = KilnCompile(
                 args, onnx_path, batch, stem + "-dp.kiln",
                 stem + "-dp-kilnc.log", precision, data_parallel=True)
         for kind, _, suffix in ATTENTION_VARIANTS:
-            if getattr(args, kind + "_attention") and \
+            if variant_wanted(args, kind) and \
                     precision == precisions[0]:
                 jobs[precision][kind] = KilnCompile(
                     args, onnx_path, batch, stem + suffix + ".kiln",
@@ -1419,12 +1437,13 @@ def prepare_from_package(args, name):
                  config["bundles"][precision].get("data_parallel")),
                 ("expanded", config["bundles"][precision].get("expanded")),
                 ("loops", config["bundles"][precision].get("loops")),
-                ("cudnn", config["bundles"][precision].get("cudnn")))}
+                ("cudnn", config["bundles"][precision].get("cudnn")),
+                ("gelu", config["bundles"][precision].get("gelu")))}
     print("%s: packaged bundles (%s; batch %d, %s); %d initial weights saved "
           "for --params" % (name, ", ".join(
               p + "".join(" and " + kind.replace("_", "-")
                           for kind in ("data_parallel", "expanded", "loops",
-                                       "cudnn")
+                                       "cudnn", "gelu")
                           if c[kind])
               for p, c in compiled.items()), batch,
               ", ".join("%s %s" % kv for kv in sizes.items()), len(arrays)),

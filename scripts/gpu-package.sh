@@ -29,8 +29,9 @@
 #                   without weights, NAME-PRECISION.kiln, each model's
 #                   data-parallel bundle in bf16 (NAME-bf16-dp.kiln) and
 #                   its bundles with --cuda-attention=expanded, loops and
-#                   cudnn (NAME-bf16-expanded.kiln, NAME-bf16-loops.kiln,
-#                   NAME-bf16-cudnn.kiln), their
+#                   cudnn and with --cuda-gelu-epilogue
+#                   (NAME-bf16-expanded.kiln, NAME-bf16-loops.kiln,
+#                   NAME-bf16-cudnn.kiln, NAME-bf16-gelu.kiln), their
 #                   data and NAME.json (model config, batch, each bundle's
 #                   precision and kilnc command); about 2 MiB a bundle
 #   manifest.txt    the commit, the build and each part's size
@@ -44,8 +45,8 @@
 #   KILN_BENCH_MODELS the benchmark's models and precisions (default
 #                     gpt2:bf16+fp16,bert128,bert512; each model also gets a
 #                     data-parallel, an expanded-attention, an
-#                     attention-loops and a cuDNN-attention bundle in its
-#                     first precision)
+#                     attention-loops, a cuDNN-attention and a
+#                     GELU-epilogue bundle in its first precision)
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -142,7 +143,7 @@ echo "== parity data (test/cuda/gpu-training-test.py prepare)"
 echo "== benchmark bundles (bench/gpu_train.py --package-prepare)"
 "$python" bench/gpu_train.py --bin "$root/$build_dir/bin" \
   --models "${KILN_BENCH_MODELS:-gpt2:bf16+fp16,bert128,bert512}" --data-parallel \
-  --expanded-attention --loops-attention --cudnn-attention \
+  --expanded-attention --loops-attention --cudnn-attention --gelu-epilogue \
   --package-prepare "$pkg/bench"
 
 size_of() { du -sb "$@" | awk '{ s += $1 } END { printf "%.2f MiB", s / 1048576 }'; }

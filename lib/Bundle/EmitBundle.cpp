@@ -410,6 +410,13 @@ llvm::Error fillCudaProgram(bundle::Program &program,
                    gemm.biasGrad.offset, gemm.biasGrad.size);
       out->set_bias_grad_of_a(gemm.biasGradOfA);
     }
+    if (gemm.epilogue != kiln::CudaGemm::Epilogue::None)
+      out->set_epilogue(gemm.epilogue == kiln::CudaGemm::Epilogue::Gelu
+                            ? bundle::GEMM_GELU
+                            : bundle::GEMM_DGELU);
+    if (gemm.aux.size > 0)
+      buffers.fill(*out->mutable_aux(), gemm.aux.argument, gemm.aux.offset,
+                   gemm.aux.size);
   }
   return llvm::Error::success();
 }

@@ -174,6 +174,10 @@ void kiln::buildBufferPipeline(OpPassManager &pm,
     // CSE merged the zero inits kiln-split-shared-fills had split.
     pm.addPass(kiln::createKilnSplitSharedFills());
   }
+  // Tanh GELUs and their gradients into the products they read, on the
+  // stored types kiln-amp chose.
+  if (!forCpu && options.cudaGeluEpilogue)
+    pm.addPass(kiln::createKilnGemmGelu());
   // A value computed only to be inserted into a larger tensor (a
   // concatenation: the gradients of q, k and v into the qkv projection's)
   // is computed into its slice of that tensor, with no copy after.
@@ -501,6 +505,7 @@ struct CompileText {
   std::string amp = "off";
   std::string ampActivations = "narrow";
   std::string cudaAttention = "flash";
+  bool geluEpilogue = false;
   bool rematerialize = false;
   bool emulateCuda = false;
 };
@@ -509,6 +514,7 @@ const Field<CompileText> kCompileFields[] = {
     {"amp", &CompileText::amp},
     {"amp-activations", &CompileText::ampActivations},
     {"cuda-attention", &CompileText::cudaAttention},
+    {"gelu-epilogue", &CompileText::geluEpilogue},
     {"rematerialize", &CompileText::rematerialize},
     {"emulate-cuda", &CompileText::emulateCuda},
 };
@@ -529,6 +535,7 @@ std::string kiln::printCompileOptions(const CompileOptions &options) {
                            ? "expanded"
                        : options.cudaAttention == Attention::Cudnn ? "cudnn"
                                                                    : "flash";
+  text.geluEpilogue = options.cudaGeluEpilogue;
   text.rematerialize = options.rematerialize;
   text.emulateCuda = options.emulateCuda;
   // The target is always named.
@@ -569,6 +576,7 @@ Expected<kiln::CompileOptions> kiln::parseCompileOptions(StringRef text) {
     return optionError("cuda-attention must be flash, loops, expanded or "
                        "cudnn, not '" +
                        parsed->cudaAttention + "'");
+  options.cudaGeluEpilogue = parsed->geluEpilogue;
   options.rematerialize = parsed->rematerialize;
   options.emulateCuda = parsed->emulateCuda;
   if (options.emulateCuda && !options.cpuTarget)

@@ -3,6 +3,7 @@
 #include "kiln/KilnInterfaces.h"
 #include "kiln/KilnOps.h"
 #include "kiln/Transforms/Passes.h"
+#include "kiln/Transforms/Utils/Gemm.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -311,6 +312,20 @@ struct KilnPlanMemoryPass : kiln::impl::KilnPlanMemoryBase<KilnPlanMemoryPass> {
               lastUse(block, alloc.getResult(), position, buffer.last, writer)))
         return WalkResult::interrupt();
       buffer.phase = kiln::phaseOf(writer ? writer->getLoc() : alloc.getLoc());
+      // A GELU that a product before it may compute as its epilogue
+      // (kiln-gemm-gelu) is written from that product on.
+      if (auto epilogue = dyn_cast_or_null<linalg::GenericOp>(writer);
+          epilogue && epilogue->hasAttr("kiln.gemm_epilogue"))
+        for (Operation *op = writer->getPrevNode(); op;
+             op = op->getPrevNode()) {
+          auto product = dyn_cast<linalg::GenericOp>(op);
+          Value aux;
+          if (product && product->hasAttr("kiln.matmul") &&
+              kiln::geluEpilogueOf(product, aux) == epilogue) {
+            buffer.first = std::min(buffer.first, position[product]);
+            break;
+          }
+        }
       buffers.push_back(buffer);
       return WalkResult::advance();
     });

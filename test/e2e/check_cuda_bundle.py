@@ -141,6 +141,12 @@ def describe(command, kernels, names):
         bias = " + bias" if g.HasField("bias") and g.bias.size else ""
         if g.HasField("bias_grad") and g.bias_grad.size:
             bias += " bias grad of " + ("A" if g.bias_grad_of_a else "B")
+        # cuBLASLt's GELU epilogues (kilnc --cuda-gelu-epilogue).
+        aux = g.HasField("aux") and g.aux.size
+        if g.epilogue == 1:
+            bias += " gelu" + (" aux" if aux else "")
+        elif g.epilogue == 2:
+            bias += " dgelu" + ("" if aux else " (no aux)")
         # Leading dimensions other than a dense matrix's (row-padded views).
         dense = {"lda": g.m if g.transpose_a else g.k,
                  "ldb": g.k if g.transpose_b else g.n, "ldc": g.n}

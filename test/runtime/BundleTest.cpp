@@ -879,6 +879,47 @@ TEST(BundleReader, RejectsEachBrokenBiasGradRule) {
          gemm(m, 1, 0).mutable_bias_grad()->set_offset(8);
        },
        "gemm bias gradient"},
+      // The GELU epilogues (64 x 96 f32 products here).
+      {"an auxiliary matrix without an epilogue",
+       [](bp::Manifest &m) {
+         bp::Gemm &g = gemm(m, 1, 0);
+         *g.mutable_aux() = g.bias_grad();
+       },
+       "gemm has an auxiliary matrix but no GELU epilogue"},
+      {"an unknown epilogue",
+       [](bp::Manifest &m) {
+         gemm(m, 1, 0).set_epilogue(static_cast<bp::GemmEpilogue>(9));
+       },
+       "gemm has epilogue 9 (none, GELU or its derivative expected)"},
+      {"a GELU beside a bias gradient",
+       [](bp::Manifest &m) { gemm(m, 1, 0).set_epilogue(bp::GEMM_GELU); },
+       "gemm has a GELU epilogue with batch 1, beta 0 (only a single "
+       "product overwriting C, without a bias gradient, has one)"},
+      {"a DGELU without its input",
+       [](bp::Manifest &m) {
+         bp::Gemm &g = gemm(m, 1, 0);
+         g.clear_bias_grad();
+         g.set_epilogue(bp::GEMM_DGELU);
+       },
+       "gemm has a DGELU epilogue without its auxiliary matrix (the GELU's "
+       "input)"},
+      {"an auxiliary matrix of the wrong size",
+       [](bp::Manifest &m) {
+         bp::Gemm &g = gemm(m, 1, 0);
+         *g.mutable_aux() = g.bias_grad();
+         g.clear_bias_grad();
+         g.set_epilogue(bp::GEMM_GELU);
+       },
+       "gemm auxiliary matrix has 384 bytes at offset 0, not the 24576 of a "
+       "dense m x n matrix of C's type at a whole element"},
+      {"an auxiliary matrix over C",
+       [](bp::Manifest &m) {
+         bp::Gemm &g = gemm(m, 1, 0);
+         *g.mutable_aux() = g.c();
+         g.clear_bias_grad();
+         g.set_epilogue(bp::GEMM_DGELU);
+       },
+       "gemm auxiliary matrix overlaps matrix C"},
   };
   for (const BiasGradCase &test : cases) {
     SCOPED_TRACE(test.name);

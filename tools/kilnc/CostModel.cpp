@@ -83,17 +83,21 @@ std::vector<CommandCost> kilnc::costProgram(const kiln::CudaProgram &program,
       cost.flops = 2.0 * batch * gemm->m * gemm->n * gemm->k;
       cost.bytes = gemm->a.size + gemm->b.size +
                    gemm->c.size * (gemm->beta != 0 ? 2.0 : 1.0) +
-                   gemm->bias.size + gemm->biasGrad.size;
+                   gemm->bias.size + gemm->biasGrad.size + gemm->aux.size;
       bool f32 = gemm->inputElement && gemm->inputElement.isF32();
       rate = f32 ? gpu.f32Flops : gpu.tensorFlops;
       computeEfficiency = efficiency.gemm;
-      cost.what = typeName(gemm->inputElement) + " " +
-                  dims(batch, gemm->m, gemm->n, gemm->k) + " -> " +
-                  typeName(gemm->element) + (gemm->transposeA ? " A^T" : "") +
-                  (gemm->transposeB ? " B^T" : "") +
-                  (gemm->beta != 0 ? " C+=" : "") +
-                  (gemm->bias.size ? " +bias" : "") +
-                  (gemm->biasGrad.size ? " +bias grad" : "");
+      cost.what =
+          typeName(gemm->inputElement) + " " +
+          dims(batch, gemm->m, gemm->n, gemm->k) + " -> " +
+          typeName(gemm->element) + (gemm->transposeA ? " A^T" : "") +
+          (gemm->transposeB ? " B^T" : "") + (gemm->beta != 0 ? " C+=" : "") +
+          (gemm->bias.size ? " +bias" : "") +
+          (gemm->biasGrad.size ? " +bias grad" : "") +
+          (gemm->epilogue == kiln::CudaGemm::Epilogue::Gelu
+               ? (gemm->aux.size ? " +gelu aux" : " +gelu")
+           : gemm->epilogue == kiln::CudaGemm::Epilogue::GeluGrad ? " +dgelu"
+                                                                  : "");
     } else if (auto *attention = std::get_if<kiln::CudaAttention>(&command)) {
       cost.kind = "attention";
       // Forward: S = Q K^T and O = P V; backward (flash): S again, dP,

@@ -165,6 +165,13 @@ cl::opt<CudaAttention> cudaAttention(
                           "rest")),
     cl::init(CudaAttention::Flash), cl::cat(kilncCategory));
 
+cl::opt<bool> cudaGeluEpilogue(
+    "cuda-gelu-epilogue",
+    cl::desc("CUDA target: apply the tanh GELU, and its derivative in the "
+             "backward pass, as cuBLASLt epilogues of the matrix products "
+             "they read, instead of kernels of their own"),
+    cl::init(false), cl::cat(kilncCategory));
+
 cl::opt<bool> externalWeights(
     "external-weights",
     cl::desc("Store no initial values of trainable parameters in the bundle: "
@@ -305,6 +312,10 @@ int main(int argc, char **argv) {
     return fail("--cuda-attention applies to the CUDA target: use it with "
                 "--target=cuda or cpu,cuda");
   compileOptions.cudaAttention = cudaAttention;
+  if (cudaGeluEpilogue && !compileOptions.cudaTarget && !emulateCuda)
+    return fail("--cuda-gelu-epilogue applies to the CUDA target: use it "
+                "with --target=cuda or cpu,cuda");
+  compileOptions.cudaGeluEpilogue = cudaGeluEpilogue;
   if (amp != Amp::Off) {
     if (!compileOptions.cudaTarget && !emulateCuda)
       return fail(std::string("--amp=") + (amp == Amp::BF16 ? "bf16" : "fp16") +

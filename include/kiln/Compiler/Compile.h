@@ -123,6 +123,9 @@ struct CompileOptions {
   /// for the rest.
   enum class CudaAttention { Flash, Loops, Expanded, Cudnn };
   CudaAttention cudaAttention = CudaAttention::Flash;
+  /// Tanh GELUs and their gradients as cuBLASLt epilogues of the products
+  /// they read (kiln-gemm-gelu, --cuda-gelu-epilogue).
+  bool cudaGeluEpilogue = false;
   /// Prints the IR after every pass to stderr (the debug switch).
   bool printIRAfterAll = false;
   /// Recomputes cheap activations in the backward pass instead of keeping

@@ -61,6 +61,12 @@ struct CudaGemm {
   int64_t ld[3] = {0, 0, 0}, batchStride[3] = {0, 0, 0};
   float beta = 0;
   CudaBuffer a, b, c, bias, biasGrad;
+  /// cuBLASLt's GELU epilogues (kiln-gemm-gelu): C = gelu(the product,
+  /// plus the bias if any), with the product (and bias) also stored into
+  /// `aux` when it has bytes; or C = the product times the GELU's
+  /// derivative at `aux`. `aux` is dense [m, n] of C's type.
+  enum class Epilogue { None, Gelu, GeluGrad } epilogue = Epilogue::None;
+  CudaBuffer aux;
 };
 
 /// Starts averaging the f32 values of `buffer` over the ranks of the run;

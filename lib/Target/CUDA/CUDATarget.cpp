@@ -68,6 +68,13 @@ public:
           biasInits.insert(generic);
           continue;
         }
+        // A GELU the product before it computed as its epilogue.
+        if (generic->hasAttr("kiln.gemm_epilogue")) {
+          if (!geluEpilogues.erase(generic))
+            return located(generic, "GELU epilogue that no matrix product "
+                                    "computed");
+          continue;
+        }
         auto command = buildGemm(generic);
         if (!command)
           return command.takeError();
@@ -139,7 +146,8 @@ private:
       return SmallVector<kiln::CudaBuffer, 4>(launch->buffers.begin(),
                                               launch->buffers.end());
     if (auto *gemm = std::get_if<kiln::CudaGemm>(&command))
-      return used({gemm->a, gemm->b, gemm->c, gemm->bias, gemm->biasGrad});
+      return used(
+          {gemm->a, gemm->b, gemm->c, gemm->bias, gemm->biasGrad, gemm->aux});
     if (auto *reduce = std::get_if<kiln::CudaAllReduce>(&command))
       return {reduce->buffer};
     if (auto *shard = std::get_if<kiln::CudaShard>(&command))
@@ -499,6 +507,30 @@ private:
       command.bias = *bias;
       command.beta = 0.0f;
     }
+    auto flags = op->getAttrOfType<DictionaryAttr>("kiln.matmul");
+    if (flags && (flags.contains("gelu") || flags.contains("dgelu"))) {
+      // The product writes its GELU epilogue's output instead of its own
+      // (kiln-gpu-outline-kernels checked that it may).
+      Value aux;
+      linalg::GenericOp epilogue = kiln::geluEpilogueOf(op, aux);
+      if (!epilogue || command.batch != 1 || command.beta != 0.0f)
+        return located(op, "matrix product marked for a GELU epilogue has no "
+                           "epilogue it can compute");
+      auto output = matrixBuffer(op, epilogue.getDpsInits()[0]);
+      if (!output)
+        return output.takeError();
+      command.c = *output;
+      if (aux) {
+        auto auxBuffer = matrixBuffer(op, aux);
+        if (!auxBuffer)
+          return auxBuffer.takeError();
+        command.aux = *auxBuffer;
+      }
+      command.epilogue = flags.contains("dgelu")
+                             ? kiln::CudaGemm::Epilogue::GeluGrad
+                             : kiln::CudaGemm::Epilogue::Gelu;
+      geluEpilogues.insert(epilogue);
+    }
     return command;
   }
 
@@ -507,6 +539,8 @@ private:
   kiln::CudaProgram program;
   /// Bias broadcasts seen whose product has not come yet.
   llvm::SmallPtrSet<Operation *, 4> biasInits;
+  /// GELU epilogues a product computed, not yet seen.
+  llvm::SmallPtrSet<Operation *, 4> geluEpilogues;
   /// Reductions started and not yet waited for, and how many were started.
   /// A collective in flight: its request and the bytes it reads or writes.
   struct Pending {

@@ -230,3 +230,61 @@ linalg::GenericOp kiln::splitBiasGrad(linalg::GenericOp op) {
   op.erase();
   return product;
 }
+
+/// `v` without the reshapes that view it.
+static Value unreshaped(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (!isa<memref::ExpandShapeOp, memref::CollapseShapeOp>(def))
+      break;
+    v = def->getOperand(0);
+  }
+  return v;
+}
+
+linalg::GenericOp
+kiln::geluEpilogueOf(linalg::GenericOp product, Value &aux,
+                     llvm::SmallVectorImpl<Operation *> *between) {
+  aux = {};
+  auto flags = product->getAttrOfType<DictionaryAttr>("kiln.matmul");
+  if (!flags || !(flags.contains("gelu") || flags.contains("dgelu")) ||
+      !product.hasPureBufferSemantics() || product.getNumDpsInits() != 1)
+    return {};
+  Value out = unreshaped(product.getDpsInits()[0]);
+  for (Operation *op = product->getNextNode(); op; op = op->getNextNode()) {
+    auto epilogue = dyn_cast<linalg::GenericOp>(op);
+    bool readsProduct = false;
+    Value other;
+    if (epilogue && epilogue->hasAttr("kiln.gemm_epilogue") &&
+        epilogue.hasPureBufferSemantics() && epilogue.getNumDpsInits() == 1)
+      for (Value input : epilogue.getDpsInputs()) {
+        if (unreshaped(input) == out)
+          readsProduct = true;
+        else
+          other = unreshaped(input);
+      }
+    if (!readsProduct) {
+      if (between && !isPure(op))
+        between->push_back(op);
+      continue;
+    }
+    if (flags.contains("dgelu")) {
+      if (!other)
+        return {};
+      aux = other;
+    } else if (flags.contains("gelu_aux")) {
+      aux = out;
+    }
+    return epilogue;
+  }
+  return {};
+}
+
+void kiln::dropGeluEpilogue(linalg::GenericOp product,
+                            linalg::GenericOp epilogue) {
+  NamedAttrList flags(product->getAttrOfType<DictionaryAttr>("kiln.matmul"));
+  for (StringRef flag : {"gelu", "gelu_aux", "dgelu"})
+    flags.erase(flag);
+  product->setAttr("kiln.matmul", flags.getDictionary(product.getContext()));
+  if (epilogue)
+    epilogue->removeAttr("kiln.gemm_epilogue");
+}

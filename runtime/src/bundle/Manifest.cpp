@@ -733,7 +733,60 @@ private:
       KILN_RETURN_IF_ERROR(checkNotReducing(gemm.bias_grad(),
                                             "gemm bias gradient", collectives));
     }
-    return Status();
+    return validateGeluEpilogue(gemm, batch, matrices, buffers, collectives);
+  }
+
+  /// A GELU epilogue: a single product overwriting C, without a bias
+  /// gradient (nor, for the derivative, a bias), whose auxiliary matrix is
+  /// dense [m, n] of C's type and overlaps none of the matrices.
+  template <typename Matrices>
+  Status validateGeluEpilogue(const bp::Gemm &gemm, int64_t batch,
+                              const Matrices &matrices, const Buffers &buffers,
+                              const Collectives &collectives) {
+    bool hasAux = gemm.has_aux() && gemm.aux().size() > 0;
+    if (gemm.epilogue() == bp::GEMM_NONE) {
+      if (hasAux)
+        return formatError("gemm has an auxiliary matrix but no GELU "
+                           "epilogue");
+      return Status();
+    }
+    if (gemm.epilogue() != bp::GEMM_GELU && gemm.epilogue() != bp::GEMM_DGELU)
+      return formatError("gemm has epilogue ", gemm.epilogue(),
+                         " (none, GELU or its derivative expected)");
+    const char *kind = gemm.epilogue() == bp::GEMM_GELU ? "GELU" : "DGELU";
+    bool hasBias = gemm.has_bias() && gemm.bias().size() > 0;
+    if (batch != 1 || gemm.beta() != 0.0f ||
+        (gemm.has_bias_grad() && gemm.bias_grad().size() > 0) ||
+        (gemm.epilogue() == bp::GEMM_DGELU && hasBias))
+      return formatError("gemm has a ", kind, " epilogue with batch ", batch,
+                         ", beta ", gemm.beta(),
+                         " (only a single product overwriting C, without a "
+                         "bias gradient",
+                         gemm.epilogue() == bp::GEMM_DGELU ? " or a bias" : "",
+                         ", has one)");
+    if (gemm.epilogue() == bp::GEMM_DGELU && !hasAux)
+      return formatError("gemm has a DGELU epilogue without its auxiliary "
+                         "matrix (the GELU's input)");
+    if (!hasAux)
+      return Status();
+    uint64_t elementBytes = elementTypeSize(gemm.c_type());
+    uint64_t bytes = static_cast<uint64_t>(gemm.m()) *
+                     static_cast<uint64_t>(gemm.n()) * elementBytes;
+    if (gemm.aux().size() != bytes || gemm.aux().offset() % elementBytes != 0)
+      return formatError("gemm auxiliary matrix has ", gemm.aux().size(),
+                         " bytes at offset ", gemm.aux().offset(), ", not the ",
+                         bytes,
+                         " of a dense m x n matrix of C's "
+                         "type at a whole element");
+    KILN_RETURN_IF_ERROR(validateBuffer(gemm.aux(), buffers)
+                             .withContext("gemm auxiliary matrix"));
+    for (const auto &matrix : matrices)
+      if (overlaps(gemm.aux(), matrix.buffer))
+        return formatError("gemm auxiliary matrix overlaps matrix ",
+                           matrix.name);
+    if (hasBias && overlaps(gemm.aux(), gemm.bias()))
+      return formatError("gemm auxiliary matrix overlaps the bias");
+    return checkNotReducing(gemm.aux(), "gemm auxiliary matrix", collectives);
   }
 
   /// An attention's sizes are ones the runtime's kernels take, its tensors

@@ -796,6 +796,8 @@ Status CudaSession::planEntryPoint(const bp::EntryPoint &entry,
         addresses.bias = deviceAddress(gemm.bias(), plan);
       if (gemm.has_bias_grad() && gemm.bias_grad().size() > 0)
         addresses.biasGrad = deviceAddress(gemm.bias_grad(), plan);
+      if (gemm.has_aux() && gemm.aux().size() > 0)
+        addresses.aux = deviceAddress(gemm.aux(), plan);
       BiasGradOptions biasGrad;
       biasGrad.separateProduct = options.biasGradProduct;
       biasGrad.ones = [this](int elementType, int64_t count, CUdeviceptr &out) {

@@ -135,15 +135,20 @@ Status GemmPlan::create(cublasLtHandle_t handle, const bp::Gemm &gemm,
   plan->addresses = addresses;
   plan->alpha = gemm.alpha();
   plan->beta = gemm.beta();
-  plan->text = strCat("gemm (m ", gemm.m(), ", n ", gemm.n(), ", k ", gemm.k(),
-                      ", batch ", gemm.batch() == 0 ? 1 : gemm.batch(), ", ",
-                      elementTypeName(gemm.a_type()), " x ",
-                      elementTypeName(gemm.b_type()), " -> ",
-                      elementTypeName(gemm.c_type()),
-                      gemm.transpose_a() ? ", A transposed" : "",
-                      gemm.transpose_b() ? ", B transposed" : "",
-                      gemm.beta() != 0 ? ", accumulating" : "",
-                      addresses.bias ? ", bias epilogue" : "");
+  plan->text = strCat(
+      "gemm (m ", gemm.m(), ", n ", gemm.n(), ", k ", gemm.k(), ", batch ",
+      gemm.batch() == 0 ? 1 : gemm.batch(), ", ",
+      elementTypeName(gemm.a_type()), " x ", elementTypeName(gemm.b_type()),
+      " -> ", elementTypeName(gemm.c_type()),
+      gemm.transpose_a() ? ", A transposed" : "",
+      gemm.transpose_b() ? ", B transposed" : "",
+      gemm.beta() != 0 ? ", accumulating" : "",
+      addresses.bias ? ", bias epilogue" : "",
+      gemm.epilogue() == bp::GEMM_GELU
+          ? (addresses.aux ? ", GELU epilogue storing its input"
+                           : ", GELU epilogue")
+      : gemm.epilogue() == bp::GEMM_DGELU ? ", GELU derivative epilogue"
+                                          : "");
   bool wantsBiasGrad = addresses.biasGrad != 0;
   bool found = false;
   if (wantsBiasGrad && !biasGrad.separateProduct) {
@@ -163,7 +168,12 @@ Status GemmPlan::create(cublasLtHandle_t handle, const bp::Gemm &gemm,
                            .withContext(plan->text + ")"));
   if (!found)
     return unsupported("cuBLASLt has no algorithm for it (element types, "
-                       "layouts or alignment)")
+                       "layouts or alignment",
+                       gemm.epilogue() != bp::GEMM_NONE
+                           ? ", or its GELU epilogue: compile without "
+                             "kilnc --cuda-gelu-epilogue"
+                           : "",
+                       ")")
         .withContext(plan->text + ")");
   if (wantsBiasGrad) {
     // cuBLASLt has no epilogue for this one, or it was asked not to use it.
@@ -227,9 +237,32 @@ Status GemmPlan::plan(cublasLtHandle_t handle, const bp::Gemm &gemm,
                                      : CUBLASLT_EPILOGUE_BGRADA;
     vector = addresses.biasGrad;
   }
-  if (vector) {
+  // The GELU epilogues (kiln-gemm-gelu), with the bias one if any. Their
+  // auxiliary matrix is laid out as C (C^T column-major, ld n).
+  if (gemm.epilogue() == bp::GEMM_GELU)
+    epilogue = addresses.aux ? (vector ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
+                                       : CUBLASLT_EPILOGUE_GELU_AUX)
+                             : (vector ? CUBLASLT_EPILOGUE_GELU_BIAS
+                                       : CUBLASLT_EPILOGUE_GELU);
+  else if (gemm.epilogue() == bp::GEMM_DGELU)
+    epilogue = CUBLASLT_EPILOGUE_DGELU;
+  if (addresses.aux) {
+    int64_t auxLd = gemm.n();
+    int32_t auxType = cType;
+    KILN_RETURN_IF_ERROR(setAttribute(
+        operation, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &addresses.aux,
+        sizeof(addresses.aux), "EPILOGUE_AUX_POINTER"));
+    KILN_RETURN_IF_ERROR(
+        setAttribute(operation, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &auxLd,
+                     sizeof(auxLd), "EPILOGUE_AUX_LD"));
+    KILN_RETURN_IF_ERROR(
+        setAttribute(operation, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE,
+                     &auxType, sizeof(auxType), "EPILOGUE_AUX_DATA_TYPE"));
+  }
+  if (epilogue != CUBLASLT_EPILOGUE_DEFAULT)
     KILN_RETURN_IF_ERROR(setAttribute(operation, CUBLASLT_MATMUL_DESC_EPILOGUE,
                                       &epilogue, sizeof(epilogue), "EPILOGUE"));
+  if (vector) {
     KILN_RETURN_IF_ERROR(setAttribute(operation,
                                       CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                       &vector, sizeof(vector), "BIAS_POINTER"));

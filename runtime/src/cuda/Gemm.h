@@ -32,7 +32,8 @@ struct GemmWorkspace {
 /// Where a gemm's matrices and vectors are: device addresses, fixed for the
 /// session's life; 0 for a vector the command does not have.
 struct GemmAddresses {
-  CUdeviceptr a = 0, b = 0, c = 0, bias = 0, biasGrad = 0;
+  /// `aux`: a GELU epilogue's auxiliary matrix (0: none).
+  CUdeviceptr a = 0, b = 0, c = 0, bias = 0, biasGrad = 0, aux = 0;
 };
 
 /// How a gemm's bias gradient is computed.

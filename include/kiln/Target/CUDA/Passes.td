@@ -294,6 +294,45 @@ def KilnAutoMixedPrecision : Pass<"kiln-amp", "mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def KilnGemmGelu : Pass<"kiln-gemm-gelu", "mlir::ModuleOp"> {
+  let summary = "Tanh GELUs and their gradients as matrix-product epilogues";
+  let description = [{
+    For the CUDA target, on linalg on tensors after kiln-amp: cuBLASLt
+    applies the tanh GELU to a product as it stores it (its GELU epilogue,
+    with the bias epilogue before it), and multiplies a product by the
+    GELU's derivative at a stored input (its DGELU epilogue). An
+    elementwise `linalg.generic` that computes the tanh GELU of a product's
+    result (`gelu(P)`, P seen through a tensor.expand_shape that keeps its
+    columns), or that multiplies a product's result by the tanh GELU's
+    derivative at another tensor x of the result's type (`P * gelu'(x)`,
+    the GELU's gradient), is marked `kiln.gemm_epilogue` and the product's
+    `kiln.matmul` flags `gelu` (with `gelu_aux` when anything else reads P,
+    which the epilogue then also stores) or `dgelu`. The IR keeps its
+    meaning: the CUDA target makes the pair one cuBLASLt product writing
+    the elementwise op's result (P itself only as the GELU's auxiliary
+    output, or not at all), and the emulation runs them as they are.
+
+    What the elementwise op computes is checked by evaluating its body
+    (arith and math ops on its inputs) at points across the GELU's range
+    against the tanh GELU and its derivative, in double precision, within
+    1e-5: how autodiff or an exporter spelled the formula does not matter,
+    and an erf GELU is not taken. The product must be unbatched, overwrite
+    its output (a zero fill or a bias broadcast, kiln-gemm-bias), have no
+    bias gradient, and store the elementwise op's element type; a
+    derivative's product must have no other reader. cuBLASLt computes the
+    GELU from the f32 sum before rounding it, and the derivative's product
+    from its f32 sum: on the device the result differs from these ops' (which
+    read P as stored) by that one rounding of a 16-bit P.
+  }];
+  let statistics = [
+    Statistic<"numForward", "forward", "GELUs moved into products">,
+    Statistic<"numBackward", "backward",
+              "GELU derivatives moved into products">
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def KilnComputeIntoSlices
     : Pass<"kiln-compute-into-slices", "mlir::ModuleOp"> {
   let summary = "Elementwise results computed into the slices they fill";

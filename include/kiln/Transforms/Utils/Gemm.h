@@ -101,6 +101,23 @@ bool hasBiasGradOutput(mlir::linalg::GenericOp op);
 /// only a sequential loop nest computes as meant.
 mlir::linalg::GenericOp splitBiasGrad(mlir::linalg::GenericOp op);
 
+/// A product's GELU epilogue on buffers (kiln-gemm-gelu): the first op
+/// after `product` (whose `kiln.matmul` flags have `gelu` or `dgelu`) in its
+/// block marked `kiln.gemm_epilogue` that reads the product's output;
+/// `aux` receives the buffer the epilogue reads or writes besides its
+/// output: the product's own output under `gelu_aux`, the derivative's
+/// other input under `dgelu`, null under plain `gelu`; `between`, if given,
+/// the ops between the two that are not pure. Null when there is no such
+/// op.
+mlir::linalg::GenericOp
+geluEpilogueOf(mlir::linalg::GenericOp product, mlir::Value &aux,
+               llvm::SmallVectorImpl<mlir::Operation *> *between = nullptr);
+
+/// Drops `product`'s GELU epilogue flags and its epilogue's mark: the two
+/// run as they are.
+void dropGeluEpilogue(mlir::linalg::GenericOp product,
+                      mlir::linalg::GenericOp epilogue);
+
 } // namespace kiln
 
 #endif // KILN_TRANSFORMS_GEMM_H

@@ -652,6 +652,61 @@ struct KilnGPUOutlineKernelsPass
     library.insert(op);
     if (gemm->biasInit && kiln::asRootBuffer(gemm->bias))
       library.insert(gemm->biasInit);
+    prepareGeluEpilogue(op, *gemm, library);
+  }
+
+  /// Hands `op`'s GELU epilogue (kiln-gemm-gelu) to the library with it
+  /// when the product can compute it in its place, earlier than the IR
+  /// does: the epilogue's output, of the product's shape and type, overlaps
+  /// nothing else the fused product reads or writes (its operands, bias
+  /// and auxiliary matrix), and no op between the two touches that output,
+  /// the auxiliary matrix or the product's own output. Else the two run as
+  /// they are.
+  void prepareGeluEpilogue(linalg::GenericOp op,
+                           const kiln::GemmDescription &gemm,
+                           llvm::SmallPtrSetImpl<Operation *> &library) {
+    auto flags = op->getAttrOfType<DictionaryAttr>("kiln.matmul");
+    if (!flags || !(flags.contains("gelu") || flags.contains("dgelu")))
+      return;
+    Value aux;
+    SmallVector<Operation *> between;
+    linalg::GenericOp epilogue = kiln::geluEpilogueOf(op, aux, &between);
+    auto range = [](Value v) -> std::optional<ByteRange> {
+      SmallVector<Operation *> chain;
+      FailureOr<Value> root = kiln::traceToRoot(v, chain);
+      return succeeded(root) ? kiln::bytesOf(*root) : std::nullopt;
+    };
+    bool fits = epilogue && gemm.batch == 1;
+    std::optional<ByteRange> output =
+        fits ? range(epilogue.getDpsInits()[0]) : std::nullopt;
+    auto outType = cast<MemRefType>(gemm.out.getType());
+    auto epilogueType = cast<MemRefType>(
+        epilogue ? epilogue.getDpsInits()[0].getType() : gemm.out.getType());
+    fits = output &&
+           epilogueType.getNumElements() == outType.getNumElements() &&
+           epilogueType.getElementType() == outType.getElementType() &&
+           kiln::isPlainBuffer(epilogueType) && kiln::isPlainBuffer(outType);
+    SmallVector<Value, 4> others = {gemm.lhs, gemm.rhs};
+    if (gemm.bias)
+      others.push_back(gemm.bias);
+    if (aux)
+      others.push_back(aux);
+    for (Value other : others) {
+      if (!fits)
+        break;
+      std::optional<ByteRange> bytes = range(other);
+      fits = bytes && !bytes->overlaps(*output);
+    }
+    SmallVector<std::optional<ByteRange>, 3> kept = {output, range(gemm.out)};
+    if (aux)
+      kept.push_back(range(aux));
+    for (Operation *other : between)
+      for (const std::optional<ByteRange> &bytes : kept)
+        fits = fits && bytes && !kiln::touches(other, *bytes);
+    if (fits)
+      library.insert(epilogue);
+    else
+      kiln::dropGeluEpilogue(op, epilogue);
   }
 
   /// Whether `op`, in an entry block, is work the device does: a linalg op,
