@@ -134,7 +134,7 @@ bool isPlainElementwise(linalg::GenericOp op, unsigned inputs) {
 /// has no bias gradient or epilogue yet and stores `element`; null
 /// otherwise. `expand` receives the reshape, if any.
 linalg::GenericOp productBehind(Value v, Type element, bool allowBias,
-                               tensor::ExpandShapeOp &expand) {
+                                tensor::ExpandShapeOp &expand) {
   expand = v.getDefiningOp<tensor::ExpandShapeOp>();
   if (expand) {
     if (expand.getReassociationIndices().back().size() != 1)
