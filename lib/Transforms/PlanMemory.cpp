@@ -283,8 +283,15 @@ struct KilnPlanMemoryPass : kiln::impl::KilnPlanMemoryBase<KilnPlanMemoryPass> {
     Block &block = function.getBody().front();
     DenseMap<Operation *, int64_t> position;
     int64_t index = 0;
-    for (Operation &op : block)
+    // The product before each GELU that it may compute as its epilogue.
+    DenseMap<Operation *, Operation *> epilogueProducts;
+    for (Operation &op : block) {
       position[&op] = index++;
+      Value aux;
+      if (auto product = dyn_cast<linalg::GenericOp>(op))
+        if (linalg::GenericOp epilogue = kiln::geluEpilogueOf(product, aux))
+          epilogueProducts[epilogue] = product;
+    }
 
     SmallVector<Buffer> buffers;
     WalkResult walk = function.walk([&](Operation *op) {
@@ -314,18 +321,9 @@ struct KilnPlanMemoryPass : kiln::impl::KilnPlanMemoryBase<KilnPlanMemoryPass> {
       buffer.phase = kiln::phaseOf(writer ? writer->getLoc() : alloc.getLoc());
       // A GELU that a product before it may compute as its epilogue
       // (kiln-gemm-gelu) is written from that product on.
-      if (auto epilogue = dyn_cast_or_null<linalg::GenericOp>(writer);
-          epilogue && epilogue->hasAttr("kiln.gemm_epilogue"))
-        for (Operation *op = writer->getPrevNode(); op;
-             op = op->getPrevNode()) {
-          auto product = dyn_cast<linalg::GenericOp>(op);
-          Value aux;
-          if (product && product->hasAttr("kiln.matmul") &&
-              kiln::geluEpilogueOf(product, aux) == epilogue) {
-            buffer.first = std::min(buffer.first, position[product]);
-            break;
-          }
-        }
+      if (auto product = epilogueProducts.find(writer);
+          product != epilogueProducts.end())
+        buffer.first = std::min(buffer.first, position[product->second]);
       buffers.push_back(buffer);
       return WalkResult::advance();
     });

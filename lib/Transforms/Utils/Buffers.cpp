@@ -101,6 +101,12 @@ std::optional<kiln::ByteRange> kiln::bytesOf(Value root) {
                    buffer->byteOffset + std::max<int64_t>(1, bytes)};
 }
 
+std::optional<kiln::ByteRange> kiln::viewedBytes(Value v) {
+  SmallVector<Operation *> chain;
+  FailureOr<Value> root = traceToRoot(v, chain);
+  return succeeded(root) ? bytesOf(*root) : std::nullopt;
+}
+
 bool kiln::touchedBytes(Operation *op, SmallVectorImpl<ByteRange> &bytes) {
   if (op->getNumRegions() == 0 && isPure(op))
     return true;
@@ -111,10 +117,7 @@ bool kiln::touchedBytes(Operation *op, SmallVectorImpl<ByteRange> &bytes) {
   for (Value v : used) {
     if (!isa<BaseMemRefType>(v.getType()))
       continue;
-    SmallVector<Operation *> chain;
-    FailureOr<Value> root = traceToRoot(v, chain);
-    std::optional<ByteRange> range =
-        succeeded(root) ? bytesOf(*root) : std::nullopt;
+    std::optional<ByteRange> range = viewedBytes(v);
     if (!range)
       return false;
     bytes.push_back(*range);

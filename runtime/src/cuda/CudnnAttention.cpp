@@ -96,13 +96,20 @@ Status buildCudnnAttentionGraph(const bp::Attention &attention, int smVersion,
                      tensor.row_stride(), 1});
   };
   // One f32 per query row, packed.
-  auto stats = [&]() {
-    return fe::graph::Tensor_attributes()
-        .set_name("stats")
-        .set_uid(kStats)
+  auto asStats = [&](fe::graph::Tensor_attributes &tensor) -> auto & {
+    return tensor.set_uid(kStats)
         .set_dim({b, h, q, 1})
         .set_stride({h * q, q, 1, 1})
         .set_data_type(fe::DataType_t::FLOAT);
+  };
+  // An output the graph made, as `matrix` describes it.
+  auto asMatrix = [&](fe::graph::Tensor_attributes &tensor, const char *name,
+                      Uid uid, int64_t rows, const bp::AttentionTensor &ref) {
+    fe::graph::Tensor_attributes shape = matrix(name, uid, rows, ref);
+    tensor.set_output(true)
+        .set_uid(uid)
+        .set_dim(shape.get_dim())
+        .set_stride(shape.get_stride());
   };
   auto query = graph.tensor(matrix("query", kQuery, q, attention.query()));
   auto key = graph.tensor(matrix("key", kKey, k, attention.key()));
@@ -116,39 +123,22 @@ Status buildCudnnAttentionGraph(const bp::Attention &attention, int smVersion,
                        .set_attn_scale(attention.scale())
                        .set_causal_mask(attention.causal());
     auto [output, statistics] = graph.sdpa(query, key, value, options);
-    fe::graph::Tensor_attributes o = matrix("out", kOut, q, attention.out());
-    output->set_output(true)
-        .set_uid(kOut)
-        .set_dim(o.get_dim())
-        .set_stride(o.get_stride());
-    statistics->set_output(true)
-        .set_uid(kStats)
-        .set_dim({b, h, q, 1})
-        .set_stride({h * q, q, 1, 1})
-        .set_data_type(fe::DataType_t::FLOAT);
+    asMatrix(*output, "out", kOut, q, attention.out());
+    asStats(statistics->set_output(true));
   } else {
     auto output = graph.tensor(matrix("out", kOut, q, attention.out()));
     auto grad = graph.tensor(matrix("grad", kGrad, q, attention.grad()));
-    auto statistics = graph.tensor(stats());
+    fe::graph::Tensor_attributes stats;
+    auto statistics = graph.tensor(asStats(stats.set_name("stats")));
     auto options = fe::graph::SDPA_backward_attributes()
                        .set_name("attention_backward")
                        .set_attn_scale(attention.scale())
                        .set_causal_mask(attention.causal());
     auto [queryGrad, keyGrad, valueGrad] = graph.sdpa_backward(
         query, key, value, output, grad, statistics, options);
-    for (auto [tensor, name, uid, rows, ref] :
-         {std::make_tuple(queryGrad, "query_grad", kQueryGrad, q,
-                          &attention.query_grad()),
-          std::make_tuple(keyGrad, "key_grad", kKeyGrad, k,
-                          &attention.key_grad()),
-          std::make_tuple(valueGrad, "value_grad", kValueGrad, k,
-                          &attention.value_grad())}) {
-      fe::graph::Tensor_attributes shape = matrix(name, uid, rows, *ref);
-      tensor->set_output(true)
-          .set_uid(uid)
-          .set_dim(shape.get_dim())
-          .set_stride(shape.get_stride());
-    }
+    asMatrix(*queryGrad, "query_grad", kQueryGrad, q, attention.query_grad());
+    asMatrix(*keyGrad, "key_grad", kKeyGrad, k, attention.key_grad());
+    asMatrix(*valueGrad, "value_grad", kValueGrad, k, attention.value_grad());
   }
   KILN_RETURN_IF_ERROR(checkFrontend(graph.validate(), "validation"));
   out = std::move(made);

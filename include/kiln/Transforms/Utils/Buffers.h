@@ -77,6 +77,10 @@ mlir::BlockArgument storageOf(mlir::BlockArgument argument);
 /// passes the parameter's storage for it.
 std::optional<ByteRange> bytesOf(mlir::Value root);
 
+/// The bytes of the root buffer `v` views (traceToRoot, then bytesOf);
+/// std::nullopt when `v` is no view of one.
+std::optional<ByteRange> viewedBytes(mlir::Value v);
+
 /// Appends the bytes of every buffer `op` (or an op nested in it) names
 /// to `bytes`; false when one of them is no view of a root buffer, so its
 /// bytes are unknown. Views and arithmetic name no memory.

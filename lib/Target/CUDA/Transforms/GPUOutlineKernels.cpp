@@ -387,10 +387,7 @@ linalg::FillOp fillBeforeReduction(linalg::GenericOp op, OpOperand *out) {
     if (op.getIteratorTypesArray()[cast<AffineDimExpr>(result).getPosition()] !=
         utils::IteratorType::parallel)
       return {};
-  SmallVector<Operation *> chain;
-  FailureOr<Value> root = traceToRoot(out->get(), chain);
-  std::optional<ByteRange> bytes =
-      succeeded(root) ? bytesOf(*root) : std::nullopt;
+  std::optional<ByteRange> bytes = kiln::viewedBytes(out->get());
   if (!bytes)
     return {};
   for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
@@ -671,42 +668,45 @@ struct KilnGPUOutlineKernelsPass
     Value aux;
     SmallVector<Operation *> between;
     linalg::GenericOp epilogue = kiln::geluEpilogueOf(op, aux, &between);
-    auto range = [](Value v) -> std::optional<ByteRange> {
-      SmallVector<Operation *> chain;
-      FailureOr<Value> root = kiln::traceToRoot(v, chain);
-      return succeeded(root) ? kiln::bytesOf(*root) : std::nullopt;
-    };
-    bool fits = epilogue && gemm.batch == 1;
-    std::optional<ByteRange> output =
-        fits ? range(epilogue.getDpsInits()[0]) : std::nullopt;
-    auto outType = cast<MemRefType>(gemm.out.getType());
-    auto epilogueType = cast<MemRefType>(
-        epilogue ? epilogue.getDpsInits()[0].getType() : gemm.out.getType());
-    fits = output &&
-           epilogueType.getNumElements() == outType.getNumElements() &&
-           epilogueType.getElementType() == outType.getElementType() &&
-           kiln::isPlainBuffer(epilogueType) && kiln::isPlainBuffer(outType);
-    SmallVector<Value, 4> others = {gemm.lhs, gemm.rhs};
-    if (gemm.bias)
-      others.push_back(gemm.bias);
-    if (aux)
-      others.push_back(aux);
-    for (Value other : others) {
-      if (!fits)
-        break;
-      std::optional<ByteRange> bytes = range(other);
-      fits = bytes && !bytes->overlaps(*output);
-    }
-    SmallVector<std::optional<ByteRange>, 3> kept = {output, range(gemm.out)};
-    if (aux)
-      kept.push_back(range(aux));
-    for (Operation *other : between)
-      for (const std::optional<ByteRange> &bytes : kept)
-        fits = fits && bytes && !kiln::touches(other, *bytes);
-    if (fits)
+    if (epilogue && geluEpilogueFits(gemm, epilogue, aux, between))
       library.insert(epilogue);
     else
       kiln::dropGeluEpilogue(op, epilogue);
+  }
+
+  static bool geluEpilogueFits(const kiln::GemmDescription &gemm,
+                               linalg::GenericOp epilogue, Value aux,
+                               ArrayRef<Operation *> between) {
+    Value result = epilogue.getDpsInits()[0];
+    auto outType = cast<MemRefType>(gemm.out.getType());
+    auto resultType = cast<MemRefType>(result.getType());
+    std::optional<ByteRange> output = kiln::viewedBytes(result);
+    if (gemm.batch != 1 || !output ||
+        resultType.getNumElements() != outType.getNumElements() ||
+        resultType.getElementType() != outType.getElementType() ||
+        !kiln::isPlainBuffer(resultType) || !kiln::isPlainBuffer(outType))
+      return false;
+    SmallVector<Value, 4> read = {gemm.lhs, gemm.rhs};
+    if (gemm.bias)
+      read.push_back(gemm.bias);
+    if (aux)
+      read.push_back(aux);
+    for (Value other : read) {
+      std::optional<ByteRange> bytes = kiln::viewedBytes(other);
+      if (!bytes || bytes->overlaps(*output))
+        return false;
+    }
+    SmallVector<Value, 3> kept = {result, gemm.out};
+    if (aux)
+      kept.push_back(aux);
+    for (Value value : kept) {
+      std::optional<ByteRange> bytes = kiln::viewedBytes(value);
+      if (!bytes || llvm::any_of(between, [&](Operation *other) {
+            return kiln::touches(other, *bytes);
+          }))
+        return false;
+    }
+    return true;
   }
 
   /// Whether `op`, in an entry block, is work the device does: a linalg op,
