@@ -693,15 +693,22 @@ bp::Attention &attention(bp::Manifest &m, int entry) {
 TEST(BundleReader, RejectsEachBrokenAttentionRule) {
   EXPECT_TRUE(readBytes(attentionBundleBytes()).ok());
   // cuDNN's attention reads and writes 16-bit matrices (the f32 buffers
-  // are large enough for them) and no mask.
-  Status cudnn =
-      readBytes(withManifest(attentionBundleBytes(), [](bp::Manifest &m) {
-        bp::Attention &a = attention(m, 2);
-        a.set_engine(bp::CUDNN);
-        a.set_out_type(bp::BF16);
-        a.set_input_grad_type(bp::BF16);
-      }));
-  EXPECT_TRUE(cudnn.ok()) << cudnn.message();
+  // are large enough for them), causal (entry 2) or with its mask added
+  // (entry 1), with key and value heads a divisor of the query's.
+  auto onCudnn = [](bp::Attention &a) {
+    a.set_engine(bp::CUDNN);
+    a.set_out_type(bp::BF16);
+    a.set_input_grad_type(bp::BF16);
+  };
+  for (int entry : {1, 2})
+    for (int64_t keyHeads : {0, 1, 2}) {
+      Status cudnn =
+          readBytes(withManifest(attentionBundleBytes(), [&](bp::Manifest &m) {
+            onCudnn(attention(m, entry));
+            attention(m, entry).set_key_heads(keyHeads);
+          }));
+      EXPECT_TRUE(cudnn.ok()) << cudnn.message();
+    }
   struct AttentionCase {
     const char *name;
     std::function<void(bp::Manifest &)> change;
@@ -790,15 +797,34 @@ TEST(BundleReader, RejectsEachBrokenAttentionRule) {
        },
        "attention has input gradient type f32 (cuDNN reads and writes every "
        "matrix in the element type: bf16 expected)"},
-      {"cuDNN with a mask",
-       [](bp::Manifest &m) {
+      {"cuDNN filling masked scores",
+       [&](bp::Manifest &m) {
          bp::Attention &a = attention(m, 1);
-         a.set_engine(bp::CUDNN);
-         a.set_out_type(bp::BF16);
-         a.set_input_grad_type(bp::BF16);
+         onCudnn(a);
+         a.set_masked_fill(true);
        },
-       "attention on cuDNN with a mask, masked_fill or causal_fill is not "
-       "supported yet (the runtime's kernels take them)"},
+       "attention on cuDNN with masked_fill or causal_fill is not supported "
+       "(cuDNN adds the mask; the runtime's kernels take them)"},
+      {"the runtime's kernels grouping heads",
+       [](bp::Manifest &m) { attention(m, 0).set_key_heads(1); },
+       "attention has 1 key heads for 2 heads (as many: the runtime's "
+       "kernels do not group heads expected)"},
+      {"key heads not dividing the heads",
+       [&](bp::Manifest &m) {
+         bp::Attention &a = attention(m, 1);
+         onCudnn(a);
+         a.set_key_heads(3);
+       },
+       "attention has 3 key heads for 2 heads (a divisor of them expected)"},
+      {"grouped key too small",
+       [&](bp::Manifest &m) {
+         bp::Attention &a = attention(m, 1);
+         onCudnn(a);
+         a.set_key_heads(1);
+         a.mutable_key()->set_head_stride(0);
+         a.mutable_key()->set_batch_stride(20480);
+       },
+       "attention key needs 25600 elements"},
       {"an output over another",
        [](bp::Manifest &m) {
          bp::Attention &a = attention(m, 1);

@@ -598,4 +598,99 @@ TEST(FlashAttentionTest, BF16RoundsToNearestEven) {
   EXPECT_TRUE(std::isnan(BF16::toFloat(BF16::fromFloat(NAN))));
 }
 
+// The grouped host entry points (cuDNN's grouped-query attention, emulated)
+// compute what the others do on the key and value heads repeated: the same
+// output, statistics and query gradient, bit for bit, and the key and
+// value gradients summed over each group (to rounding: the grouped version
+// sums a group's heads into one row as it goes), with a padding mask.
+TEST(FlashAttentionTest, GroupedHostEqualsRepeatedHeads) {
+  const int64_t batch = 2, heads = 6, keyHeads = 2, groups = heads / keyHeads,
+                rows = 24, size = 16;
+  std::mt19937 random(7);
+  std::normal_distribution<float> normal;
+  auto bf16s = [&](int64_t n) {
+    std::vector<uint16_t> values(n);
+    for (uint16_t &v : values)
+      v = BF16::fromFloat(normal(random));
+    return values;
+  };
+  const int64_t queryElements = batch * heads * rows * size,
+                keyElements = batch * keyHeads * rows * size;
+  std::vector<uint16_t> q = bf16s(queryElements), k = bf16s(keyElements),
+                        v = bf16s(keyElements);
+  // Each key head repeated `groups` times in a row, as the import spells it.
+  auto repeated = [&](const std::vector<uint16_t> &grouped) {
+    std::vector<uint16_t> out(queryElements);
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t h = 0; h < heads; ++h)
+        std::copy_n(&grouped[((b * keyHeads + h / groups) * rows) * size],
+                    rows * size, &out[((b * heads + h) * rows) * size]);
+    return out;
+  };
+  std::vector<uint16_t> kr = repeated(k), vr = repeated(v);
+  // A padding mask [batch, 1, 1, keys]: the second row drops its last 5.
+  std::vector<float> mask(batch * rows, 0.0f);
+  std::fill(mask.begin() + rows + rows - 5, mask.end(), -10000.0f);
+  std::vector<float> grad(queryElements);
+  for (float &g : grad)
+    g = normal(random);
+
+  struct Results {
+    std::vector<float> out, stats, dq, dk, dv, delta;
+  };
+  auto run = [&](bool grouped) {
+    int64_t kh = grouped ? keyHeads : heads;
+    const void *key = grouped ? k.data() : kr.data();
+    const void *value = grouped ? v.data() : vr.data();
+    Results r{std::vector<float>(queryElements),
+              std::vector<float>(batch * heads * rows * 2),
+              std::vector<float>(queryElements),
+              std::vector<float>(batch * kh * rows * size),
+              std::vector<float>(batch * kh * rows * size),
+              std::vector<float>(batch * heads * rows)};
+    const double scale = 0.25;
+    if (grouped) {
+      kiln_flash_attention_forward_grouped_host(
+          q.data(), key, value, mask.data(), r.out.data(), r.stats.data(), 0,
+          batch, heads, rows, rows, size, batch, 1, 1, 0, scale, keyHeads);
+      kiln_flash_attention_backward_grouped_host(
+          q.data(), key, value, r.out.data(), grad.data(), r.stats.data(),
+          mask.data(), r.dq.data(), r.dk.data(), r.dv.data(), r.delta.data(), 0,
+          batch, heads, rows, rows, size, batch, 1, 1, 0, scale, 0, 0,
+          keyHeads);
+    } else {
+      kiln_flash_attention_forward_host(
+          q.data(), key, value, mask.data(), r.out.data(), r.stats.data(), 0,
+          batch, heads, rows, rows, size, batch, 1, 1, 0, scale);
+      kiln_flash_attention_backward_host(
+          q.data(), key, value, r.out.data(), grad.data(), r.stats.data(),
+          mask.data(), r.dq.data(), r.dk.data(), r.dv.data(), r.delta.data(), 0,
+          batch, heads, rows, rows, size, batch, 1, 1, 0, scale, 0, 0);
+    }
+    return r;
+  };
+  Results grouped = run(true), full = run(false);
+  EXPECT_EQ(grouped.out, full.out);
+  EXPECT_EQ(grouped.stats, full.stats);
+  EXPECT_EQ(grouped.dq, full.dq);
+  EXPECT_EQ(grouped.delta, full.delta);
+  // The repeated heads' gradients, summed over each group.
+  auto summed = [&](const std::vector<float> &perHead) {
+    std::vector<double> sums(keyElements, 0.0);
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t e = 0; e < rows * size; ++e)
+          sums[(b * keyHeads + h / groups) * rows * size + e] +=
+              perHead[(b * heads + h) * rows * size + e];
+    return sums;
+  };
+  EXPECT_LT(relativeError(grouped.dk, summed(full.dk)), 1e-6);
+  EXPECT_LT(relativeError(grouped.dv, summed(full.dv)), 1e-6);
+  // The padded keys of the second row get no gradient from it.
+  for (int64_t h = 0; h < keyHeads; ++h)
+    for (int64_t j = rows - 5; j < rows; ++j)
+      for (int64_t d = 0; d < size; ++d)
+        EXPECT_EQ(grouped.dv[((keyHeads + h) * rows + j) * size + d], 0.0f);
+}
+
 } // namespace

@@ -838,24 +838,33 @@ private:
             cudnn ? "cuDNN reads and writes every matrix in the element type"
                   : "the runtime's kernels write f32",
             ": ", elementTypeName(wanted), " expected)");
-    if (cudnn && ((attention.has_mask() && attention.mask().buffer().size()) ||
-                  attention.masked_fill() || attention.causal_fill()))
-      return formatError("attention on cuDNN with a mask, masked_fill or "
-                         "causal_fill is not supported yet (the runtime's "
-                         "kernels take them)");
+    if (cudnn && (attention.masked_fill() || attention.causal_fill()))
+      return formatError("attention on cuDNN with masked_fill or causal_fill "
+                         "is not supported (cuDNN adds the mask; the "
+                         "runtime's kernels take them)");
+    // Grouped key and value heads (cuDNN's only): each serves heads / kh
+    // query heads.
+    const int64_t kh = attention.key_heads() ? attention.key_heads() : h;
+    if (kh < 0 || kh > h || h % kh != 0 || (kh != h && !cudnn))
+      return formatError("attention has ", attention.key_heads(),
+                         " key heads for ", h, " heads (",
+                         cudnn ? "a divisor of them"
+                               : "as many: the runtime's kernels do not "
+                                 "group heads",
+                         " expected)");
     struct Tensor {
       const char *name;
       const bp::AttentionTensor *tensor;
-      int64_t rows, columns;
+      int64_t heads, rows, columns;
       uint64_t elementBytes;
       bool written;
     };
     uint64_t narrow = elementTypeSize(attention.element_type());
     std::vector<Tensor> tensors = {
-        {"query", &attention.query(), q, d, narrow, false},
-        {"key", &attention.key(), k, d, narrow, false},
-        {"value", &attention.value(), k, d, narrow, false},
-        {"out", &attention.out(), q, d, elementTypeSize(outType),
+        {"query", &attention.query(), h, q, d, narrow, false},
+        {"key", &attention.key(), kh, k, d, narrow, false},
+        {"value", &attention.value(), kh, k, d, narrow, false},
+        {"out", &attention.out(), h, q, d, elementTypeSize(outType),
          !attention.backward()}};
     bool masked = attention.has_mask() && attention.mask().buffer().size() > 0;
     if (attention.masked_fill() && (!attention.backward() || !masked))
@@ -871,17 +880,17 @@ private:
                          " (only the backward with as many queries as keys "
                          "takes it)");
     if (masked)
-      tensors.push_back({"mask", &attention.mask(), q, k, 4, false});
+      tensors.push_back({"mask", &attention.mask(), h, q, k, 4, false});
     if (attention.backward()) {
       uint64_t gradBytes = elementTypeSize(inputGradType);
+      tensors.push_back({"grad", &attention.grad(), h, q, d,
+                         elementTypeSize(outType), false});
       tensors.push_back(
-          {"grad", &attention.grad(), q, d, elementTypeSize(outType), false});
+          {"query_grad", &attention.query_grad(), h, q, d, gradBytes, true});
       tensors.push_back(
-          {"query_grad", &attention.query_grad(), q, d, gradBytes, true});
+          {"key_grad", &attention.key_grad(), kh, k, d, gradBytes, true});
       tensors.push_back(
-          {"key_grad", &attention.key_grad(), k, d, gradBytes, true});
-      tensors.push_back(
-          {"value_grad", &attention.value_grad(), k, d, gradBytes, true});
+          {"value_grad", &attention.value_grad(), kh, k, d, gradBytes, true});
     }
     // (name, buffer, written) of everything the command touches.
     std::vector<std::tuple<std::string, const bp::BufferRef *, bool>> touched;
@@ -896,7 +905,7 @@ private:
                            ", ", strides[2], " (each 0 to ", kMaxGemmDim, ")");
       // Elements from the first to one past the last the kernels touch.
       uint64_t span = static_cast<uint64_t>(b - 1) * strides[0] +
-                      static_cast<uint64_t>(h - 1) * strides[1] +
+                      static_cast<uint64_t>(t.heads - 1) * strides[1] +
                       static_cast<uint64_t>(t.rows - 1) * strides[2] +
                       static_cast<uint64_t>(t.columns);
       if (span > kMaxByteSize / t.elementBytes ||
@@ -911,7 +920,7 @@ private:
                            t.elementBytes, "-byte elements");
       if (t.written &&
           (strides[2] < t.columns || strides[1] < t.rows * strides[2] ||
-           strides[0] < h * strides[1]))
+           strides[0] < t.heads * strides[1]))
         return formatError(what, " is written with strides ", strides[0], ", ",
                            strides[1], ", ", strides[2],
                            ", so its elements would overlap");

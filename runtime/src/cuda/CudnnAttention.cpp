@@ -14,13 +14,23 @@ namespace kiln::runtime::cuda {
 
 namespace bp = kiln::bundle;
 
+/// Whether `attention` adds a mask to its scores.
+static bool hasMask(const bp::Attention &attention) {
+  return attention.has_mask() && attention.mask().buffer().size() > 0;
+}
+
 std::string describeCudnnAttention(const bp::Attention &attention) {
   return strCat("attention ", attention.backward() ? "backward" : "forward",
                 " on cuDNN (", elementTypeName(attention.element_type()), ", ",
-                attention.batch(), " x ", attention.heads(), " heads, ",
-                attention.queries(), " queries, ", attention.keys(),
+                attention.batch(), " x ", attention.heads(), " heads",
+                attention.key_heads() &&
+                        attention.key_heads() != attention.heads()
+                    ? strCat(" (", attention.key_heads(), " key heads)")
+                    : std::string(),
+                ", ", attention.queries(), " queries, ", attention.keys(),
                 " keys, head size ", attention.head_size(),
-                attention.causal() ? ", causal" : "", ")");
+                attention.causal() ? ", causal" : "",
+                hasMask(attention) ? ", masked" : "", ")");
 }
 
 #if KILN_HAVE_CUDNN_FRONTEND
@@ -40,6 +50,7 @@ enum Uid : int64_t {
   kQueryGrad,
   kKeyGrad,
   kValueGrad,
+  kBias,
 };
 
 /// Success, or the frontend's refusal, named.
@@ -84,14 +95,18 @@ Status buildCudnnAttentionGraph(const bp::Attention &attention, int smVersion,
       .set_compute_data_type(fe::DataType_t::FLOAT);
   const int64_t b = attention.batch(), h = attention.heads(),
                 q = attention.queries(), k = attention.keys(),
-                d = attention.head_size();
-  // [batch, heads, rows, head size] at the command's strides, columns dense.
+                d = attention.head_size(),
+                kh = attention.key_heads() ? attention.key_heads() : h;
+  // [batch, heads, rows, head size] at the command's strides, columns
+  // dense; the key's, the value's and their gradients' have the key heads.
   auto matrix = [&](const char *name, Uid uid, int64_t rows,
                     const bp::AttentionTensor &tensor) {
+    bool keyed =
+        uid == kKey || uid == kValue || uid == kKeyGrad || uid == kValueGrad;
     return fe::graph::Tensor_attributes()
         .set_name(name)
         .set_uid(uid)
-        .set_dim({b, h, rows, d})
+        .set_dim({b, keyed ? kh : h, rows, d})
         .set_stride({tensor.batch_stride(), tensor.head_stride(),
                      tensor.row_stride(), 1});
   };
@@ -114,6 +129,22 @@ Status buildCudnnAttentionGraph(const bp::Attention &attention, int smVersion,
   auto query = graph.tensor(matrix("query", kQuery, q, attention.query()));
   auto key = graph.tensor(matrix("key", kKey, k, attention.key()));
   auto value = graph.tensor(matrix("value", kValue, k, attention.value()));
+  // The mask, f32, added to the scores as cuDNN's bias: [batch, heads or
+  // 1, queries, keys], a stride of 0 broadcasting (the runtime kernels'
+  // layout of it).
+  std::shared_ptr<fe::graph::Tensor_attributes> bias;
+  if (hasMask(attention)) {
+    const bp::AttentionTensor &mask = attention.mask();
+    bool perHead = mask.head_stride() != 0;
+    bias = graph.tensor(fe::graph::Tensor_attributes()
+                            .set_name("mask")
+                            .set_uid(kBias)
+                            .set_dim({b, perHead ? h : 1, q, k})
+                            .set_stride({mask.batch_stride(),
+                                         perHead ? mask.head_stride() : q * k,
+                                         mask.row_stride(), 1})
+                            .set_data_type(fe::DataType_t::FLOAT));
+  }
   // The causal mask keeps the keys up to each query's position (top left:
   // queries == keys).
   if (!attention.backward()) {
@@ -122,6 +153,8 @@ Status buildCudnnAttentionGraph(const bp::Attention &attention, int smVersion,
                        .set_generate_stats(true)
                        .set_attn_scale(attention.scale())
                        .set_causal_mask(attention.causal());
+    if (bias)
+      options.set_bias(bias);
     auto [output, statistics] = graph.sdpa(query, key, value, options);
     asMatrix(*output, "out", kOut, q, attention.out());
     asStats(statistics->set_output(true));
@@ -134,6 +167,8 @@ Status buildCudnnAttentionGraph(const bp::Attention &attention, int smVersion,
                        .set_name("attention_backward")
                        .set_attn_scale(attention.scale())
                        .set_causal_mask(attention.causal());
+    if (bias)
+      options.set_bias(bias);
     auto [queryGrad, keyGrad, valueGrad] = graph.sdpa_backward(
         query, key, value, output, grad, statistics, options);
     asMatrix(*queryGrad, "query_grad", kQueryGrad, q, attention.query_grad());
@@ -186,6 +221,8 @@ Status CudnnAttentionPlan::create(
   pack[kValue] = at(attention.value().buffer());
   pack[kOut] = at(attention.out().buffer());
   pack[kStats] = at(attention.stats());
+  if (hasMask(attention))
+    pack[kBias] = at(attention.mask().buffer());
   if (attention.backward()) {
     pack[kGrad] = at(attention.grad().buffer());
     pack[kQueryGrad] = at(attention.query_grad().buffer());

@@ -24,6 +24,8 @@ struct Shape {
   int64_t maskBatch, maskHeads, maskQueries;
   bool causal;
   float scale;
+  /// The key's and value's heads, a divisor of `heads`.
+  int64_t keyHeads;
 
   /// The 16-bit value at `index` as the kernels read it.
   float read(const void *data, int64_t index) const {
@@ -41,6 +43,11 @@ struct Shape {
   int64_t row(int64_t bh, int64_t r, int64_t rows) const {
     return (bh * rows + r) * headSize;
   }
+  /// Where key (or value) row j of query head bh starts: its group's head.
+  int64_t keyRow(int64_t bh, int64_t j) const {
+    int64_t b = bh / heads, h = bh % heads;
+    return row(b * keyHeads + h / (heads / keyHeads), j, keys);
+  }
   /// Score (query i, key j) of head bh in log2 units, -inf where dropped
   /// (a finite mask stays finite, as in the kernels).
   float score(const void *q, const void *k, const float *mask, int64_t bh,
@@ -48,7 +55,7 @@ struct Shape {
     if (causal && j > i)
       return -kInf;
     float dot = 0;
-    int64_t qi = row(bh, i, queries), kj = row(bh, j, keys);
+    int64_t qi = row(bh, i, queries), kj = keyRow(bh, j);
     for (int64_t d = 0; d < headSize; ++d)
       dot += read(q, qi + d) * read(k, kj + d);
     return dot * scale * kLog2e + maskAt(mask, bh, i, j);
@@ -73,11 +80,12 @@ struct Shape {
 
 extern "C" {
 
-void kiln_flash_attention_forward_host(
+void kiln_flash_attention_forward_grouped_host(
     const void *query, const void *key, const void *value, const float *mask,
     float *out, float *stats, int64_t element, int64_t batch, int64_t heads,
     int64_t queries, int64_t keys, int64_t head_size, int64_t mask_batch,
-    int64_t mask_heads, int64_t mask_queries, int64_t causal, double scale) {
+    int64_t mask_heads, int64_t mask_queries, int64_t causal, double scale,
+    int64_t key_heads) {
   Shape shape{element,
               batch,
               heads,
@@ -88,7 +96,8 @@ void kiln_flash_attention_forward_host(
               mask_heads,
               mask_queries,
               causal != 0,
-              static_cast<float>(scale)};
+              static_cast<float>(scale),
+              key_heads};
   std::vector<float> s(keys), o(head_size);
   for (int64_t bh = 0; bh < batch * heads; ++bh)
     for (int64_t i = 0; i < queries; ++i) {
@@ -101,7 +110,7 @@ void kiln_flash_attention_forward_host(
         float p = std::exp2(s[j] - shift);
         sum += p;
         float weight = shape.round(p);
-        int64_t vj = shape.row(bh, j, keys);
+        int64_t vj = shape.keyRow(bh, j);
         for (int64_t d = 0; d < head_size; ++d)
           o[d] += weight * shape.read(value, vj + d);
       }
@@ -113,14 +122,14 @@ void kiln_flash_attention_forward_host(
     }
 }
 
-void kiln_flash_attention_backward_host(
+void kiln_flash_attention_backward_grouped_host(
     const void *query, const void *key, const void *value, const float *out,
     const float *grad, const float *stats, const float *mask, float *query_grad,
     float *key_grad, float *value_grad, float *delta, int64_t element,
     int64_t batch, int64_t heads, int64_t queries, int64_t keys,
     int64_t head_size, int64_t mask_batch, int64_t mask_heads,
     int64_t mask_queries, int64_t causal, double scale, int64_t masked_fill,
-    int64_t causal_fill) {
+    int64_t causal_fill, int64_t key_heads) {
   Shape shape{element,
               batch,
               heads,
@@ -131,12 +140,14 @@ void kiln_flash_attention_backward_host(
               mask_heads,
               mask_queries,
               causal != 0,
-              static_cast<float>(scale)};
+              static_cast<float>(scale),
+              key_heads};
   kiln::flash::Params filling;
   filling.maskedFill = mask && masked_fill ? 1 : 0;
   filling.causalFill = causal_fill ? 1 : 0;
-  std::fill(key_grad, key_grad + batch * heads * keys * head_size, 0.0f);
-  std::fill(value_grad, value_grad + batch * heads * keys * head_size, 0.0f);
+  int64_t keyElements = batch * key_heads * keys * head_size;
+  std::fill(key_grad, key_grad + keyElements, 0.0f);
+  std::fill(value_grad, value_grad + keyElements, 0.0f);
   std::vector<float> dO(head_size), dq(head_size);
   for (int64_t bh = 0; bh < batch * heads; ++bh)
     for (int64_t i = 0; i < queries; ++i) {
@@ -153,7 +164,7 @@ void kiln_flash_attention_backward_host(
       for (int64_t j = 0; j < keys; ++j) {
         float s = shape.score(query, key, mask, bh, i, j);
         float p = s == -kInf ? 0.0f : std::exp2(s - shift) * inverse;
-        int64_t kj = shape.row(bh, j, keys);
+        int64_t kj = shape.keyRow(bh, j);
         float dp = 0;
         for (int64_t d = 0; d < head_size; ++d)
           dp += dO[d] * shape.read(value, kj + d);
@@ -170,6 +181,31 @@ void kiln_flash_attention_backward_host(
       for (int64_t d = 0; d < head_size; ++d)
         query_grad[qi + d] = dq[d] * shape.scale;
     }
+}
+
+void kiln_flash_attention_forward_host(
+    const void *query, const void *key, const void *value, const float *mask,
+    float *out, float *stats, int64_t element, int64_t batch, int64_t heads,
+    int64_t queries, int64_t keys, int64_t head_size, int64_t mask_batch,
+    int64_t mask_heads, int64_t mask_queries, int64_t causal, double scale) {
+  kiln_flash_attention_forward_grouped_host(
+      query, key, value, mask, out, stats, element, batch, heads, queries, keys,
+      head_size, mask_batch, mask_heads, mask_queries, causal, scale, heads);
+}
+
+void kiln_flash_attention_backward_host(
+    const void *query, const void *key, const void *value, const float *out,
+    const float *grad, const float *stats, const float *mask, float *query_grad,
+    float *key_grad, float *value_grad, float *delta, int64_t element,
+    int64_t batch, int64_t heads, int64_t queries, int64_t keys,
+    int64_t head_size, int64_t mask_batch, int64_t mask_heads,
+    int64_t mask_queries, int64_t causal, double scale, int64_t masked_fill,
+    int64_t causal_fill) {
+  kiln_flash_attention_backward_grouped_host(
+      query, key, value, out, grad, stats, mask, query_grad, key_grad,
+      value_grad, delta, element, batch, heads, queries, keys, head_size,
+      mask_batch, mask_heads, mask_queries, causal, scale, masked_fill,
+      causal_fill, heads);
 }
 
 } // extern "C"

@@ -23,6 +23,12 @@
  * rounded to the 16-bit type where the kernels round them, so results agree
  * with the GPU's within that rounding.
  *
+ * The `_grouped` entry points take key and value (and their gradients)
+ * with `key_heads` heads, a divisor of `heads`, as cuDNN's fused attention
+ * takes grouped-query attention: key head h / (heads / key_heads) serves
+ * query head h, and the backward sums its gradients over the query heads
+ * it serves.
+ *
  *===----------------------------------------------------------------------===*/
 
 #ifndef KILN_ATTENTION_H
@@ -54,6 +60,22 @@ KILN_ATTENTION_API void kiln_flash_attention_backward_host(
     int64_t head_size, int64_t mask_batch, int64_t mask_heads,
     int64_t mask_queries, int64_t causal, double scale, int64_t masked_fill,
     int64_t causal_fill);
+
+KILN_ATTENTION_API void kiln_flash_attention_forward_grouped_host(
+    const void *query, const void *key, const void *value, const float *mask,
+    float *out, float *stats, int64_t element, int64_t batch, int64_t heads,
+    int64_t queries, int64_t keys, int64_t head_size, int64_t mask_batch,
+    int64_t mask_heads, int64_t mask_queries, int64_t causal, double scale,
+    int64_t key_heads);
+
+KILN_ATTENTION_API void kiln_flash_attention_backward_grouped_host(
+    const void *query, const void *key, const void *value, const float *out,
+    const float *grad, const float *stats, const float *mask, float *query_grad,
+    float *key_grad, float *value_grad, float *delta, int64_t element,
+    int64_t batch, int64_t heads, int64_t queries, int64_t keys,
+    int64_t head_size, int64_t mask_batch, int64_t mask_heads,
+    int64_t mask_queries, int64_t causal, double scale, int64_t masked_fill,
+    int64_t causal_fill, int64_t key_heads);
 
 #ifdef __cplusplus
 }
