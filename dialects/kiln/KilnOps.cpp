@@ -817,7 +817,7 @@ static LogicalResult verifyLibraryOpForm(Operation *op, bool tensors,
 /// (results, or output buffers) has the f32 shape `expected` names, and
 /// the op is all tensors or all buffers. For cuDNN (`cudnn`), the output,
 /// its gradient and the input gradients are of the query's 16-bit type
-/// instead, and there is no mask.
+/// instead, and the key and value may have fewer heads (grouped).
 static LogicalResult
 verifyFlash(Operation *op, Value query, Value key, Value value, Value mask,
             bool causal, bool cudnn,
@@ -839,11 +839,19 @@ verifyFlash(Operation *op, Value query, Value key, Value value, Value mask,
     return op->emitOpError("needs at least one batch, head, query and key");
   if (d != 16 && d != 32 && d != 64 && d != 128)
     return op->emitOpError("head size ") << d << " is not 16, 32, 64 or 128";
-  SmallVector<int64_t> rows{b, h, sq, d}, keys{b, h, sk, d}, stats{b, h, sq, 2},
-      delta{b, h, sq};
+  // cuDNN takes grouped heads: each of the key's and value's hk heads
+  // serves h / hk query heads.
+  int64_t hk = k.getDimSize(1);
+  if (hk < 1 || h % hk != 0 || (hk != h && !cudnn))
+    return op->emitOpError("key has ")
+           << hk << " heads for " << h << " query heads ("
+           << (cudnn ? "a divisor of them" : "as many; cuDNN groups them")
+           << " expected)";
+  SmallVector<int64_t> rows{b, h, sq, d}, keys{b, hk, sk, d},
+      stats{b, h, sq, 2}, delta{b, h, sq};
   if (k.getShape() != ArrayRef(keys) || v.getShape() != ArrayRef(keys))
     return op->emitOpError("key and value must be [")
-           << b << ", " << h << ", Sk, " << d << "] like the query";
+           << b << ", " << hk << ", Sk, " << d << "] like the query";
   if (causal && sq != sk)
     return op->emitOpError("is causal over ")
            << sq << " queries and " << sk << " keys (they must match)";
@@ -866,8 +874,6 @@ verifyFlash(Operation *op, Value query, Value key, Value value, Value mask,
              << " of shape [" << llvm::interleaved(want) << "], not " << type;
     return success();
   };
-  if (cudnn && mask)
-    return op->emitOpError("on cuDNN takes no mask (causal or none)");
   for (auto [value, name] : f32Operands)
     if (failed(check(value, name)))
       return failure();
@@ -901,9 +907,9 @@ LogicalResult FlashAttentionGradOp::verify() {
   if (failed(verifyFills(*this, getMaskedFill(), getCausalFill(), getMask(),
                          getQuery(), getKey(), /*causalFillNeedsNoMask=*/true)))
     return failure();
-  if (getCudnn() && getCausalFill())
-    return emitOpError("on cuDNN takes no causal_fill (without a mask it is "
-                       "causal)");
+  if (getCudnn() && (getCausalFill() || getMaskedFill()))
+    return emitOpError("on cuDNN takes no causal_fill or masked_fill (its "
+                       "mask is added to the scores)");
   return verifyFlash(
       *this, getQuery(), getKey(), getValue(), getMask(), getCausal(),
       getCudnn(),

@@ -904,8 +904,10 @@ def Kiln_FlashAttentionOp : Kiln_Op<"flash_attention",
     reads: the softmax's shift (the row's largest score, in base-2 units:
     scores times log2 e) and its denominator (the sum of 2^(score -
     shift)). With `cudnn`, cuDNN's fused attention computes it instead: the
-    output is of the query's type, and the statistics' first half holds
-    each row's log-sum-exp, packed (there is no mask). The optional f32
+    output is of the query's type, the statistics' first half holds each
+    row's log-sum-exp, packed, and the key and value may have fewer heads
+    than the query, a divisor of them (grouped-query attention: key head
+    `h / (H / Hk)` serves query head `h`). The optional f32
     `mask` `[B or 1, H or 1, Sq or 1, Sk]` is
     added to the scores (a padding mask, or a causal mask held in a buffer;
     the kernels skip the tiles it drops whole); `causal` drops every key
@@ -961,8 +963,9 @@ def Kiln_FlashAttentionGradOp : Kiln_Op<"flash_attention_grad",
     scale`. With `masked_fill`, dS is 0 where the mask is at most -2^100
     (kiln.attention's `masked_fill`); with `causal_fill`, after each
     query's position. With `cudnn` (a forward's), cuDNN computes it: `out`,
-    `grad` and the three input gradients are of the query's type, and
-    there is no mask or causal_fill.
+    `grad` and the three input gradients are of the query's type, there is
+    no masked_fill or causal_fill, and grouped key and value heads get
+    their gradients summed over the query heads they serve.
 
     kiln-flash-attention forms this op from the kiln.attention_grad of an
     attention it made a kiln.flash_attention. The buffer form takes the

@@ -192,6 +192,9 @@ llvm::Error fillAttention(bundle::Attention &out,
   out.set_element_type(*element);
   out.set_batch(attention.batch);
   out.set_heads(attention.heads);
+  int64_t keyHeads = attention.keyHeads ? attention.keyHeads : attention.heads;
+  if (keyHeads != attention.heads)
+    out.set_key_heads(keyHeads);
   out.set_queries(attention.queries);
   out.set_keys(attention.keys);
   out.set_head_size(attention.headSize);
@@ -208,18 +211,19 @@ llvm::Error fillAttention(bundle::Attention &out,
   }
   int64_t d = attention.headSize;
   auto tensor = [&](bundle::AttentionTensor *stored,
-                    const kiln::CudaBuffer &buffer, int64_t rows) {
+                    const kiln::CudaBuffer &buffer, int64_t rows,
+                    int64_t heads) {
     buffers.fill(*stored->mutable_buffer(), buffer.argument, buffer.offset,
                  buffer.size);
-    stored->set_batch_stride(attention.heads * rows * d);
+    stored->set_batch_stride(heads * rows * d);
     stored->set_head_stride(rows * d);
     stored->set_row_stride(d);
   };
   int64_t q = attention.queries, k = attention.keys;
-  tensor(out.mutable_query(), attention.query, q);
-  tensor(out.mutable_key(), attention.key, k);
-  tensor(out.mutable_value(), attention.value, k);
-  tensor(out.mutable_out(), attention.out, q);
+  tensor(out.mutable_query(), attention.query, q, attention.heads);
+  tensor(out.mutable_key(), attention.key, k, keyHeads);
+  tensor(out.mutable_value(), attention.value, k, keyHeads);
+  tensor(out.mutable_out(), attention.out, q, attention.heads);
   buffers.fill(*out.mutable_stats(), attention.stats.argument,
                attention.stats.offset, attention.stats.size);
   if (attention.mask.size > 0) {
@@ -238,10 +242,10 @@ llvm::Error fillAttention(bundle::Attention &out,
     mask->set_row_stride(row);
   }
   if (attention.backward) {
-    tensor(out.mutable_grad(), attention.grad, q);
-    tensor(out.mutable_query_grad(), attention.queryGrad, q);
-    tensor(out.mutable_key_grad(), attention.keyGrad, k);
-    tensor(out.mutable_value_grad(), attention.valueGrad, k);
+    tensor(out.mutable_grad(), attention.grad, q, attention.heads);
+    tensor(out.mutable_query_grad(), attention.queryGrad, q, attention.heads);
+    tensor(out.mutable_key_grad(), attention.keyGrad, k, keyHeads);
+    tensor(out.mutable_value_grad(), attention.valueGrad, k, keyHeads);
     buffers.fill(*out.mutable_delta(), attention.delta.argument,
                  attention.delta.offset, attention.delta.size);
   }

@@ -168,7 +168,8 @@ def describe(command, kernels, names):
         def strides(t):
             return f"{t.batch_stride},{t.head_stride},{t.row_stride}"
         kind = "backward" if a.backward else "forward"
-        text = (f"attention {kind} {a.batch}x{a.heads} heads "
+        grouped = f"({a.key_heads} key heads) " if a.key_heads else ""
+        text = (f"attention {kind} {a.batch}x{a.heads} heads {grouped}"
                 f"{a.queries}x{a.keys} d{a.head_size} q {strides(a.query)} "
                 f"out {strides(a.out)}")
         if a.HasField("mask") and a.mask.buffer.size:

@@ -117,16 +117,20 @@ std::vector<CommandCost> kilnc::costProgram(const kiln::CudaProgram &program,
         cost.bytes += buffer->size;
       rate = gpu.tensorFlops;
       computeEfficiency = efficiency.attention;
-      cost.what = std::string("attention ") +
-                  (attention->backward ? "backward" : "forward") + " (" +
-                  typeName(attention->element) + ", " +
-                  std::to_string(attention->batch) + " x " +
-                  std::to_string(attention->heads) + " heads, " +
-                  std::to_string(attention->queries) + " queries, " +
-                  std::to_string(attention->keys) + " keys, head size " +
-                  std::to_string(attention->headSize) +
-                  (attention->causal ? ", causal" : "") +
-                  (attention->cudnn ? ", cuDNN)" : ")");
+      cost.what =
+          std::string("attention ") +
+          (attention->backward ? "backward" : "forward") + " (" +
+          typeName(attention->element) + ", " +
+          std::to_string(attention->batch) + " x " +
+          std::to_string(attention->heads) + " heads, " +
+          (attention->keyHeads && attention->keyHeads != attention->heads
+               ? std::to_string(attention->keyHeads) + " key heads, "
+               : std::string()) +
+          std::to_string(attention->queries) + " queries, " +
+          std::to_string(attention->keys) + " keys, head size " +
+          std::to_string(attention->headSize) +
+          (attention->causal ? ", causal" : "") +
+          (attention->cudnn ? ", cuDNN)" : ")");
     } else if (auto *norm = std::get_if<kiln::CudaLayerNorm>(&command)) {
       cost.kind = "layer_norm";
       for (const kiln::CudaBuffer *buffer :

@@ -110,6 +110,9 @@ struct CudaAttention {
   /// Of query, key and value (bf16 or f16); the rest is f32.
   mlir::Type element;
   int64_t batch = 0, heads = 0, queries = 0, keys = 0, headSize = 0;
+  /// The key's and value's heads: `heads`, or a divisor of it on cuDNN
+  /// (grouped-query attention).
+  int64_t keyHeads = 0;
   int64_t maskBatch = 1, maskHeads = 1, maskQueries = 1;
   float scale = 1;
   bool causal = false, maskedFill = false, causalFill = false;

@@ -352,6 +352,7 @@ private:
     command.queries = queryType.getDimSize(2);
     command.headSize = queryType.getDimSize(3);
     command.keys = cast<MemRefType>(key.getType()).getDimSize(2);
+    command.keyHeads = cast<MemRefType>(key.getType()).getDimSize(1);
     command.scale = static_cast<float>(
         op->getAttrOfType<FloatAttr>("scale").getValueAsDouble());
     command.causal = op->hasAttr("causal");

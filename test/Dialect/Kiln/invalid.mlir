@@ -1492,9 +1492,33 @@ func.func @flash_attention_cudnn_f32_out(%q: tensor<1x1x4x16xbf16>) {
 
 // -----
 
-func.func @flash_attention_cudnn_mask(%q: tensor<1x1x4x16xbf16>, %m: tensor<1x1x4x4xf32>) {
-  // expected-error @+1 {{'kiln.flash_attention' op on cuDNN takes no mask (causal or none)}}
-  %o, %s = kiln.flash_attention %q, %q, %q mask %m {cudnn} : (tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4x4xf32>) -> (tensor<1x1x4x16xbf16>, tensor<1x1x4x2xf32>)
+func.func @flash_attention_grouped_kernels(%q: tensor<1x4x4x16xbf16>, %k: tensor<1x2x4x16xbf16>) {
+  // expected-error @+1 {{'kiln.flash_attention' op key has 2 heads for 4 query heads (as many; cuDNN groups them expected)}}
+  %o, %s = kiln.flash_attention %q, %k, %k : (tensor<1x4x4x16xbf16>, tensor<1x2x4x16xbf16>, tensor<1x2x4x16xbf16>) -> (tensor<1x4x4x16xf32>, tensor<1x4x4x2xf32>)
+  return
+}
+
+// -----
+
+func.func @flash_attention_cudnn_groups_unequal(%q: tensor<1x6x4x16xbf16>, %k: tensor<1x4x4x16xbf16>) {
+  // expected-error @+1 {{'kiln.flash_attention' op key has 4 heads for 6 query heads (a divisor of them expected)}}
+  %o, %s = kiln.flash_attention %q, %k, %k {cudnn} : (tensor<1x6x4x16xbf16>, tensor<1x4x4x16xbf16>, tensor<1x4x4x16xbf16>) -> (tensor<1x6x4x16xbf16>, tensor<1x6x4x2xf32>)
+  return
+}
+
+// -----
+
+func.func @flash_attention_cudnn_grouped_value(%q: tensor<1x4x4x16xbf16>, %k: tensor<1x2x4x16xbf16>, %v: tensor<1x4x4x16xbf16>) {
+  // expected-error @+1 {{'kiln.flash_attention' op key and value must be [1, 2, Sk, 16] like the query}}
+  %o, %s = kiln.flash_attention %q, %k, %v {cudnn} : (tensor<1x4x4x16xbf16>, tensor<1x2x4x16xbf16>, tensor<1x4x4x16xbf16>) -> (tensor<1x4x4x16xbf16>, tensor<1x4x4x2xf32>)
+  return
+}
+
+// -----
+
+func.func @flash_attention_grad_cudnn_masked_fill(%q: tensor<1x1x4x16xbf16>, %s: tensor<1x1x4x2xf32>, %m: tensor<1x1x1x4xf32>) {
+  // expected-error @+1 {{'kiln.flash_attention_grad' op on cuDNN takes no causal_fill or masked_fill (its mask is added to the scores)}}
+  %dq, %dk, %dv, %d = kiln.flash_attention_grad %q, %q, %q, %q, %q, %s mask %m {masked_fill, cudnn} : (tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4x2xf32>, tensor<1x1x1x4xf32>) -> (tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4xf32>)
   return
 }
 
@@ -1509,7 +1533,7 @@ func.func @flash_attention_grad_cudnn_f32_grad(%q: tensor<1x1x4x16xbf16>, %o: te
 // -----
 
 func.func @flash_attention_grad_cudnn_causal_fill(%q: tensor<1x1x4x16xbf16>, %s: tensor<1x1x4x2xf32>) {
-  // expected-error @+1 {{'kiln.flash_attention_grad' op on cuDNN takes no causal_fill (without a mask it is causal)}}
+  // expected-error @+1 {{'kiln.flash_attention_grad' op on cuDNN takes no causal_fill or masked_fill (its mask is added to the scores)}}
   %dq, %dk, %dv, %d = kiln.flash_attention_grad %q, %q, %q, %q, %q, %s {causal, causal_fill, cudnn} : (tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4x2xf32>) -> (tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4x16xbf16>, tensor<1x1x4xf32>)
   return
 }

@@ -53,17 +53,28 @@ def KilnFlashAttention : Pass<"kiln-flash-attention", "mlir::ModuleOp"> {
     take stays for kiln-attention-kernel or kiln-decompose.
 
     With `cudnn`, the ops are marked `cudnn` for cuDNN's fused attention
-    where it takes them (causal or no mask; a causal_fill is then the same
-    as causal, since every row keeps its diagonal) and store their output
-    and gradients in `amp`, as cuDNN writes them: readers widen them
-    (kiln.cast), and the output's gradient is rounded to `amp` before the
-    backward reads it. Masked attention stays with Kiln's kernels.
+    where it takes them and store their output and gradients in `amp`, as
+    cuDNN writes them: readers widen them (kiln.cast), and the output's
+    gradient is rounded to `amp` before the backward reads it. cuDNN takes
+    causal attention (a causal_fill without a mask is then the same, since
+    every row keeps its diagonal), none, and an additive mask (padding, or
+    any bias the kernels take), which it reads clamped to at least -2^100
+    (the mask is added to scores in whatever units cuDNN computes them:
+    the lowest float times log2 e would be -inf there, and a row whose
+    every key it drops NaN rather than uniform). Attention whose gradient
+    fills its scores (masked_fill, or causal_fill with a mask) stays with
+    Kiln's kernels. Key and value whose heads repeat heads of their own
+    (reshape to [B, Hk, 1, S, D], broadcast to [B, Hk, G, S, D], reshape to
+    [B, Hk G, S, D], as grouped-query attention is imported) reach cuDNN
+    with their Hk heads, and its gradients of them replace the sums over
+    each group (reshape to [B, Hk, G, S, D], reduce over G) that autodiff
+    made, where those are their only readers.
   }];
   let options = [
     Option<"amp", "amp", "std::string", /*default=*/"\"bf16\"",
            "The 16-bit type the kernels compute in: bf16 or f16">,
     Option<"cudnn", "cudnn", "bool", /*default=*/"false",
-           "Hand causal and unmasked attention to cuDNN's fused attention "
+           "Hand the attention cuDNN's fused attention takes to it "
            "instead (16-bit output and gradients)">,
   ];
 }

@@ -198,7 +198,8 @@ struct KilnGPUEmulatePass : kiln::impl::KilnGPUEmulateBase<KilnGPUEmulatePass> {
   /// buffers. cuDNN's attention (`cudnn`) is that arithmetic too, on f32
   /// copies of its 16-bit output, output gradient and input gradients,
   /// rounded as cuDNN stores them (its statistics are then the kernels',
-  /// which only the backward reads).
+  /// which only the backward reads), with grouped key and value heads
+  /// where cuDNN takes them.
   LogicalResult callHostAttention() {
     ModuleOp module = getOperation();
     SmallVector<Operation *> ops;
@@ -280,6 +281,18 @@ struct KilnGPUEmulatePass : kiln::impl::KilnGPUEmulateBase<KilnGPUEmulatePass> {
         for (bool flag : {grad.getMaskedFill(), grad.getCausalFill()})
           args.push_back(arith::ConstantOp::create(
               b, loc, b.getI64IntegerAttr(flag ? 1 : 0)));
+      // Grouped key and value heads (cuDNN's): the grouped entry points.
+      int64_t keyHeads = cast<MemRefType>(key.getType()).getDimSize(1);
+      if (keyHeads != shape[1]) {
+        args.push_back(
+            arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(keyHeads)));
+        replaceByRuntimeCall(op,
+                             forward
+                                 ? "kiln_flash_attention_forward_grouped_host"
+                                 : "kiln_flash_attention_backward_grouped_host",
+                             args);
+        continue;
+      }
       replaceByRuntimeCall(op,
                            forward ? "kiln_flash_attention_forward_host"
                                    : "kiln_flash_attention_backward_host",
