@@ -95,7 +95,8 @@ first precision, with --cuda-attention=expanded (score products on tensor
 cores, softmax kernels over the stored scores) and --loops-attention with
 --cuda-attention=loops (a thread per query or key row on CUDA cores), and
 --cudnn-attention with --cuda-attention=cudnn (cuDNN's fused attention for
-the causal or unmasked attention it takes), and times them, after the
+the attention it takes: GPT-2's causal, BERT's padding mask), and times
+them, after the
 PyTorch sides, as the sides "kiln (expanded attention)", "kiln (attention
 loops)" and "kiln (cuDNN attention)", whose "vs kiln" is their tokens/s
 over the plain Kiln side's; their losses are checked like every side's.
