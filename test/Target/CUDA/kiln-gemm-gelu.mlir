@@ -192,3 +192,61 @@ func.func @not_taken(%x: tensor<8x32xf32>, %w: tensor<32x64xf32>,
   } -> tensor<8x64xf32>
   return %g, %h : tensor<8x64xf32>, tensor<8x64xf32>
 }
+
+// -----
+
+// The GELU's output tensor.empty is shared with another op (as CSE leaves
+// equal ones): the marked op gets one of its own, so that bufferization
+// cannot put its output in the bytes of the other op's result.
+// CHECK-LABEL: func.func @own_output(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<8x32xbf16>
+// CHECK: %[[SHARED:.*]] = tensor.empty() : tensor<8x64xbf16>
+// CHECK: %[[P:.*]] = linalg.generic {{.*}} attrs = {kiln.matmul = {gelu, gelu_aux, round_once, transpose_rhs}}
+// CHECK: %[[OWN:.*]] = tensor.empty() : tensor<8x64xbf16>
+// CHECK: linalg.generic {{.*}} ins(%[[P]] : tensor<8x64xbf16>) outs(%[[OWN]] : tensor<8x64xbf16>) attrs = {kiln.gemm_epilogue}
+// CHECK: linalg.generic {{.*}} ins(%[[P]] : tensor<8x64xbf16>) outs(%[[SHARED]] : tensor<8x64xbf16>) {
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#lhs = affine_map<(d0, d1, d2) -> (d0, d2)>
+#rhsT = affine_map<(d0, d1, d2) -> (d1, d2)>
+#out = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @own_output(%x: tensor<8x32xbf16>, %w: tensor<64x32xbf16>)
+    -> (tensor<8x64xbf16>, tensor<8x64xbf16>) {
+  %c0 = arith.constant 0.797884583 : f32
+  %c1 = arith.constant 4.471500e-02 : f32
+  %half = arith.constant 5.000000e-01 : f32
+  %one = arith.constant 1.000000e+00 : f32
+  %zero = arith.constant 0.0 : bf16
+  %e = tensor.empty() : tensor<8x64xbf16>
+  %z = linalg.fill ins(%zero : bf16) outs(%e : tensor<8x64xbf16>) -> tensor<8x64xbf16>
+  %p = linalg.generic {indexing_maps = [#lhs, #rhsT, #out], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x, %w : tensor<8x32xbf16>, tensor<64x32xbf16>) outs(%z : tensor<8x64xbf16>) attrs = {kiln.matmul = {round_once, transpose_rhs}} {
+  ^bb0(%a: bf16, %bb: bf16, %o: bf16):
+    %0 = arith.extf %o : bf16 to f32
+    %1 = arith.extf %a : bf16 to f32
+    %2 = arith.extf %bb : bf16 to f32
+    %3 = arith.mulf %1, %2 : f32
+    %4 = arith.addf %0, %3 : f32
+    %5 = arith.truncf %4 : f32 to bf16
+    linalg.yield %5 : bf16
+  } -> tensor<8x64xbf16>
+  %g = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%p : tensor<8x64xbf16>) outs(%e : tensor<8x64xbf16>) {
+  ^bb0(%in: bf16, %o: bf16):
+    %0 = arith.extf %in : bf16 to f32
+    %1 = arith.mulf %0, %half : f32
+    %2 = arith.mulf %0, %0 : f32
+    %3 = arith.mulf %0, %2 : f32
+    %4 = arith.mulf %3, %c1 : f32
+    %5 = arith.addf %0, %4 : f32
+    %6 = arith.mulf %5, %c0 : f32
+    %7 = math.tanh %6 : f32
+    %8 = arith.addf %7, %one : f32
+    %9 = arith.mulf %1, %8 : f32
+    %10 = arith.truncf %9 : f32 to bf16
+    linalg.yield %10 : bf16
+  } -> tensor<8x64xbf16>
+  %n = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%p : tensor<8x64xbf16>) outs(%e : tensor<8x64xbf16>) {
+  ^bb0(%in: bf16, %o: bf16):
+    %0 = arith.negf %in : bf16
+    linalg.yield %0 : bf16
+  } -> tensor<8x64xbf16>
+  return %g, %n : tensor<8x64xbf16>, tensor<8x64xbf16>
+}

@@ -321,7 +321,11 @@ def KilnGemmGelu : Pass<"kiln-gemm-gelu", "mlir::ModuleOp"> {
     which the epilogue then also stores) or `dgelu`. The IR keeps its
     meaning: the CUDA target makes the pair one cuBLASLt product writing
     the elementwise op's result (P itself only as the GELU's auxiliary
-    output, or not at all), and the emulation runs them as they are.
+    output, or not at all), and the emulation runs them as they are. A
+    marked op gets a tensor.empty of its own as its output (one shared
+    with other ops would let bufferization put its output in the bytes of
+    a tensor still read between the product and it, and the pair would
+    not fuse).
 
     What the elementwise op computes is checked by evaluating its body
     (arith and math ops on its inputs) at points across the GELU's range

@@ -182,6 +182,22 @@ void setFlag(linalg::GenericOp product, StringRef flag) {
   product->setAttr("kiln.matmul", flags.getDictionary(product.getContext()));
 }
 
+/// Marks `op` the epilogue of the product before it, and gives it an output
+/// tensor of its own: a tensor.empty it shares with other ops (CSE merges
+/// them) lets bufferization write its output into the buffer of a tensor
+/// one of them produced once that is dead, which the product, writing the
+/// output early, would clobber while it is still read.
+void markEpilogue(linalg::GenericOp op) {
+  op->setAttr("kiln.gemm_epilogue", UnitAttr::get(op.getContext()));
+  OpOperand &init = op.getDpsInitsMutable()[0];
+  auto empty = init.get().getDefiningOp<tensor::EmptyOp>();
+  if (!empty || empty->hasOneUse())
+    return;
+  OpBuilder b(op);
+  init.set(tensor::EmptyOp::create(b, empty.getLoc(), empty.getType(),
+                                   empty.getDynamicSizes()));
+}
+
 struct KilnGemmGeluPass : kiln::impl::KilnGemmGeluBase<KilnGemmGeluPass> {
   void runOnOperation() override {
     SmallVector<linalg::GenericOp> candidates;
@@ -215,7 +231,7 @@ struct KilnGemmGeluPass : kiln::impl::KilnGemmGeluBase<KilnGemmGeluPass> {
     setFlag(product, "gelu");
     if (readByOthers(product.getResult(0), expand, op))
       setFlag(product, "gelu_aux");
-    op->setAttr("kiln.gemm_epilogue", UnitAttr::get(op.getContext()));
+    markEpilogue(op);
     return true;
   }
 
@@ -246,7 +262,7 @@ struct KilnGemmGeluPass : kiln::impl::KilnGemmGeluBase<KilnGemmGeluPass> {
       if (!matches)
         continue;
       setFlag(product, "dgelu");
-      op->setAttr("kiln.gemm_epilogue", UnitAttr::get(op.getContext()));
+      markEpilogue(op);
       return true;
     }
     return false;
