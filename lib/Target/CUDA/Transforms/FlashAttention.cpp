@@ -203,14 +203,14 @@ struct KilnFlashAttentionPass
     Value key = attention.getKey(), value = attention.getValue();
     SmallVector<std::pair<ReduceSumOp, ReduceSumOp>> sums;
     if (onCudnn) {
-      auto [keyHeads, keyGroups] = repeatedHeads(key);
-      auto [valueHeads, valueGroups] = repeatedHeads(value);
-      bool grouped = keyHeads && valueHeads && keyGroups == valueGroups;
+      auto [keySource, groups] = repeatedHeads(key);
+      auto [valueSource, valueGroups] = repeatedHeads(value);
+      bool grouped = keySource && valueSource && groups == valueGroups;
       for (AttentionGradOp grad : grads) {
         if (!grouped)
           break;
-        sums.emplace_back(groupSum(grad.getResult(1), keyGroups),
-                          groupSum(grad.getResult(2), keyGroups));
+        sums.emplace_back(groupSum(grad.getResult(1), groups),
+                          groupSum(grad.getResult(2), groups));
         grouped = sums.back().first && sums.back().second;
       }
       if (grouped) {
@@ -220,8 +220,8 @@ struct KilnFlashAttentionPass
           shape.erase(shape.begin() + 2);
           return ReshapeOp::create(b, loc, type.clone(shape), v);
         };
-        key = merged(keyHeads);
-        value = merged(valueHeads);
+        key = merged(keySource);
+        value = merged(valueSource);
       } else {
         sums.clear();
       }
@@ -264,7 +264,7 @@ struct KilnFlashAttentionPass
           TypeRange{stored(queryType), stored(keyType), stored(keyType),
                     queryType.clone(queryType.getShape().drop_back())},
           q, k, v, out, outGrad, stats, mask, ValueRange{}, scale, causal,
-          mask && !onCudnn ? grad.getMaskedFillAttr() : nullptr,
+          mask ? grad.getMaskedFillAttr() : nullptr,
           onCudnn ? nullptr : grad.getCausalFillAttr(), cudnnAttr);
       b.setInsertionPointAfter(flashGrad);
       grad.getResult(0).replaceAllUsesWith(widened(b, flashGrad.getResult(0)));

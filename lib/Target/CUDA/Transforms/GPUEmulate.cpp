@@ -283,20 +283,16 @@ struct KilnGPUEmulatePass : kiln::impl::KilnGPUEmulateBase<KilnGPUEmulatePass> {
               b, loc, b.getI64IntegerAttr(flag ? 1 : 0)));
       // Grouped key and value heads (cuDNN's): the grouped entry points.
       int64_t keyHeads = cast<MemRefType>(key.getType()).getDimSize(1);
-      if (keyHeads != shape[1]) {
+      bool grouped = keyHeads != shape[1];
+      if (grouped)
         args.push_back(
             arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(keyHeads)));
-        replaceByRuntimeCall(op,
-                             forward
-                                 ? "kiln_flash_attention_forward_grouped_host"
-                                 : "kiln_flash_attention_backward_grouped_host",
-                             args);
-        continue;
-      }
-      replaceByRuntimeCall(op,
-                           forward ? "kiln_flash_attention_forward_host"
-                                   : "kiln_flash_attention_backward_host",
-                           args);
+      StringRef name =
+          forward ? (grouped ? "kiln_flash_attention_forward_grouped_host"
+                             : "kiln_flash_attention_forward_host")
+                  : (grouped ? "kiln_flash_attention_backward_grouped_host"
+                             : "kiln_flash_attention_backward_host");
+      replaceByRuntimeCall(op, name, args);
     }
     return success();
   }
