@@ -46,10 +46,13 @@ def add_common_arguments(parser):
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--openblas-coretype", metavar="NAME",
                         default=default_coretype(),
-                        help="OPENBLAS_CORETYPE for both sides (default: "
-                        "the one Kiln's runtime picks for this CPU, so that "
-                        "PyTorch's OpenBLAS gets the same fast kernels; "
-                        "'none' leaves it unset)")
+                        help="OpenBLAS kernels for both sides: "
+                        "OPENBLAS_CORETYPE and KILN_OPENBLAS_CORETYPE "
+                        "(default: the ones Kiln's runtime picks for this "
+                        "CPU, so that PyTorch's OpenBLAS gets the same fast "
+                        "kernels; 'none' sets neither: the environment's "
+                        "OPENBLAS_CORETYPE, if any, for PyTorch, Kiln's "
+                        "choice for Kiln)")
     parser.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"),
                         help="where kilnc and kiln-run are")
     parser.add_argument("--keep", metavar="DIR",
@@ -58,11 +61,13 @@ def add_common_arguments(parser):
 
 
 def default_coretype():
-    """What Kiln's runtime sets when OPENBLAS_CORETYPE is unset
-    (runtime/src/cpu/CpuCode.cpp): OpenBLAS 0.3.21 falls back to slow generic
-    kernels on CPUs newer than itself, and the peer must not be left there."""
-    if os.environ.get("OPENBLAS_CORETYPE"):
-        return os.environ["OPENBLAS_CORETYPE"]
+    """What Kiln's runtime picks for its code (runtime/src/cpu/CpuCode.cpp):
+    KILN_OPENBLAS_CORETYPE, or the family the CPU's instruction set supports,
+    whatever OPENBLAS_CORETYPE the environment sets. OpenBLAS 0.3.21 falls
+    back to slow generic kernels on CPUs newer than itself, and a peer using
+    OpenBLAS must not be left there."""
+    if os.environ.get("KILN_OPENBLAS_CORETYPE"):
+        return os.environ["KILN_OPENBLAS_CORETYPE"]
     try:
         with open("/proc/cpuinfo") as f:
             flags = next((l.split(":", 1)[1].split() for l in f
@@ -83,6 +88,7 @@ def thread_environment(args):
            "OPENBLAS_NUM_THREADS": str(args.threads)}
     if args.openblas_coretype and args.openblas_coretype != "none":
         env["OPENBLAS_CORETYPE"] = args.openblas_coretype
+        env["KILN_OPENBLAS_CORETYPE"] = args.openblas_coretype
     return env
 
 
@@ -136,10 +142,11 @@ def print_setup(args, torch):
     print("host: %s, %d usable CPUs (nproc), load average %.2f at start"
           % (cpu_name(), len(os.sched_getaffinity(0)), os.getloadavg()[0]))
     print("threads: %d each side; OMP_NUM_THREADS=%s OPENBLAS_NUM_THREADS=%s "
-          "OPENBLAS_CORETYPE=%s" % (
+          "OPENBLAS_CORETYPE=%s KILN_OPENBLAS_CORETYPE=%s" % (
               args.threads, os.environ["OMP_NUM_THREADS"],
               os.environ["OPENBLAS_NUM_THREADS"],
-              os.environ.get("OPENBLAS_CORETYPE", "(unset)")))
+              os.environ.get("OPENBLAS_CORETYPE", "(unset)"),
+              os.environ.get("KILN_OPENBLAS_CORETYPE", "(unset)")))
     config = torch.__config__.show()
     blas_info = re.search(r"BLAS_INFO=([^,]+)", config)
     print("PyTorch %s: torch.get_num_threads() %d, interop %d, "

@@ -107,8 +107,9 @@ def parse_args(argv):
                         metavar="SECONDS")
     parser.add_argument("--openblas-coretype", metavar="NAME",
                         default=default_coretype(),
-                        help="OPENBLAS_CORETYPE of both set-ups ('none': "
-                        "unset)")
+                        help="OpenBLAS kernels of both set-ups "
+                        "(KILN_OPENBLAS_CORETYPE; 'none': Kiln's runtime "
+                        "picks them for this CPU)")
     parser.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"),
                         help="where kilnc and kiln-run are")
     parser.add_argument("--mpirun", default=shutil.which("mpirun"),
@@ -158,8 +159,10 @@ def environment(args, threads):
     env = dict(os.environ, OMP_NUM_THREADS=str(threads),
                OPENBLAS_NUM_THREADS=str(threads))
     env.pop("OPENBLAS_CORETYPE", None)
+    env.pop("KILN_OPENBLAS_CORETYPE", None)
     if args.openblas_coretype and args.openblas_coretype != "none":
         env["OPENBLAS_CORETYPE"] = args.openblas_coretype
+        env["KILN_OPENBLAS_CORETYPE"] = args.openblas_coretype
     return env
 
 
@@ -256,7 +259,7 @@ def main(argv):
             mpirun.append("--allow-run-as-root")
         one_env, ranks_env = environment(args, n), environment(args, 1)
         for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                     "OPENBLAS_CORETYPE"):
+                     "OPENBLAS_CORETYPE", "KILN_OPENBLAS_CORETYPE"):
             if name in ranks_env:
                 mpirun += ["-x", name]
         setups = [

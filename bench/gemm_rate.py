@@ -43,7 +43,8 @@ def main(argv):
     parser.add_argument("--shapes", default=SHAPES)
     parser.add_argument("--seconds", type=float, default=1.0)
     args = parser.parse_args(argv[1:])
-    if "OPENBLAS_CORETYPE" not in os.environ and default_coretype():
+    # OpenBLAS's kernels as Kiln's runtime picks them for its products.
+    if default_coretype():
         os.environ["OPENBLAS_CORETYPE"] = default_coretype()
     import numpy as np
     import torch

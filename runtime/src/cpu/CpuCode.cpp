@@ -86,20 +86,37 @@ Status dlopenPath(const std::string &path, void *&handle) {
 
 /// OpenBLAS picks its kernels from the CPU model it recognises and falls back
 /// to slow generic (SSE3) ones on models newer than its release, such as
-/// recent Xeons. Unless the user chose (OPENBLAS_CORETYPE is set), name the
-/// kernel family the CPU's instruction set supports before the kernels' code,
-/// which links OpenBLAS, is loaded.
+/// recent Xeons; OPENBLAS_CORETYPE overrides its choice. Kiln names the
+/// kernel family the CPU's instruction set supports, before the kernels'
+/// code, which links OpenBLAS, is loaded, and it does so even where
+/// OPENBLAS_CORETYPE is set already: machines set that variable system-wide
+/// as a safe fallback for every OpenBLAS build (Haswell's AVX2 kernels on an
+/// AVX-512 AMD EPYC, where SkylakeX's run Kiln's training steps 1.6 times as
+/// fast; docs/performance.md). KILN_OPENBLAS_CORETYPE chooses the family for
+/// Kiln's code instead (docs/runtime.md, Threads).
 void chooseOpenBlasKernels() {
-  if (std::getenv("OPENBLAS_CORETYPE"))
+  if (const char *chosen = std::getenv("KILN_OPENBLAS_CORETYPE");
+      chosen && *chosen) {
+    setenv("OPENBLAS_CORETYPE", chosen, /*overwrite=*/1);
     return;
+  }
 #if defined(__x86_64__)
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
-    setenv("OPENBLAS_CORETYPE", "SkylakeX", /*overwrite=*/0);
+    setenv("OPENBLAS_CORETYPE", "SkylakeX", /*overwrite=*/1);
   else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    setenv("OPENBLAS_CORETYPE", "Haswell", /*overwrite=*/0);
+    setenv("OPENBLAS_CORETYPE", "Haswell", /*overwrite=*/1);
 #endif
+}
+
+/// What the profile says multiplies: OpenBLAS's configuration, which names
+/// the kernel family it runs, where the code links OpenBLAS.
+std::string blasConfiguration(void *handle) {
+  using Config = const char *(*)();
+  auto config = reinterpret_cast<Config>(dlsym(handle, "openblas_get_config"));
+  const char *text = config ? config() : nullptr;
+  return text ? strCat("matrix products: ", text, "\n") : std::string();
 }
 
 /// OpenBLAS (0.3.21, Debian 12's) gives each of its threads a work buffer
@@ -335,7 +352,8 @@ CpuCode::~CpuCode() {
     if (table && slots) {
       Status status = cpuProfileReport(name, table, slots, report);
       if (status.ok())
-        writeCpuProfile("Kiln CPU profile of " + name + "\n" + report);
+        writeCpuProfile("Kiln CPU profile of " + name + "\n" +
+                        blasConfiguration(handle) + report);
       else
         std::fprintf(stderr, "kiln: %s\n", status.message().c_str());
     }
