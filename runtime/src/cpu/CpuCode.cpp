@@ -19,6 +19,7 @@
 #include <mutex>
 #include <sched.h>
 #include <string>
+#include <strings.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <thread>
@@ -108,6 +109,27 @@ void chooseOpenBlasKernels() {
   else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
     setenv("OPENBLAS_CORETYPE", "Haswell", /*overwrite=*/1);
 #endif
+}
+
+/// OpenBLAS ignores a kernel family it does not know (or whose instructions
+/// the CPU lacks) and picks its own: a KILN_OPENBLAS_CORETYPE it did not
+/// follow is a warning, once per process, naming the kernels it runs.
+void checkChosenBlasKernels(void *handle) {
+  const char *chosen = std::getenv("KILN_OPENBLAS_CORETYPE");
+  using CoreName = const char *(*)();
+  auto coreName =
+      reinterpret_cast<CoreName>(dlsym(handle, "openblas_get_corename"));
+  const char *running = coreName ? coreName() : nullptr;
+  if (!chosen || !*chosen || !running || strcasecmp(chosen, running) == 0)
+    return;
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    std::fprintf(stderr,
+                 "kiln: warning: KILN_OPENBLAS_CORETYPE=%s: OpenBLAS runs its "
+                 "%s kernels (it has no such kernel family, the CPU lacks "
+                 "its instructions, or OpenBLAS was loaded before)\n",
+                 chosen, running);
+  });
 }
 
 /// What the profile says multiplies: OpenBLAS's configuration, which names
@@ -379,6 +401,7 @@ Status CpuCode::load(ByteSpan image, const std::string &what,
                            "; from a temporary file: ", viaFile.message()));
   }
   setOneBlasThread(code->handle);
+  checkChosenBlasKernels(code->handle);
   warmUpBlas(code->handle);
   out = std::move(code);
   return Status();
