@@ -111,16 +111,23 @@ void chooseOpenBlasKernels() {
 #endif
 }
 
+/// What OpenBLAS's `symbol` (openblas_get_config, openblas_get_corename)
+/// returns where the code links OpenBLAS; null otherwise.
+const char *openBlasText(void *handle, const char *symbol) {
+  using Text = const char *(*)();
+  auto text = reinterpret_cast<Text>(dlsym(handle, symbol));
+  return text ? text() : nullptr;
+}
+
 /// OpenBLAS ignores a kernel family it does not know (or whose instructions
 /// the CPU lacks) and picks its own: a KILN_OPENBLAS_CORETYPE it did not
 /// follow is a warning, once per process, naming the kernels it runs.
 void checkChosenBlasKernels(void *handle) {
   const char *chosen = std::getenv("KILN_OPENBLAS_CORETYPE");
-  using CoreName = const char *(*)();
-  auto coreName =
-      reinterpret_cast<CoreName>(dlsym(handle, "openblas_get_corename"));
-  const char *running = coreName ? coreName() : nullptr;
-  if (!chosen || !*chosen || !running || strcasecmp(chosen, running) == 0)
+  if (!chosen || !*chosen)
+    return;
+  const char *running = openBlasText(handle, "openblas_get_corename");
+  if (!running || strcasecmp(chosen, running) == 0)
     return;
   static std::once_flag once;
   std::call_once(once, [&] {
@@ -135,9 +142,7 @@ void checkChosenBlasKernels(void *handle) {
 /// What the profile says multiplies: OpenBLAS's configuration, which names
 /// the kernel family it runs, where the code links OpenBLAS.
 std::string blasConfiguration(void *handle) {
-  using Config = const char *(*)();
-  auto config = reinterpret_cast<Config>(dlsym(handle, "openblas_get_config"));
-  const char *text = config ? config() : nullptr;
+  const char *text = openBlasText(handle, "openblas_get_config");
   return text ? strCat("matrix products: ", text, "\n") : std::string();
 }
 
